@@ -1,0 +1,343 @@
+//! Computation and checking of everything a topology derives from its structure.
+
+use std::collections::VecDeque;
+
+use crate::components::{Interconnect, Member, Parent, Role};
+use crate::error::ModelError;
+use crate::ids::{ContextId, CoreId, GroupId, SocketId};
+use crate::matrix::LatencyMatrix;
+use crate::topology::{summary, TopologyData};
+
+fn structure(msg: impl Into<String>) -> ModelError {
+    ModelError::Structure(msg.into())
+}
+
+/// Fills every derived field of `d` from its structure (cores' contexts, members of
+/// groups and sockets, nodes' local sockets), checking the structure on the way.
+pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
+    let n = d.contexts.len();
+    if n == 0 {
+        return Err(structure("no hardware contexts"));
+    }
+    for (name, m) in [("raw", &d.latency.raw), ("normalized", &d.latency.normalized)] {
+        if m.len() != n {
+            return Err(structure(format!(
+                "{name} latency table has {} rows for {n} contexts",
+                m.len()
+            )));
+        }
+    }
+    if let Some(s) = &d.latency.spread {
+        if s.len() != n {
+            return Err(structure(format!(
+                "spread table has {} rows for {n} contexts",
+                s.len()
+            )));
+        }
+    }
+    for (i, c) in d.contexts.iter().enumerate() {
+        if c.id != ContextId(i) {
+            return Err(structure(format!("context at position {i} has id {}", c.id)));
+        }
+    }
+    // Contexts -> cores.
+    let mut core_of: Vec<Option<CoreId>> = vec![None; n];
+    for (ci, core) in d.cores.iter_mut().enumerate() {
+        if core.id != CoreId(ci) {
+            return Err(structure(format!("core at position {ci} has id {}", core.id)));
+        }
+        if core.contexts.is_empty() {
+            return Err(structure(format!("core {ci} has no contexts")));
+        }
+        core.contexts.sort_unstable();
+        for &ctx in &core.contexts {
+            let slot = core_of
+                .get_mut(ctx.0)
+                .ok_or_else(|| structure(format!("core {ci} names context {} of {n}", ctx.0)))?;
+            if let Some(other) = slot {
+                return Err(structure(format!(
+                    "context {} is in core {} and core {ci}",
+                    ctx.0, other.0
+                )));
+            }
+            *slot = Some(CoreId(ci));
+        }
+    }
+    for (i, c) in core_of.iter().enumerate() {
+        match c {
+            Some(core) => d.contexts[i].core = *core,
+            None => return Err(structure(format!("context {i} is in no core"))),
+        }
+    }
+    // Parents of cores and groups.
+    let n_cores = d.cores.len();
+    let n_groups = d.groups.len();
+    let mut core_parent: Vec<Option<Parent>> = vec![None; n_cores];
+    let mut group_parent: Vec<Option<Parent>> = vec![None; n_groups];
+    let mut assign = |member: Member, parent: Parent| -> Result<(), ModelError> {
+        let (slot, what) = match member {
+            Member::Core(c) => (
+                core_parent
+                    .get_mut(c.0)
+                    .ok_or_else(|| structure(format!("{parent:?} names core {} of {n_cores}", c.0)))?,
+                format!("core {}", c.0),
+            ),
+            Member::Group(g) => (
+                group_parent.get_mut(g.0).ok_or_else(|| {
+                    structure(format!("{parent:?} names group {} of {n_groups}", g.0))
+                })?,
+                format!("group {}", g.0),
+            ),
+        };
+        if let Some(old) = slot {
+            return Err(structure(format!("{what} has two parents: {old:?} and {parent:?}")));
+        }
+        *slot = Some(parent);
+        Ok(())
+    };
+    for (si, s) in d.sockets.iter().enumerate() {
+        if s.id != SocketId(si) {
+            return Err(structure(format!("socket at position {si} has id {}", s.id)));
+        }
+        if s.members.is_empty() {
+            return Err(structure(format!("socket {si} is empty")));
+        }
+        for &m in &s.members {
+            assign(m, Parent::Socket(SocketId(si)))?;
+        }
+    }
+    for (gi, g) in d.groups.iter().enumerate() {
+        if g.id != GroupId(gi) {
+            return Err(structure(format!("group at position {gi} has id {}", g.id)));
+        }
+        if g.members.is_empty() {
+            return Err(structure(format!("group {gi} is empty")));
+        }
+        for &m in &g.members {
+            if m == Member::Group(GroupId(gi)) {
+                return Err(structure(format!("group {gi} contains itself")));
+            }
+            assign(m, Parent::Group(GroupId(gi)))?;
+        }
+    }
+    for (i, p) in core_parent.iter().enumerate() {
+        d.cores[i].parent = p.ok_or_else(|| structure(format!("core {i} is in no socket or group")))?;
+    }
+    for (i, p) in group_parent.iter().enumerate() {
+        d.groups[i].parent = p.ok_or_else(|| structure(format!("group {i} is in no socket or group")))?;
+    }
+    // Walk every socket top-down: sockets, depths, contents.
+    let mut group_seen = vec![false; n_groups];
+    for si in 0..d.sockets.len() {
+        let sid = SocketId(si);
+        let mut order: Vec<GroupId> = Vec::new();
+        let mut queue: VecDeque<(Member, usize)> =
+            d.sockets[si].members.iter().map(|&m| (m, 1)).collect();
+        let mut cores: Vec<CoreId> = Vec::new();
+        while let Some((m, depth)) = queue.pop_front() {
+            match m {
+                Member::Core(c) => {
+                    d.cores[c.0].socket = sid;
+                    cores.push(c);
+                }
+                Member::Group(g) => {
+                    if group_seen[g.0] {
+                        return Err(structure(format!("group {} is reached twice", g.0)));
+                    }
+                    group_seen[g.0] = true;
+                    d.groups[g.0].socket = sid;
+                    d.groups[g.0].depth = depth;
+                    order.push(g);
+                    for &child in &d.groups[g.0].members {
+                        queue.push_back((child, depth + 1));
+                    }
+                }
+            }
+        }
+        cores.sort_unstable();
+        let mut contexts: Vec<ContextId> = cores
+            .iter()
+            .flat_map(|c| d.cores[c.0].contexts.iter().copied())
+            .collect();
+        contexts.sort_unstable();
+        for &ctx in &contexts {
+            d.contexts[ctx.0].socket = sid;
+        }
+        let s = &mut d.sockets[si];
+        s.groups = order;
+        s.cores = cores;
+        s.contexts = contexts;
+    }
+    if let Some(g) = group_seen.iter().position(|seen| !seen) {
+        return Err(structure(format!("group {g} is not inside any socket (cycle?)")));
+    }
+    // Contents of groups, innermost first so that nested groups are done first.
+    let mut by_depth: Vec<usize> = (0..n_groups).collect();
+    by_depth.sort_by_key(|&g| std::cmp::Reverse(d.groups[g].depth));
+    for g in by_depth {
+        let mut cores = Vec::new();
+        for &m in &d.groups[g].members {
+            match m {
+                Member::Core(c) => cores.push(c),
+                Member::Group(child) => cores.extend(d.groups[child.0].cores.iter().copied()),
+            }
+        }
+        cores.sort_unstable();
+        let mut contexts: Vec<ContextId> = cores
+            .iter()
+            .flat_map(|c| d.cores[c.0].contexts.iter().copied())
+            .collect();
+        contexts.sort_unstable();
+        d.groups[g].cores = cores;
+        d.groups[g].contexts = contexts;
+    }
+    // Latency summaries between direct members.
+    let sym = d.latency.raw.symmetrized();
+    for g in 0..n_groups {
+        let sets = member_contexts(d, &d.groups[g].members);
+        d.groups[g].latency = summary(between_sets(&sym, &sets));
+    }
+    for s in 0..d.sockets.len() {
+        let sets = member_contexts(d, &d.sockets[s].members);
+        d.sockets[s].latency = summary(between_sets(&sym, &sets));
+    }
+    // Interconnects.
+    let cross_levels: Vec<usize> = d
+        .levels
+        .iter()
+        .filter(|l| l.role == Role::CrossSocket)
+        .map(|l| l.id)
+        .collect();
+    let mut links = Vec::new();
+    for a in 0..d.sockets.len() {
+        for b in a + 1..d.sockets.len() {
+            let sets = vec![d.sockets[a].contexts.clone(), d.sockets[b].contexts.clone()];
+            if let Some(lat) = summary(between_sets(&sym, &sets)) {
+                let level = nearest_level(d, lat.median);
+                let hops = cross_levels
+                    .iter()
+                    .position(|&l| l == level)
+                    .map_or(1, |p| p + 1);
+                links.push(Interconnect {
+                    a: SocketId(a),
+                    b: SocketId(b),
+                    latency: lat,
+                    level,
+                    hops,
+                });
+            }
+        }
+    }
+    d.interconnects = links;
+    // Nodes.
+    for s in &mut d.sockets {
+        s.local_node = None;
+    }
+    for (ni, node) in d.nodes.iter().enumerate() {
+        if node.id.0 != ni {
+            return Err(structure(format!("node at position {ni} has id {}", node.id)));
+        }
+        for &s in &node.local_sockets {
+            let socket = d
+                .sockets
+                .get_mut(s.0)
+                .ok_or_else(|| structure(format!("node {ni} names socket {} that does not exist", s.0)))?;
+            if let Some(other) = socket.local_node {
+                return Err(structure(format!(
+                    "socket {} has two local nodes: {} and {ni}",
+                    s.0, other.0
+                )));
+            }
+            socket.local_node = Some(node.id);
+        }
+    }
+    d.facts.sockets.value = d.sockets.len();
+    d.facts.smt.value = d.cores.iter().any(|c| c.contexts.len() > 1);
+    Ok(())
+}
+
+fn member_contexts(d: &TopologyData, members: &[Member]) -> Vec<Vec<ContextId>> {
+    members
+        .iter()
+        .map(|m| match *m {
+            Member::Core(c) => d.cores[c.0].contexts.clone(),
+            Member::Group(g) => d.groups[g.0].contexts.clone(),
+        })
+        .collect()
+}
+
+/// Latencies of all pairs whose ends lie in two different sets.
+fn between_sets(sym: &LatencyMatrix, sets: &[Vec<ContextId>]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for i in 0..sets.len() {
+        for j in i + 1..sets.len() {
+            for a in &sets[i] {
+                for b in &sets[j] {
+                    if let Some(v) = sym.get(a.0, b.0) {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The level whose range contains `value`, else the closest one in log distance (0 when
+/// there are no levels).
+fn nearest_level(d: &TopologyData, value: f64) -> usize {
+    if let Some(l) = d
+        .levels
+        .iter()
+        .find(|l| l.latency.min <= value && value <= l.latency.max)
+    {
+        return l.id;
+    }
+    d.levels
+        .iter()
+        .min_by(|a, b| {
+            let da = (a.latency.median.max(f64::MIN_POSITIVE) / value.max(f64::MIN_POSITIVE)).ln().abs();
+            let db = (b.latency.median.max(f64::MIN_POSITIVE) / value.max(f64::MIN_POSITIVE)).ln().abs();
+            da.total_cmp(&db)
+        })
+        .map_or(0, |l| l.id)
+}
+
+/// Checks that the derived fields stored in a file agree with those recomputed from its
+/// structure; names the first disagreement.
+pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Result<(), ModelError> {
+    fn first_diff<T: PartialEq + std::fmt::Debug>(
+        what: &str,
+        a: &[T],
+        b: &[T],
+    ) -> Result<(), ModelError> {
+        if a.len() != b.len() {
+            return Err(structure(format!(
+                "{what}: {} stored, {} derived from the structure",
+                a.len(),
+                b.len()
+            )));
+        }
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            if x != y {
+                return Err(structure(format!(
+                    "{what} {i} disagrees with the structure: stored {x:?}, derived {y:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+    first_diff("context", &stored.contexts, &derived.contexts)?;
+    first_diff("core", &stored.cores, &derived.cores)?;
+    first_diff("group", &stored.groups, &derived.groups)?;
+    first_diff("socket", &stored.sockets, &derived.sockets)?;
+    first_diff("interconnect", &stored.interconnects, &derived.interconnects)?;
+    first_diff("level", &stored.levels, &derived.levels)?;
+    if stored.facts != derived.facts {
+        return Err(structure(format!(
+            "facts disagree with the structure: stored {:?}, derived {:?}",
+            stored.facts, derived.facts
+        )));
+    }
+    Ok(())
+}

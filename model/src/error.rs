@@ -1,0 +1,52 @@
+//! Errors of the model crate.
+
+use std::path::PathBuf;
+
+/// Errors from building, reading or writing a topology.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The structure is inconsistent (a context in two cores, a dangling id, ...).
+    #[error("inconsistent topology: {0}")]
+    Structure(String),
+    /// A file is malformed; names the file, the line (1-based, 0 when not known) and the problem.
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number (0 when the problem is not tied to a line).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A query named a component that does not exist.
+    #[error("no such component: {0}")]
+    NoSuchComponent(String),
+}
+
+impl ModelError {
+    /// A parse error at `line` of `path`.
+    pub fn parse(path: impl Into<PathBuf>, line: usize, message: impl Into<String>) -> Self {
+        Self::Parse {
+            path: path.into(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! The topology model of topoprobe: a multi-core machine described by its hardware
+//! contexts, cores, groups (at any depth), sockets, memory nodes and the latencies
+//! between them (MCTOP, "multi-core topology"), with the file formats that store it.
+//!
+//! This crate is pure: it never touches the operating system and only reads or writes
+//! the files it is given.
+//!
+//! ```
+//! use topoprobe_model::{ContextId, Evidence, LatencyMatrix, LatencyUnit, Member, TopologyBuilder};
+//!
+//! // Two cores with two SMT contexts each, in one socket.
+//! let mut b = TopologyBuilder::new(vec![0, 1, 2, 3], LatencyUnit::Ns);
+//! let c0 = b.core(vec![ContextId(0), ContextId(2)]);
+//! let c1 = b.core(vec![ContextId(1), ContextId(3)]);
+//! b.socket(vec![Member::Core(c0), Member::Core(c1)]);
+//! let lat = LatencyMatrix::from_fn(4, |a, b| Some(if a % 2 == b % 2 { 8.0 } else { 40.0 }));
+//! b.latencies(lat.clone(), lat);
+//! let topo = b.build().unwrap();
+//! assert_eq!(topo.num_cores(), 2);
+//! assert!(topo.has_smt());
+//! assert_eq!(topo.latency(ContextId(0), ContextId(2)).unwrap(), 8.0);
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod components;
+mod derive;
+mod error;
+pub mod format;
+mod ids;
+mod matrix;
+mod meta;
+mod query;
+mod sections;
+mod topology;
+mod units;
+
+pub use components::{
+    Core, Evidence, Group, HwContext, Interconnect, LatencyLevel, Member, Node, Parent, Role,
+    Socket,
+};
+pub use error::ModelError;
+pub use ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
+pub use matrix::{median_sorted, LatencyMatrix, LatencySummary, MatrixShapeError};
+pub use meta::{
+    Fact, Facts, LevelConfidence, Machine, Origin, OsDifference, Provenance, Source,
+    StructureLevel, Unresolved, Validation, Warning,
+};
+pub use query::{Component, Level};
+pub use sections::{
+    Access, CacheLevel, CacheSection, MemoryBandwidth, MemoryLatency, MemorySection, PowerEntry,
+    PowerScope, PowerSection, PowerState, Threads,
+};
+pub use topology::{LatencyTables, Topology, TopologyBuilder, FORMAT};
+pub use units::{LatencyUnit, UnknownUnit};
