@@ -1,1 +1,155 @@
-//! infer
+//! Topology inference for topoprobe: from a table of core-to-core latencies to a
+//! [`Topology`] of hardware contexts, cores, groups and sockets (MCTOP-ALG and beyond).
+//!
+//! The pipeline follows the paper's four steps, made robust for real machines:
+//!
+//! 1. **latency table**: any source of pair latencies ([`PairLatency`]: a matrix file, the
+//!    simulator, the live probe), symmetrized;
+//! 2. **classes**: all latencies clustered by ratio (no absolute offset, so ns and cycles
+//!    behave the same; a coarse timer widens the gap a class boundary needs; one outlier
+//!    pair cannot make a level);
+//! 3. **components**: sets below each class threshold (latency components), plus *profile
+//!    groups* — sets whose members every outsider sees at the same latency — which reveal
+//!    what thresholds cannot: E-core clusters whose internal latency is the highest, weakly
+//!    visible clusters, and a far socket whose inside is as slow as the cross-socket link
+//!    (the home-node effect); the two are merged into one tree, with significance rules
+//!    that keep mesh artefacts out;
+//! 4. **roles**: cores (SMT by a physical latency bound, or given), sockets (by a hint, or
+//!    by the cross-socket bounds), groups in between, any depth and any size.
+//!
+//! Every result carries a validation record: a confidence per level, warnings, and an
+//! *unresolved* entry for every level the inference is not sure of.
+//!
+//! ```
+//! use topoprobe_infer::{infer, InferOptions};
+//! use topoprobe_model::LatencyMatrix;
+//!
+//! // Two sockets of two cores with two SMT contexts each (siblings i and i+4).
+//! let m = LatencyMatrix::from_fn(8, |a, b| {
+//!     let (ca, cb) = (a % 4, b % 4);
+//!     Some(if ca == cb { 8.0 } else if ca / 2 == cb / 2 { 45.0 } else { 140.0 })
+//! });
+//! let topo = infer(&m, &InferOptions::default()).unwrap();
+//! assert_eq!((topo.num_sockets(), topo.num_cores()), (2, 4));
+//! assert!(topo.has_smt());
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod build;
+mod error;
+mod levels;
+mod linkage;
+pub mod load;
+mod options;
+mod quantize;
+mod roles;
+pub mod sim;
+mod source;
+mod table;
+mod threshold;
+mod tree;
+mod twins;
+mod validate;
+
+use topoprobe_model::{LatencyMatrix, Provenance, Topology, TopologyBuilder};
+
+pub use error::InferError;
+pub use load::{infer_mct, load_topology, LoadError};
+pub use options::{InferOptions, DEFAULT_GHZ};
+pub use source::{collect_full, MatrixProbe, PairLatency, PairSample, ProbeError};
+
+/// Infers the topology of a machine from its latency matrix.
+///
+/// The matrix may be directed (it is symmetrized by the mean of both directions), may have
+/// missing entries, and may be in ns or cycles (`opts.units`). Hints in `opts` are used when
+/// given and reported as given; everything else is inferred.
+///
+/// # Errors
+///
+/// Returns [`InferError`] when the matrix has fewer than two contexts, a context without
+/// any latency, a latency that is not finite and positive, or when an option is out of range.
+pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, InferError> {
+    let n = matrix.len();
+    if let Some(s) = opts.sockets {
+        if s == 0 || s > n {
+            return Err(InferError::InvalidOption(format!(
+                "--sockets {s} is out of range for {n} contexts"
+            )));
+        }
+    }
+    if let Some(g) = opts.ghz {
+        if !(g.is_finite() && g > 0.0) {
+            return Err(InferError::InvalidOption(format!(
+                "--ghz {g} must be positive"
+            )));
+        }
+    }
+    let os_ids: Vec<u32> = match &opts.os_ids {
+        Some(ids) if ids.len() == n => ids.clone(),
+        Some(ids) => {
+            return Err(InferError::InvalidOption(format!(
+                "{} CPU numbers given for {n} contexts",
+                ids.len()
+            )))
+        }
+        None => (0..n)
+            .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+            .collect(),
+    };
+    let t = table::Table::new(matrix)?;
+    let values = t.upper_values();
+    let quant = quantize::detect(&values);
+    let min_gap = levels::MIN_GAP.max(quant.map_or(0.0, |q| 1.0 + 2.0 * q.relative));
+    let classes = levels::classes(&values, n, min_gap);
+    let thresholds = levels::thresholds(&classes);
+    let components = threshold::components(&t, &thresholds);
+    let twins = twins::twin_sets(&t);
+    if std::env::var_os("TOPOPROBE_DEBUG").is_some() {
+        for tw in &twins {
+            eprintln!(
+                "twin r{} sep {:.2} children {} {:?}",
+                tw.round, tw.separation, tw.children, tw.members
+            );
+        }
+        for c in &components {
+            eprintln!("latency b{} {:?}", c.boundary, c.members);
+        }
+    }
+    let (family, dropped) = tree::family(&t, &components, &twins);
+    let tree = tree::build(n, &family);
+    let roles = roles::assign(&t, &tree, opts);
+
+    let mut b = TopologyBuilder::new(os_ids, opts.units);
+    let chain = build::structure(&tree, &roles, &mut b);
+    let (normalized, levels) = build::normalize(&t, &chain);
+    let mut provenance = Provenance::new(opts.source.clone());
+    provenance
+        .parameters
+        .insert("units".into(), opts.units.to_string());
+    if let Some(s) = opts.sockets {
+        provenance
+            .parameters
+            .insert("sockets".into(), s.to_string());
+    }
+    if let Some(s) = opts.smt {
+        provenance
+            .parameters
+            .insert("smt".into(), if s { "yes" } else { "no" }.into());
+    }
+    if let Some(g) = opts.ghz {
+        provenance.parameters.insert("ghz".into(), g.to_string());
+    }
+    b.levels(levels)
+        .latencies(matrix.clone(), normalized)
+        .machine(opts.machine.clone())
+        .provenance(provenance)
+        .origins(roles.socket.origin, roles.smt.origin);
+    if t.asymmetry > 0.0 {
+        b.symmetrization("mean of both directions");
+    }
+    let mut topo = b.build()?;
+    *topo.validation_mut() = validate::validation(&t, &roles, &dropped, quant, &topo, opts);
+    Ok(topo)
+}

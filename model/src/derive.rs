@@ -19,7 +19,10 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     if n == 0 {
         return Err(structure("no hardware contexts"));
     }
-    for (name, m) in [("raw", &d.latency.raw), ("normalized", &d.latency.normalized)] {
+    for (name, m) in [
+        ("raw", &d.latency.raw),
+        ("normalized", &d.latency.normalized),
+    ] {
         if m.len() != n {
             return Err(structure(format!(
                 "{name} latency table has {} rows for {n} contexts",
@@ -37,14 +40,20 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     }
     for (i, c) in d.contexts.iter().enumerate() {
         if c.id != ContextId(i) {
-            return Err(structure(format!("context at position {i} has id {}", c.id)));
+            return Err(structure(format!(
+                "context at position {i} has id {}",
+                c.id
+            )));
         }
     }
     // Contexts -> cores.
     let mut core_of: Vec<Option<CoreId>> = vec![None; n];
     for (ci, core) in d.cores.iter_mut().enumerate() {
         if core.id != CoreId(ci) {
-            return Err(structure(format!("core at position {ci} has id {}", core.id)));
+            return Err(structure(format!(
+                "core at position {ci} has id {}",
+                core.id
+            )));
         }
         if core.contexts.is_empty() {
             return Err(structure(format!("core {ci} has no contexts")));
@@ -77,9 +86,9 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     let mut assign = |member: Member, parent: Parent| -> Result<(), ModelError> {
         let (slot, what) = match member {
             Member::Core(c) => (
-                core_parent
-                    .get_mut(c.0)
-                    .ok_or_else(|| structure(format!("{parent:?} names core {} of {n_cores}", c.0)))?,
+                core_parent.get_mut(c.0).ok_or_else(|| {
+                    structure(format!("{parent:?} names core {} of {n_cores}", c.0))
+                })?,
                 format!("core {}", c.0),
             ),
             Member::Group(g) => (
@@ -90,14 +99,19 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             ),
         };
         if let Some(old) = slot {
-            return Err(structure(format!("{what} has two parents: {old:?} and {parent:?}")));
+            return Err(structure(format!(
+                "{what} has two parents: {old:?} and {parent:?}"
+            )));
         }
         *slot = Some(parent);
         Ok(())
     };
     for (si, s) in d.sockets.iter().enumerate() {
         if s.id != SocketId(si) {
-            return Err(structure(format!("socket at position {si} has id {}", s.id)));
+            return Err(structure(format!(
+                "socket at position {si} has id {}",
+                s.id
+            )));
         }
         if s.members.is_empty() {
             return Err(structure(format!("socket {si} is empty")));
@@ -121,10 +135,12 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
         }
     }
     for (i, p) in core_parent.iter().enumerate() {
-        d.cores[i].parent = p.ok_or_else(|| structure(format!("core {i} is in no socket or group")))?;
+        d.cores[i].parent =
+            p.ok_or_else(|| structure(format!("core {i} is in no socket or group")))?;
     }
     for (i, p) in group_parent.iter().enumerate() {
-        d.groups[i].parent = p.ok_or_else(|| structure(format!("group {i} is in no socket or group")))?;
+        d.groups[i].parent =
+            p.ok_or_else(|| structure(format!("group {i} is in no socket or group")))?;
     }
     // Walk every socket top-down: sockets, depths, contents.
     let mut group_seen = vec![false; n_groups];
@@ -169,7 +185,9 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
         s.contexts = contexts;
     }
     if let Some(g) = group_seen.iter().position(|seen| !seen) {
-        return Err(structure(format!("group {g} is not inside any socket (cycle?)")));
+        return Err(structure(format!(
+            "group {g} is not inside any socket (cycle?)"
+        )));
     }
     // Contents of groups, innermost first so that nested groups are done first.
     let mut by_depth: Vec<usize> = (0..n_groups).collect();
@@ -235,13 +253,18 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     }
     for (ni, node) in d.nodes.iter().enumerate() {
         if node.id.0 != ni {
-            return Err(structure(format!("node at position {ni} has id {}", node.id)));
+            return Err(structure(format!(
+                "node at position {ni} has id {}",
+                node.id
+            )));
         }
         for &s in &node.local_sockets {
-            let socket = d
-                .sockets
-                .get_mut(s.0)
-                .ok_or_else(|| structure(format!("node {ni} names socket {} that does not exist", s.0)))?;
+            let socket = d.sockets.get_mut(s.0).ok_or_else(|| {
+                structure(format!(
+                    "node {ni} names socket {} that does not exist",
+                    s.0
+                ))
+            })?;
             if let Some(other) = socket.local_node {
                 return Err(structure(format!(
                     "socket {} has two local nodes: {} and {ni}",
@@ -296,8 +319,12 @@ fn nearest_level(d: &TopologyData, value: f64) -> usize {
     d.levels
         .iter()
         .min_by(|a, b| {
-            let da = (a.latency.median.max(f64::MIN_POSITIVE) / value.max(f64::MIN_POSITIVE)).ln().abs();
-            let db = (b.latency.median.max(f64::MIN_POSITIVE) / value.max(f64::MIN_POSITIVE)).ln().abs();
+            let da = (a.latency.median.max(f64::MIN_POSITIVE) / value.max(f64::MIN_POSITIVE))
+                .ln()
+                .abs();
+            let db = (b.latency.median.max(f64::MIN_POSITIVE) / value.max(f64::MIN_POSITIVE))
+                .ln()
+                .abs();
             da.total_cmp(&db)
         })
         .map_or(0, |l| l.id)
@@ -331,7 +358,11 @@ pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Resul
     first_diff("core", &stored.cores, &derived.cores)?;
     first_diff("group", &stored.groups, &derived.groups)?;
     first_diff("socket", &stored.sockets, &derived.sockets)?;
-    first_diff("interconnect", &stored.interconnects, &derived.interconnects)?;
+    first_diff(
+        "interconnect",
+        &stored.interconnects,
+        &derived.interconnects,
+    )?;
     first_diff("level", &stored.levels, &derived.levels)?;
     if stored.facts != derived.facts {
         return Err(structure(format!(

@@ -251,7 +251,10 @@ mod tests {
         let e = LatencyMatrix::from_rows(vec![vec![None, Some(1.0)], vec![Some(1.0)]]);
         assert!(matches!(e, Err(MatrixShapeError::NotSquare { row: 1, .. })));
         let e = LatencyMatrix::from_rows(vec![vec![None, Some(f64::NAN)], vec![Some(1.0), None]]);
-        assert!(matches!(e, Err(MatrixShapeError::BadValue { row: 0, col: 1, .. })));
+        assert!(matches!(
+            e,
+            Err(MatrixShapeError::BadValue { row: 0, col: 1, .. })
+        ));
         let e = LatencyMatrix::from_rows(vec![vec![None, Some(-1.0)], vec![Some(1.0), None]]);
         assert!(e.is_err());
     }

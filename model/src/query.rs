@@ -105,7 +105,12 @@ impl Topology {
     /// The largest number of contexts of a core (1 without SMT).
     #[must_use]
     pub fn contexts_per_core(&self) -> usize {
-        self.d.cores.iter().map(|c| c.contexts.len()).max().unwrap_or(0)
+        self.d
+            .cores
+            .iter()
+            .map(|c| c.contexts.len())
+            .max()
+            .unwrap_or(0)
     }
 
     /// Number of components at a level.

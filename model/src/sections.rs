@@ -90,7 +90,9 @@ impl MemorySection {
     ) -> Option<f64> {
         self.bandwidth
             .iter()
-            .find(|b| b.socket == socket && b.node == node && b.access == access && b.threads == threads)
+            .find(|b| {
+                b.socket == socket && b.node == node && b.access == access && b.threads == threads
+            })
             .map(|b| b.gbps)
     }
 }

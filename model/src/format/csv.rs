@@ -1,1 +1,426 @@
-//! TODO
+//! Latency-matrix CSV: the input of `infer --from-matrix`.
+//!
+//! A file holds N lines of N comma-separated latencies; line `i` is row `i` of the
+//! matrix (the latency from context `i` to each context). The diagonal and missing
+//! entries are empty (a diagonal `0` is accepted too). This is what
+//! core-to-core-latency's `--csv` prints.
+//!
+//! Reading is lenient about layout and strict about values:
+//!
+//! - CRLF line ends, a UTF-8 byte-order mark, blanks around values, trailing blank lines,
+//!   trailing empty fields and a missing final newline are accepted;
+//! - a lower- or upper-triangle-only file is mirrored: whenever exactly one of `(a, b)` and
+//!   `(b, a)` is present, the other is set to the same value. In a lower-triangle file row
+//!   `i` may also stop after its `i` (or `i + 1`, with the diagonal) fields;
+//! - a matrix where both `(a, b)` and `(b, a)` are present and differ is kept as it is
+//!   (a directed measurement); [`LatencyMatrix::symmetrized`] makes it symmetric;
+//! - NaN, infinite, negative and zero off-diagonal latencies, values above
+//!   [`MAX_LATENCY`], non-numeric fields, non-square files, files with fewer than two
+//!   rows and contexts without any latency are rejected with the file, the line and the
+//!   problem.
+//!
+//! ```
+//! use std::path::Path;
+//! use topoprobe_model::format::csv::{parse_matrix, write_matrix};
+//!
+//! // Lower triangle only, as core-to-core-latency prints it.
+//! let m = parse_matrix(",,\n40,,\n90,91,\n", Path::new("lat.csv")).unwrap();
+//! assert_eq!(m.get(0, 1), Some(40.0));
+//! assert_eq!(m.get(1, 2), Some(91.0));
+//! let mut out = Vec::new();
+//! write_matrix(&m, &mut out).unwrap();
+//! assert_eq!(String::from_utf8(out).unwrap(), ",40,90\n40,,91\n90,91,\n");
+//! ```
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::ModelError;
+use crate::matrix::LatencyMatrix;
+
+/// The largest latency a reader accepts (in any unit): larger values are taken for a
+/// corrupted file rather than a measurement.
+pub const MAX_LATENCY: f64 = 1e12;
+
+/// Reads a latency-matrix CSV file.
+///
+/// # Errors
+///
+/// Returns [`ModelError::Io`] when the file cannot be read, and [`ModelError::Parse`]
+/// (naming the file, the line and the problem) when it is not UTF-8 text or not a valid
+/// matrix; see [`parse_matrix`].
+pub fn read_matrix(path: &Path) -> Result<LatencyMatrix, ModelError> {
+    let text = read_text(path)?;
+    parse_matrix(&text, path)
+}
+
+/// Parses the text of a latency-matrix CSV file; `path` is only used in error messages.
+///
+/// See the [module documentation](self) for what is accepted.
+///
+/// # Errors
+///
+/// Returns [`ModelError::Parse`] naming `path`, the 1-based line and the problem when the
+/// text is empty, has a single row, is not square (a row with too many fields, or a row
+/// count that does not match the columns), holds a field that is not a number, a NaN,
+/// infinite, negative or implausibly large (above [`MAX_LATENCY`]) value, a zero or a
+/// non-zero value where it does not belong (zero off the diagonal, non-zero on it), or
+/// when a context has no latency at all (its row and column are empty).
+pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError> {
+    let err = |line: usize, message: String| ModelError::parse(path, line, message);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines: Vec<&str> = text
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .collect();
+    while lines.last().is_some_and(|l| l.trim().is_empty()) {
+        lines.pop();
+    }
+    let n = lines.len();
+    if n == 0 {
+        return Err(err(
+            1,
+            "empty file: expected N lines of N comma-separated latencies".to_string(),
+        ));
+    }
+    if n == 1 {
+        return Err(err(
+            1,
+            "only one row: a latency matrix needs at least 2 hardware contexts (N lines of N \
+             comma-separated latencies)"
+                .to_string(),
+        ));
+    }
+    // Check the shape before allocating N² entries.
+    for (i, line) in lines.iter().enumerate() {
+        let fields = line.bytes().filter(|&b| b == b',').count() + 1;
+        let shape_ok = fields == n
+            || fields == i
+            || fields == i + 1
+            || (fields > n && line.split(',').skip(n).all(|f| f.trim().is_empty()));
+        if !shape_ok {
+            return Err(err(i + 1, shape_problem(line, i, fields, n)));
+        }
+    }
+    let mut m = LatencyMatrix::empty(n);
+    for (a, line) in lines.iter().enumerate() {
+        for (b, field) in line.split(',').take(n).enumerate() {
+            let token = field.trim();
+            if token.is_empty() {
+                continue;
+            }
+            let value = parse_latency(token, a == b).map_err(|problem| {
+                err(
+                    a + 1,
+                    format!("field {} (contexts {a} and {b}): {problem}", b + 1),
+                )
+            })?;
+            m.set(a, b, value);
+        }
+    }
+    // Mirror one-sided entries (triangle-only files, partial measurements).
+    for a in 0..n {
+        for b in a + 1..n {
+            match (m.get(a, b), m.get(b, a)) {
+                (Some(x), None) => m.set(b, a, Some(x)),
+                (None, Some(y)) => m.set(a, b, Some(y)),
+                _ => {}
+            }
+        }
+    }
+    for a in 0..n {
+        if m.row(a).iter().all(Option::is_none) {
+            return Err(err(
+                a + 1,
+                format!(
+                    "context {a} (row {}) has no latency at all: its row and its column are empty",
+                    a + 1
+                ),
+            ));
+        }
+    }
+    Ok(m)
+}
+
+/// Why row `i` (with `fields` fields, in a file of `n` rows) does not fit a square matrix.
+fn shape_problem(line: &str, i: usize, fields: usize, n: usize) -> String {
+    if !line.contains(',') && (line.contains(';') || line.contains('\t')) {
+        return format!(
+            "row {} has 1 field: fields must be separated by commas, not semicolons or tabs",
+            i + 1
+        );
+    }
+    // A word where a number belongs explains more than the field count does.
+    if let Some((j, token)) = line
+        .split(',')
+        .map(str::trim)
+        .enumerate()
+        .find(|(_, t)| !t.is_empty() && t.parse::<f64>().is_err())
+    {
+        let hint = if i == 0 {
+            " (a header line? the file must hold only numbers)"
+        } else {
+            ""
+        };
+        return format!("field {}: not a number: {}{hint}", j + 1, shown(token));
+    }
+    if fields > n {
+        return format!(
+            "row {} has {fields} fields but the file has {n} rows: a latency matrix must be \
+             square (N lines of N values)",
+            i + 1
+        );
+    }
+    let what = if line.trim().is_empty() {
+        "blank line inside the matrix".to_string()
+    } else {
+        format!("row {} has {}", i + 1, count(fields, "field"))
+    };
+    format!(
+        "{what}: expected {n} fields, one per row of the file (or {i} or {} in a lower-triangle \
+         file)",
+        i + 1
+    )
+}
+
+/// Parses one non-empty field; `Ok(None)` for a diagonal `0`.
+fn parse_latency(token: &str, diagonal: bool) -> Result<Option<f64>, String> {
+    let value = check_latency(token)?;
+    if diagonal {
+        if value != 0.0 {
+            return Err(format!(
+                "diagonal entry is {}: the latency of a context with itself must be empty or 0 \
+                 (are the rows shifted?)",
+                shown(token)
+            ));
+        }
+        return Ok(None);
+    }
+    if value == 0.0 {
+        return Err(format!(
+            "latency {} between two different contexts: latencies must be positive (leave a \
+             missing entry empty)",
+            shown(token)
+        ));
+    }
+    Ok(Some(value))
+}
+
+/// Parses a latency token: a finite number in `0..=MAX_LATENCY`; the error says why not.
+pub(crate) fn check_latency(token: &str) -> Result<f64, String> {
+    let value: f64 = token
+        .parse()
+        .map_err(|_| format!("not a number: {}", shown(token)))?;
+    if value.is_nan() {
+        return Err(format!("{} is not a latency (NaN)", shown(token)));
+    }
+    if value.is_infinite() {
+        return Err(format!("{} is not a latency (infinite)", shown(token)));
+    }
+    if value < 0.0 {
+        return Err(format!("negative latency {}", shown(token)));
+    }
+    if value > MAX_LATENCY {
+        return Err(format!(
+            "implausibly large latency {} (more than {MAX_LATENCY:e})",
+            shown(token)
+        ));
+    }
+    Ok(value)
+}
+
+/// Writes a matrix as CSV: one line per row, every line with N fields, empty on the
+/// diagonal and for missing entries, values in their shortest form that reads back to the
+/// same `f64`. [`parse_matrix`] reads the output back to an equal matrix unless an entry
+/// `(a, b)` is present while `(b, a)` is missing (the reader mirrors it).
+///
+/// # Errors
+///
+/// Returns the error of the writer.
+pub fn write_matrix(m: &LatencyMatrix, w: &mut impl Write) -> std::io::Result<()> {
+    let mut line = String::new();
+    for a in 0..m.len() {
+        line.clear();
+        for (b, v) in m.row(a).iter().enumerate() {
+            if b > 0 {
+                line.push(',');
+            }
+            if let Some(v) = v {
+                // Writing into a String cannot fail.
+                let _ = write!(line, "{v}");
+            }
+        }
+        line.push('\n');
+        w.write_all(line.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Reads a whole file as UTF-8 text; the error names the line of the first invalid byte.
+pub(crate) fn read_text(path: &Path) -> Result<String, ModelError> {
+    let bytes = std::fs::read(path).map_err(|e| ModelError::io(path, e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let valid = e.utf8_error().valid_up_to();
+        let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
+        let byte = bytes.get(valid).copied().unwrap_or(0);
+        ModelError::parse(
+            path,
+            line,
+            format!("not UTF-8 text: invalid byte 0x{byte:02x} (is this a binary file?)"),
+        )
+    })
+}
+
+/// `n` followed by `noun`, with an `s` unless `n` is 1.
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A token quoted for an error message, shortened when long.
+pub(crate) fn shown(token: &str) -> String {
+    const MAX_CHARS: usize = 24;
+    if token.chars().count() <= MAX_CHARS {
+        format!("{token:?}")
+    } else {
+        let head: String = token.chars().take(MAX_CHARS).collect();
+        format!("{head:?}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<LatencyMatrix, ModelError> {
+        parse_matrix(text, Path::new("t.csv"))
+    }
+
+    fn parse_err(text: &str) -> (usize, String) {
+        match parse(text) {
+            Err(ModelError::Parse {
+                path,
+                line,
+                message,
+            }) => {
+                assert_eq!(path, Path::new("t.csv"));
+                (line, message)
+            }
+            other => panic!("expected a parse error for {text:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn full_square_with_empty_diagonal() {
+        let m = parse(",10,20\n10,,30\n20,30,\n").unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.get(0, 2), Some(20.0));
+        assert_eq!(m.get(2, 1), Some(30.0));
+        assert_eq!(m.get(1, 1), None);
+    }
+
+    #[test]
+    fn layout_leniency() {
+        let reference = parse(",10,20\n10,,30\n20,30,\n").unwrap();
+        for text in [
+            ",10,20\r\n10,,30\r\n20,30,\r\n",
+            " , 10 , 20 \n10,,30\n20,30,",
+            ",10,20\n10,,30\n20,30,\n\n  \n\r\n",
+            "\u{feff},10,20\n10,,30\n20,30,\n",
+            "0,10,20\n10,0,30\n20,30,0\n",
+            ",10,20,,\n10,,30,\n20,30,\n",
+            // lower triangle, N fields per row (core-to-core-latency --csv)
+            ",,\n10,,\n20,30,\n",
+            // lower triangle, i fields per row
+            "\n10\n20,30\n",
+            // lower triangle, i + 1 fields per row
+            "\n10,\n20,30,",
+            // upper triangle
+            ",10,20\n,,30\n,,\n",
+        ] {
+            assert_eq!(parse(text).unwrap(), reference, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn directed_matrix_kept() {
+        let m = parse(",10\n12,\n").unwrap();
+        assert_eq!(m.get(0, 1), Some(10.0));
+        assert_eq!(m.get(1, 0), Some(12.0));
+    }
+
+    #[test]
+    fn partial_entries_are_mirrored() {
+        let m = parse(",10,\n,,30\n20,,\n").unwrap();
+        assert_eq!(m.get(1, 0), Some(10.0));
+        assert_eq!(m.get(2, 1), Some(30.0));
+        assert_eq!(m.get(0, 2), Some(20.0));
+    }
+
+    #[test]
+    fn errors_name_line_and_problem() {
+        let cases: &[(&str, usize, &str)] = &[
+            ("", 1, "empty file"),
+            ("\n \n", 1, "empty file"),
+            ("5\n", 1, "at least 2"),
+            (",1,2\n", 1, "at least 2"),
+            (",1\nabc,\n", 2, "not a number: \"abc\""),
+            (",1\nNaN,\n", 2, "NaN"),
+            (",1\ninf,\n", 2, "infinite"),
+            (",1\n-3,\n", 2, "negative"),
+            (",1\n0,\n", 2, "must be positive"),
+            (",1\n1e13,\n", 2, "implausibly large"),
+            (",1,2\n1,,3\n", 1, "square"),
+            (",1\n1,,4\n", 2, "square"),
+            (
+                ",1,2,3\n1,,2,3\n1\n1,2,3,\n",
+                3,
+                "row 3 has 1 field: expected 4",
+            ),
+            (",1,2,3\n1,,3,4\n", 1, "square"),
+            (",1,2,3\n1,,3,4\n\n3,4,5,\n", 3, "blank line"),
+            ("5,1\n1,\n", 1, "diagonal"),
+            (",1,\n1,,\n,,\n", 3, "context 2"),
+        ];
+        for &(text, line, needle) in cases {
+            let (l, message) = parse_err(text);
+            assert_eq!(l, line, "{text:?}: {message}");
+            assert!(message.contains(needle), "{text:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn long_tokens_are_truncated() {
+        let long = "x".repeat(1000);
+        let (_, message) = parse_err(&format!(",1\n{long},\n"));
+        assert!(message.len() < 200, "{message}");
+        assert!(message.contains('…'));
+    }
+
+    #[test]
+    fn writes_shortest_round_trip_form() {
+        let m = LatencyMatrix::from_fn(3, |a, b| match (a, b) {
+            (0, 1) | (1, 0) => Some(0.1),
+            (0, 2) => Some(1e-7),
+            (2, 0) => Some(123_456_789.5),
+            _ => None,
+        });
+        let mut out = Vec::new();
+        write_matrix(&m, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, ",0.1,0.0000001\n0.1,,\n123456789.5,,\n");
+        assert_eq!(parse(&text).unwrap(), m);
+    }
+
+    #[test]
+    fn shown_is_char_safe() {
+        let s = "é".repeat(100);
+        assert!(shown(&s).ends_with('…'));
+        assert_eq!(shown("ab"), "\"ab\"");
+    }
+}

@@ -1,1 +1,158 @@
-//! TODO
+//! The description file: a [`Topology`] as JSON, `"format": "topoprobe/1"`.
+//!
+//! Reading validates the description: the structure must be consistent and every derived
+//! field (a context's socket, a group's contexts, the interconnects, the facts...) must
+//! agree with the structure, so that a hand-edited file cannot contradict itself.
+//! Writing is atomic: the file is written under a temporary name in the same directory,
+//! synced, and renamed over the target, so a crash never leaves a half-written description.
+//!
+//! ```
+//! use std::path::Path;
+//! use topoprobe_model::format::json::{from_json_str, to_json_string};
+//! use topoprobe_model::{ContextId, LatencyMatrix, LatencyUnit, Member, TopologyBuilder};
+//!
+//! let mut b = TopologyBuilder::new(vec![0, 1], LatencyUnit::Ns);
+//! let c0 = b.core(vec![ContextId(0)]);
+//! let c1 = b.core(vec![ContextId(1)]);
+//! b.socket(vec![Member::Core(c0), Member::Core(c1)]);
+//! let lat = LatencyMatrix::from_fn(2, |_, _| Some(30.0));
+//! b.latencies(lat.clone(), lat);
+//! let topo = b.build().unwrap();
+//! let text = to_json_string(&topo);
+//! assert!(text.contains("\"format\": \"topoprobe/1\""));
+//! assert_eq!(from_json_str(&text, Path::new("m.json")).unwrap(), topo);
+//! ```
+
+use std::path::Path;
+
+use super::csv::read_text;
+use crate::error::ModelError;
+use crate::topology::{Topology, TopologyData};
+
+/// The description of a topology as pretty-printed JSON, ending with a newline.
+#[must_use]
+pub fn to_json_string(topo: &Topology) -> String {
+    // A topology has only string map keys and plain data: serializing it cannot fail.
+    #[allow(clippy::expect_used)]
+    let mut text = serde_json::to_string_pretty(topo).expect("a topology always serializes");
+    text.push('\n');
+    text
+}
+
+/// Parses a description; `path` is only used in error messages.
+///
+/// # Errors
+///
+/// Returns [`ModelError::Parse`] naming `path`: at the line serde_json reports when the
+/// text is not JSON or does not have the shape of a description (a missing field, a value
+/// of the wrong type, a non-square latency table...), and at line 0 when the description
+/// is well formed but inconsistent (an unsupported `format`, a context in two cores, a
+/// derived field that disagrees with the structure...), with the model's explanation.
+pub fn from_json_str(text: &str, path: &Path) -> Result<Topology, ModelError> {
+    let data: TopologyData = serde_json::from_str(text).map_err(|e| {
+        let full = e.to_string();
+        let position = format!(" at line {} column {}", e.line(), e.column());
+        let message = full.strip_suffix(&position).unwrap_or(&full);
+        ModelError::parse(
+            path,
+            e.line().max(1),
+            format!("{message} (column {})", e.column()),
+        )
+    })?;
+    Topology::from_data(data).map_err(|e| match e {
+        ModelError::Structure(message) => {
+            ModelError::parse(path, 0, format!("inconsistent description: {message}"))
+        }
+        other => other,
+    })
+}
+
+/// Reads a description file.
+///
+/// # Errors
+///
+/// Returns [`ModelError::Io`] when the file cannot be read, and [`ModelError::Parse`]
+/// naming the file when it is not UTF-8 text or not a valid description (see
+/// [`from_json_str`]).
+pub fn read_description(path: &Path) -> Result<Topology, ModelError> {
+    let text = read_text(path)?;
+    from_json_str(&text, path)
+}
+
+/// Writes a description file atomically.
+///
+/// Missing parent directories are created; the description is written to a temporary
+/// file in the target's directory, flushed and synced to disk, then renamed over the
+/// target, so that readers see either the old file or the complete new one. The new file
+/// gets the permissions a newly created file gets (`0o666` less the umask on Unix).
+///
+/// # Errors
+///
+/// Returns [`ModelError::Io`] naming the directory when it cannot be created, and naming
+/// `path` when the temporary file cannot be created, written, synced or renamed.
+pub fn write_description(topo: &Topology, path: &Path) -> Result<(), ModelError> {
+    super::write_atomic(path, to_json_string(topo).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ContextId, LatencyMatrix, LatencyUnit, Member, TopologyBuilder};
+
+    fn small() -> Topology {
+        let mut b = TopologyBuilder::new(vec![0, 1, 2, 3], LatencyUnit::Ns);
+        let c0 = b.core(vec![ContextId(0), ContextId(2)]);
+        let c1 = b.core(vec![ContextId(1), ContextId(3)]);
+        b.socket(vec![Member::Core(c0), Member::Core(c1)]);
+        let lat = LatencyMatrix::from_fn(4, |a, b| Some(if a % 2 == b % 2 { 8.5 } else { 40.25 }));
+        b.latencies(lat.clone(), lat);
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn round_trip() {
+        let t = small();
+        let text = to_json_string(&t);
+        assert!(text.ends_with("}\n"));
+        assert_eq!(from_json_str(&text, Path::new("x.json")).unwrap(), t);
+    }
+
+    #[test]
+    fn syntax_error_has_line() {
+        let text = to_json_string(&small());
+        let broken = text.replacen("\"units\"", "\"units\" oops", 1);
+        let line = broken.lines().position(|l| l.contains("oops")).unwrap() + 1;
+        match from_json_str(&broken, Path::new("x.json")) {
+            Err(ModelError::Parse {
+                line: l,
+                message,
+                path,
+            }) => {
+                assert_eq!(l, line, "{message}");
+                assert_eq!(path, Path::new("x.json"));
+                assert!(!message.contains(" at line "), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_text_is_an_error_at_line_1() {
+        match from_json_str("", Path::new("e.json")) {
+            Err(ModelError::Parse { line, .. }) => assert_eq!(line, 1),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn inconsistent_description_is_a_parse_error_at_line_0() {
+        let text = to_json_string(&small()).replacen("topoprobe/1", "topoprobe/9", 1);
+        match from_json_str(&text, Path::new("x.json")) {
+            Err(ModelError::Parse { line, message, .. }) => {
+                assert_eq!(line, 0);
+                assert!(message.contains("unsupported format"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

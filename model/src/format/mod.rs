@@ -9,3 +9,6 @@ pub mod json;
 pub mod mct;
 pub mod text;
 pub mod tsv;
+
+mod atomic;
+pub use atomic::write_atomic;

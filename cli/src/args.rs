@@ -1,0 +1,152 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use topoprobe_infer::InferOptions;
+use topoprobe_model::LatencyUnit;
+
+/// Measure a multi-core machine's topology instead of trusting the OS.
+///
+/// topoprobe infers hardware contexts, cores, groups (CCX, clusters, dies), sockets and
+/// their latencies from core-to-core latency measurements, and stores them in a
+/// description file that placement, pinning and tuning use.
+#[derive(Debug, Parser)]
+#[command(name = "topoprobe", version, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Infer a topology from a latency matrix or a libmctop file and print or save it.
+    Infer(InferArgs),
+    /// Show a topology from a description, a libmctop file or a latency matrix.
+    Show(ShowArgs),
+}
+
+/// Unit of latencies on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Units {
+    /// Nanoseconds.
+    Ns,
+    /// Cycles.
+    Cycles,
+}
+
+impl From<Units> for LatencyUnit {
+    fn from(u: Units) -> Self {
+        match u {
+            Units::Ns => Self::Ns,
+            Units::Cycles => Self::Cycles,
+        }
+    }
+}
+
+/// A yes/no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum YesNo {
+    /// Yes.
+    Yes,
+    /// No.
+    No,
+}
+
+/// Output formats of a topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// The text view: a tree with the latency of every level.
+    Text,
+    /// The JSON description (topoprobe/1).
+    Json,
+    /// The partition TSV (cpu, core, socket, node, groups).
+    Tsv,
+    /// libmctop's .mct format.
+    Mct,
+}
+
+/// Hints for inference: every one is optional, and the output says which values were given.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Hints {
+    /// Unit of the latencies in a matrix file.
+    #[arg(long, value_enum, default_value = "ns")]
+    pub(crate) units: Units,
+    /// Number of sockets, when known (otherwise inferred).
+    #[arg(long, value_name = "N")]
+    pub(crate) sockets: Option<usize>,
+    /// Whether the machine has SMT, when known (otherwise inferred).
+    #[arg(long, value_enum, value_name = "yes|no")]
+    pub(crate) smt: Option<YesNo>,
+    /// Clock frequency in GHz, to turn the physical bounds of the SMT and socket decisions
+    /// into cycles (default 2.5).
+    #[arg(long, value_name = "GHZ")]
+    pub(crate) ghz: Option<f64>,
+}
+
+impl Hints {
+    /// The inference options these hints describe.
+    pub(crate) fn options(&self) -> InferOptions {
+        InferOptions {
+            units: self.units.into(),
+            sockets: self.sockets,
+            smt: self.smt.map(|s| s == YesNo::Yes),
+            ghz: self.ghz,
+            ..InferOptions::default()
+        }
+    }
+}
+
+/// Where and how to write a topology.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Output {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub(crate) format: Format,
+    /// Shorthand for `--format json`.
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) json: bool,
+    /// Write to FILE (atomically) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+impl Output {
+    /// The chosen format.
+    pub(crate) fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else {
+            self.format
+        }
+    }
+}
+
+/// `topoprobe infer`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct InferArgs {
+    /// Infer from a latency-matrix CSV (N lines of N values; a lower or upper triangle is
+    /// mirrored; core-to-core-latency's --csv output works as is).
+    #[arg(long, value_name = "FILE", conflicts_with = "from_mct")]
+    pub(crate) from_matrix: Option<PathBuf>,
+    /// Infer from a libmctop .mct file (its #Nodes and SMT flag are used as hints).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) from_mct: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) hints: Hints,
+    #[command(flatten)]
+    pub(crate) output: Output,
+}
+
+/// `topoprobe show`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ShowArgs {
+    /// A JSON description, a libmctop .mct file or a latency matrix.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topology: PathBuf,
+    #[command(flatten)]
+    pub(crate) hints: Hints,
+    #[command(flatten)]
+    pub(crate) output: Output,
+}

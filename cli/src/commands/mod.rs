@@ -1,0 +1,4 @@
+//! One module per command.
+
+pub(crate) mod infer;
+pub(crate) mod show;

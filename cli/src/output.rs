@@ -1,0 +1,44 @@
+//! Writing a topology in the chosen format, to a file (atomically) or standard output.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use topoprobe_model::format::{json, mct, text, tsv, write_atomic};
+use topoprobe_model::Topology;
+
+use crate::args::{Format, Output};
+
+/// Renders a topology in a format.
+pub(crate) fn render(topo: &Topology, format: Format) -> Result<Vec<u8>> {
+    Ok(match format {
+        Format::Text => text::render(topo).into_bytes(),
+        Format::Json => json::to_json_string(topo).into_bytes(),
+        Format::Tsv => tsv::partition_string(topo).into_bytes(),
+        Format::Mct => {
+            let mut v = Vec::new();
+            mct::write_mct(topo, &mut v).context("rendering the .mct file")?;
+            v
+        }
+    })
+}
+
+/// Writes a topology where `out` says.
+pub(crate) fn emit(topo: &Topology, out: &Output) -> Result<()> {
+    let bytes = render(topo, out.format())?;
+    match &out.output {
+        Some(path) => {
+            write_atomic(path, &bytes)?;
+            eprintln!("topoprobe: wrote {}", path.display());
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(&bytes).and_then(|()| stdout.flush()) {
+                Ok(()) => {}
+                // A closed pipe (`topoprobe show | head`) is not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(e) => return Err(e).context("writing to standard output"),
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! Turns the tree and its roles into a [`Topology`]: numbering, normalized latencies and
+//! latency levels.
+
+use std::collections::HashMap;
+
+use topoprobe_model::{
+    ContextId, Evidence, LatencyLevel, LatencyMatrix, LatencySummary, Member, Role, TopologyBuilder,
+};
+
+use crate::levels::MIN_GAP;
+use crate::roles::{Kind, Roles};
+use crate::table::Table;
+use crate::tree::Tree;
+
+/// The smallest component containing both ends of a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Meet {
+    Core(usize),
+    Group(usize),
+    Socket(usize),
+    Sockets(usize, usize),
+}
+
+impl Meet {
+    fn role(self) -> Role {
+        match self {
+            Self::Core(_) => Role::Smt,
+            Self::Group(_) => Role::Group,
+            Self::Socket(_) => Role::Socket,
+            Self::Sockets(..) => Role::CrossSocket,
+        }
+    }
+}
+
+/// Adds the structure to the builder and returns, per context, its chain of components
+/// from the core up to the socket.
+pub(crate) fn structure(tree: &Tree, roles: &Roles, b: &mut TopologyBuilder) -> Vec<Vec<Meet>> {
+    let n = tree.nodes[0].members.len();
+    let mut chain: Vec<Vec<Meet>> = vec![Vec::new(); n];
+    let mut sockets: Vec<usize> = roles.sockets.clone();
+    sockets.sort_by_key(|&s| tree.nodes[s].members[0]);
+    for &s in &sockets {
+        let members = if roles.kind[s] == Kind::Core {
+            vec![add_core(tree.nodes[s].members.clone(), b, &mut chain)]
+        } else {
+            add_parts(tree, roles, s, b, &mut chain)
+        };
+        let sid = b.socket(members);
+        for &x in &tree.nodes[s].members {
+            chain[x].push(Meet::Socket(sid.0));
+        }
+    }
+    chain
+}
+
+fn add_core(members: Vec<usize>, b: &mut TopologyBuilder, chain: &mut [Vec<Meet>]) -> Member {
+    let id = b.core(members.iter().map(|&x| ContextId(x)).collect());
+    for &x in &members {
+        chain[x].push(Meet::Core(id.0));
+    }
+    Member::Core(id)
+}
+
+/// Adds the direct parts of a node (recursively) and returns them as members.
+fn add_parts(
+    tree: &Tree,
+    roles: &Roles,
+    node: usize,
+    b: &mut TopologyBuilder,
+    chain: &mut [Vec<Meet>],
+) -> Vec<Member> {
+    enum P {
+        Node(usize),
+        Ctx(usize),
+    }
+    let n = &tree.nodes[node];
+    let mut ps: Vec<(usize, P)> = n
+        .children
+        .iter()
+        .map(|&c| (tree.nodes[c].members[0], P::Node(c)))
+        .collect();
+    ps.extend(n.leaves.iter().map(|&x| (x, P::Ctx(x))));
+    ps.sort_by_key(|p| p.0);
+    let mut out = Vec::new();
+    for (_, p) in ps {
+        match p {
+            P::Ctx(x) => out.push(add_core(vec![x], b, chain)),
+            P::Node(c) => match roles.kind[c] {
+                Kind::Core => out.push(add_core(tree.nodes[c].members.clone(), b, chain)),
+                _ => {
+                    let members = add_parts(tree, roles, c, b, chain);
+                    let cn = &tree.nodes[c];
+                    let evidence = match (cn.latency.is_some(), cn.profile.is_some()) {
+                        (true, true) => Evidence::LatencyGapAndProfile,
+                        (true, false) => Evidence::LatencyGap,
+                        _ => Evidence::Profile,
+                    };
+                    if members.len() == 1 {
+                        // A set holding a single core or group adds nothing.
+                        out.extend(members);
+                    } else {
+                        let g = b.group(members, evidence);
+                        for &x in &cn.members {
+                            chain[x].push(Meet::Group(g.0));
+                        }
+                        out.push(Member::Group(g));
+                    }
+                }
+            },
+        }
+    }
+    out
+}
+
+fn meet(chain: &[Vec<Meet>], a: usize, b: usize) -> Meet {
+    for m in &chain[a] {
+        if chain[b].contains(m) {
+            return *m;
+        }
+    }
+    let sa = match chain[a].last() {
+        Some(Meet::Socket(s)) => *s,
+        _ => 0,
+    };
+    let sb = match chain[b].last() {
+        Some(Meet::Socket(s)) => *s,
+        _ => 0,
+    };
+    Meet::Sockets(sa.min(sb), sa.max(sb))
+}
+
+/// Normalized table (every pair replaced by the median latency of its meeting component, or
+/// socket pair) and the latency levels (per role, medians closer than [`MIN_GAP`] merged).
+pub(crate) fn normalize(t: &Table, chain: &[Vec<Meet>]) -> (LatencyMatrix, Vec<LatencyLevel>) {
+    let n = t.n;
+    let mut values: HashMap<Meet, Vec<f64>> = HashMap::new();
+    for a in 0..n {
+        for b in a + 1..n {
+            let v = t.get(a, b);
+            let m = meet(chain, a, b);
+            let e = values.entry(m).or_default();
+            if !v.is_nan() {
+                e.push(v);
+            }
+        }
+    }
+    let mut med: HashMap<Meet, f64> = HashMap::new();
+    for (m, v) in &values {
+        if let Some(s) = LatencySummary::of(v.iter().copied()) {
+            med.insert(*m, s.median);
+        }
+    }
+    let normalized = LatencyMatrix::from_fn(n, |a, b| med.get(&meet(chain, a, b)).copied());
+    // Levels: per role, cluster the medians.
+    let mut levels = Vec::new();
+    for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
+        let mut keys: Vec<(f64, Meet)> = med
+            .iter()
+            .filter(|(m, _)| m.role() == role)
+            .map(|(m, v)| (*v, *m))
+            .collect();
+        keys.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let mut start = 0;
+        for i in 0..keys.len() {
+            let last = i + 1 == keys.len();
+            if last || keys[i + 1].0 / keys[i].0 >= MIN_GAP {
+                let all: Vec<f64> = keys[start..=i]
+                    .iter()
+                    .flat_map(|(_, m)| values[m].iter().copied())
+                    .collect();
+                if let Some(latency) = LatencySummary::of(all) {
+                    levels.push(LatencyLevel {
+                        id: 0,
+                        role,
+                        latency,
+                    });
+                }
+                start = i + 1;
+            }
+        }
+    }
+    (normalized, levels)
+}

@@ -1,0 +1,143 @@
+//! Loading a topology from any file topoprobe reads: a JSON description, a libmctop `.mct`
+//! file (inferred with the file's socket count and SMT flag as hints), or a latency matrix.
+
+use std::path::Path;
+
+use topoprobe_model::format::{csv, json, mct};
+use topoprobe_model::{LatencyUnit, ModelError, NodeId, Origin, Source, Topology};
+
+use crate::error::InferError;
+use crate::options::InferOptions;
+
+/// The kinds of file a topology can be loaded from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A JSON description (`topoprobe/1`).
+    Description,
+    /// A libmctop `.mct` file.
+    Mct,
+    /// A latency-matrix CSV.
+    Matrix,
+}
+
+/// Guesses the kind of a file from its first non-blank character: `{` for a description,
+/// `#` for a `.mct` file, anything else for a matrix.
+#[must_use]
+pub fn sniff(text: &str) -> FileKind {
+    match text.trim_start().chars().next() {
+        Some('{') => FileKind::Description,
+        Some('#') => FileKind::Mct,
+        _ => FileKind::Matrix,
+    }
+}
+
+/// Infers a topology from a parsed `.mct` file: the latencies are libmctop's (normalized,
+/// in cycles), `#Nodes` is the socket hint and `SMT` the SMT hint (both reported as taken
+/// from the file), and the memory, cache and power sections are kept. Each socket's local
+/// node is the node with the lowest memory latency from it, when the file has latencies.
+///
+/// # Errors
+///
+/// Returns [`InferError`] when inference fails (see [`crate::infer`]).
+pub fn infer_mct(
+    file: &mct::MctFile,
+    path: &Path,
+    opts: &InferOptions,
+) -> Result<Topology, InferError> {
+    let mut o = opts.clone();
+    o.units = LatencyUnit::Cycles;
+    if o.sockets.is_none() && file.nodes >= 1 && file.nodes <= file.contexts {
+        o.sockets = Some(file.nodes);
+        o.sockets_origin = Origin::File;
+    }
+    if o.smt.is_none() {
+        o.smt = Some(file.smt);
+        o.smt_origin = Origin::File;
+    }
+    o.source = Source::Mct {
+        path: path.display().to_string(),
+    };
+    if o.machine.hostname.is_none() && !file.host.is_empty() {
+        o.machine.hostname = Some(file.host.clone());
+    }
+    let mut topo = crate::infer(&file.latency, &o)?;
+    topo.set_memory(file.memory.clone());
+    topo.set_caches(file.caches.clone());
+    topo.set_power(file.power.clone());
+    let local: Vec<Option<NodeId>> = topo
+        .sockets()
+        .iter()
+        .map(|s| {
+            file.memory.as_ref().and_then(|m| {
+                (0..file.nodes)
+                    .filter_map(|n| m.latency_from(&s.contexts, NodeId(n)).map(|l| (l, n)))
+                    .min_by(|a, b| a.0.total_cmp(&b.0))
+                    .map(|(_, n)| NodeId(n))
+            })
+        })
+        .collect();
+    // Two sockets cannot share a local node in the model; keep the first claim.
+    let mut seen = Vec::new();
+    let local: Vec<Option<NodeId>> = local
+        .into_iter()
+        .map(|n| match n {
+            Some(x) if seen.contains(&x) => None,
+            Some(x) => {
+                seen.push(x);
+                Some(x)
+            }
+            None => None,
+        })
+        .collect();
+    topo.set_nodes(file.nodes, &local)?;
+    Ok(topo)
+}
+
+/// Why a topology file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file is unreadable or malformed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// Inference from the file's latencies failed.
+    #[error("{path}: {source}")]
+    Infer {
+        /// The file.
+        path: String,
+        /// The inference error.
+        #[source]
+        source: InferError,
+    },
+}
+
+/// Loads a topology from a JSON description, a `.mct` file or a latency matrix (inferred
+/// with `opts`), telling them apart by content.
+///
+/// # Errors
+///
+/// Returns [`LoadError`] when the file cannot be read or parsed (naming the file, line and
+/// problem) or when inference fails.
+pub fn load_topology(path: &Path, opts: &InferOptions) -> Result<Topology, LoadError> {
+    let bytes = std::fs::read(path).map_err(|e| ModelError::io(path, e))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| ModelError::parse(path, 0, format!("not UTF-8 text: {e}")))?;
+    let infer_err = |source| LoadError::Infer {
+        path: path.display().to_string(),
+        source,
+    };
+    match sniff(&text) {
+        FileKind::Description => Ok(json::from_json_str(&text, path)?),
+        FileKind::Mct => {
+            let file = mct::parse_mct(&text, path)?;
+            infer_mct(&file, path, opts).map_err(infer_err)
+        }
+        FileKind::Matrix => {
+            let m = csv::parse_matrix(&text, path)?;
+            let mut o = opts.clone();
+            o.source = Source::Matrix {
+                path: path.display().to_string(),
+            };
+            crate::infer(&m, &o).map_err(infer_err)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Simulator of synthetic machines.

@@ -1,0 +1,285 @@
+//! Profile groups: contexts (or groups of them) that are indistinguishable from outside.
+//!
+//! Two components are *twins* when every other component sees them at the same latency.
+//! This finds what latency thresholds cannot: groups whose internal latency is not lower
+//! than their external one (Intel E-core clusters, weakly visible clusters, the far socket
+//! of a machine with the home-node effect). It works in rounds: each round clusters the
+//! current components by profile discrepancy (complete linkage), accepts the smallest
+//! clusters that are far better separated from the rest than they are spread inside, and
+//! merges them into single components for the next round.
+
+use crate::linkage::{cluster, Linkage};
+use crate::table::Table;
+
+/// A cluster is accepted when its nearest outsider is this many times farther (in profile
+/// discrepancy) than its two most different members.
+pub(crate) const SEPARATION: f64 = 4.0;
+/// Profile discrepancies are capped at this log ratio (a factor of 3).
+const CAP: f64 = 1.0986;
+/// A second large column difference vetoes twins when it exceeds this log ratio (25%) and
+/// three times the typical difference.
+const VETO: f64 = 0.2231;
+/// Fraction of columns that may differ (noise) without breaking twins.
+const QUANTILE: f64 = 0.9;
+/// Most rounds (each round adds one level).
+const MAX_ROUNDS: usize = 64;
+
+/// A profile group found by the twin rounds.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TwinSet {
+    /// Sorted member contexts.
+    pub(crate) members: Vec<usize>,
+    /// Number of components merged (its children at the time it was found).
+    pub(crate) children: usize,
+    /// Separation ratio (nearest outsider / largest internal discrepancy).
+    pub(crate) separation: f64,
+    /// Round in which it was found.
+    pub(crate) round: usize,
+}
+
+/// Runs the twin rounds over the table.
+pub(crate) fn twin_sets(t: &Table) -> Vec<TwinSet> {
+    let mut classes: Vec<Vec<usize>> = (0..t.n).map(|i| vec![i]).collect();
+    let mut found = Vec::new();
+    for round in 0..MAX_ROUNDS {
+        let k = classes.len();
+        if k < 3 {
+            break;
+        }
+        let q = quotient(t, &classes);
+        let w: Vec<f64> = classes.iter().map(|c| c.len() as f64).collect();
+        let e = discrepancies(&q, k, &w);
+        let accepted = accept(&e, k);
+        if std::env::var_os("TOPOPROBE_DEBUG").is_some() {
+            let den = cluster(&e, k, Linkage::Complete);
+            for node in den.nodes.iter().rev().take(6) {
+                eprintln!(
+                    "round {round} k {k} top node size {} height {:.3}",
+                    node.leaves.len(),
+                    node.height
+                );
+            }
+        }
+        if accepted.is_empty() {
+            break;
+        }
+        let mut merged = vec![false; k];
+        let mut next: Vec<Vec<usize>> = Vec::new();
+        for (leaves, separation) in accepted {
+            let mut members: Vec<usize> = leaves
+                .iter()
+                .flat_map(|&i| classes[i].iter().copied())
+                .collect();
+            members.sort_unstable();
+            for &i in &leaves {
+                merged[i] = true;
+            }
+            found.push(TwinSet {
+                members: members.clone(),
+                children: leaves.len(),
+                separation,
+                round,
+            });
+            next.push(members);
+        }
+        next.extend((0..k).filter(|&i| !merged[i]).map(|i| classes[i].clone()));
+        next.sort();
+        classes = next;
+    }
+    found
+}
+
+/// Log of the mean latency between components (NaN where unknown).
+fn quotient(t: &Table, classes: &[Vec<usize>]) -> Vec<f64> {
+    let k = classes.len();
+    if classes.iter().all(|c| c.len() == 1) {
+        return t.log.clone();
+    }
+    let mut q = vec![f64::NAN; k * k];
+    for i in 0..k {
+        for j in i + 1..k {
+            let v = t.between(&classes[i], &classes[j]);
+            if !v.is_empty() {
+                let mean = v.iter().sum::<f64>() / v.len() as f64;
+                q[i * k + j] = mean.ln();
+                q[j * k + i] = mean.ln();
+            }
+        }
+    }
+    q
+}
+
+/// Profile discrepancy of every pair of components (symmetric, capped at [`CAP`]).
+/// Column `c` weighs `w[c]` (the number of contexts it stands for).
+pub(crate) fn discrepancies(q: &[f64], k: usize, w: &[f64]) -> Vec<f64> {
+    let mut e = vec![0.0_f64; k * k];
+    let mut d: Vec<(f64, f64)> = Vec::with_capacity(k);
+    let total: f64 = w.iter().sum();
+    for a in 0..k {
+        for b in a + 1..k {
+            d.clear();
+            let columns = total - w[a] - w[b];
+            let exit_weight = 0.1 * columns + 2.0;
+            let mut big = 0.0;
+            let ra = &q[a * k..(a + 1) * k];
+            let rb = &q[b * k..(b + 1) * k];
+            for c in 0..k {
+                if c == a || c == b {
+                    continue;
+                }
+                let x = (ra[c] - rb[c]).abs();
+                if x.is_nan() {
+                    continue;
+                }
+                if x >= CAP {
+                    big += w[c];
+                    if big >= exit_weight {
+                        break;
+                    }
+                }
+                d.push((x, w[c]));
+            }
+            let v = if big >= exit_weight {
+                CAP
+            } else {
+                profile_distance(&mut d).min(CAP)
+            };
+            e[a * k + b] = v;
+            e[b * k + a] = v;
+        }
+    }
+    e
+}
+
+/// Robust distance between two profiles given their per-column differences and column
+/// weights: the weighted 90th percentile (noise in a few columns is tolerated), unless at
+/// least two contexts' worth of columns differ by far more than that (a structural
+/// difference, such as an unmerged sibling), then that difference. With fewer than six
+/// contexts' worth of columns: the largest difference.
+fn profile_distance(d: &mut [(f64, f64)]) -> f64 {
+    if d.is_empty() {
+        return f64::INFINITY;
+    }
+    if d.len() >= 6 && d.iter().all(|x| x.1 == 1.0) {
+        return unweighted_distance(d);
+    }
+    d.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let total: f64 = d.iter().map(|x| x.1).sum();
+    if total < 6.0 {
+        return d[d.len() - 1].0;
+    }
+    // Weighted quantile: smallest difference whose cumulative weight reaches QUANTILE.
+    let mut acc = 0.0;
+    let mut q90 = d[d.len() - 1].0;
+    for &(x, wt) in d.iter() {
+        acc += wt;
+        if acc >= QUANTILE * total - 1e-9 {
+            q90 = x;
+            break;
+        }
+    }
+    // The difference shared by at least two contexts' worth of columns.
+    let mut acc = 0.0;
+    let mut second = 0.0;
+    for &(x, wt) in d.iter().rev() {
+        acc += wt;
+        if acc >= 2.0 {
+            second = x;
+            break;
+        }
+    }
+    if second >= VETO.max(3.0 * q90) {
+        second
+    } else {
+        q90
+    }
+}
+
+/// [`profile_distance`] with unit weights, in linear time.
+fn unweighted_distance(d: &mut [(f64, f64)]) -> f64 {
+    let m = d.len();
+    // Smallest value whose cumulative count reaches QUANTILE * m, as in the weighted case.
+    let rank = ((QUANTILE * m as f64 - 1e-9).ceil() as usize).clamp(1, m) - 1;
+    d.select_nth_unstable_by(rank, |x, y| x.0.total_cmp(&y.0));
+    let q90 = d[rank].0;
+    d.select_nth_unstable_by(m - 2, |x, y| x.0.total_cmp(&y.0));
+    let second = d[m - 2].0;
+    if second >= VETO.max(3.0 * q90) {
+        second
+    } else {
+        q90
+    }
+}
+
+/// The smallest dendrogram clusters (neither a single component nor all of them) whose
+/// separation reaches [`SEPARATION`], without overlaps: `(leaves, separation)`.
+fn accept(e: &[f64], k: usize) -> Vec<(Vec<usize>, f64)> {
+    let den = cluster(e, k, Linkage::Complete);
+    // Neighbours of each leaf by increasing discrepancy.
+    let order: Vec<Vec<usize>> = (0..k)
+        .map(|a| {
+            let mut o: Vec<usize> = (0..k).filter(|&b| b != a).collect();
+            o.sort_by(|&x, &y| e[a * k + x].total_cmp(&e[a * k + y]));
+            o
+        })
+        .collect();
+    let mut candidates: Vec<(usize, f64, Vec<usize>)> = Vec::new();
+    let mut inside = vec![false; k];
+    for node in &den.nodes {
+        let size = node.leaves.len();
+        if node.children.is_none() || size >= k {
+            continue;
+        }
+        let within = node.height;
+        if within >= CAP / SEPARATION {
+            continue;
+        }
+        for &x in &node.leaves {
+            inside[x] = true;
+        }
+        let mut outside = f64::INFINITY;
+        for &a in &node.leaves {
+            if let Some(&b) = order[a].iter().find(|&&b| !inside[b]) {
+                outside = outside.min(e[a * k + b]);
+            }
+        }
+        for &x in &node.leaves {
+            inside[x] = false;
+        }
+        let separation = outside / within.max(1e-12);
+        if separation >= SEPARATION {
+            candidates.push((size, separation, node.leaves.clone()));
+        }
+    }
+    candidates.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    let mut taken = vec![false; k];
+    let mut out = Vec::new();
+    for (_, separation, leaves) in candidates {
+        if leaves.iter().any(|&x| taken[x]) {
+            continue;
+        }
+        for &x in &leaves {
+            taken[x] = true;
+        }
+        out.push((leaves, separation));
+    }
+    out
+}
+
+/// Whether `a` and `b` are each other's nearest context by latency profile.
+pub(crate) fn mutual_profile_neighbours(t: &Table, a: usize, b: usize) -> bool {
+    let k = t.n;
+    let q = &t.log;
+    let dist = |x: usize, y: usize| -> f64 {
+        let mut d: Vec<(f64, f64)> = (0..k)
+            .filter(|&c| c != x && c != y)
+            .map(|c| ((q[x * k + c] - q[y * k + c]).abs(), 1.0))
+            .filter(|v| !v.0.is_nan())
+            .collect();
+        profile_distance(&mut d)
+    };
+    let ab = dist(a, b);
+    (0..k)
+        .filter(|&c| c != a && c != b)
+        .all(|c| dist(a, c) >= ab && dist(b, c) >= ab)
+}

@@ -1,0 +1,261 @@
+//! Validation of an inferred topology: confidence per level, warnings and unresolved levels.
+
+use topoprobe_model::{
+    LevelConfidence, Member, StructureLevel, Topology, Unresolved, Validation, Warning,
+};
+
+use crate::options::InferOptions;
+use crate::quantize::Quantization;
+use crate::roles::Roles;
+use crate::table::{median, Table};
+use crate::tree::{DropReason, Dropped};
+
+fn lat(v: f64, opts: &InferOptions) -> String {
+    format!("{v:.1} {}", opts.units)
+}
+
+fn list(sets: &[&Dropped], max: usize) -> String {
+    let mut s: Vec<String> = sets
+        .iter()
+        .take(max)
+        .map(|d| {
+            format!(
+                "{{{}}}",
+                d.members
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        })
+        .collect();
+    if sets.len() > max {
+        s.push(format!("and {} more", sets.len() - max));
+    }
+    s.join(", ")
+}
+
+/// Builds the validation record.
+pub(crate) fn validation(
+    t: &Table,
+    roles: &Roles,
+    dropped: &[Dropped],
+    quant: Option<Quantization>,
+    topo: &Topology,
+    opts: &InferOptions,
+) -> Validation {
+    let mut v = Validation::default();
+    let mut warn = |kind: &str, msg: String| v.warnings.push(Warning::new(kind, msg));
+    if t.asymmetry > 0.05 {
+        warn(
+            "asymmetric",
+            format!(
+                "the two directions of a pair differ by up to {:.0}%; each pair was symmetrized by the mean of both directions",
+                100.0 * t.asymmetry
+            ),
+        );
+    }
+    if t.missing_pairs > 0 {
+        warn(
+            "missing",
+            format!(
+                "{} of {} pairs have no latency; their normalized latency is their component's",
+                t.missing_pairs,
+                t.n * (t.n - 1) / 2
+            ),
+        );
+    }
+    if let Some(q) = quant {
+        warn(
+            "quantized",
+            format!(
+                "latencies come in steps of {} ({:.1}% of the median): the timer is coarse, so levels closer than that cannot be told apart",
+                lat(q.step, opts),
+                100.0 * q.relative
+            ),
+        );
+    }
+    let pairs: Vec<&Dropped> = dropped
+        .iter()
+        .filter(|d| d.reason == DropReason::ProfilePair)
+        .collect();
+    if !pairs.is_empty() {
+        warn(
+            "profile_pairs",
+            format!(
+                "{} pairs of contexts have identical latency profiles without a latency gap ({}), as two cores on one mesh stop do: not reported as groups",
+                pairs.len(),
+                list(&pairs, 4)
+            ),
+        );
+    }
+    let outliers: Vec<&Dropped> = dropped
+        .iter()
+        .filter(|d| d.reason == DropReason::OutlierPair)
+        .collect();
+    if !outliers.is_empty() {
+        warn(
+            "outlier",
+            format!(
+                "{} pairs are faster than the rest but their latency profiles differ ({}): treated as outlier measurements",
+                outliers.len(),
+                list(&outliers, 4)
+            ),
+        );
+    }
+    let crossing: Vec<&Dropped> = dropped
+        .iter()
+        .filter(|d| d.reason == DropReason::Crossing)
+        .collect();
+    // Per-socket and per-group observations.
+    let mut profile_only = Vec::new();
+    for g in topo.groups() {
+        if g.evidence == topoprobe_model::Evidence::Profile {
+            profile_only.push(g.id.0);
+        }
+        let parent_contexts = topo.contexts_of(match g.parent {
+            topoprobe_model::Parent::Group(p) => p.into(),
+            topoprobe_model::Parent::Socket(s) => s.into(),
+        });
+        let rest: Vec<usize> = parent_contexts
+            .iter()
+            .map(|c| c.0)
+            .filter(|c| {
+                g.contexts
+                    .binary_search(&topoprobe_model::ContextId(*c))
+                    .is_err()
+            })
+            .collect();
+        let mine: Vec<usize> = g.contexts.iter().map(|c| c.0).collect();
+        let inside = median(&mut t.within(&mine));
+        let outside = median(&mut t.between(&mine, &rest));
+        if inside > outside * 1.05 {
+            warn(
+                "inverted_group",
+                format!(
+                    "group {}: its cores communicate more slowly with each other ({}) than with the rest of their parent ({}), as Intel E-core clusters do; found from identical latency profiles",
+                    g.id.0,
+                    lat(inside, opts),
+                    lat(outside, opts)
+                ),
+            );
+        }
+    }
+    if !profile_only.is_empty() {
+        warn(
+            "profile_groups",
+            format!(
+                "groups {} were found from identical latency profiles only: their internal latency does not set them apart",
+                profile_only.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    for s in topo.sockets() {
+        let mine: Vec<usize> = s.contexts.iter().map(|c| c.0).collect();
+        if topo.num_sockets() > 1 {
+            let rest: Vec<usize> = (0..t.n)
+                .filter(|x| mine.binary_search(x).is_err())
+                .collect();
+            let inside = s.latency.map_or(f64::NAN, |l| l.median);
+            let outside = median(&mut t.between(&mine, &rest));
+            if inside >= 0.9 * outside {
+                warn(
+                    "home_node",
+                    format!(
+                        "socket {}: latency between its parts ({}) is as high as to other sockets ({}), as with the home-node effect of AMD servers; the socket was found from identical latency profiles",
+                        s.id.0,
+                        lat(inside, opts),
+                        lat(outside, opts)
+                    ),
+                );
+            }
+        }
+        let has_groups = s.members.iter().any(|m| matches!(m, Member::Group(_)));
+        if !has_groups {
+            if let Some(l) = s.latency {
+                if l.count >= 3 && l.max > 1.5 * l.min {
+                    warn(
+                        "flat",
+                        format!(
+                            "socket {} has no group structure: latencies between its cores spread from {} to {} without a gap (a mesh or a ring)",
+                            s.id.0,
+                            lat(l.min, opts),
+                            lat(l.max, opts)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    // Confidence and unresolved levels.
+    let smt = &roles.smt;
+    v.confidence.push(LevelConfidence {
+        level: StructureLevel::Core,
+        confidence: smt.confidence,
+        basis: smt.basis.clone(),
+    });
+    if let Some(r) = &smt.unresolved {
+        v.unresolved.push(Unresolved {
+            level: StructureLevel::Core,
+            reason: r.clone(),
+        });
+    }
+    let (gconf, gbasis) = if !crossing.is_empty() {
+        (
+            0.4,
+            format!(
+                "{} candidate groups conflict with others and were left out: {}",
+                crossing.len(),
+                list(&crossing, 3)
+            ),
+        )
+    } else if topo.num_groups() == 0 {
+        (
+            0.85,
+            "no group structure between core and socket".to_string(),
+        )
+    } else if !profile_only.is_empty() {
+        (
+            0.6,
+            format!(
+                "{} groups, {} of them from latency profiles only",
+                topo.num_groups(),
+                profile_only.len()
+            ),
+        )
+    } else {
+        (
+            0.9,
+            format!(
+                "{} groups, each separated by a latency gap",
+                topo.num_groups()
+            ),
+        )
+    };
+    v.confidence.push(LevelConfidence {
+        level: StructureLevel::Group,
+        confidence: gconf,
+        basis: gbasis.clone(),
+    });
+    if !crossing.is_empty() {
+        v.unresolved.push(Unresolved {
+            level: StructureLevel::Group,
+            reason: format!(
+                "{gbasis}: the latencies support two incompatible groupings; the one kept has a latency gap"
+            ),
+        });
+    }
+    let sock = &roles.socket;
+    v.confidence.push(LevelConfidence {
+        level: StructureLevel::Socket,
+        confidence: sock.confidence,
+        basis: sock.basis.clone(),
+    });
+    if let Some(r) = &sock.unresolved {
+        v.unresolved.push(Unresolved {
+            level: StructureLevel::Socket,
+            reason: r.clone(),
+        });
+    }
+    v
+}
