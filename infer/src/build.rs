@@ -112,7 +112,8 @@ fn add_parts(
     out
 }
 
-fn meet(chain: &[Vec<Meet>], a: usize, b: usize) -> Meet {
+/// The smallest component containing both contexts.
+pub(crate) fn meet(chain: &[Vec<Meet>], a: usize, b: usize) -> Meet {
     for m in &chain[a] {
         if chain[b].contains(m) {
             return *m;
@@ -133,6 +134,64 @@ fn meet(chain: &[Vec<Meet>], a: usize, b: usize) -> Meet {
 /// socket pair) and the latency levels (per role, medians closer than [`MIN_GAP`] merged).
 pub(crate) fn normalize(t: &Table, chain: &[Vec<Meet>]) -> (LatencyMatrix, Vec<LatencyLevel>) {
     let n = t.n;
+    let (values, med) = meet_values(t, chain);
+    let normalized = LatencyMatrix::from_fn(n, |a, b| med.get(&meet(chain, a, b)).copied());
+    let levels = level_groups(&med)
+        .into_iter()
+        .filter_map(|(role, keys)| {
+            let all: Vec<f64> = keys
+                .iter()
+                .flat_map(|m| values[m].iter().copied())
+                .collect();
+            LatencySummary::of(all).map(|latency| LatencyLevel {
+                id: 0,
+                role,
+                latency,
+            })
+        })
+        .collect();
+    (normalized, levels)
+}
+
+/// For every meeting component (or socket pair), its latency level's index.
+pub(crate) fn level_map(t: &Table, chain: &[Vec<Meet>]) -> HashMap<Meet, usize> {
+    let (_, med) = meet_values(t, chain);
+    let mut out = HashMap::new();
+    for (i, (_, keys)) in level_groups(&med).into_iter().enumerate() {
+        for k in keys {
+            out.insert(k, i);
+        }
+    }
+    out
+}
+
+/// Groups meeting components into levels: per role, medians closer than [`MIN_GAP`] merged.
+fn level_groups(med: &HashMap<Meet, f64>) -> Vec<(Role, Vec<Meet>)> {
+    let mut out = Vec::new();
+    for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
+        let mut keys: Vec<(f64, Meet)> = med
+            .iter()
+            .filter(|(m, _)| m.role() == role)
+            .map(|(m, v)| (*v, *m))
+            .collect();
+        keys.sort_by(|x, y| {
+            x.0.total_cmp(&y.0)
+                .then_with(|| format!("{:?}", x.1).cmp(&format!("{:?}", y.1)))
+        });
+        let mut start = 0;
+        for i in 0..keys.len() {
+            if i + 1 == keys.len() || keys[i + 1].0 / keys[i].0 >= MIN_GAP {
+                out.push((role, keys[start..=i].iter().map(|k| k.1).collect()));
+                start = i + 1;
+            }
+        }
+    }
+    out
+}
+
+/// The latencies of the pairs meeting at each component, and their medians.
+fn meet_values(t: &Table, chain: &[Vec<Meet>]) -> (HashMap<Meet, Vec<f64>>, HashMap<Meet, f64>) {
+    let n = t.n;
     let mut values: HashMap<Meet, Vec<f64>> = HashMap::new();
     for a in 0..n {
         for b in a + 1..n {
@@ -150,34 +209,5 @@ pub(crate) fn normalize(t: &Table, chain: &[Vec<Meet>]) -> (LatencyMatrix, Vec<L
             med.insert(*m, s.median);
         }
     }
-    let normalized = LatencyMatrix::from_fn(n, |a, b| med.get(&meet(chain, a, b)).copied());
-    // Levels: per role, cluster the medians.
-    let mut levels = Vec::new();
-    for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
-        let mut keys: Vec<(f64, Meet)> = med
-            .iter()
-            .filter(|(m, _)| m.role() == role)
-            .map(|(m, v)| (*v, *m))
-            .collect();
-        keys.sort_by(|x, y| x.0.total_cmp(&y.0));
-        let mut start = 0;
-        for i in 0..keys.len() {
-            let last = i + 1 == keys.len();
-            if last || keys[i + 1].0 / keys[i].0 >= MIN_GAP {
-                let all: Vec<f64> = keys[start..=i]
-                    .iter()
-                    .flat_map(|(_, m)| values[m].iter().copied())
-                    .collect();
-                if let Some(latency) = LatencySummary::of(all) {
-                    levels.push(LatencyLevel {
-                        id: 0,
-                        role,
-                        latency,
-                    });
-                }
-                start = i + 1;
-            }
-        }
-    }
-    (normalized, levels)
+    (values, med)
 }

@@ -43,6 +43,7 @@ mod levels;
 mod linkage;
 pub mod load;
 mod options;
+mod pipeline;
 mod quantize;
 mod roles;
 pub mod sim;
@@ -98,31 +99,20 @@ pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, In
             .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
             .collect(),
     };
-    let t = table::Table::new(matrix)?;
-    let values = t.upper_values();
-    let quant = quantize::detect(&values);
-    let min_gap = levels::MIN_GAP.max(quant.map_or(0.0, |q| 1.0 + 2.0 * q.relative));
-    let classes = levels::classes(&values, n, min_gap);
-    let thresholds = levels::thresholds(&classes);
-    let components = threshold::components(&t, &thresholds);
-    let twins = twins::twin_sets(&t);
-    if std::env::var_os("TOPOPROBE_DEBUG").is_some() {
-        for tw in &twins {
-            eprintln!(
-                "twin r{} sep {:.2} children {} {:?}",
-                tw.round, tw.separation, tw.children, tw.members
-            );
-        }
-        for c in &components {
-            eprintln!("latency b{} {:?}", c.boundary, c.members);
-        }
-    }
-    let (family, dropped) = tree::family(&t, &components, &twins);
-    let tree = tree::build(n, &family);
-    let roles = roles::assign(&t, &tree, opts);
+    let measured = table::Table::new(matrix)?;
+    let first = pipeline::analyse(&measured, opts);
+    let outliers = pipeline::outliers(&measured, &first);
+    let (t, a) = if outliers.is_empty() {
+        (measured, first)
+    } else {
+        let pairs: Vec<(usize, usize)> = outliers.iter().map(|o| (o.a, o.b)).collect();
+        let cleaned = measured.without(&pairs);
+        let second = pipeline::analyse(&cleaned, opts);
+        (cleaned, second)
+    };
 
     let mut b = TopologyBuilder::new(os_ids, opts.units);
-    let chain = build::structure(&tree, &roles, &mut b);
+    let chain = build::structure(&a.tree, &a.roles, &mut b);
     let (normalized, levels) = build::normalize(&t, &chain);
     let mut provenance = Provenance::new(opts.source.clone());
     provenance
@@ -145,11 +135,11 @@ pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, In
         .latencies(matrix.clone(), normalized)
         .machine(opts.machine.clone())
         .provenance(provenance)
-        .origins(roles.socket.origin, roles.smt.origin);
+        .origins(a.roles.socket.origin, a.roles.smt.origin);
     if t.asymmetry > 0.0 {
         b.symmetrization("mean of both directions");
     }
     let mut topo = b.build()?;
-    *topo.validation_mut() = validate::validation(&t, &roles, &dropped, quant, &topo, opts);
+    *topo.validation_mut() = validate::validation(&t, &a, &outliers, &topo, opts);
     Ok(topo)
 }

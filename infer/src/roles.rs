@@ -118,6 +118,9 @@ fn decide_smt(t: &Table, tree: &Tree, opts: &InferOptions, kind: &mut [Kind]) ->
     let bound = opts.ns_to_units(SMT_MAX_NS);
     // Candidates: innermost nodes of 2..=8 contexts, faster inside than to their neighbours.
     let mut cands: Vec<(usize, f64)> = Vec::new();
+    // Innermost nodes whose contexts have no latency between them (missing or outliers):
+    // cores if the measured nodes of the same size are.
+    let mut unmeasured: Vec<usize> = Vec::new();
     for (id, node) in tree.nodes.iter().enumerate() {
         let size = node.members.len();
         if !node.children.is_empty() || !(2..=8).contains(&size) {
@@ -126,6 +129,7 @@ fn decide_smt(t: &Table, tree: &Tree, opts: &InferOptions, kind: &mut [Kind]) ->
         let mut inside = t.within(&node.members);
         let mut outside = external(t, tree, id);
         if inside.is_empty() {
+            unmeasured.push(id);
             continue;
         }
         let m = median(&mut inside);
@@ -136,6 +140,27 @@ fn decide_smt(t: &Table, tree: &Tree, opts: &InferOptions, kind: &mut [Kind]) ->
         cands.push((id, m));
     }
     let lowest = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    let decision = smt_decision(tree, opts, kind, &cands, lowest, bound);
+    let core_sizes: Vec<usize> = (0..kind.len())
+        .filter(|&i| kind[i] == Kind::Core)
+        .map(|i| tree.nodes[i].members.len())
+        .collect();
+    for id in unmeasured {
+        if core_sizes.contains(&tree.nodes[id].members.len()) {
+            kind[id] = Kind::Core;
+        }
+    }
+    decision
+}
+
+fn smt_decision(
+    tree: &Tree,
+    opts: &InferOptions,
+    kind: &mut [Kind],
+    cands: &[(usize, f64)],
+    lowest: f64,
+    bound: f64,
+) -> Decision {
     match opts.smt {
         Some(false) => Decision {
             origin: opts.smt_origin,
@@ -144,7 +169,7 @@ fn decide_smt(t: &Table, tree: &Tree, opts: &InferOptions, kind: &mut [Kind]) ->
             unresolved: None,
         },
         Some(true) => {
-            for &(id, _) in &cands {
+            for &(id, _) in cands {
                 kind[id] = Kind::Core;
             }
             Decision {
@@ -159,7 +184,7 @@ fn decide_smt(t: &Table, tree: &Tree, opts: &InferOptions, kind: &mut [Kind]) ->
         None => {
             let mut chosen = 0;
             let mut unsure: Option<f64> = None;
-            for &(id, m) in &cands {
+            for &(id, m) in cands {
                 let is_root = tree.nodes[id].parent.is_none();
                 let limit = if is_root { bound / 2.0 } else { bound };
                 if m <= limit {
@@ -396,7 +421,11 @@ fn infer_sockets(
         .map(|&i| median(&mut t.within(&tree.nodes[i].members)))
         .fold(0.0_f64, f64::max);
     let ratio = cross / inner;
-    let equal = sizes.iter().all(|&s| s == sizes[0]);
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let smallest = sizes.iter().copied().min().unwrap_or(0);
+    // Sockets of a partially measured machine differ in size; clusters of very different
+    // sizes (P- and E-core clusters) are not sockets.
+    let equal = largest <= 2 * smallest;
     let unit = opts.ns_to_units(1.0);
     let rule = |min_ns: f64, sure_ns: f64, max_ratio: f64| -> bool {
         equal

@@ -61,6 +61,19 @@ impl Table {
         })
     }
 
+    /// A copy with the given pairs removed (treated as missing in both directions).
+    pub(crate) fn without(&self, pairs: &[(usize, usize)]) -> Self {
+        let mut t = self.clone();
+        for &(a, b) in pairs {
+            for (x, y) in [(a, b), (b, a)] {
+                t.lat[x * t.n + y] = f64::NAN;
+                t.log[x * t.n + y] = f64::NAN;
+            }
+            t.missing_pairs += 1;
+        }
+        t
+    }
+
     #[inline]
     pub(crate) fn get(&self, a: usize, b: usize) -> f64 {
         self.lat[a * self.n + b]

@@ -3,13 +3,14 @@
 
 use crate::table::Table;
 use crate::threshold::LatencyComponent;
-use crate::twins::{mutual_profile_neighbours, TwinSet};
+use crate::twins::{genuine_pair, TwinSet};
 
 /// Evidence that a profile group has: the number of components it merged and its separation.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct ProfileEvidence {
     pub(crate) children: usize,
     pub(crate) separation: f64,
+    pub(crate) plain_separation: f64,
 }
 
 /// A candidate set of contexts with its evidence.
@@ -38,6 +39,9 @@ pub(crate) enum DropReason {
     OutlierPair,
     /// It crosses a set with stronger evidence.
     Crossing,
+    /// Its members are only set apart by lacking (or having) a close partner, such as
+    /// contexts whose SMT sibling was not measured.
+    PartnerOnly,
 }
 
 /// A node of the component tree.
@@ -85,6 +89,7 @@ pub(crate) fn family(
         let ev = ProfileEvidence {
             children: tw.children,
             separation: tw.separation,
+            plain_separation: tw.plain_separation,
         };
         match find(&cands, &tw.members) {
             Some(i) => cands[i].profile = Some(ev),
@@ -95,14 +100,40 @@ pub(crate) fn family(
             }),
         }
     }
+    // Sizes of the sets that both latency and profile confirm (for example SMT cores): a
+    // two-part profile group of such a size whose parts have no latency between them
+    // (missing or rejected as outliers) is taken to be one more of the same.
+    let confirmed: Vec<usize> = cands
+        .iter()
+        .filter(|c| c.latency.is_some() && c.profile.is_some())
+        .map(|c| c.members.len())
+        .collect();
+    let unmeasured: Vec<Vec<usize>> = twins
+        .iter()
+        .filter(|tw| {
+            tw.parts.len() == 2
+                && confirmed.contains(&tw.members.len())
+                && t.between(&tw.parts[0], &tw.parts[1]).is_empty()
+        })
+        .map(|tw| tw.members.clone())
+        .collect();
     let mut dropped = Vec::new();
     let mut kept: Vec<Candidate> = Vec::new();
     for c in cands {
-        let reason = if c.latency.is_none() && c.profile.is_some_and(|p| p.children < 3) {
+        let reason = if c.latency.is_none()
+            && c.profile.is_some_and(|p| p.children < 3)
+            && !unmeasured.contains(&c.members)
+            && !inverted(t, &c.members)
+        {
             Some(DropReason::ProfilePair)
+        } else if c.latency.is_none()
+            && c.profile
+                .is_some_and(|p| p.plain_separation < crate::twins::SEPARATION)
+        {
+            Some(DropReason::PartnerOnly)
         } else if c.members.len() == 2
             && c.profile.is_none()
-            && !mutual_profile_neighbours(t, c.members[0], c.members[1])
+            && !genuine_pair(t, c.members[0], c.members[1])
         {
             Some(DropReason::OutlierPair)
         } else {
@@ -158,6 +189,21 @@ pub(crate) fn family(
         }
     }
     (accepted.into_iter().map(|(_, c)| c).collect(), dropped)
+}
+
+/// Whether the latencies inside a set are all above its latencies to every other context
+/// (as in an Intel E-core cluster), which mesh artefacts never are.
+fn inverted(t: &Table, members: &[usize]) -> bool {
+    let rest: Vec<usize> = (0..t.n)
+        .filter(|x| members.binary_search(x).is_err())
+        .collect();
+    let mut inside = t.within(members);
+    let mut outside = t.between(members, &rest);
+    if inside.is_empty() || outside.is_empty() {
+        return false;
+    }
+    crate::table::quantile(&mut inside, 0.05)
+        > crate::levels::MIN_GAP.sqrt() * crate::table::quantile(&mut outside, 0.95)
 }
 
 /// Builds the tree of a laminar family over `n` contexts.

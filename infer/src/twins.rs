@@ -19,6 +19,8 @@ const CAP: f64 = 1.0986;
 /// A second large column difference vetoes twins when it exceeds this log ratio (25%) and
 /// three times the typical difference.
 const VETO: f64 = 0.2231;
+/// A close partner seen this many times farther by the other component vetoes twins.
+const PARTNER_RATIO: f64 = 1.5;
 /// Fraction of columns that may differ (noise) without breaking twins.
 const QUANTILE: f64 = 0.9;
 /// Most rounds (each round adds one level).
@@ -33,14 +35,34 @@ pub(crate) struct TwinSet {
     pub(crate) children: usize,
     /// Separation ratio (nearest outsider / largest internal discrepancy).
     pub(crate) separation: f64,
+    /// Largest profile discrepancy between two of its parts (log ratio).
+    pub(crate) within: f64,
+    /// Separation without the partner veto: how far the nearest outsider's profile is when
+    /// a missing close partner does not count (sets of contexts that merely lack an SMT
+    /// sibling are not set apart by it).
+    pub(crate) plain_separation: f64,
+    /// The parts it merged (each sorted).
+    pub(crate) parts: Vec<Vec<usize>>,
     /// Round in which it was found.
     pub(crate) round: usize,
 }
 
-/// Runs the twin rounds over the table.
-pub(crate) fn twin_sets(t: &Table) -> Vec<TwinSet> {
+/// What the twin rounds find.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Profiles {
+    /// The profile groups, round by round.
+    pub(crate) sets: Vec<TwinSet>,
+    /// For every context, the profile discrepancy to its nearest other context (first
+    /// round, without the partner veto): an upper bound of the measurement noise.
+    pub(crate) nearest: Vec<f64>,
+}
+
+/// Runs the twin rounds over the table. `floor` is the smallest profile discrepancy that
+/// measurement can resolve (a coarse timer makes distinct profiles look identical).
+pub(crate) fn twin_sets(t: &Table, floor: f64) -> Profiles {
     let mut classes: Vec<Vec<usize>> = (0..t.n).map(|i| vec![i]).collect();
     let mut found = Vec::new();
+    let mut nearest = Vec::new();
     for round in 0..MAX_ROUNDS {
         let k = classes.len();
         if k < 3 {
@@ -48,24 +70,24 @@ pub(crate) fn twin_sets(t: &Table) -> Vec<TwinSet> {
         }
         let q = quotient(t, &classes);
         let w: Vec<f64> = classes.iter().map(|c| c.len() as f64).collect();
-        let e = discrepancies(&q, k, &w);
-        let accepted = accept(&e, k);
-        if std::env::var_os("TOPOPROBE_DEBUG").is_some() {
-            let den = cluster(&e, k, Linkage::Complete);
-            for node in den.nodes.iter().rev().take(6) {
-                eprintln!(
-                    "round {round} k {k} top node size {} height {:.3}",
-                    node.leaves.len(),
-                    node.height
-                );
-            }
+        let (e, plain) = discrepancies(&q, k, &w);
+        if round == 0 {
+            nearest = (0..k)
+                .map(|a| {
+                    (0..k)
+                        .filter(|&b| b != a)
+                        .map(|b| plain[a * k + b])
+                        .fold(f64::INFINITY, f64::min)
+                })
+                .collect();
         }
+        let accepted = accept(&e, &plain, k, floor);
         if accepted.is_empty() {
             break;
         }
         let mut merged = vec![false; k];
         let mut next: Vec<Vec<usize>> = Vec::new();
-        for (leaves, separation) in accepted {
+        for (leaves, separation, within, plain_separation) in accepted {
             let mut members: Vec<usize> = leaves
                 .iter()
                 .flat_map(|&i| classes[i].iter().copied())
@@ -78,6 +100,9 @@ pub(crate) fn twin_sets(t: &Table) -> Vec<TwinSet> {
                 members: members.clone(),
                 children: leaves.len(),
                 separation,
+                within,
+                plain_separation,
+                parts: leaves.iter().map(|&i| classes[i].clone()).collect(),
                 round,
             });
             next.push(members);
@@ -86,7 +111,10 @@ pub(crate) fn twin_sets(t: &Table) -> Vec<TwinSet> {
         next.sort();
         classes = next;
     }
-    found
+    Profiles {
+        sets: found,
+        nearest,
+    }
 }
 
 /// Log of the mean latency between components (NaN where unknown).
@@ -109,12 +137,15 @@ fn quotient(t: &Table, classes: &[Vec<usize>]) -> Vec<f64> {
     q
 }
 
-/// Profile discrepancy of every pair of components (symmetric, capped at [`CAP`]).
-/// Column `c` weighs `w[c]` (the number of contexts it stands for).
-pub(crate) fn discrepancies(q: &[f64], k: usize, w: &[f64]) -> Vec<f64> {
+/// Profile discrepancy of every pair of components (symmetric, capped at [`CAP`]), with
+/// and without the partner veto. Column `c` weighs `w[c]` (the number of contexts it
+/// stands for).
+pub(crate) fn discrepancies(q: &[f64], k: usize, w: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let mut e = vec![0.0_f64; k * k];
+    let mut plain = vec![0.0_f64; k * k];
     let mut d: Vec<(f64, f64)> = Vec::with_capacity(k);
     let total: f64 = w.iter().sum();
+    let near = nearest_two(q, k);
     for a in 0..k {
         for b in a + 1..k {
             d.clear();
@@ -139,16 +170,67 @@ pub(crate) fn discrepancies(q: &[f64], k: usize, w: &[f64]) -> Vec<f64> {
                 }
                 d.push((x, w[c]));
             }
-            let v = if big >= exit_weight {
-                CAP
+            let (v, p) = if big >= exit_weight {
+                (CAP, CAP)
             } else {
-                profile_distance(&mut d).min(CAP)
+                let base = profile_distance(&mut d).min(CAP);
+                (base.max(partner_veto(q, k, &near, a, b)).min(CAP), base)
             };
             e[a * k + b] = v;
             e[b * k + a] = v;
+            plain[a * k + b] = p;
+            plain[b * k + a] = p;
         }
     }
-    e
+    (e, plain)
+}
+
+/// For each row, its two nearest other components by latency (log), `usize::MAX` when absent.
+fn nearest_two(q: &[f64], k: usize) -> Vec<[usize; 2]> {
+    (0..k)
+        .map(|a| {
+            let mut best = [usize::MAX; 2];
+            let mut val = [f64::INFINITY; 2];
+            for c in 0..k {
+                let x = q[a * k + c];
+                if c == a || x.is_nan() {
+                    continue;
+                }
+                if x < val[0] {
+                    best = [c, best[0]];
+                    val = [x, val[0]];
+                } else if x < val[1] {
+                    best[1] = c;
+                    val[1] = x;
+                }
+            }
+            best
+        })
+        .collect()
+}
+
+/// A structural difference that a single column reveals: when `a` has a close partner `c`
+/// (its nearest component other than `b`) that `b` sees [`PARTNER_RATIO`] times farther,
+/// `a` and `b` are not twins (for example a context whose SMT sibling the other lacks).
+/// Returns that column's difference, or 0.
+fn partner_veto(q: &[f64], k: usize, near: &[[usize; 2]], a: usize, b: usize) -> f64 {
+    let mut veto: f64 = 0.0;
+    for (x, y) in [(a, b), (b, a)] {
+        let c = if near[x][0] == y {
+            near[x][1]
+        } else {
+            near[x][0]
+        };
+        if c == usize::MAX {
+            continue;
+        }
+        let dx = q[x * k + c];
+        let dy = q[y * k + c];
+        if !dx.is_nan() && !dy.is_nan() && dy - dx >= PARTNER_RATIO.ln() {
+            veto = veto.max(dy - dx);
+        }
+    }
+    veto
 }
 
 /// Robust distance between two profiles given their per-column differences and column
@@ -212,8 +294,9 @@ fn unweighted_distance(d: &mut [(f64, f64)]) -> f64 {
 }
 
 /// The smallest dendrogram clusters (neither a single component nor all of them) whose
-/// separation reaches [`SEPARATION`], without overlaps: `(leaves, separation)`.
-fn accept(e: &[f64], k: usize) -> Vec<(Vec<usize>, f64)> {
+/// separation reaches [`SEPARATION`], without overlaps:
+/// `(leaves, separation, within, plain separation)`.
+fn accept(e: &[f64], plain: &[f64], k: usize, floor: f64) -> Vec<(Vec<usize>, f64, f64, f64)> {
     let den = cluster(e, k, Linkage::Complete);
     // Neighbours of each leaf by increasing discrepancy.
     let order: Vec<Vec<usize>> = (0..k)
@@ -223,7 +306,7 @@ fn accept(e: &[f64], k: usize) -> Vec<(Vec<usize>, f64)> {
             o
         })
         .collect();
-    let mut candidates: Vec<(usize, f64, Vec<usize>)> = Vec::new();
+    let mut candidates: Vec<(usize, f64, f64, Vec<usize>)> = Vec::new();
     let mut inside = vec![false; k];
     for node in &den.nodes {
         let size = node.leaves.len();
@@ -246,28 +329,50 @@ fn accept(e: &[f64], k: usize) -> Vec<(Vec<usize>, f64)> {
         for &x in &node.leaves {
             inside[x] = false;
         }
-        let separation = outside / within.max(1e-12);
+        let separation = outside / within.max(floor).max(1e-12);
         if separation >= SEPARATION {
-            candidates.push((size, separation, node.leaves.clone()));
+            candidates.push((size, separation, within, node.leaves.clone()));
         }
     }
     candidates.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
     let mut taken = vec![false; k];
     let mut out = Vec::new();
-    for (_, separation, leaves) in candidates {
+    for (_, separation, within, leaves) in candidates {
         if leaves.iter().any(|&x| taken[x]) {
             continue;
         }
         for &x in &leaves {
             taken[x] = true;
         }
-        out.push((leaves, separation));
+        let mut plain_within: f64 = 0.0;
+        let mut plain_outside = f64::INFINITY;
+        let mut mine = vec![false; k];
+        for &x in &leaves {
+            mine[x] = true;
+        }
+        for &a in &leaves {
+            for b in 0..k {
+                if b == a {
+                    continue;
+                }
+                let v = plain[a * k + b];
+                if mine[b] {
+                    plain_within = plain_within.max(v);
+                } else {
+                    plain_outside = plain_outside.min(v);
+                }
+            }
+        }
+        let plain_separation = plain_outside / plain_within.max(floor).max(1e-12);
+        out.push((leaves, separation, within, plain_separation));
     }
     out
 }
 
-/// Whether `a` and `b` are each other's nearest context by latency profile.
-pub(crate) fn mutual_profile_neighbours(t: &Table, a: usize, b: usize) -> bool {
+/// Whether `a` and `b` have nearly the same latency profile: their profile distance is at
+/// most twice the distance of either to its nearest other context. A fast pair of contexts
+/// with different profiles is an outlier measurement, not a component.
+pub(crate) fn genuine_pair(t: &Table, a: usize, b: usize) -> bool {
     let k = t.n;
     let q = &t.log;
     let dist = |x: usize, y: usize| -> f64 {
@@ -279,7 +384,11 @@ pub(crate) fn mutual_profile_neighbours(t: &Table, a: usize, b: usize) -> bool {
         profile_distance(&mut d)
     };
     let ab = dist(a, b);
-    (0..k)
-        .filter(|&c| c != a && c != b)
-        .all(|c| dist(a, c) >= ab && dist(b, c) >= ab)
+    let nearest = |x: usize, other: usize| {
+        (0..k)
+            .filter(|&c| c != x && c != other)
+            .map(|c| dist(x, c))
+            .fold(f64::INFINITY, f64::min)
+    };
+    ab <= 2.0 * nearest(a, b) && ab <= 2.0 * nearest(b, a)
 }

@@ -5,8 +5,7 @@ use topoprobe_model::{
 };
 
 use crate::options::InferOptions;
-use crate::quantize::Quantization;
-use crate::roles::Roles;
+use crate::pipeline::{Analysis, Outlier};
 use crate::table::{median, Table};
 use crate::tree::{DropReason, Dropped};
 
@@ -35,15 +34,61 @@ fn list(sets: &[&Dropped], max: usize) -> String {
     s.join(", ")
 }
 
+/// Profile resolution (relative) above which a warning is given.
+const RESOLUTION_WARN: f64 = 0.03;
+/// Profile resolution (relative) above which the group level is unresolved.
+const RESOLUTION_UNRESOLVED: f64 = 0.08;
+
+/// The first socket or group with at least four cores as direct members whose internal
+/// latencies spread (95th over 5th percentile) by more than `1 + limit`.
+fn unexplained_spread(t: &Table, topo: &Topology, limit: f64) -> Option<String> {
+    let spread = |members: &[Member]| -> Option<f64> {
+        let cores: Vec<usize> = members
+            .iter()
+            .filter_map(|m| match m {
+                Member::Core(c) => Some(c.0),
+                Member::Group(_) => None,
+            })
+            .collect();
+        if cores.len() < 4 {
+            return None;
+        }
+        let firsts: Vec<usize> = cores
+            .iter()
+            .map(|&c| topo.cores()[c].contexts[0].0)
+            .collect();
+        let mut v = t.within(&firsts);
+        if v.len() < 4 {
+            return None;
+        }
+        let hi = crate::table::quantile(&mut v, 0.95);
+        let lo = crate::table::quantile(&mut v, 0.05);
+        Some(hi / lo)
+    };
+    for s in topo.sockets() {
+        if spread(&s.members).is_some_and(|r| r > 1.0 + limit) {
+            return Some(format!("socket {}", s.id.0));
+        }
+    }
+    for g in topo.groups() {
+        if spread(&g.members).is_some_and(|r| r > 1.0 + limit) {
+            return Some(format!("group {}", g.id.0));
+        }
+    }
+    None
+}
+
 /// Builds the validation record.
 pub(crate) fn validation(
     t: &Table,
-    roles: &Roles,
-    dropped: &[Dropped],
-    quant: Option<Quantization>,
+    analysis: &Analysis,
+    outliers: &[Outlier],
     topo: &Topology,
     opts: &InferOptions,
 ) -> Validation {
+    let roles = &analysis.roles;
+    let dropped = &analysis.dropped;
+    let quant = analysis.quant;
     let mut v = Validation::default();
     let mut warn = |kind: &str, msg: String| v.warnings.push(Warning::new(kind, msg));
     if t.asymmetry > 0.05 {
@@ -55,12 +100,36 @@ pub(crate) fn validation(
             ),
         );
     }
-    if t.missing_pairs > 0 {
+    if !outliers.is_empty() {
+        let shown: Vec<String> = outliers
+            .iter()
+            .take(4)
+            .map(|o| {
+                format!(
+                    "({}, {}) at {} where the rest of its level ends at {}",
+                    o.a,
+                    o.b,
+                    lat(o.value, opts),
+                    lat(o.level_edge, opts)
+                )
+            })
+            .collect();
+        warn(
+            "outlier",
+            format!(
+                "{} pairs lie far outside their latency level and were left out of the inference: {}{}",
+                outliers.len(),
+                shown.join("; "),
+                if outliers.len() > 4 { "; ..." } else { "" }
+            ),
+        );
+    }
+    if t.missing_pairs > outliers.len() {
         warn(
             "missing",
             format!(
                 "{} of {} pairs have no latency; their normalized latency is their component's",
-                t.missing_pairs,
+                t.missing_pairs - outliers.len(),
                 t.n * (t.n - 1) / 2
             ),
         );
@@ -102,6 +171,19 @@ pub(crate) fn validation(
                 list(&outliers, 4)
             ),
         );
+    }
+    let res = analysis.resolution;
+    let noise_note = res.noise.map_or(String::new(), |s| {
+        format!("measurement noise is about {:.1}% per pair", 100.0 * s)
+    });
+    let resolution = format!(
+        "{}{}groups whose latency profile differs from their neighbours' by less than about {:.0}% cannot be resolved",
+        noise_note,
+        if noise_note.is_empty() { "" } else { "; " },
+        100.0 * res.limit
+    );
+    if (RESOLUTION_WARN..RESOLUTION_UNRESOLVED).contains(&res.limit) {
+        warn("resolution", resolution.clone());
     }
     let crossing: Vec<&Dropped> = dropped
         .iter()
@@ -237,7 +319,27 @@ pub(crate) fn validation(
         confidence: gconf,
         basis: gbasis.clone(),
     });
-    if !crossing.is_empty() {
+    // Structure could hide where a component's cores spread more than the resolution
+    // explains (a flat socket of a hybrid CPU, a die whose clusters are weak).
+    let unexplained = if res.limit >= RESOLUTION_UNRESOLVED {
+        // The spread (95th over 5th percentile) that noise alone gives, with 5% to spare.
+        let sigma = res.noise.unwrap_or(0.0).max(res.floor / 2.33);
+        unexplained_spread(t, topo, (2.0 * 1.645 * sigma).exp() * 1.05 - 1.0)
+    } else {
+        None
+    };
+    if res.limit >= RESOLUTION_UNRESOLVED && unexplained.is_none() {
+        warn("resolution", resolution.clone());
+    }
+    if let Some(where_) = unexplained {
+        v.unresolved.push(Unresolved {
+            level: StructureLevel::Group,
+            reason: format!(
+                "{resolution}, and the latencies inside {where_} spread more than that: weak clusters \
+                 (such as E-core clusters or clusters inside a die) may be missing; re-measure with more repetitions"
+            ),
+        });
+    } else if !crossing.is_empty() {
         v.unresolved.push(Unresolved {
             level: StructureLevel::Group,
             reason: format!(

@@ -1,0 +1,173 @@
+//! The inference pipeline over a prepared table, and the outlier-repair pass.
+
+use topoprobe_model::{LatencyUnit, TopologyBuilder};
+
+use crate::build::{self, Meet};
+use crate::levels;
+use crate::options::InferOptions;
+use crate::quantize::{self, Quantization};
+use crate::roles::{self, Roles};
+use crate::table::Table;
+use crate::threshold;
+use crate::tree::{self, Dropped, Tree};
+use crate::twins;
+
+/// Everything one pass of the pipeline finds.
+#[derive(Debug, Clone)]
+pub(crate) struct Analysis {
+    pub(crate) quant: Option<Quantization>,
+    pub(crate) resolution: Resolution,
+    pub(crate) dropped: Vec<Dropped>,
+    pub(crate) tree: Tree,
+    pub(crate) roles: Roles,
+}
+
+/// Runs steps 2-4 of the pipeline on a table.
+pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
+    let values = t.upper_values();
+    let quant = quantize::detect(&values);
+    let min_gap = levels::MIN_GAP.max(quant.map_or(0.0, |q| 1.0 + 2.0 * q.relative));
+    let classes = levels::classes(&values, t.n, min_gap);
+    let thresholds = levels::thresholds(&classes);
+    let components = threshold::components(t, &thresholds);
+    // A coarse timer makes different profiles look identical: profile discrepancies below
+    // one timer step (relative to the fast end of the latencies) are not resolved.
+    let floor = quant.map_or(0.0, |q| {
+        let mut v = values.clone();
+        let low = crate::table::quantile(&mut v, 0.1);
+        (1.0 + q.step / low).ln()
+    });
+    let profiles = twins::twin_sets(t, floor);
+    let twins = profiles.sets.clone();
+    if std::env::var_os("TOPOPROBE_DEBUG").is_some() {
+        for tw in &twins {
+            eprintln!(
+                "twin r{} sep {:.2} within {:.4} children {} {:?}",
+                tw.round, tw.separation, tw.within, tw.children, tw.members
+            );
+        }
+        for c in &components {
+            eprintln!("latency b{} {:?}", c.boundary, c.members);
+        }
+    }
+    let (family, dropped) = tree::family(t, &components, &twins);
+    let tree = tree::build(t.n, &family);
+    let roles = roles::assign(t, &tree, opts);
+    let resolution = Resolution::of(&profiles.nearest, floor);
+    Analysis {
+        quant,
+        resolution,
+        dropped,
+        tree,
+        roles,
+    }
+}
+
+/// How fine a structure the measurements can resolve.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Resolution {
+    /// Relative measurement noise per pair, estimated from each context's nearest latency
+    /// profile (an upper bound: exact when contexts have twins).
+    pub(crate) noise: Option<f64>,
+    /// Profile contrast (relative) that a group needs to be found: the separation ratio
+    /// times the discrepancy that noise or the timer step alone produces.
+    pub(crate) limit: f64,
+    /// Smallest profile discrepancy (log) the timer resolves.
+    pub(crate) floor: f64,
+}
+
+impl Resolution {
+    fn of(nearest: &[f64], floor: f64) -> Self {
+        // Most contexts have a twin (an SMT sibling, a cluster mate, a mesh-stop partner)
+        // whose profile differs only by noise; the 90th percentile of |difference| of two
+        // noisy copies is about 2.33 sigma. Without twins this overestimates the noise.
+        let mut near: Vec<f64> = nearest.iter().copied().filter(|x| x.is_finite()).collect();
+        let noise = (!near.is_empty()).then(|| crate::table::median(&mut near) / 2.33);
+        let discrepancy = noise.map_or(0.0, |s| 2.33 * s).max(floor);
+        Self {
+            noise,
+            limit: (twins::SEPARATION * discrepancy).exp() - 1.0,
+            floor,
+        }
+    }
+}
+
+/// A measured pair that lies far outside its latency level.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Outlier {
+    pub(crate) a: usize,
+    pub(crate) b: usize,
+    pub(crate) value: f64,
+    /// The nearest value of the rest of its level.
+    pub(crate) level_edge: f64,
+}
+
+/// A value is an outlier when it is this many times beyond the rest of its level.
+const OUTLIER_RATIO: f64 = 1.3;
+/// At most this fraction of a level (and of all pairs) is taken for outliers; more than
+/// that is structure, not measurement error.
+const OUTLIER_SHARE: f64 = 0.02;
+
+/// Pairs that lie far below or above the rest of their latency level, given the structure
+/// of a first pass. Empty when none, or when there are too many to be outliers.
+pub(crate) fn outliers(t: &Table, a: &Analysis) -> Vec<Outlier> {
+    let mut scratch = TopologyBuilder::new((0..t.n as u32).collect(), LatencyUnit::Ns);
+    let chain = build::structure(&a.tree, &a.roles, &mut scratch);
+    let level_of = build::level_map(t, &chain);
+    let mut by_level: Vec<Vec<(f64, usize, usize)>> = Vec::new();
+    for x in 0..t.n {
+        for y in x + 1..t.n {
+            let v = t.get(x, y);
+            if v.is_nan() {
+                continue;
+            }
+            let m: Meet = build::meet(&chain, x, y);
+            if let Some(&l) = level_of.get(&m) {
+                if by_level.len() <= l {
+                    by_level.resize(l + 1, Vec::new());
+                }
+                by_level[l].push((v, x, y));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for mut vals in by_level {
+        let m = vals.len();
+        if m < 4 {
+            continue;
+        }
+        vals.sort_by(|p, q| p.0.total_cmp(&q.0));
+        let budget = ((OUTLIER_SHARE * m as f64).floor() as usize).max(1);
+        // The largest block at either end (at most `budget` values) that is separated from
+        // the rest of the level by OUTLIER_RATIO.
+        let lo = (1..=budget.min(m - 1))
+            .filter(|&k| vals[k - 1].0 * OUTLIER_RATIO < vals[k].0)
+            .max()
+            .unwrap_or(0);
+        let hi = (1..=budget.min(m - 1))
+            .filter(|&k| vals[m - k].0 > vals[m - k - 1].0 * OUTLIER_RATIO)
+            .max()
+            .unwrap_or(0);
+        for &(v, x, y) in vals.iter().take(lo) {
+            out.push(Outlier {
+                a: x,
+                b: y,
+                value: v,
+                level_edge: vals[lo].0,
+            });
+        }
+        for &(v, x, y) in vals.iter().skip(m - hi) {
+            out.push(Outlier {
+                a: x,
+                b: y,
+                value: v,
+                level_edge: vals[m - 1 - hi].0,
+            });
+        }
+    }
+    let pairs = t.n * (t.n - 1) / 2;
+    if out.len() as f64 > (OUTLIER_SHARE * pairs as f64).max(1.0) {
+        return Vec::new();
+    }
+    out
+}
