@@ -1,1 +1,86 @@
-fn main() {}
+//! Speed of `topoprobe_infer::infer` on simulated machines of 64, 256, 512 and 1024 hardware
+//! contexts. The latency matrix is generated once per machine, outside the timed loop.
+//!
+//! Two families of two-socket machines (log-normal noise sigma 0.01, seed 42):
+//!
+//! - `ccx`: sockets of CCXs of 8 SMT2 cores (8 ns SMT, 25 ns in a CCX, 120 ns between the
+//!   CCXs of a socket, 230 ns between sockets), scaled by the number of CCXs per socket;
+//! - `mesh`: flat sockets of SMT2 cores on a mesh (7.4 ns SMT, 48 ns in a socket with
+//!   gradient 0.2, 140 ns between sockets), scaled by the number of cores per socket.
+//!
+//! `cargo bench -p topoprobe-infer --bench inference` (about 3 minutes on a small VM, most of
+//! it at 1024 contexts); `cargo bench -p topoprobe-infer --bench inference -- '/(64|256|512)$'`
+//! skips the largest size. `examples/infer_timing.rs` times the same machines without
+//! criterion.
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode};
+use topoprobe_infer::infer;
+use topoprobe_infer::sim::{CrossSocket, MachineSpec, Noise, Numbering, Unit};
+use topoprobe_model::LatencyUnit;
+
+/// Noise of every benchmarked matrix.
+const NOISE: Noise = Noise::lognormal(0.01, 42);
+
+/// Two sockets of `ccx` CCXs of 8 SMT2 cores (`32 × ccx` contexts).
+fn ccx_machine(ccx: usize) -> MachineSpec {
+    let group = Unit::group(25.0, Unit::cores(8, 2, 8.0));
+    MachineSpec::symmetric(
+        format!("ccx-2s-{ccx}x8x2"),
+        2,
+        Unit::group(120.0, vec![group; ccx]),
+        CrossSocket::Uniform(230.0),
+    )
+    .with_numbering(Numbering::SiblingsFar)
+    .with_units(LatencyUnit::Ns, Some(2.5))
+    .with_noise(NOISE)
+}
+
+/// Two flat sockets of `cores` SMT2 cores on a mesh (`4 × cores` contexts).
+fn mesh_machine(cores: usize) -> MachineSpec {
+    MachineSpec::symmetric(
+        format!("mesh-2s-{cores}x2"),
+        2,
+        Unit::group(48.0, Unit::cores(cores, 2, 7.4)),
+        CrossSocket::Uniform(140.0),
+    )
+    .with_numbering(Numbering::SiblingsFar)
+    .with_mesh(0.2)
+    .with_units(LatencyUnit::Ns, Some(2.1))
+    .with_noise(NOISE)
+}
+
+fn bench_infer(c: &mut Criterion) {
+    let mut group = c.benchmark_group("infer");
+    group.sample_size(10);
+    for contexts in [64_usize, 256, 512, 1024] {
+        if contexts >= 512 {
+            // One iteration per sample: 10 runs in all, whatever the measurement time.
+            group
+                .sampling_mode(SamplingMode::Flat)
+                .warm_up_time(Duration::from_millis(1))
+                .measurement_time(Duration::from_secs(1));
+        } else {
+            group
+                .sampling_mode(SamplingMode::Auto)
+                .warm_up_time(Duration::from_secs(1))
+                .measurement_time(Duration::from_secs(3));
+        }
+        for (family, spec) in [
+            ("ccx", ccx_machine(contexts / 32)),
+            ("mesh", mesh_machine(contexts / 4)),
+        ] {
+            let matrix = spec.matrix();
+            assert_eq!(matrix.len(), contexts, "{}", spec.name);
+            let opts = spec.infer_options();
+            group.bench_with_input(BenchmarkId::new(family, contexts), &matrix, |b, matrix| {
+                b.iter(|| infer(matrix, &opts).expect("the simulated matrix is valid"));
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_infer);
+criterion_main!(benches);

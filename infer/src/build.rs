@@ -136,7 +136,7 @@ pub(crate) fn normalize(t: &Table, chain: &[Vec<Meet>]) -> (LatencyMatrix, Vec<L
     let n = t.n;
     let (values, med) = meet_values(t, chain);
     let normalized = LatencyMatrix::from_fn(n, |a, b| med.get(&meet(chain, a, b)).copied());
-    let levels = level_groups(&med)
+    let levels = level_groups(&med, &values, n)
         .into_iter()
         .filter_map(|(role, keys)| {
             let all: Vec<f64> = keys
@@ -155,9 +155,9 @@ pub(crate) fn normalize(t: &Table, chain: &[Vec<Meet>]) -> (LatencyMatrix, Vec<L
 
 /// For every meeting component (or socket pair), its latency level's index.
 pub(crate) fn level_map(t: &Table, chain: &[Vec<Meet>]) -> HashMap<Meet, usize> {
-    let (_, med) = meet_values(t, chain);
+    let (values, med) = meet_values(t, chain);
     let mut out = HashMap::new();
-    for (i, (_, keys)) in level_groups(&med).into_iter().enumerate() {
+    for (i, (_, keys)) in level_groups(&med, &values, t.n).into_iter().enumerate() {
         for k in keys {
             out.insert(k, i);
         }
@@ -165,8 +165,15 @@ pub(crate) fn level_map(t: &Table, chain: &[Vec<Meet>]) -> HashMap<Meet, usize> 
     out
 }
 
-/// Groups meeting components into levels: per role, medians closer than [`MIN_GAP`] merged.
-fn level_groups(med: &HashMap<Meet, f64>) -> Vec<(Role, Vec<Meet>)> {
+/// Groups meeting components into levels: per role, medians closer than [`MIN_GAP`] merged,
+/// and levels of fewer than `max(2, n/8)` pairs merged into their nearest neighbour of the
+/// same role (a single odd core makes no level of its own).
+fn level_groups(
+    med: &HashMap<Meet, f64>,
+    values: &HashMap<Meet, Vec<f64>>,
+    n: usize,
+) -> Vec<(Role, Vec<Meet>)> {
+    let min_pairs = (n / 8).max(2);
     let mut out = Vec::new();
     for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
         let mut keys: Vec<(f64, Meet)> = med
@@ -178,13 +185,49 @@ fn level_groups(med: &HashMap<Meet, f64>) -> Vec<(Role, Vec<Meet>)> {
             x.0.total_cmp(&y.0)
                 .then_with(|| format!("{:?}", x.1).cmp(&format!("{:?}", y.1)))
         });
+        let mut groups: Vec<Vec<(f64, Meet)>> = Vec::new();
         let mut start = 0;
         for i in 0..keys.len() {
             if i + 1 == keys.len() || keys[i + 1].0 / keys[i].0 >= MIN_GAP {
-                out.push((role, keys[start..=i].iter().map(|k| k.1).collect()));
+                groups.push(keys[start..=i].to_vec());
                 start = i + 1;
             }
         }
+        let pairs = |g: &[(f64, Meet)]| -> usize { g.iter().map(|k| values[&k.1].len()).sum() };
+        while groups.len() > 1 {
+            let Some(small) = (0..groups.len()).find(|&i| pairs(&groups[i]) < min_pairs) else {
+                break;
+            };
+            // Merge into the neighbour across the smaller ratio.
+            let gap = |i: usize, j: usize| -> f64 {
+                let (a, b) = if i < j { (i, j) } else { (j, i) };
+                groups[b][0].0 / groups[a][groups[a].len() - 1].0
+            };
+            let target = match (
+                small.checked_sub(1),
+                (small + 1 < groups.len()).then_some(small + 1),
+            ) {
+                (Some(l), Some(r)) => {
+                    if gap(l, small) <= gap(small, r) {
+                        l
+                    } else {
+                        r
+                    }
+                }
+                (Some(l), None) => l,
+                (None, Some(r)) => r,
+                (None, None) => break,
+            };
+            let moved = groups.remove(small);
+            let target = if target > small { target - 1 } else { target };
+            groups[target].extend(moved);
+            groups[target].sort_by(|x, y| x.0.total_cmp(&y.0));
+        }
+        out.extend(
+            groups
+                .into_iter()
+                .map(|g| (role, g.into_iter().map(|k| k.1).collect())),
+        );
     }
     out
 }
@@ -207,6 +250,23 @@ fn meet_values(t: &Table, chain: &[Vec<Meet>]) -> (HashMap<Meet, Vec<f64>>, Hash
     for (m, v) in &values {
         if let Some(s) = LatencySummary::of(v.iter().copied()) {
             med.insert(*m, s.median);
+        }
+    }
+    // A component without any measured pair (its pairs missing or rejected as outliers)
+    // takes the median of the components of the same role.
+    for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
+        let of_role = LatencySummary::of(
+            med.iter()
+                .filter(|(m, _)| m.role() == role)
+                .map(|(_, v)| *v)
+                .collect::<Vec<f64>>(),
+        );
+        if let Some(s) = of_role {
+            for m in values.keys() {
+                if m.role() == role && !med.contains_key(m) {
+                    med.insert(*m, s.median);
+                }
+            }
         }
     }
     (values, med)

@@ -51,6 +51,11 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         }
     }
     let (family, dropped) = tree::family(t, &components, &twins);
+    if std::env::var_os("TOPOPROBE_DEBUG").is_some() {
+        for d in &dropped {
+            eprintln!("dropped {:?} {:?}", d.reason, d.members);
+        }
+    }
     let tree = tree::build(t.n, &family);
     let roles = roles::assign(t, &tree, opts);
     let resolution = Resolution::of(&profiles.nearest, floor);
@@ -114,11 +119,21 @@ pub(crate) fn outliers(t: &Table, a: &Analysis) -> Vec<Outlier> {
     let mut scratch = TopologyBuilder::new((0..t.n as u32).collect(), LatencyUnit::Ns);
     let chain = build::structure(&a.tree, &a.roles, &mut scratch);
     let level_of = build::level_map(t, &chain);
+    // Pairs inside an innermost set that both latency and profile confirm (an SMT core
+    // whose pair is slower than the others) are measurements to keep, not outliers.
+    let mut confirmed = vec![usize::MAX; t.n];
+    for (i, node) in a.tree.nodes.iter().enumerate() {
+        if node.children.is_empty() && node.latency.is_some() && node.profile.is_some() {
+            for &x in &node.members {
+                confirmed[x] = i;
+            }
+        }
+    }
     let mut by_level: Vec<Vec<(f64, usize, usize)>> = Vec::new();
     for x in 0..t.n {
         for y in x + 1..t.n {
             let v = t.get(x, y);
-            if v.is_nan() {
+            if v.is_nan() || (confirmed[x] != usize::MAX && confirmed[x] == confirmed[y]) {
                 continue;
             }
             let m: Meet = build::meet(&chain, x, y);

@@ -21,13 +21,11 @@ pub(crate) fn detect(values: &[f64]) -> Option<Quantization> {
     if median <= 0.0 {
         return None;
     }
-    // Distinct values (relative tolerance 1e-6).
+    // Distinct values (relative tolerance 0.1% of the median: printed values carry
+    // rounding noise below that).
     let mut distinct: Vec<f64> = Vec::new();
     for &x in &v {
-        if distinct
-            .last()
-            .is_none_or(|&l| (x - l).abs() > 1e-6 * median)
-        {
+        if distinct.last().is_none_or(|&l| x - l > 1e-3 * median) {
             distinct.push(x);
         }
     }

@@ -129,6 +129,7 @@ pub(crate) fn family(
         } else if c.latency.is_none()
             && c.profile
                 .is_some_and(|p| p.plain_separation < crate::twins::SEPARATION)
+            && !unmeasured.contains(&c.members)
         {
             Some(DropReason::PartnerOnly)
         } else if c.members.len() == 2
