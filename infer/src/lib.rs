@@ -99,17 +99,7 @@ pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, In
             .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
             .collect(),
     };
-    let measured = table::Table::new(matrix)?;
-    let first = pipeline::analyse(&measured, opts);
-    let outliers = pipeline::outliers(&measured, &first);
-    let (t, a) = if outliers.is_empty() {
-        (measured, first)
-    } else {
-        let pairs: Vec<(usize, usize)> = outliers.iter().map(|o| (o.a, o.b)).collect();
-        let cleaned = measured.without(&pairs);
-        let second = pipeline::analyse(&cleaned, opts);
-        (cleaned, second)
-    };
+    let (t, a, outliers) = pipeline::analyse_robustly(table::Table::new(matrix)?, opts);
 
     let mut b = TopologyBuilder::new(os_ids, opts.units);
     let chain = build::structure(&a.tree, &a.roles, &mut b);

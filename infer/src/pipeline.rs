@@ -17,6 +17,9 @@ use crate::twins;
 pub(crate) struct Analysis {
     pub(crate) quant: Option<Quantization>,
     pub(crate) resolution: Resolution,
+    /// Pairs of contexts that form a latency component on their own (mutually fastest) and
+    /// have nearly the same latency profile.
+    pub(crate) fast_pairs: Vec<(usize, usize)>,
     pub(crate) dropped: Vec<Dropped>,
     pub(crate) tree: Tree,
     pub(crate) roles: Roles,
@@ -59,9 +62,15 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
     let tree = tree::build(t.n, &family);
     let roles = roles::assign(t, &tree, opts);
     let resolution = Resolution::of(&profiles.nearest, floor);
+    let fast_pairs = components
+        .iter()
+        .filter(|c| c.members.len() == 2 && twins::genuine_pair(t, c.members[0], c.members[1]))
+        .map(|c| (c.members[0], c.members[1]))
+        .collect();
     Analysis {
         quant,
         resolution,
+        fast_pairs,
         dropped,
         tree,
         roles,
@@ -97,6 +106,39 @@ impl Resolution {
     }
 }
 
+/// Most passes of outlier removal.
+const OUTLIER_PASSES: usize = 4;
+
+/// Runs the pipeline, removing outlier pairs and running it again until none is left (at
+/// most [`OUTLIER_PASSES`] times). Each pass removes only the worst outliers (within 10% of
+/// the largest deviation), because an outlier can make its neighbours' genuine pairs look
+/// out of place until it is gone. Returns the table used last, its analysis and every
+/// outlier removed.
+pub(crate) fn analyse_robustly(
+    measured: Table,
+    opts: &InferOptions,
+) -> (Table, Analysis, Vec<Outlier>) {
+    let mut t = measured;
+    let mut a = analyse(&t, opts);
+    let mut removed: Vec<Outlier> = Vec::new();
+    for _ in 0..OUTLIER_PASSES {
+        let found = outliers(&t, &a);
+        let worst = found.iter().map(Outlier::deviation).fold(0.0, f64::max);
+        let now: Vec<Outlier> = found
+            .into_iter()
+            .filter(|o| o.deviation() >= 0.9 * worst)
+            .collect();
+        if now.is_empty() {
+            break;
+        }
+        let pairs: Vec<(usize, usize)> = now.iter().map(|o| (o.a, o.b)).collect();
+        t = t.without(&pairs);
+        a = analyse(&t, opts);
+        removed.extend(now);
+    }
+    (t, a, removed)
+}
+
 /// A measured pair that lies far outside its latency level.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Outlier {
@@ -105,6 +147,13 @@ pub(crate) struct Outlier {
     pub(crate) value: f64,
     /// The nearest value of the rest of its level.
     pub(crate) level_edge: f64,
+}
+
+impl Outlier {
+    /// How many times beyond its level the value lies (at least 1).
+    pub(crate) fn deviation(&self) -> f64 {
+        (self.value / self.level_edge).max(self.level_edge / self.value)
+    }
 }
 
 /// A value is an outlier when it is this many times beyond the rest of its level.
@@ -119,11 +168,13 @@ pub(crate) fn outliers(t: &Table, a: &Analysis) -> Vec<Outlier> {
     let mut scratch = TopologyBuilder::new((0..t.n as u32).collect(), LatencyUnit::Ns);
     let chain = build::structure(&a.tree, &a.roles, &mut scratch);
     let level_of = build::level_map(t, &chain);
-    // Pairs inside an innermost set that both latency and profile confirm (an SMT core
-    // whose pair is slower than the others) are measurements to keep, not outliers.
+    // Pairs inside a core that both latency and profile confirm, and pairs that are
+    // mutually fastest (an SMT core whose pair is slower than the others), are
+    // measurements to keep, not outliers.
     let mut confirmed = vec![usize::MAX; t.n];
     for (i, node) in a.tree.nodes.iter().enumerate() {
-        if node.children.is_empty() && node.latency.is_some() && node.profile.is_some() {
+        if a.roles.kind[i] == roles::Kind::Core && node.latency.is_some() && node.profile.is_some()
+        {
             for &x in &node.members {
                 confirmed[x] = i;
             }
@@ -133,7 +184,10 @@ pub(crate) fn outliers(t: &Table, a: &Analysis) -> Vec<Outlier> {
     for x in 0..t.n {
         for y in x + 1..t.n {
             let v = t.get(x, y);
-            if v.is_nan() || (confirmed[x] != usize::MAX && confirmed[x] == confirmed[y]) {
+            if v.is_nan()
+                || (confirmed[x] != usize::MAX && confirmed[x] == confirmed[y])
+                || a.fast_pairs.contains(&(x, y))
+            {
                 continue;
             }
             let m: Meet = build::meet(&chain, x, y);

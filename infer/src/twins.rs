@@ -369,9 +369,10 @@ fn accept(e: &[f64], plain: &[f64], k: usize, floor: f64) -> Vec<(Vec<usize>, f6
     out
 }
 
-/// Whether `a` and `b` have nearly the same latency profile: their profile distance is at
-/// most twice the distance of either to its nearest other context. A fast pair of contexts
-/// with different profiles is an outlier measurement, not a component.
+/// Whether `a` and `b` may be a genuine pair: their profile distance is at most twice the
+/// larger of their distances to their nearest other context. A fast pair whose two
+/// members each have a much closer twin elsewhere (each belongs to another core) is an
+/// outlier measurement, not a component; a noisy context without a closer twin is not.
 pub(crate) fn genuine_pair(t: &Table, a: usize, b: usize) -> bool {
     let k = t.n;
     let q = &t.log;
@@ -390,5 +391,5 @@ pub(crate) fn genuine_pair(t: &Table, a: usize, b: usize) -> bool {
             .map(|c| dist(x, c))
             .fold(f64::INFINITY, f64::min)
     };
-    ab <= 2.0 * nearest(a, b) && ab <= 2.0 * nearest(b, a)
+    ab <= 2.0 * nearest(a, b).max(nearest(b, a))
 }
