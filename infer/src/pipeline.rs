@@ -12,6 +12,9 @@ use crate::threshold;
 use crate::tree::{self, Dropped, Tree};
 use crate::twins;
 
+/// The smallest profile discrepancy (log ratio) taken as real: 0.1%.
+const MIN_RESOLVED: f64 = 0.001;
+
 /// Everything one pass of the pipeline finds.
 #[derive(Debug, Clone)]
 pub(crate) struct Analysis {
@@ -35,11 +38,14 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
     let components = threshold::components(t, &thresholds);
     // A coarse timer makes different profiles look identical: profile discrepancies below
     // one timer step (relative to the fast end of the latencies) are not resolved.
-    let floor = quant.map_or(0.0, |q| {
-        let mut v = values.clone();
-        let low = crate::table::quantile(&mut v, 0.1);
-        (1.0 + q.step / low).ln()
-    });
+    // Nothing is resolved below 0.1% either (printed values carry rounding).
+    let floor = quant
+        .map_or(0.0, |q| {
+            let mut v = values.clone();
+            let low = crate::table::quantile(&mut v, 0.1);
+            (1.0 + q.step / low).ln()
+        })
+        .max(MIN_RESOLVED);
     let profiles = twins::twin_sets(t, floor);
     let twins = profiles.sets.clone();
     if std::env::var_os("TOPOPROBE_DEBUG").is_some() {
