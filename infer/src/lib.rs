@@ -24,13 +24,13 @@
 //! use topoprobe_infer::{infer, InferOptions};
 //! use topoprobe_model::LatencyMatrix;
 //!
-//! // Two sockets of two cores with two SMT contexts each (siblings i and i+4).
-//! let m = LatencyMatrix::from_fn(8, |a, b| {
-//!     let (ca, cb) = (a % 4, b % 4);
-//!     Some(if ca == cb { 8.0 } else if ca / 2 == cb / 2 { 45.0 } else { 140.0 })
+//! // Two sockets of four cores with two SMT contexts each (siblings i and i+8).
+//! let m = LatencyMatrix::from_fn(16, |a, b| {
+//!     let (ca, cb) = (a % 8, b % 8);
+//!     Some(if ca == cb { 8.0 } else if ca / 4 == cb / 4 { 45.0 } else { 140.0 })
 //! });
 //! let topo = infer(&m, &InferOptions::default()).unwrap();
-//! assert_eq!((topo.num_sockets(), topo.num_cores()), (2, 4));
+//! assert_eq!((topo.num_sockets(), topo.num_cores()), (2, 8));
 //! assert!(topo.has_smt());
 //! ```
 

@@ -117,8 +117,8 @@ pub(crate) fn cluster(d: &[f64], k: usize, linkage: Linkage) -> Dendrogram {
             // Nearest active neighbour of a, preferring prev on ties.
             let mut best = prev;
             let mut best_d = prev.map_or(f64::INFINITY, |p| dist(&sum, &cnt, a, p));
-            for c in 0..k {
-                if c == a || !active[c] || Some(c) == prev {
+            for (c, &alive) in active.iter().enumerate() {
+                if c == a || !alive || Some(c) == prev {
                     continue;
                 }
                 let dc = dist(&sum, &cnt, a, c);

@@ -76,7 +76,7 @@ impl Truth {
             .filter(|g| {
                 topo.sockets()
                     .get(g.socket.0)
-                    .map_or(true, |s| s.contexts.len() != g.contexts.len())
+                    .is_none_or(|s| s.contexts.len() != g.contexts.len())
             })
             .map(|g| {
                 let mut v: Vec<usize> = g.contexts.iter().map(|c| c.0).collect();
