@@ -47,24 +47,7 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         })
         .max(MIN_RESOLVED);
     let profiles = twins::twin_sets(t, floor);
-    let twins = profiles.sets.clone();
-    if std::env::var_os("TOPOPROBE_DEBUG").is_some() {
-        for tw in &twins {
-            eprintln!(
-                "twin r{} sep {:.2} within {:.4} children {} {:?}",
-                tw.round, tw.separation, tw.within, tw.children, tw.members
-            );
-        }
-        for c in &components {
-            eprintln!("latency b{} {:?}", c.boundary, c.members);
-        }
-    }
-    let (family, dropped) = tree::family(t, &components, &twins);
-    if std::env::var_os("TOPOPROBE_DEBUG").is_some() {
-        for d in &dropped {
-            eprintln!("dropped {:?} {:?}", d.reason, d.members);
-        }
-    }
+    let (family, dropped) = tree::family(t, &components, &profiles.sets);
     let tree = tree::build(t.n, &family);
     let roles = roles::assign(t, &tree, opts);
     let resolution = Resolution::of(&profiles.nearest, floor);

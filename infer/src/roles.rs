@@ -61,6 +61,22 @@ pub(crate) struct Roles {
     pub(crate) socket: Decision,
 }
 
+/// "as given" or "as the file says".
+fn given(origin: Origin) -> &'static str {
+    match origin {
+        Origin::File => "as the file says",
+        _ => "as given",
+    }
+}
+
+/// "given" or "read from the file".
+fn given_past(origin: Origin) -> &'static str {
+    match origin {
+        Origin::File => "read from the file",
+        _ => "given",
+    }
+}
+
 fn fmt_lat(v: f64, opts: &InferOptions) -> String {
     format!("{v:.1} {}", opts.units)
 }
@@ -165,7 +181,7 @@ fn smt_decision(
         Some(false) => Decision {
             origin: opts.smt_origin,
             confidence: 1.0,
-            basis: "SMT off as given".to_string(),
+            basis: format!("SMT off, {}", given(opts.smt_origin)),
             unresolved: None,
         },
         Some(true) => {
@@ -175,9 +191,9 @@ fn smt_decision(
             Decision {
                 origin: opts.smt_origin,
                 confidence: 1.0,
-                basis: format!("SMT on as given; {} cores with several contexts", cands.len()),
+                basis: format!("SMT on, {}; {} cores with several contexts", given(opts.smt_origin), cands.len()),
                 unresolved: cands.is_empty().then(|| {
-                    "SMT was given, but no set of contexts communicates distinctly faster than with the rest".to_string()
+                    format!("SMT on was {}, but no set of contexts communicates distinctly faster than with the rest", given_past(opts.smt_origin))
                 }),
             }
         }
@@ -304,10 +320,11 @@ fn decide_sockets(
             Decision {
                 origin: opts.sockets_origin,
                 confidence: 1.0,
-                basis: "one socket, as given".to_string(),
+                basis: format!("one socket, {}", given(opts.sockets_origin)),
                 unresolved: (inferred.0.len() > 1).then(|| {
                     format!(
-                        "one socket was given, but the latencies show {} socket-like components ({})",
+                        "one socket was {}, but the latencies show {} socket-like components ({})",
+                        given_past(opts.sockets_origin),
                         inferred.0.len(),
                         inferred.1.basis
                     )
@@ -349,7 +366,8 @@ fn decide_sockets(
                 origin: opts.sockets_origin,
                 confidence: 1.0,
                 basis: format!(
-                    "{want} sockets as given{}",
+                    "{want} sockets, {}{}",
+                    given(opts.sockets_origin),
                     if agrees {
                         ", in agreement with the latencies"
                     } else {

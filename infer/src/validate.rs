@@ -176,11 +176,18 @@ pub(crate) fn validation(
     let noise_note = res.noise.map_or(String::new(), |s| {
         format!("measurement noise is about {:.1}% per pair", 100.0 * s)
     });
+    let limit = if res.limit >= 1.0 {
+        "any group structure short of a latency gap is hidden by it".to_string()
+    } else {
+        format!(
+            "groups whose latency profile differs from their neighbours' by less than about {:.0}% cannot be resolved",
+            100.0 * res.limit
+        )
+    };
     let resolution = format!(
-        "{}{}groups whose latency profile differs from their neighbours' by less than about {:.0}% cannot be resolved",
+        "{}{}{limit}",
         noise_note,
         if noise_note.is_empty() { "" } else { "; " },
-        100.0 * res.limit
     );
     if (RESOLUTION_WARN..RESOLUTION_UNRESOLVED).contains(&res.limit) {
         warn("resolution", resolution.clone());

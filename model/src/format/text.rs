@@ -18,6 +18,15 @@ pub fn render(topo: &Topology) -> String {
     out
 }
 
+/// `n thing` or `n things`.
+fn plural(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
 fn lat(topo: &Topology, v: f64) -> String {
     if v >= 100.0 || (v - v.round()).abs() < 1e-9 {
         format!("{v:.0} {}", topo.units())
@@ -39,11 +48,11 @@ fn write_view(topo: &Topology, out: &mut String) -> std::fmt::Result {
     let per_core = topo.contexts_per_core();
     writeln!(
         out,
-        "topoprobe: {} hardware contexts, {} cores, {} groups, {} sockets ({})",
-        topo.num_contexts(),
-        topo.num_cores(),
-        topo.num_groups(),
-        topo.num_sockets(),
+        "topoprobe: {}, {}, {}, {} ({})",
+        plural(topo.num_contexts(), "hardware context"),
+        plural(topo.num_cores(), "core"),
+        plural(topo.num_groups(), "group"),
+        plural(topo.num_sockets(), "socket"),
         topo.provenance().source
     )?;
     writeln!(
@@ -88,10 +97,10 @@ fn write_view(topo: &Topology, out: &mut String) -> std::fmt::Result {
         });
         writeln!(
             out,
-            "socket {}: {} cores, {} contexts{node}{inside}",
+            "socket {}: {}, {}{node}{inside}",
             s.id.0,
-            s.cores.len(),
-            s.contexts.len()
+            plural(s.cores.len(), "core"),
+            plural(s.contexts.len(), "context")
         )?;
         write_members(topo, &s.members, 1, out)?;
     }
@@ -236,9 +245,9 @@ fn write_group(topo: &Topology, g: GroupId, depth: usize, out: &mut String) -> s
     });
     writeln!(
         out,
-        "{indent}group {}: {} cores{inside} [{}]",
+        "{indent}group {}: {}{inside} [{}]",
         g.0,
-        group.cores.len(),
+        plural(group.cores.len(), "core"),
         group.evidence
     )?;
     write_members(topo, &group.members, depth + 1, out)
