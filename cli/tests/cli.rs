@@ -191,7 +191,9 @@ fn len(v: &Value, key: &str) -> usize {
 #[test]
 fn infer_text_i7_6700k() {
     let out = infer_matrix("nv-i7-6700k.csv", &[]);
-    assert!(out.starts_with("topoprobe: 8 hardware contexts, 4 cores, 0 groups, 1 sockets"));
+    assert!(out.starts_with(
+        "topoprobe: 8 hardware contexts, 4 cores, 0 groups, 1 socket (latency matrix"
+    ));
     assert_has(
         &out,
         &[
@@ -235,7 +237,7 @@ fn infer_text_m1pro_directed() {
     assert_has(
         &out,
         &[
-            "10 hardware contexts, 10 cores, 3 groups, 1 sockets",
+            "10 hardware contexts, 10 cores, 3 groups, 1 socket (latency matrix",
             "SMT: no (inferred)",
             "level 1 39.5 ns group",
             "level 2 150 ns socket",
@@ -255,7 +257,7 @@ fn infer_text_fx8300_modules() {
     assert_has(
         &out,
         &[
-            "8 hardware contexts, 8 cores, 4 groups, 1 sockets",
+            "8 hardware contexts, 8 cores, 4 groups, 1 socket (latency matrix",
             "SMT: no (inferred)",
             "level 1 42.2 ns group",
             "level 2 287 ns socket",
@@ -641,7 +643,7 @@ fn infer_from_mct_pc4() {
     assert_has(
         &text,
         &[
-            "8 hardware contexts, 4 cores, 0 groups, 1 sockets",
+            "8 hardware contexts, 4 cores, 0 groups, 1 socket (libmctop file",
             "sockets: 1 (from file)",
             "level 1 28 cycles smt",
             "level 2 88 cycles socket",

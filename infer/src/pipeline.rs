@@ -47,13 +47,13 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         })
         .max(MIN_RESOLVED);
     let profiles = twins::twin_sets(t, floor);
-    let (family, dropped) = tree::family(t, &components, &profiles.sets);
+    let (family, dropped) = tree::family(t, &components, &profiles);
     let tree = tree::build(t.n, &family);
     let roles = roles::assign(t, &tree, opts);
     let resolution = Resolution::of(&profiles.nearest, floor);
     let fast_pairs = components
         .iter()
-        .filter(|c| c.members.len() == 2 && twins::genuine_pair(t, c.members[0], c.members[1]))
+        .filter(|c| c.members.len() == 2 && genuine(&profiles, t.n, c.members[0], c.members[1]))
         .map(|c| (c.members[0], c.members[1]))
         .collect();
     Analysis {
@@ -64,6 +64,12 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         tree,
         roles,
     }
+}
+
+/// [`twins::genuine_pair`] on the first round of the profiles (a pair is genuine when the
+/// table was too small for profiles).
+pub(crate) fn genuine(profiles: &twins::Profiles, n: usize, a: usize, b: usize) -> bool {
+    profiles.first_round.len() != n * n || twins::genuine_pair(&profiles.first_round, n, a, b)
 }
 
 /// How fine a structure the measurements can resolve.

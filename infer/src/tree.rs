@@ -3,7 +3,7 @@
 
 use crate::table::Table;
 use crate::threshold::LatencyComponent;
-use crate::twins::{genuine_pair, TwinSet};
+use crate::twins::{Profiles, TwinSet};
 
 /// Evidence that a profile group has: the number of components it merged and its separation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -69,8 +69,9 @@ pub(crate) struct Tree {
 pub(crate) fn family(
     t: &Table,
     components: &[LatencyComponent],
-    twins: &[TwinSet],
+    profiles: &Profiles,
 ) -> (Vec<Candidate>, Vec<Dropped>) {
+    let twins: &[TwinSet] = &profiles.sets;
     let mut cands: Vec<Candidate> = Vec::new();
     let find = |cands: &Vec<Candidate>, m: &[usize]| cands.iter().position(|c| c.members == m);
     for c in components {
@@ -134,7 +135,7 @@ pub(crate) fn family(
             Some(DropReason::PartnerOnly)
         } else if c.members.len() == 2
             && c.profile.is_none()
-            && !genuine_pair(t, c.members[0], c.members[1])
+            && !crate::pipeline::genuine(profiles, t.n, c.members[0], c.members[1])
         {
             Some(DropReason::OutlierPair)
         } else {

@@ -55,6 +55,9 @@ pub(crate) struct Profiles {
     /// For every context, the profile discrepancy to its nearest other context (first
     /// round, without the partner veto): an upper bound of the measurement noise.
     pub(crate) nearest: Vec<f64>,
+    /// The first round's profile discrepancy between every pair of contexts, without the
+    /// partner veto (row-major).
+    pub(crate) first_round: Vec<f64>,
 }
 
 /// Runs the twin rounds over the table. `floor` is the smallest profile discrepancy that
@@ -63,6 +66,7 @@ pub(crate) fn twin_sets(t: &Table, floor: f64) -> Profiles {
     let mut classes: Vec<Vec<usize>> = (0..t.n).map(|i| vec![i]).collect();
     let mut found = Vec::new();
     let mut nearest = Vec::new();
+    let mut first_round = Vec::new();
     for round in 0..MAX_ROUNDS {
         let k = classes.len();
         if k < 3 {
@@ -80,6 +84,7 @@ pub(crate) fn twin_sets(t: &Table, floor: f64) -> Profiles {
                         .fold(f64::INFINITY, f64::min)
                 })
                 .collect();
+            first_round.clone_from(&plain);
         }
         let accepted = accept(&e, &plain, k, floor);
         if accepted.is_empty() {
@@ -114,6 +119,7 @@ pub(crate) fn twin_sets(t: &Table, floor: f64) -> Profiles {
     Profiles {
         sets: found,
         nearest,
+        first_round,
     }
 }
 
@@ -139,43 +145,52 @@ fn quotient(t: &Table, classes: &[Vec<usize>]) -> Vec<f64> {
 
 /// Profile discrepancy of every pair of components (symmetric, capped at [`CAP`]), with
 /// and without the partner veto. Column `c` weighs `w[c]` (the number of contexts it
-/// stands for).
+/// stands for). Rows are shared out among the available cores.
 pub(crate) fn discrepancies(q: &[f64], k: usize, w: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let near = nearest_two(q, k);
+    let unit = w.iter().all(|&x| x == 1.0);
+    let sample = (unit && k > SAMPLE_ABOVE).then(|| Sample::new(q, k));
+    let sample = sample.as_ref();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, 8)
+        .min(k.max(1));
+    // Row a computes the pairs (a, b > a); rows are dealt round-robin to even out the
+    // triangle.
+    let rows: Vec<Vec<(usize, Vec<(f64, f64)>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let near = &near;
+                scope.spawn(move || {
+                    let mut buf: Vec<(f64, f64)> = Vec::with_capacity(k);
+                    let mut flat: Vec<f64> = Vec::with_capacity(k);
+                    (t..k)
+                        .step_by(threads)
+                        .map(|a| {
+                            let row = (a + 1..k)
+                                .map(|b| match sample {
+                                    Some(s) => sampled_discrepancy(q, k, s, near, a, b, &mut flat),
+                                    None => pair_discrepancy(
+                                        q, k, w, unit, near, a, b, &mut buf, &mut flat,
+                                    ),
+                                })
+                                .collect();
+                            (a, row)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
     let mut e = vec![0.0_f64; k * k];
     let mut plain = vec![0.0_f64; k * k];
-    let mut d: Vec<(f64, f64)> = Vec::with_capacity(k);
-    let total: f64 = w.iter().sum();
-    let near = nearest_two(q, k);
-    for a in 0..k {
-        for b in a + 1..k {
-            d.clear();
-            let columns = total - w[a] - w[b];
-            let exit_weight = 0.1 * columns + 2.0;
-            let mut big = 0.0;
-            let ra = &q[a * k..(a + 1) * k];
-            let rb = &q[b * k..(b + 1) * k];
-            for c in 0..k {
-                if c == a || c == b {
-                    continue;
-                }
-                let x = (ra[c] - rb[c]).abs();
-                if x.is_nan() {
-                    continue;
-                }
-                if x >= CAP {
-                    big += w[c];
-                    if big >= exit_weight {
-                        break;
-                    }
-                }
-                d.push((x, w[c]));
-            }
-            let (v, p) = if big >= exit_weight {
-                (CAP, CAP)
-            } else {
-                let base = profile_distance(&mut d).min(CAP);
-                (base.max(partner_veto(q, k, &near, a, b)).min(CAP), base)
-            };
+    for (a, row) in rows.into_iter().flatten() {
+        for (i, (v, p)) in row.into_iter().enumerate() {
+            let b = a + 1 + i;
             e[a * k + b] = v;
             e[b * k + a] = v;
             plain[a * k + b] = p;
@@ -183,6 +198,144 @@ pub(crate) fn discrepancies(q: &[f64], k: usize, w: &[f64]) -> (Vec<f64>, Vec<f6
         }
     }
     (e, plain)
+}
+
+/// The discrepancy of one pair, with and without the partner veto.
+#[allow(clippy::too_many_arguments)]
+fn pair_discrepancy(
+    q: &[f64],
+    k: usize,
+    w: &[f64],
+    unit: bool,
+    near: &[[usize; 2]],
+    a: usize,
+    b: usize,
+    buf: &mut Vec<(f64, f64)>,
+    flat: &mut Vec<f64>,
+) -> (f64, f64) {
+    let total: f64 = if unit { k as f64 } else { w.iter().sum() };
+    let columns = total - w[a] - w[b];
+    let exit_weight = 0.1 * columns + 2.0;
+    let mut big = 0.0;
+    let ra = &q[a * k..(a + 1) * k];
+    let rb = &q[b * k..(b + 1) * k];
+    buf.clear();
+    flat.clear();
+    for c in 0..k {
+        if c == a || c == b {
+            continue;
+        }
+        let x = (ra[c] - rb[c]).abs();
+        if x.is_nan() {
+            continue;
+        }
+        if x >= CAP {
+            big += w[c];
+            if big >= exit_weight {
+                return (CAP, CAP);
+            }
+        }
+        if unit {
+            flat.push(x);
+        } else {
+            buf.push((x, w[c]));
+        }
+    }
+    let base = if unit {
+        unweighted_distance(flat)
+    } else {
+        profile_distance(buf)
+    }
+    .min(CAP);
+    (base.max(partner_veto(q, k, near, a, b)).min(CAP), base)
+}
+
+/// Tables with more contexts than this compare profiles on a sample of the columns.
+const SAMPLE_ABOVE: usize = 384;
+/// About this many columns are sampled.
+const SAMPLE_COLUMNS: usize = 256;
+/// Every context's this many nearest contexts (by latency) are always compared: the
+/// columns where siblings and cluster mates differ.
+const NEAR_COLUMNS: usize = 8;
+
+/// The columns a large table's profiles are compared on: every `step`-th column, plus each
+/// row's nearest contexts.
+struct Sample {
+    step: usize,
+    near: Vec<Vec<usize>>,
+}
+
+impl Sample {
+    fn new(q: &[f64], k: usize) -> Self {
+        let step = k.div_ceil(SAMPLE_COLUMNS).max(1);
+        let near = (0..k)
+            .map(|a| {
+                let mut order: Vec<usize> = (0..k)
+                    .filter(|&c| c != a && !q[a * k + c].is_nan())
+                    .collect();
+                let keep = NEAR_COLUMNS.min(order.len());
+                if keep > 0 && keep < order.len() {
+                    order.select_nth_unstable_by(keep - 1, |&x, &y| {
+                        q[a * k + x].total_cmp(&q[a * k + y])
+                    });
+                }
+                order.truncate(keep);
+                order
+            })
+            .collect();
+        Self { step, near }
+    }
+}
+
+/// [`pair_discrepancy`] for unit weights on the sampled columns and both rows' nearest
+/// contexts: the same statistic, estimated from a quarter of the columns or fewer, exact
+/// where siblings and cluster mates differ.
+fn sampled_discrepancy(
+    q: &[f64],
+    k: usize,
+    sample: &Sample,
+    near: &[[usize; 2]],
+    a: usize,
+    b: usize,
+    flat: &mut Vec<f64>,
+) -> (f64, f64) {
+    let ra = &q[a * k..(a + 1) * k];
+    let rb = &q[b * k..(b + 1) * k];
+    flat.clear();
+    let step = sample.step;
+    let columns = k.div_ceil(step) + 2 * NEAR_COLUMNS;
+    let exit_count = (0.1 * columns as f64).ceil() as usize + 2;
+    let mut big = 0;
+    let mut take = |c: usize, flat: &mut Vec<f64>| -> bool {
+        if c == a || c == b {
+            return true;
+        }
+        let x = (ra[c] - rb[c]).abs();
+        if x.is_nan() {
+            return true;
+        }
+        if x >= CAP {
+            big += 1;
+            if big >= exit_count {
+                return false;
+            }
+        }
+        flat.push(x);
+        true
+    };
+    for c in (0..k).step_by(step) {
+        if !take(c, flat) {
+            return (CAP, CAP);
+        }
+    }
+    for (i, &c) in sample.near[a].iter().chain(&sample.near[b]).enumerate() {
+        let repeated = i >= sample.near[a].len() && sample.near[a].contains(&c);
+        if c % step != 0 && !repeated && !take(c, flat) {
+            return (CAP, CAP);
+        }
+    }
+    let base = unweighted_distance(flat).min(CAP);
+    (base.max(partner_veto(q, k, near, a, b)).min(CAP), base)
 }
 
 /// For each row, its two nearest other components by latency (log), `usize::MAX` when absent.
@@ -243,7 +396,11 @@ fn profile_distance(d: &mut [(f64, f64)]) -> f64 {
         return f64::INFINITY;
     }
     if d.len() >= 6 && d.iter().all(|x| x.1 == 1.0) {
-        return unweighted_distance(d);
+        let flat: Vec<f64> = d.iter().map(|x| x.0).collect();
+        return unweighted_distance(&flat);
+    }
+    if d.len() > 64 {
+        return histogram_distance(d);
     }
     d.sort_by(|x, y| x.0.total_cmp(&y.0));
     let total: f64 = d.iter().map(|x| x.1).sum();
@@ -277,15 +434,111 @@ fn profile_distance(d: &mut [(f64, f64)]) -> f64 {
     }
 }
 
-/// [`profile_distance`] with unit weights, in linear time.
-fn unweighted_distance(d: &mut [(f64, f64)]) -> f64 {
+/// [`profile_distance`] for many weighted columns, in linear time (a log-scale histogram,
+/// to within about 4%).
+fn histogram_distance(d: &[(f64, f64)]) -> f64 {
+    let mut hist = [0.0_f64; BINS];
+    let mut total = 0.0;
+    let mut largest = 0.0_f64;
+    for &(x, w) in d {
+        hist[bin_of(x)] += w;
+        total += w;
+        largest = largest.max(x);
+    }
+    if total < 6.0 {
+        return largest;
+    }
+    let mut acc = 0.0;
+    let mut q90 = largest;
+    for (bin, &w) in hist.iter().enumerate() {
+        acc += w;
+        if acc >= QUANTILE * total - 1e-9 {
+            q90 = bin_value(bin).min(largest);
+            break;
+        }
+    }
+    let mut acc = 0.0;
+    let mut second = 0.0;
+    for (bin, &w) in hist.iter().enumerate().rev() {
+        acc += w;
+        if acc >= 2.0 {
+            second = bin_value(bin).min(largest);
+            break;
+        }
+    }
+    if second >= VETO.max(3.0 * q90) {
+        second
+    } else {
+        q90
+    }
+}
+
+/// Bins of the log-scale histogram used by [`unweighted_distance`]: 16 per power of two
+/// (each about 4.4% wide) from 2^-14 up to [`CAP`].
+const BIN_OCTAVES: i32 = 14;
+const BINS_PER_OCTAVE: usize = 16;
+const BINS: usize = (BIN_OCTAVES as usize + 1) * BINS_PER_OCTAVE + 1;
+
+/// The histogram bin of a difference (bin 0 holds everything below 2^-14).
+fn bin_of(x: f64) -> usize {
+    if x <= 0.0 {
+        return 0;
+    }
+    let (e, m) = {
+        let bits = x.to_bits();
+        // For a positive normal f64: exponent and the top mantissa bits.
+        (
+            ((bits >> 52) & 0x7ff) as i32 - 1023,
+            ((bits >> 48) & 0xf) as usize,
+        )
+    };
+    if e < -BIN_OCTAVES {
+        return 0;
+    }
+    (((e + BIN_OCTAVES) as usize) * BINS_PER_OCTAVE + m + 1).min(BINS - 1)
+}
+
+/// The middle of a bin, as a difference.
+fn bin_value(bin: usize) -> f64 {
+    if bin == 0 {
+        return 0.0;
+    }
+    let e = ((bin - 1) / BINS_PER_OCTAVE) as i32 - BIN_OCTAVES;
+    let m = ((bin - 1) % BINS_PER_OCTAVE) as f64;
+    2f64.powi(e) * (1.0 + (m + 0.5) / BINS_PER_OCTAVE as f64)
+}
+
+/// [`profile_distance`] with unit weights, in linear time: the 90th percentile comes from
+/// a log-scale histogram (to within about 4%, far below what the separation test needs).
+fn unweighted_distance(d: &[f64]) -> f64 {
     let m = d.len();
+    match m {
+        0 => return f64::INFINITY,
+        1..=5 => return d.iter().copied().fold(0.0, f64::max),
+        _ => {}
+    }
+    let mut hist = [0_u32; BINS];
+    let (mut first, mut second) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+    for &x in d {
+        hist[bin_of(x)] += 1;
+        if x > first {
+            second = first;
+            first = x;
+        } else if x > second {
+            second = x;
+        }
+    }
     // Smallest value whose cumulative count reaches QUANTILE * m, as in the weighted case.
-    let rank = ((QUANTILE * m as f64 - 1e-9).ceil() as usize).clamp(1, m) - 1;
-    d.select_nth_unstable_by(rank, |x, y| x.0.total_cmp(&y.0));
-    let q90 = d[rank].0;
-    d.select_nth_unstable_by(m - 2, |x, y| x.0.total_cmp(&y.0));
-    let second = d[m - 2].0;
+    let rank = ((QUANTILE * m as f64 - 1e-9).ceil() as usize).clamp(1, m);
+    let mut acc = 0;
+    let mut q90 = first;
+    for (bin, &count) in hist.iter().enumerate() {
+        acc += count as usize;
+        if acc >= rank {
+            q90 = bin_value(bin).min(first);
+            break;
+        }
+    }
     if second >= VETO.max(3.0 * q90) {
         second
     } else {
@@ -373,23 +626,14 @@ fn accept(e: &[f64], plain: &[f64], k: usize, floor: f64) -> Vec<(Vec<usize>, f6
 /// larger of their distances to their nearest other context. A fast pair whose two
 /// members each have a much closer twin elsewhere (each belongs to another core) is an
 /// outlier measurement, not a component; a noisy context without a closer twin is not.
-pub(crate) fn genuine_pair(t: &Table, a: usize, b: usize) -> bool {
-    let k = t.n;
-    let q = &t.log;
-    let dist = |x: usize, y: usize| -> f64 {
-        let mut d: Vec<(f64, f64)> = (0..k)
-            .filter(|&c| c != x && c != y)
-            .map(|c| ((q[x * k + c] - q[y * k + c]).abs(), 1.0))
-            .filter(|v| !v.0.is_nan())
-            .collect();
-        profile_distance(&mut d)
-    };
-    let ab = dist(a, b);
+/// `plain` is the first round's profile distance between contexts (without the partner
+/// veto), see [`Profiles::first_round`].
+pub(crate) fn genuine_pair(plain: &[f64], k: usize, a: usize, b: usize) -> bool {
     let nearest = |x: usize, other: usize| {
         (0..k)
             .filter(|&c| c != x && c != other)
-            .map(|c| dist(x, c))
+            .map(|c| plain[x * k + c])
             .fold(f64::INFINITY, f64::min)
     };
-    ab <= 2.0 * nearest(a, b).max(nearest(b, a))
+    plain[a * k + b] <= 2.0 * nearest(a, b).max(nearest(b, a))
 }
