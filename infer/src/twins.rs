@@ -157,7 +157,7 @@ pub(crate) fn discrepancies(q: &[f64], k: usize, w: &[f64]) -> (Vec<f64>, Vec<f6
         .min(k.max(1));
     // Row a computes the pairs (a, b > a); rows are dealt round-robin to even out the
     // triangle.
-    let rows: Vec<Vec<(usize, Vec<(f64, f64)>)>> = std::thread::scope(|scope| {
+    let rows: Vec<Vec<RowDiscrepancies>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let near = &near;
@@ -199,6 +199,9 @@ pub(crate) fn discrepancies(q: &[f64], k: usize, w: &[f64]) -> (Vec<f64>, Vec<f6
     }
     (e, plain)
 }
+
+/// Row `a`'s discrepancies to every `b > a`, with and without the partner veto.
+type RowDiscrepancies = (usize, Vec<(f64, f64)>);
 
 /// The discrepancy of one pair, with and without the partner veto.
 #[allow(clippy::too_many_arguments)]
