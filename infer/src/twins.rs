@@ -430,6 +430,26 @@ fn profile_distance(d: &mut [(f64, f64)]) -> f64 {
             break;
         }
     }
+    veto_or_quantile(second, q90)
+}
+
+/// [`profile_distance`] for many weighted columns, in linear time (a log-scale histogram,
+/// to within about 4%).
+fn histogram_distance(d: &[(f64, f64)]) -> f64 {
+    let mut h = Histogram::new();
+    for &(x, w) in d {
+        h.add(x, w);
+    }
+    if h.total < 6.0 {
+        return h.largest;
+    }
+    veto_or_quantile(h.from_top(2.0), h.quantile(QUANTILE))
+}
+
+/// The distance of two profiles from the typical difference (`q90`) and the difference
+/// shared by two contexts' worth of columns (`second`): `second` when it is a structural
+/// difference (far above the typical one), else `q90`.
+fn veto_or_quantile(second: f64, q90: f64) -> f64 {
     if second >= VETO.max(3.0 * q90) {
         second
     } else {
@@ -437,42 +457,50 @@ fn profile_distance(d: &mut [(f64, f64)]) -> f64 {
     }
 }
 
-/// [`profile_distance`] for many weighted columns, in linear time (a log-scale histogram,
-/// to within about 4%).
-fn histogram_distance(d: &[(f64, f64)]) -> f64 {
-    let mut hist = [0.0_f64; BINS];
-    let mut total = 0.0;
-    let mut largest = 0.0_f64;
-    for &(x, w) in d {
-        hist[bin_of(x)] += w;
-        total += w;
-        largest = largest.max(x);
-    }
-    if total < 6.0 {
-        return largest;
-    }
-    let mut acc = 0.0;
-    let mut q90 = largest;
-    for (bin, &w) in hist.iter().enumerate() {
-        acc += w;
-        if acc >= QUANTILE * total - 1e-9 {
-            q90 = bin_value(bin).min(largest);
-            break;
+/// A log-scale histogram of weighted differences.
+struct Histogram {
+    bins: [f64; BINS],
+    total: f64,
+    largest: f64,
+}
+
+impl Histogram {
+    fn new() -> Self {
+        Self {
+            bins: [0.0; BINS],
+            total: 0.0,
+            largest: 0.0,
         }
     }
-    let mut acc = 0.0;
-    let mut second = 0.0;
-    for (bin, &w) in hist.iter().enumerate().rev() {
-        acc += w;
-        if acc >= 2.0 {
-            second = bin_value(bin).min(largest);
-            break;
-        }
+
+    fn add(&mut self, x: f64, w: f64) {
+        self.bins[bin_of(x)] += w;
+        self.total += w;
+        self.largest = self.largest.max(x);
     }
-    if second >= VETO.max(3.0 * q90) {
-        second
-    } else {
-        q90
+
+    /// The smallest difference whose cumulative weight reaches `q` of the total.
+    fn quantile(&self, q: f64) -> f64 {
+        let mut acc = 0.0;
+        for (bin, &w) in self.bins.iter().enumerate() {
+            acc += w;
+            if acc >= q * self.total - 1e-9 {
+                return bin_value(bin).min(self.largest);
+            }
+        }
+        self.largest
+    }
+
+    /// The largest difference that at least `weight` of the columns reach.
+    fn from_top(&self, weight: f64) -> f64 {
+        let mut acc = 0.0;
+        for (bin, &w) in self.bins.iter().enumerate().rev() {
+            acc += w;
+            if acc >= weight {
+                return bin_value(bin).min(self.largest);
+            }
+        }
+        0.0
     }
 }
 
@@ -512,7 +540,8 @@ fn bin_value(bin: usize) -> f64 {
 }
 
 /// [`profile_distance`] with unit weights, in linear time: the 90th percentile comes from
-/// a log-scale histogram (to within about 4%, far below what the separation test needs).
+/// a log-scale histogram (to within about 4%, far below what the separation test needs),
+/// the second largest difference is exact.
 fn unweighted_distance(d: &[f64]) -> f64 {
     let m = d.len();
     match m {
@@ -520,10 +549,10 @@ fn unweighted_distance(d: &[f64]) -> f64 {
         1..=5 => return d.iter().copied().fold(0.0, f64::max),
         _ => {}
     }
-    let mut hist = [0_u32; BINS];
+    let mut h = Histogram::new();
     let (mut first, mut second) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
     for &x in d {
-        hist[bin_of(x)] += 1;
+        h.add(x, 1.0);
         if x > first {
             second = first;
             first = x;
@@ -531,22 +560,7 @@ fn unweighted_distance(d: &[f64]) -> f64 {
             second = x;
         }
     }
-    // Smallest value whose cumulative count reaches QUANTILE * m, as in the weighted case.
-    let rank = ((QUANTILE * m as f64 - 1e-9).ceil() as usize).clamp(1, m);
-    let mut acc = 0;
-    let mut q90 = first;
-    for (bin, &count) in hist.iter().enumerate() {
-        acc += count as usize;
-        if acc >= rank {
-            q90 = bin_value(bin).min(first);
-            break;
-        }
-    }
-    if second >= VETO.max(3.0 * q90) {
-        second
-    } else {
-        q90
-    }
+    veto_or_quantile(second, h.quantile(QUANTILE))
 }
 
 /// The smallest dendrogram clusters (neither a single component nor all of them) whose
