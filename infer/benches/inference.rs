@@ -8,7 +8,7 @@
 //! - `mesh`: flat sockets of SMT2 cores on a mesh (7.4 ns SMT, 48 ns in a socket with
 //!   gradient 0.2, 140 ns between sockets), scaled by the number of cores per socket.
 //!
-//! `cargo bench -p topoprobe-infer --bench inference` (about 3 minutes on a small VM, most of
+//! `cargo bench -p topoprobe-infer --bench inference` (about 2 minutes on a 2-vCPU VM, most of
 //! it at 1024 contexts); `cargo bench -p topoprobe-infer --bench inference -- '/(64|256|512)$'`
 //! skips the largest size. `examples/infer_timing.rs` times the same machines without
 //! criterion.
@@ -56,16 +56,18 @@ fn bench_infer(c: &mut Criterion) {
     group.sample_size(10);
     for contexts in [64_usize, 256, 512, 1024] {
         if contexts >= 512 {
-            // One iteration per sample: 10 runs in all, whatever the measurement time.
+            // Few iterations per sample, 10 samples: a run takes about 0.3 s at 512
+            // contexts and 1.4 s at 1024 on a 2-vCPU VM.
+            let secs = if contexts >= 1024 { 15 } else { 4 };
             group
                 .sampling_mode(SamplingMode::Flat)
                 .warm_up_time(Duration::from_millis(1))
-                .measurement_time(Duration::from_secs(1));
+                .measurement_time(Duration::from_secs(secs));
         } else {
             group
                 .sampling_mode(SamplingMode::Auto)
                 .warm_up_time(Duration::from_secs(1))
-                .measurement_time(Duration::from_secs(3));
+                .measurement_time(Duration::from_secs(4));
         }
         for (family, spec) in [
             ("ccx", ccx_machine(contexts / 32)),
