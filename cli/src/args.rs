@@ -74,14 +74,14 @@ pub(crate) struct Hints {
     #[arg(long, value_enum, default_value = "ns")]
     pub(crate) units: Units,
     /// Number of sockets, when known (otherwise inferred).
-    #[arg(long, value_name = "N")]
-    pub(crate) sockets: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) sockets: Option<u32>,
     /// Whether the machine has SMT, when known (otherwise inferred).
     #[arg(long, value_enum, value_name = "yes|no")]
     pub(crate) smt: Option<YesNo>,
     /// Clock frequency in GHz, to turn the physical bounds of the SMT and socket decisions
-    /// into cycles (default 2.5).
-    #[arg(long, value_name = "GHZ")]
+    /// into cycles (default 2.5), and ns into the cycles of a .mct file.
+    #[arg(long, value_name = "GHZ", value_parser = positive)]
     pub(crate) ghz: Option<f64>,
 }
 
@@ -90,11 +90,19 @@ impl Hints {
     pub(crate) fn options(&self) -> InferOptions {
         InferOptions {
             units: self.units.into(),
-            sockets: self.sockets,
+            sockets: self.sockets.map(|s| s as usize),
             smt: self.smt.map(|s| s == YesNo::Yes),
             ghz: self.ghz,
             ..InferOptions::default()
         }
+    }
+}
+
+/// Parses a finite, positive number.
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number")),
     }
 }
 

@@ -8,23 +8,23 @@ use topoprobe_model::Topology;
 
 use crate::args::{Format, Output};
 
-/// Renders a topology in a format.
-pub(crate) fn render(topo: &Topology, format: Format) -> Result<Vec<u8>> {
+/// Renders a topology in a format; `ghz` converts ns into the cycles of a `.mct` file.
+pub(crate) fn render(topo: &Topology, format: Format, ghz: Option<f64>) -> Result<Vec<u8>> {
     Ok(match format {
         Format::Text => text::render(topo).into_bytes(),
         Format::Json => json::to_json_string(topo).into_bytes(),
         Format::Tsv => tsv::partition_string(topo).into_bytes(),
         Format::Mct => {
             let mut v = Vec::new();
-            mct::write_mct(topo, &mut v).context("rendering the .mct file")?;
+            mct::write_mct(topo, ghz, &mut v).context("rendering the .mct file")?;
             v
         }
     })
 }
 
-/// Writes a topology where `out` says.
-pub(crate) fn emit(topo: &Topology, out: &Output) -> Result<()> {
-    let bytes = render(topo, out.format())?;
+/// Writes a topology where `out` says (`ghz`: see [`render`]).
+pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()> {
+    let bytes = render(topo, out.format(), ghz)?;
     match &out.output {
         Some(path) => {
             write_atomic(path, &bytes)?;

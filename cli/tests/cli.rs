@@ -110,21 +110,20 @@ struct Tsv {
     rows: Vec<(u32, u32, u32, i64, Vec<u32>)>,
 }
 
-/// Parses a partition TSV strictly: `#` comment lines, the exact header, then data lines of
-/// exactly five tab-separated fields.
+/// Parses a partition TSV strictly: the exact header, data lines of exactly five
+/// tab-separated fields, then `#` comment lines.
 fn parse_tsv(s: &str) -> Tsv {
     let mut lines = s.lines();
-    let mut comments = Vec::new();
-    let header = loop {
-        let l = lines.next().expect("a header line");
-        if l.starts_with("# ") {
-            comments.push(l.to_string());
-        } else {
-            break l;
-        }
-    };
+    let header = lines.next().expect("a header line");
     assert_eq!(header, TSV_HEADER);
-    let rows = lines
+    let (comments, data): (Vec<&str>, Vec<&str>) = lines.partition(|l| l.starts_with("# "));
+    let comments: Vec<String> = comments.into_iter().map(ToString::to_string).collect();
+    assert!(
+        s.lines().skip(1 + data.len()).all(|l| l.starts_with("# ")),
+        "comments come after the data"
+    );
+    let rows = data
+        .into_iter()
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
             assert_eq!(f.len(), 5, "line {l:?}");
@@ -450,8 +449,33 @@ fn sockets_hint_against_the_latencies_is_unresolved() {
     assert_eq!(unresolved[0]["level"], "socket");
     let tsv = infer_matrix("nv-i7-6700k.csv", &["--sockets", "2", "--format", "tsv"]);
     assert!(
-        tsv.starts_with("# unresolved: socket: 2 sockets were given"),
+        tsv.starts_with("cpu\tcore\tsocket\tnode\tgroups\n"),
         "{tsv}"
+    );
+    let last = tsv.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("# unresolved: socket: 2 sockets were given"),
+        "{tsv}"
+    );
+}
+
+#[test]
+fn mct_of_a_nanosecond_topology_needs_a_frequency() {
+    let out = bin()
+        .args([
+            "infer",
+            "--from-matrix",
+            arg(&data("nv-i7-6700k.csv")),
+            "--format",
+            "mct",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--ghz") && stderr.contains("cycles"),
+        "{stderr}"
     );
 }
 
@@ -467,7 +491,7 @@ fn mct_output_reparses() {
         ("kc-fx-8300.csv", 8, "#HWCs 8 #Nodes 1 SMT 0"),
     ] {
         let mct = dir.path().join(name.replace(".csv", ".mct"));
-        let stdout = infer_matrix(name, &["--format", "mct"]);
+        let stdout = infer_matrix(name, &["--format", "mct", "--ghz", "3"]);
         let out = bin()
             .args([
                 "infer",
@@ -475,6 +499,8 @@ fn mct_output_reparses() {
                 arg(&data(name)),
                 "--format",
                 "mct",
+                "--ghz",
+                "3",
                 "-o",
             ])
             .arg(&mct)
@@ -490,6 +516,13 @@ fn mct_output_reparses() {
         );
         let (triples, _) = parse_mct(&written);
         assert_eq!(triples.len(), n * n, "{name}");
+        if name == "nv-i7-6700k.csv" {
+            // 6.93 ns between SMT siblings, at 3 GHz: 21 cycles.
+            assert!(
+                written.contains("\n0    1    21\n"),
+                "{name}: ns converted to cycles"
+            );
+        }
 
         // The .mct file reads back to the same partition.
         let shown = parse_tsv(&run_ok(&[
@@ -863,9 +896,10 @@ fn one_by_one_matrix_is_rejected() {
 #[test]
 fn zero_sockets_is_rejected() {
     let p = data("nv-i7-6700k.csv");
-    let err = run_fail(&["infer", "--from-matrix", arg(&p), "--sockets", "0"], 1);
+    // Zero is a usage error; more sockets than contexts a runtime one.
+    let err = run_fail(&["infer", "--from-matrix", arg(&p), "--sockets", "0"], 2);
     assert!(
-        err.contains("--sockets 0 is out of range for 8 contexts"),
+        err.contains("invalid value '0' for '--sockets <N>'"),
         "{err}"
     );
     let err = run_fail(&["infer", "--from-matrix", arg(&p), "--sockets", "9"], 1);
@@ -878,8 +912,13 @@ fn zero_sockets_is_rejected() {
 #[test]
 fn bad_ghz_is_rejected() {
     let p = data("nv-i7-6700k.csv");
-    let err = run_fail(&["infer", "--from-matrix", arg(&p), "--ghz", "0"], 1);
-    assert!(err.contains("--ghz 0 must be positive"), "{err}");
+    for bad in ["0", "-1", "nan", "fast"] {
+        let err = run_fail(
+            &["infer", "--from-matrix", arg(&p), &format!("--ghz={bad}")],
+            2,
+        );
+        assert!(err.contains("for '--ghz <GHZ>'"), "{bad}: {err}");
+    }
 }
 
 #[test]
@@ -1046,10 +1085,26 @@ fn closed_stdout_is_not_an_error() {
         .success();
     for format in ["json", "mct"] {
         // Far more than a pipe holds, so the writer meets the closed pipe.
-        let full = run_ok(&["show", "--topology", arg(&big), "--format", format]);
+        let full = run_ok(&[
+            "show",
+            "--topology",
+            arg(&big),
+            "--format",
+            format,
+            "--ghz",
+            "3",
+        ]);
         assert!(full.len() > 1 << 16, "{format}: {} bytes", full.len());
         let mut child = StdCommand::new(exe())
-            .args(["show", "--topology", arg(&big), "--format", format])
+            .args([
+                "show",
+                "--topology",
+                arg(&big),
+                "--format",
+                format,
+                "--ghz",
+                "3",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

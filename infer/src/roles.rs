@@ -185,15 +185,33 @@ fn smt_decision(
             unresolved: None,
         },
         Some(true) => {
-            for &(id, _) in cands {
+            // Only sets fast enough to share a core (within three times the SMT bound): a
+            // hint cannot make a socket of slow contexts one core.
+            let fast: Vec<usize> = cands
+                .iter()
+                .filter(|&&(_, m)| m <= 3.0 * bound)
+                .map(|&(id, _)| id)
+                .collect();
+            for &id in &fast {
                 kind[id] = Kind::Core;
             }
             Decision {
-                origin: opts.smt_origin,
-                confidence: 1.0,
-                basis: format!("SMT on, {}; {} cores with several contexts", given(opts.smt_origin), cands.len()),
-                unresolved: cands.is_empty().then(|| {
-                    format!("SMT on was {}, but no set of contexts communicates distinctly faster than with the rest", given_past(opts.smt_origin))
+                // A hint that could not be applied leaves the verdict to the latencies.
+                origin: if fast.is_empty() { Origin::Inferred } else { opts.smt_origin },
+                confidence: if fast.is_empty() { 0.3 } else { 1.0 },
+                basis: format!("SMT on, {}; {} cores with several contexts", given(opts.smt_origin), fast.len()),
+                unresolved: fast.is_empty().then(|| {
+                    let fastest = if lowest.is_finite() {
+                        format!("the fastest communicate at {}", fmt_lat(lowest, opts))
+                    } else {
+                        "none communicates distinctly faster than with the rest".to_string()
+                    };
+                    format!(
+                        "SMT on was {}, but no set of contexts communicates fast enough to share a core \
+                         ({fastest}; SMT siblings are below about {})",
+                        given_past(opts.smt_origin),
+                        fmt_lat(bound, opts)
+                    )
                 }),
             }
         }
@@ -420,7 +438,7 @@ fn infer_sockets(
     if nodes.len() != root_parts.len() {
         return single(
             format!(
-                "the top level joins {} components, some of them single cores: one socket",
+                "the top level joins {} components, some of them single cores rather than socket-sized sets: one socket",
                 root_parts.len()
             ),
             None,

@@ -443,7 +443,7 @@ fn histogram_distance(d: &[(f64, f64)]) -> f64 {
     if h.total < 6.0 {
         return h.largest;
     }
-    veto_or_quantile(h.from_top(2.0), h.quantile(QUANTILE))
+    veto_or_quantile(h.reached_by(2.0), h.quantile(QUANTILE))
 }
 
 /// The distance of two profiles from the typical difference (`q90`) and the difference
@@ -492,7 +492,7 @@ impl Histogram {
     }
 
     /// The largest difference that at least `weight` of the columns reach.
-    fn from_top(&self, weight: f64) -> f64 {
+    fn reached_by(&self, weight: f64) -> f64 {
         let mut acc = 0.0;
         for (bin, &w) in self.bins.iter().enumerate().rev() {
             acc += w;

@@ -103,7 +103,7 @@ fn mct_to_json_to_mct_round_trips() {
         let back = json::from_json_str(&text, Path::new("x.json")).expect("json");
         assert_eq!(back, topo, "{name}: JSON round trip");
         let mut out = Vec::new();
-        mct::write_mct(&back, &mut out).expect("write");
+        mct::write_mct(&back, None, &mut out).expect("write");
         let again = mct::parse_mct(&String::from_utf8(out).expect("utf8"), Path::new("y.mct"))
             .expect("re-read");
         assert_eq!(again.latency, original.latency, "{name}: latency table");

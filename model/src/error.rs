@@ -18,8 +18,8 @@ pub enum ModelError {
         /// What is wrong.
         message: String,
     },
-    /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    /// Reading or writing a file failed (the cause is the error's source).
+    #[error("{}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

@@ -47,5 +47,5 @@ pub(crate) fn run(args: &InferArgs) -> Result<()> {
         ),
     };
     stamp(&mut topo, started);
-    emit(&topo, &args.output)
+    emit(&topo, &args.output, args.hints.ghz)
 }

@@ -16,5 +16,5 @@ pub(crate) fn run(args: &ShowArgs) -> Result<()> {
     if topo.provenance().created.is_none() {
         stamp(&mut topo, started);
     }
-    emit(&topo, &args.output)
+    emit(&topo, &args.output, args.hints.ghz)
 }

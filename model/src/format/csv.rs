@@ -93,8 +93,12 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
         ));
     }
     // Check the shape before allocating N² entries.
+    let mut short_row: Option<(usize, usize)> = None;
     for (i, line) in lines.iter().enumerate() {
         let fields = line.bytes().filter(|&b| b == b',').count() + 1;
+        if fields < n && short_row.is_none() {
+            short_row = Some((i, fields));
+        }
         let shape_ok = fields == n
             || fields == i
             || fields == i + 1
@@ -117,6 +121,24 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
                 )
             })?;
             m.set(a, b, value);
+        }
+    }
+    // Short rows belong to a lower-triangle file: nothing may stand above the diagonal.
+    if let Some((short, fields)) = short_row {
+        if let Some((a, b)) = (0..n)
+            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+            .find(|&(a, b)| m.get(a, b).is_some())
+        {
+            return Err(err(
+                a + 1,
+                format!(
+                    "field {} (contexts {a} and {b}) lies above the diagonal, but row {} has only \
+                     {}, as in a lower-triangle file: the rows mix a full and a triangular layout",
+                    b + 1,
+                    short + 1,
+                    count(fields, "field")
+                ),
+            ));
         }
     }
     // Mirror one-sided entries (triangle-only files, partial measurements).
@@ -386,6 +408,11 @@ mod tests {
             (",1,2,3\n1,,3,4\n\n3,4,5,\n", 3, "blank line"),
             ("5,1\n1,\n", 1, "diagonal"),
             (",1,\n1,,\n,,\n", 3, "context 2"),
+            (
+                "0,2,3\n2,0\n3,3,0\n",
+                1,
+                "mix a full and a triangular layout",
+            ),
         ];
         for &(text, line, needle) in cases {
             let (l, message) = parse_err(text);

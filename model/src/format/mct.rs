@@ -916,10 +916,16 @@ fn header_host(topo: &Topology) -> String {
 /// no place in the format and are left out), the cache levels and the power figures, each
 /// only when the topology has them.
 ///
+/// The format holds cycles. A topology in nanoseconds is converted with the clock
+/// frequency `ghz`, or else the one recorded in its provenance (`ghz` parameter).
+///
 /// # Errors
 ///
-/// Returns the error of the writer.
-pub fn write_mct(topo: &Topology, w: &mut impl Write) -> std::io::Result<()> {
+/// Returns the error of the writer, or an [`std::io::ErrorKind::InvalidInput`] error when
+/// the topology is in nanoseconds and no frequency is known.
+pub fn write_mct(topo: &Topology, ghz: Option<f64>, w: &mut impl Write) -> std::io::Result<()> {
+    let scale = cycles_per_unit(topo, ghz)?;
+    let whole = |v: Option<f64>| whole(v.map(|x| x * scale));
     let mut w = BufWriter::new(w);
     let n = topo.num_contexts();
     let nodes = if topo.num_nodes() > 0 {
@@ -951,7 +957,7 @@ pub fn write_mct(topo: &Topology, w: &mut impl Write) -> std::io::Result<()> {
         }
     }
     if let Some(mem) = topo.memory() {
-        write_memory(&mut w, mem, n, nodes, topo.num_sockets())?;
+        write_memory(&mut w, mem, n, nodes, topo.num_sockets(), scale)?;
     }
     if let Some(caches) = topo.caches() {
         writeln!(w, "#Cache_levels {}", caches.levels.len())?;
@@ -972,12 +978,35 @@ pub fn write_mct(topo: &Topology, w: &mut impl Write) -> std::io::Result<()> {
     w.flush()
 }
 
+/// Cycles per latency unit of a topology: 1 for cycles, the clock frequency in GHz for ns.
+fn cycles_per_unit(topo: &Topology, ghz: Option<f64>) -> std::io::Result<f64> {
+    match topo.units() {
+        crate::units::LatencyUnit::Cycles => Ok(1.0),
+        crate::units::LatencyUnit::Ns => ghz
+            .or_else(|| {
+                topo.provenance()
+                    .parameters
+                    .get("ghz")
+                    .and_then(|g| g.parse().ok())
+            })
+            .filter(|g: &f64| g.is_finite() && *g > 0.0)
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "the .mct format holds latencies in cycles and this topology is in ns: \
+                     give the clock frequency (--ghz) to convert them",
+                )
+            }),
+    }
+}
+
 fn write_memory(
     w: &mut impl Write,
     mem: &MemorySection,
     n: usize,
     nodes: usize,
     sockets: usize,
+    scale: f64,
 ) -> std::io::Result<()> {
     if !mem.latency.is_empty() {
         let k = mem
@@ -993,7 +1022,7 @@ fn write_memory(
         for c in 0..n {
             for node in 0..k {
                 let v = table.get(&(c, node)).copied().filter(|v| *v > 0.0);
-                writeln!(w, "{c:<4} {node:<4} {}", whole(v))?;
+                writeln!(w, "{c:<4} {node:<4} {}", whole(v.map(|x| x * scale)))?;
             }
         }
     }

@@ -1,11 +1,12 @@
 //! The partition TSV: which core, socket, node and groups each hardware context is in.
 //!
-//! Scripts score inference with it. The file starts with one comment line per structural
-//! level the inference could not resolve (`# unresolved: <level>: <reason>`), then the
-//! header `cpu\tcore\tsocket\tnode\tgroups` and one line per hardware context, in context
+//! Scripts score inference with it. The file starts with the header
+//! `cpu\tcore\tsocket\tnode\tgroups` and has one line per hardware context, in context
 //! order: its operating-system CPU number (the matrix row when read from a matrix), its
 //! core id, its socket id, its local memory node id (`-1` when unknown) and the
 //! comma-separated ids of the groups that contain it, innermost first (empty when none).
+//! It ends with one comment line per structural level the inference could not resolve
+//! (`# unresolved: <level>: <reason>`), so that the header stays the first line.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -26,20 +27,6 @@ pub fn write_partition(topo: &Topology, w: &mut impl Write) -> std::io::Result<(
 pub fn partition_string(topo: &Topology) -> String {
     let mut out = String::new();
     // Writing into a String cannot fail: the results of `write!` are ignored below.
-    for u in &topo.validation().unresolved {
-        let reason: String = u
-            .reason
-            .chars()
-            .map(|c| {
-                if matches!(c, '\n' | '\r' | '\t') {
-                    ' '
-                } else {
-                    c
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "# unresolved: {}: {reason}", u.level.as_str());
-    }
     out.push_str("cpu\tcore\tsocket\tnode\tgroups\n");
     for ctx in topo.contexts() {
         let node = topo
@@ -58,6 +45,20 @@ pub fn partition_string(topo: &Topology) -> String {
             ctx.socket.0,
             groups.join(",")
         );
+    }
+    for u in &topo.validation().unresolved {
+        let reason: String = u
+            .reason
+            .chars()
+            .map(|c| {
+                if matches!(c, '\n' | '\r' | '\t') {
+                    ' '
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "# unresolved: {}: {reason}", u.level.as_str());
     }
     out
 }
@@ -99,13 +100,13 @@ mod tests {
         let topo = b.build().unwrap();
         assert_eq!(
             partition_string(&topo),
-            "# unresolved: group: two ways to split\n\
-             cpu\tcore\tsocket\tnode\tgroups\n\
+            "cpu\tcore\tsocket\tnode\tgroups\n\
              0\t0\t0\t-1\t0,1\n\
              1\t1\t0\t-1\t1\n\
              2\t2\t1\t0\t\n\
              3\t0\t0\t-1\t0,1\n\
-             4\t2\t1\t0\t\n"
+             4\t2\t1\t0\t\n\
+             # unresolved: group: two ways to split\n"
         );
         let mut out = Vec::new();
         write_partition(&topo, &mut out).unwrap();
