@@ -17,39 +17,11 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode};
 use topoprobe_infer::infer;
-use topoprobe_infer::sim::{CrossSocket, MachineSpec, Noise, Numbering, Unit};
-use topoprobe_model::LatencyUnit;
+use topoprobe_infer::sim::platforms::{ccx_server, mesh_server};
+use topoprobe_infer::sim::Noise;
 
 /// Noise of every benchmarked matrix.
 const NOISE: Noise = Noise::lognormal(0.01, 42);
-
-/// Two sockets of `ccx` CCXs of 8 SMT2 cores (`32 × ccx` contexts).
-fn ccx_machine(ccx: usize) -> MachineSpec {
-    let group = Unit::group(25.0, Unit::cores(8, 2, 8.0));
-    MachineSpec::symmetric(
-        format!("ccx-2s-{ccx}x8x2"),
-        2,
-        Unit::group(120.0, vec![group; ccx]),
-        CrossSocket::Uniform(230.0),
-    )
-    .with_numbering(Numbering::SiblingsFar)
-    .with_units(LatencyUnit::Ns, Some(2.5))
-    .with_noise(NOISE)
-}
-
-/// Two flat sockets of `cores` SMT2 cores on a mesh (`4 × cores` contexts).
-fn mesh_machine(cores: usize) -> MachineSpec {
-    MachineSpec::symmetric(
-        format!("mesh-2s-{cores}x2"),
-        2,
-        Unit::group(48.0, Unit::cores(cores, 2, 7.4)),
-        CrossSocket::Uniform(140.0),
-    )
-    .with_numbering(Numbering::SiblingsFar)
-    .with_mesh(0.2)
-    .with_units(LatencyUnit::Ns, Some(2.1))
-    .with_noise(NOISE)
-}
 
 fn bench_infer(c: &mut Criterion) {
     let mut group = c.benchmark_group("infer");
@@ -70,8 +42,8 @@ fn bench_infer(c: &mut Criterion) {
                 .measurement_time(Duration::from_secs(4));
         }
         for (family, spec) in [
-            ("ccx", ccx_machine(contexts / 32)),
-            ("mesh", mesh_machine(contexts / 4)),
+            ("ccx", ccx_server(contexts / 32).with_noise(NOISE)),
+            ("mesh", mesh_server(contexts / 4).with_noise(NOISE)),
         ] {
             let matrix = spec.matrix();
             assert_eq!(matrix.len(), contexts, "{}", spec.name);

@@ -10,38 +10,8 @@
 use std::time::{Duration, Instant};
 
 use topoprobe_infer::infer;
-use topoprobe_infer::sim::{CrossSocket, MachineSpec, Noise, Numbering, Unit};
-use topoprobe_model::LatencyUnit;
-
-/// Two sockets of `ccx` CCXs of 8 SMT2 cores: 8 ns SMT, 25 ns in a CCX, 120 ns between the
-/// CCXs of a socket, 230 ns between sockets (`32 × ccx` contexts).
-fn ccx_machine(ccx: usize) -> MachineSpec {
-    let group = Unit::group(25.0, Unit::cores(8, 2, 8.0));
-    MachineSpec::symmetric(
-        format!("ccx-2s-{ccx}x8x2"),
-        2,
-        Unit::group(120.0, vec![group; ccx]),
-        CrossSocket::Uniform(230.0),
-    )
-    .with_numbering(Numbering::SiblingsFar)
-    .with_units(LatencyUnit::Ns, Some(2.5))
-    .with_noise(Noise::lognormal(0.01, 42))
-}
-
-/// Two flat sockets of `cores` SMT2 cores on a mesh: 7.4 ns SMT, 48 ns in a socket (mesh
-/// gradient 0.2), 140 ns between sockets (`4 × cores` contexts).
-fn mesh_machine(cores: usize) -> MachineSpec {
-    MachineSpec::symmetric(
-        format!("mesh-2s-{cores}x2"),
-        2,
-        Unit::group(48.0, Unit::cores(cores, 2, 7.4)),
-        CrossSocket::Uniform(140.0),
-    )
-    .with_numbering(Numbering::SiblingsFar)
-    .with_mesh(0.2)
-    .with_units(LatencyUnit::Ns, Some(2.1))
-    .with_noise(Noise::lognormal(0.01, 42))
-}
+use topoprobe_infer::sim::platforms::{ccx_server, mesh_server};
+use topoprobe_infer::sim::Noise;
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -54,8 +24,9 @@ fn main() {
     let mut specs = Vec::new();
     for contexts in [64, 256, 512, 1024] {
         if contexts <= max {
-            specs.push(ccx_machine(contexts / 32));
-            specs.push(mesh_machine(contexts / 4));
+            let noise = Noise::lognormal(0.01, 42);
+            specs.push(ccx_server(contexts / 32).with_noise(noise));
+            specs.push(mesh_server(contexts / 4).with_noise(noise));
         }
     }
     println!("machine\tcontexts\tmedian_ms\tmin_ms\tmax_ms\tcorrect");

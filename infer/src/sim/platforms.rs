@@ -268,6 +268,38 @@ pub fn cmt_modules() -> MachineSpec {
     .with_units(LatencyUnit::Ns, Some(3.3))
 }
 
+/// A two-socket server of `ccx` CCXs per socket, each of 8 SMT2 cores (`32 × ccx`
+/// contexts), for scaling benchmarks: ns: SMT 8, in a CCX 25, between the CCXs of a socket
+/// 120, between sockets 230; Linux numbering; 2.5 GHz.
+#[must_use]
+pub fn ccx_server(ccx: usize) -> MachineSpec {
+    let group = Unit::group(25.0, Unit::cores(8, 2, 8.0));
+    MachineSpec::symmetric(
+        format!("ccx-2s-{ccx}x8x2"),
+        2,
+        Unit::group(120.0, vec![group; ccx]),
+        CrossSocket::Uniform(230.0),
+    )
+    .with_numbering(Numbering::SiblingsFar)
+    .with_units(LatencyUnit::Ns, Some(2.5))
+}
+
+/// A two-socket server of flat sockets of `cores` SMT2 cores on a mesh (`4 × cores`
+/// contexts), for scaling benchmarks: ns: SMT 7.4, in a socket 48 with gradient 0.2,
+/// between sockets 140; Linux numbering; 2.1 GHz.
+#[must_use]
+pub fn mesh_server(cores: usize) -> MachineSpec {
+    MachineSpec::symmetric(
+        format!("mesh-2s-{cores}x2"),
+        2,
+        Unit::group(48.0, Unit::cores(cores, 2, 7.4)),
+        CrossSocket::Uniform(140.0),
+    )
+    .with_numbering(Numbering::SiblingsFar)
+    .with_mesh(0.2)
+    .with_units(LatencyUnit::Ns, Some(2.1))
+}
+
 /// Every named platform (with [`flat_mesh`] of 24 cores), noise-free.
 #[must_use]
 pub fn all() -> Vec<MachineSpec> {
