@@ -10,6 +10,7 @@ use clap::Parser;
 mod args;
 mod commands;
 mod output;
+mod progress;
 
 use args::{Cli, Command};
 

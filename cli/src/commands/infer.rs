@@ -26,7 +26,8 @@ fn from_matrix(path: &Path, args: &InferArgs) -> Result<Topology> {
     opts.source = Source::Matrix {
         path: path.display().to_string(),
     };
-    infer(&m, &opts).with_context(|| format!("inferring the topology of {}", path.display()))
+    crate::progress::while_inferring(m.len(), || infer(&m, &opts))
+        .with_context(|| format!("inferring the topology of {}", path.display()))
 }
 
 fn from_mct(path: &Path, args: &InferArgs) -> Result<Topology> {
