@@ -78,6 +78,21 @@ fn unexplained_spread(t: &Table, topo: &Topology, limit: f64) -> Option<String> 
     None
 }
 
+/// Records a role decision's confidence and, when unsure, its unresolved entry.
+fn record(v: &mut Validation, level: StructureLevel, d: &crate::roles::Decision) {
+    v.confidence.push(LevelConfidence {
+        level,
+        confidence: d.confidence,
+        basis: d.basis.clone(),
+    });
+    if let Some(r) = &d.unresolved {
+        v.unresolved.push(Unresolved {
+            level,
+            reason: r.clone(),
+        });
+    }
+}
+
 /// Builds the validation record.
 pub(crate) fn validation(
     t: &Table,
@@ -90,7 +105,8 @@ pub(crate) fn validation(
     let dropped = &analysis.dropped;
     let quant = analysis.quant;
     let mut v = Validation::default();
-    let mut warn = |kind: &str, msg: String| v.warnings.push(Warning::new(kind, msg));
+    let mut warnings: Vec<Warning> = Vec::new();
+    let mut warn = |kind: &str, msg: String| warnings.push(Warning::new(kind, msg));
     if t.asymmetry > 0.05 {
         warn(
             "asymmetric",
@@ -277,18 +293,7 @@ pub(crate) fn validation(
         }
     }
     // Confidence and unresolved levels.
-    let smt = &roles.smt;
-    v.confidence.push(LevelConfidence {
-        level: StructureLevel::Core,
-        confidence: smt.confidence,
-        basis: smt.basis.clone(),
-    });
-    if let Some(r) = &smt.unresolved {
-        v.unresolved.push(Unresolved {
-            level: StructureLevel::Core,
-            reason: r.clone(),
-        });
-    }
+    record(&mut v, StructureLevel::Core, &roles.smt);
     let (gconf, gbasis) = if !crossing.is_empty() {
         (
             0.4,
@@ -354,17 +359,7 @@ pub(crate) fn validation(
             ),
         });
     }
-    let sock = &roles.socket;
-    v.confidence.push(LevelConfidence {
-        level: StructureLevel::Socket,
-        confidence: sock.confidence,
-        basis: sock.basis.clone(),
-    });
-    if let Some(r) = &sock.unresolved {
-        v.unresolved.push(Unresolved {
-            level: StructureLevel::Socket,
-            reason: r.clone(),
-        });
-    }
+    record(&mut v, StructureLevel::Socket, &roles.socket);
+    v.warnings = warnings;
     v
 }
