@@ -59,7 +59,7 @@ use topoprobe_model::{LatencyMatrix, Provenance, Topology, TopologyBuilder};
 pub use error::InferError;
 pub use load::{infer_mct, load_topology, LoadError};
 pub use options::{InferOptions, DEFAULT_GHZ};
-pub use source::{collect_full, MatrixProbe, PairLatency, PairSample, ProbeError};
+pub use source::{collect_full, Collected, MatrixProbe, PairLatency, PairSample, ProbeError};
 
 /// Infers the topology of a machine from its latency matrix.
 ///

@@ -160,33 +160,27 @@ pub(crate) fn validation(
             ),
         );
     }
-    let pairs: Vec<&Dropped> = dropped
-        .iter()
-        .filter(|d| d.reason == DropReason::ProfilePair)
-        .collect();
-    if !pairs.is_empty() {
-        warn(
+    for (reason, kind, what) in [
+        (
+            DropReason::ProfilePair,
             "profile_pairs",
-            format!(
-                "{} pairs of contexts have identical latency profiles without a latency gap ({}), as two cores on one mesh stop do: not reported as groups",
-                pairs.len(),
-                list(&pairs, 4)
-            ),
-        );
-    }
-    let outliers: Vec<&Dropped> = dropped
-        .iter()
-        .filter(|d| d.reason == DropReason::OutlierPair)
-        .collect();
-    if !outliers.is_empty() {
-        warn(
+            "sets of only two parts have identical latency profiles without a latency gap ({}), \
+             as two cores on one mesh stop do: not reported as groups",
+        ),
+        (
+            DropReason::OutlierPair,
             "outlier",
-            format!(
-                "{} pairs are faster than the rest but their latency profiles differ ({}): treated as outlier measurements",
-                outliers.len(),
-                list(&outliers, 4)
-            ),
-        );
+            "pairs are faster than the rest but their latency profiles differ ({}): treated as \
+             outlier measurements",
+        ),
+    ] {
+        let sets: Vec<&Dropped> = dropped.iter().filter(|d| d.reason == reason).collect();
+        if !sets.is_empty() {
+            warn(
+                kind,
+                format!("{} {}", sets.len(), what.replace("{}", &list(&sets, 4))),
+            );
+        }
     }
     let res = analysis.resolution;
     let noise_note = res.noise.map_or(String::new(), |s| {
