@@ -1,5 +1,8 @@
 //! Detection of a coarse timer: latencies that come in fixed steps.
 
+/// Fewest distinct values in which a step is looked for.
+const MIN_DISTINCT: usize = 4;
+
 /// A detected quantization step.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Quantization {
@@ -10,7 +13,11 @@ pub(crate) struct Quantization {
 }
 
 /// Finds a step `s` such that at least 90% of the values lie within 10% of `s` of a multiple
-/// of `s` (up to a common offset), when `s` is at least 0.5% of the median value.
+/// of `s` (up to a common offset), when `s` is at least 0.2% of the 10% quantile (a step
+/// that blurs the fast levels matters even when it is small against the slow ones).
+///
+/// At least [`MIN_DISTINCT`] distinct values are needed: three equally spaced latency
+/// levels (say 11, 43 and 76 ns) fit a grid by coincidence, not because of the timer.
 pub(crate) fn detect(values: &[f64]) -> Option<Quantization> {
     if values.len() < 8 {
         return None;
@@ -18,7 +25,9 @@ pub(crate) fn detect(values: &[f64]) -> Option<Quantization> {
     let mut v: Vec<f64> = values.to_vec();
     v.sort_by(f64::total_cmp);
     let median = v[v.len() / 2];
-    if median <= 0.0 {
+    // The fast end of the latencies: a step matters relative to the levels it can blur.
+    let low = v[v.len() / 10];
+    if low <= 0.0 {
         return None;
     }
     // Distinct values (relative tolerance 0.1% of the median: printed values carry
@@ -29,14 +38,14 @@ pub(crate) fn detect(values: &[f64]) -> Option<Quantization> {
             distinct.push(x);
         }
     }
-    if distinct.len() < 3 || distinct.len() * 4 > v.len() {
+    if distinct.len() < MIN_DISTINCT || distinct.len() * 4 > v.len() {
         // Few repeated values: no visible step.
         return None;
     }
     let mut gaps: Vec<f64> = distinct.windows(2).map(|w| w[1] - w[0]).collect();
     gaps.sort_by(f64::total_cmp);
     let step = gaps[0];
-    if step < 0.005 * median {
+    if step < 0.002 * low {
         return None;
     }
     let offset = v[0];
@@ -68,5 +77,13 @@ mod tests {
             .map(|i| 30.0 + 0.01 * f64::from(i * i % 97) + f64::from(i) * 1e-3)
             .collect();
         assert!(detect(&c).is_none());
+    }
+
+    #[test]
+    fn three_equally_spaced_levels_are_not_a_timer_step() {
+        // SMT, group and socket latencies of a simulated machine, 32.6 ns apart.
+        let levels = [10.79, 43.40, 76.28];
+        let v: Vec<f64> = (0..66).map(|i| levels[i % 3]).collect();
+        assert!(detect(&v).is_none());
     }
 }
