@@ -1,0 +1,1 @@
+//! Pinning threads.

@@ -1,0 +1,1 @@
+//! The operating system's view of the machine.
