@@ -25,6 +25,10 @@ pub(crate) enum Command {
     Infer(InferArgs),
     /// Show a topology from a description, a libmctop file or a latency matrix.
     Show(ShowArgs),
+    /// Measure and print the core-to-core latency matrix of this machine.
+    Matrix(MatrixArgs),
+    /// Measure the latency between two hardware contexts and print its statistics.
+    Latency(LatencyArgs),
 }
 
 /// Unit of latencies on the command line.
@@ -131,6 +135,39 @@ impl Output {
     }
 }
 
+/// How to measure this machine.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct Measure {
+    /// CPUs to measure, in Linux list syntax (`0-7,16-23`); default: every CPU this process
+    /// may run on.
+    #[arg(long, value_name = "LIST")]
+    pub(crate) cpus: Option<String>,
+    /// Samples per batch of a pair (default 25).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
+    pub(crate) reps: Option<u32>,
+    /// Largest relative spread of a pair's samples, in percent (default 7; raised on each
+    /// retry, up to twice as much).
+    #[arg(long, value_name = "PERCENT", value_parser = positive)]
+    pub(crate) max_stdev: Option<f64>,
+    /// Measure every pair, instead of the pairs needed to infer the structure.
+    #[arg(long)]
+    pub(crate) full: bool,
+    /// Seed of the random choices (verification pairs), for a reproducible run.
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+}
+
+impl Measure {
+    /// Whether any measurement option was given.
+    pub(crate) fn any(&self) -> bool {
+        self.cpus.is_some()
+            || self.reps.is_some()
+            || self.max_stdev.is_some()
+            || self.full
+            || self.seed.is_some()
+    }
+}
+
 /// `topoprobe infer`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct InferArgs {
@@ -142,9 +179,46 @@ pub(crate) struct InferArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) from_mct: Option<PathBuf>,
     #[command(flatten)]
+    pub(crate) measure: Measure,
+    #[command(flatten)]
     pub(crate) hints: Hints,
     #[command(flatten)]
     pub(crate) output: Output,
+}
+
+/// `topoprobe matrix`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct MatrixArgs {
+    /// Print CSV (N lines of N values in ns, diagonal empty: core-to-core-latency's
+    /// layout, full square) instead of a table.
+    #[arg(long)]
+    pub(crate) csv: bool,
+    #[command(flatten)]
+    pub(crate) measure: Measure,
+    /// Write to FILE (atomically) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+/// `topoprobe latency`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct LatencyArgs {
+    /// First hardware context (OS CPU number); it owns the cache line.
+    pub(crate) a: u32,
+    /// Second hardware context (OS CPU number).
+    pub(crate) b: u32,
+    /// Samples per batch (default 25).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
+    pub(crate) reps: Option<u32>,
+    /// Largest relative spread of the samples, in percent (default 7).
+    #[arg(long, value_name = "PERCENT", value_parser = positive)]
+    pub(crate) max_stdev: Option<f64>,
+    /// Also run the SMT probe on the pair (slowdown of two compute-bound threads).
+    #[arg(long)]
+    pub(crate) smt: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `topoprobe show`.

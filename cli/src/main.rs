@@ -9,6 +9,7 @@ use clap::Parser;
 
 mod args;
 mod commands;
+mod live;
 mod output;
 mod progress;
 
@@ -19,6 +20,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Infer(a) => commands::infer::run(&a),
         Command::Show(a) => commands::show::run(&a),
+        Command::Matrix(a) => commands::matrix::run(&a),
+        Command::Latency(a) => commands::latency::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -960,14 +960,6 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn infer_without_a_source_says_how() {
-    let err = run_fail(&["infer"], 1);
-    assert!(err.starts_with("topoprobe: error: "), "{err}");
-    assert!(err.contains("--from-matrix"), "{err}");
-    assert!(err.contains("--from-mct"), "{err}");
-}
-
-#[test]
 fn cycles_units_are_used() {
     let v = json(&infer_matrix(
         "nv-i7-6700k.csv",

@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 mod build;
+pub mod compare;
 mod error;
 mod levels;
 mod linkage;
@@ -48,6 +49,7 @@ mod quantize;
 mod roles;
 pub mod sim;
 mod source;
+pub mod sparse;
 mod table;
 mod threshold;
 mod tree;

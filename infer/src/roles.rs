@@ -65,6 +65,8 @@ pub(crate) struct Roles {
 fn given(origin: Origin) -> &'static str {
     match origin {
         Origin::File => "as the file says",
+        Origin::Os => "as the OS says",
+        Origin::Measured => "as measured",
         _ => "as given",
     }
 }
@@ -73,6 +75,8 @@ fn given(origin: Origin) -> &'static str {
 fn given_past(origin: Origin) -> &'static str {
     match origin {
         Origin::File => "read from the file",
+        Origin::Os => "told by the OS",
+        Origin::Measured => "measured by the SMT probe",
         _ => "given",
     }
 }

@@ -78,14 +78,23 @@ impl PairLatency for MatrixProbe<'_> {
 }
 
 /// A latency table collected from a probe, with per-pair spread.
+///
+/// A collection strategy may measure only some pairs and fill in the others from the
+/// structure it found ([`crate::sparse::collect_sparse`]); `measured` tells the two apart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Collected {
-    /// Median latency of every measured pair (symmetric).
+    /// Latency of every pair (symmetric): its median when measured, otherwise the value the
+    /// collection strategy filled in (missing when it had none).
     pub latency: LatencyMatrix,
-    /// Relative spread of every measured pair (symmetric).
+    /// Relative spread of every pair (symmetric), of its own samples or of the pairs its
+    /// filled-in value comes from.
     pub spread: LatencyMatrix,
-    /// Number of pairs measured.
+    /// Only the measured pairs (symmetric): missing wherever `latency` was filled in.
+    pub measured: LatencyMatrix,
+    /// Number of distinct unordered pairs measured (at least once).
     pub pairs: usize,
+    /// Number of calls to [`PairLatency::measure`], repeated measurements included.
+    pub measurements: usize,
 }
 
 /// Measures every unordered pair once (`a < b`), calling `progress(done, total)` after each.
@@ -122,8 +131,10 @@ pub fn collect_full(
         }
     }
     Ok(Collected {
+        measured: latency.clone(),
         latency,
         spread,
         pairs: total,
+        measurements: total,
     })
 }

@@ -31,6 +31,7 @@ pub mod format;
 mod ids;
 mod matrix;
 mod meta;
+mod os_view;
 mod query;
 mod sections;
 mod topology;
@@ -46,6 +47,10 @@ pub use matrix::{median_sorted, LatencyMatrix, LatencySummary, MatrixShapeError}
 pub use meta::{
     Fact, Facts, LevelConfidence, Machine, Origin, OsDifference, Provenance, Source,
     StructureLevel, Unresolved, Validation, Warning,
+};
+pub use os_view::{
+    format_cpu_list, parse_cpu_list, parse_cpu_mask, CacheType, CoreKey, CpuKind, CpuListError,
+    OsCache, OsCpu, OsNode, OsView, MAX_CPU,
 };
 pub use query::{Component, Level};
 pub use sections::{

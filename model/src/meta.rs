@@ -133,7 +133,8 @@ impl Provenance {
     }
 }
 
-/// Whether a fact of the topology was inferred from latencies or given by the user or a file.
+/// Whether a fact of the topology was inferred from latencies, given by the user, a file or
+/// the operating system, or measured by a dedicated probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
@@ -143,6 +144,11 @@ pub enum Origin {
     Given,
     /// Read from the source file (for example `#Nodes` of a `.mct` file).
     File,
+    /// Told by the operating system (the live run passes its NUMA node count as the
+    /// socket hint).
+    Os,
+    /// Measured by a dedicated probe (the SMT probe's slowdown of two sibling threads).
+    Measured,
 }
 
 impl fmt::Display for Origin {
@@ -151,6 +157,8 @@ impl fmt::Display for Origin {
             Self::Inferred => "inferred",
             Self::Given => "given",
             Self::File => "from file",
+            Self::Os => "from the OS",
+            Self::Measured => "measured",
         })
     }
 }

@@ -499,6 +499,51 @@ impl Topology {
         &mut self.d.validation
     }
 
+    /// Replaces the recorded differences from the operating system's topology (an empty list
+    /// records that the two agree).
+    pub fn set_os_differences(&mut self, diffs: Vec<crate::meta::OsDifference>) {
+        self.d.validation.os_differences = diffs;
+    }
+
+    /// Records what the operating system knows of a node: its node number and capacity.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ModelError::NoSuchComponent`] when the node does not exist.
+    pub fn set_node_identity(
+        &mut self,
+        node: NodeId,
+        os_id: Option<u32>,
+        capacity_bytes: Option<u64>,
+    ) -> Result<(), ModelError> {
+        let n = self
+            .d
+            .nodes
+            .get_mut(node.0)
+            .ok_or_else(|| ModelError::NoSuchComponent(format!("node {node}")))?;
+        n.os_id = os_id;
+        n.capacity_bytes = capacity_bytes;
+        Ok(())
+    }
+
+    /// Records the relative spread of every measured pair (a live measurement knows it;
+    /// a matrix file does not).
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ModelError::Structure`] when `spread` does not have one row per context.
+    pub fn set_spread(&mut self, spread: LatencyMatrix) -> Result<(), ModelError> {
+        if spread.len() != self.d.contexts.len() {
+            return Err(ModelError::Structure(format!(
+                "the spread table has {} rows for {} contexts",
+                spread.len(),
+                self.d.contexts.len()
+            )));
+        }
+        self.d.latency.spread = Some(spread);
+        Ok(())
+    }
+
     /// Sets the local memory node of every socket (`nodes[s]` for socket `s`) and the list of
     /// nodes, replacing the previous ones.
     ///

@@ -39,13 +39,13 @@ fn from_mct(path: &Path, args: &InferArgs) -> Result<Topology> {
 /// Runs the command.
 pub(crate) fn run(args: &InferArgs) -> Result<()> {
     let started = Instant::now();
+    if (args.from_matrix.is_some() || args.from_mct.is_some()) && args.measure.any() {
+        bail!("--cpus, --reps, --max-stdev, --full and --seed apply to measuring this machine, not to --from-matrix or --from-mct");
+    }
     let mut topo = match (&args.from_matrix, &args.from_mct) {
         (Some(p), _) => from_matrix(p, args)?,
         (None, Some(p)) => from_mct(p, args)?,
-        (None, None) => bail!(
-            "measuring this machine is not available in this build; \
-             infer from a file with --from-matrix FILE.csv or --from-mct FILE.mct"
-        ),
+        (None, None) => return crate::commands::measure_machine::run(args, started),
     };
     stamp(&mut topo, started);
     emit(&topo, &args.output, args.hints.ghz)

@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 
 use crate::components::Member;
 use crate::ids::{CoreId, GroupId};
-use crate::meta::Origin;
 use crate::topology::Topology;
 
 /// Renders the text view of a topology.
@@ -35,14 +34,6 @@ fn lat(topo: &Topology, v: f64) -> String {
     }
 }
 
-fn origin(o: Origin) -> &'static str {
-    match o {
-        Origin::Inferred => "inferred",
-        Origin::Given => "given",
-        Origin::File => "from file",
-    }
-}
-
 fn write_view(topo: &Topology, out: &mut String) -> std::fmt::Result {
     let facts = topo.facts();
     let per_core = topo.contexts_per_core();
@@ -59,13 +50,13 @@ fn write_view(topo: &Topology, out: &mut String) -> std::fmt::Result {
         out,
         "  sockets: {} ({})   SMT: {} ({})   nodes: {}   units: {}",
         facts.sockets.value,
-        origin(facts.sockets.origin),
+        facts.sockets.origin,
         if facts.smt.value {
             format!("yes, up to {per_core} contexts per core")
         } else {
             "no".to_string()
         },
-        origin(facts.smt.origin),
+        facts.smt.origin,
         if topo.num_nodes() == 0 {
             "unknown".to_string()
         } else {

@@ -1,0 +1,95 @@
+//! `topoprobe latency A B`: measure one pair and print its statistics.
+
+use anyhow::{bail, Context, Result};
+use topoprobe_measure::pair::{PairProbe, ProbeConfig};
+use topoprobe_measure::smt;
+use topoprobe_measure::timer::Timer;
+
+use crate::args::LatencyArgs;
+use crate::live::{policy, select_cpus};
+
+/// Runs the command.
+pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
+    if args.a == args.b {
+        bail!(
+            "CPU {} cannot be measured against itself: name two different CPUs",
+            args.a
+        );
+    }
+    select_cpus(Some(&format!("{},{}", args.a, args.b)))?;
+    let timer = Timer::calibrate();
+    let config = ProbeConfig {
+        policy: policy(args.reps, args.max_stdev),
+        ..ProbeConfig::default()
+    };
+    let mut probe = PairProbe::new(timer.clone(), vec![args.a, args.b], config);
+    let m = probe.measure_cpus(args.a, args.b).with_context(|| {
+        format!(
+            "measuring the latency between CPUs {} and {}",
+            args.a, args.b
+        )
+    })?;
+    let smt_test = if args.smt {
+        Some(smt::test_pair(args.a, args.b).map_err(anyhow::Error::msg)?)
+    } else {
+        None
+    };
+    if args.json {
+        let mut v = serde_json::json!({
+            "a": m.a,
+            "b": m.b,
+            "median_ns": m.summary.median,
+            "min_ns": m.summary.min,
+            "spread": m.summary.spread,
+            "samples": m.summary.kept,
+            "rejected": m.summary.rejected,
+            "round_trips_per_sample": m.round_trips,
+            "batches": m.batches,
+            "warmup_batches": m.warmup_batches,
+            "frequency_ramp": m.ramp,
+            "timer": timer.describe(),
+            "ghz": timer.ghz(),
+        });
+        if let Some(t) = smt_test {
+            v["smt_slowdown"] = serde_json::json!(t.slowdown);
+            v["shares_core"] = serde_json::json!(t.shares_core());
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!(
+        "CPU {} <-> CPU {}: {:.1} ns one way (CAS ping-pong)",
+        m.a, m.b, m.summary.median
+    );
+    println!(
+        "  min {:.1} ns, spread {:.1}%, {} samples of {} round trips ({} rejected as outliers), {} batch{}",
+        m.summary.min,
+        m.summary.spread * 100.0,
+        m.summary.kept,
+        m.round_trips,
+        m.summary.rejected,
+        m.batches,
+        if m.batches == 1 { "" } else { "es" }
+    );
+    match m.ramp {
+        Some(r) => println!(
+            "  warm-up: {} batches; the first was {:.0}% slower (frequency ramp)",
+            m.warmup_batches,
+            (r - 1.0) * 100.0
+        ),
+        None => println!("  warm-up: {} batches, no frequency ramp", m.warmup_batches),
+    }
+    if let Some(t) = smt_test {
+        println!(
+            "  SMT probe: a compute loop runs {:.2}x slower beside its partner: {}",
+            t.slowdown,
+            if t.shares_core() {
+                "the two contexts share a core"
+            } else {
+                "separate cores"
+            }
+        );
+    }
+    println!("  timer: {}", timer.describe());
+    Ok(())
+}

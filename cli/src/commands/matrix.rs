@@ -1,0 +1,87 @@
+//! `topoprobe matrix`: measure and print the latency matrix of this machine.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use anyhow::{bail, Context, Result};
+use topoprobe_model::format::{csv, write_atomic};
+use topoprobe_model::LatencyMatrix;
+
+use crate::args::MatrixArgs;
+use crate::live::{collect, probe, select_cpus};
+
+/// The matrix as a table with CPU numbers as row and column headers (ns, whole numbers).
+fn table(m: &LatencyMatrix, cpus: &[u32]) -> String {
+    let width = 6;
+    let mut s = format!("{:>width$}", "");
+    for c in cpus {
+        let _ = write!(s, "{c:>width$}");
+    }
+    s.push('\n');
+    for (a, ca) in cpus.iter().enumerate() {
+        let _ = write!(s, "{ca:>width$}");
+        for b in 0..cpus.len() {
+            match m.get(a, b) {
+                Some(v) if a != b => {
+                    let _ = write!(s, "{:>width$.0}", v);
+                }
+                _ => {
+                    let _ = write!(s, "{:>width$}", "");
+                }
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Runs the command.
+pub(crate) fn run(args: &MatrixArgs) -> Result<()> {
+    let cpus = select_cpus(args.measure.cpus.as_deref())?;
+    if cpus.len() < 2 {
+        bail!("a latency matrix needs at least two CPUs; this process may use only {cpus:?}");
+    }
+    let mut p = probe(cpus.clone(), &args.measure);
+    let hint = topoprobe_measure::os::current()
+        .ok()
+        .map(|os| crate::live::sibling_hint(&os, &cpus));
+    let measured = collect(&mut p, &args.measure, hint)?;
+    let m = &measured.collected.latency;
+    let bytes = if args.csv {
+        let mut v = Vec::new();
+        csv::write_matrix(m, &mut v).context("writing the CSV")?;
+        v
+    } else {
+        let mut s = table(m, &cpus);
+        let total = cpus.len() * (cpus.len() - 1) / 2;
+        let _ = writeln!(
+            s,
+            "one-way latency in ns, CAS ping-pong; {} of {} pairs measured in {:.1} s{}; timer: {}",
+            measured.collected.pairs,
+            total,
+            measured.elapsed.as_secs_f64(),
+            if measured.collected.pairs < total {
+                " (the others filled in from their class; --full measures all)"
+            } else {
+                ""
+            },
+            p.timer().describe()
+        );
+        s.into_bytes()
+    };
+    match &args.output {
+        Some(path) => {
+            write_atomic(path, &bytes)?;
+            eprintln!("topoprobe: wrote {}", path.display());
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(&bytes).and_then(|()| out.flush()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(e) => return Err(e).context("writing to standard output"),
+            }
+        }
+    }
+    Ok(())
+}

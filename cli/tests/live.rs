@@ -1,0 +1,176 @@
+//! Tests of the commands that measure this machine: `infer` (live), `matrix` and
+//! `latency`, the description's default place, and their errors. The machine may have
+//! any number of CPUs (at least two are needed for a pair; tests that need them say so).
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The binary, with the description file redirected into `dir`.
+fn bin(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_topoprobe"));
+    c.env("TOPOPROBE_FILE", dir.join("machine.json"))
+        .env_remove("XDG_DATA_HOME");
+    c
+}
+
+/// The CPUs this test process may use.
+fn cpus() -> Vec<u32> {
+    topoprobe_measure::affinity::allowed_cpus().expect("affinity")
+}
+
+/// Runs and returns (status, stdout, stderr).
+fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = bin(dir).args(args).output().expect("run");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Loose settings: the test machine may be loaded by other tests.
+const LOOSE: [&str; 2] = ["--max-stdev", "40"];
+
+#[test]
+fn infer_measures_this_machine_and_saves_the_description() {
+    let c = cpus();
+    if c.len() < 2 {
+        eprintln!("skipped: this process may use only one CPU");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let list = format!("{},{}", c[0], c[1]);
+    let mut args = vec!["infer", "--cpus", &list, "--json"];
+    args.extend(LOOSE);
+    let (code, out, err) = run(dir.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("measured 1 of 1 pairs of 2 CPUs"), "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["provenance"]["source"]["kind"], "measured");
+    assert_eq!(v["provenance"]["parameters"]["pairs_measured"], "1");
+    let expected = topoprobe_model::format_cpu_list(&[c[0], c[1]]);
+    assert_eq!(v["provenance"]["parameters"]["cpus"], expected.as_str());
+    assert_eq!(v["facts"]["smt"]["origin"], "measured");
+    assert_eq!(v["contexts"].as_array().map(Vec::len), Some(2));
+    let lat = v["latency"]["raw"][0][1].as_f64().expect("latency");
+    assert!(lat > 0.0 && lat < 100_000.0, "{lat}");
+    assert!(v["latency"]["spread"][0][1].as_f64().is_some());
+    // The description is in the default place, and loads as this machine's.
+    let saved = dir.path().join("machine.json");
+    assert!(saved.exists());
+    let (code, out, err) = run(
+        dir.path(),
+        &["show", "--topology", saved.to_str().expect("path")],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("2 hardware contexts"), "{out}");
+    let topo = topoprobe_measure::description::load_checked(&saved).expect("load");
+    assert_eq!(topo.num_contexts(), 2);
+}
+
+#[test]
+fn a_stale_description_is_detected() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut m = topoprobe_measure::description::this_machine();
+    m.online_cpus = Some("0-4095".to_string());
+    let matrix = topoprobe_model::LatencyMatrix::from_fn(2, |_, _| Some(50.0));
+    let opts = topoprobe_infer::InferOptions {
+        machine: m,
+        ..Default::default()
+    };
+    let topo = topoprobe_infer::infer(&matrix, &opts).expect("infer");
+    let path = dir.path().join("old.json");
+    topoprobe_model::format::json::write_description(&topo, &path).expect("write");
+    let e = topoprobe_measure::description::load_checked(&path).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("stale") && text.contains("online_cpus"),
+        "{text}"
+    );
+    assert!(text.contains("topoprobe infer"), "{text}");
+}
+
+#[test]
+fn matrix_prints_csv_in_core_to_core_latency_layout() {
+    let c = cpus();
+    if c.len() < 2 {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let list = format!("{},{}", c[0], c[1]);
+    let mut args = vec!["matrix", "--csv", "--cpus", &list];
+    args.extend(LOOSE);
+    let (code, out, err) = run(dir.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for (i, l) in lines.iter().enumerate() {
+        let cells: Vec<&str> = l.split(',').collect();
+        assert_eq!(cells.len(), 2, "{l}");
+        assert!(cells[i].is_empty(), "diagonal empty: {l}");
+        assert!(cells[1 - i].parse::<f64>().is_ok(), "{l}");
+    }
+    let mut args = vec!["matrix", "--cpus", &list];
+    args.extend(LOOSE);
+    let (code, out, _) = run(dir.path(), &args);
+    assert_eq!(code, 0);
+    assert!(out.contains("one-way latency in ns"), "{out}");
+}
+
+#[test]
+fn latency_prints_statistics_and_json() {
+    let c = cpus();
+    if c.len() < 2 {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (c[0].to_string(), c[1].to_string());
+    let mut args = vec!["latency", &a, &b, "--json", "--smt"];
+    args.extend(LOOSE);
+    let (code, out, err) = run(dir.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert!(v["median_ns"].as_f64().expect("median") > 0.0);
+    assert!(v["min_ns"].as_f64() <= v["median_ns"].as_f64());
+    assert!(v["smt_slowdown"].as_f64().is_some());
+    let mut args = vec!["latency", &a, &b];
+    args.extend(LOOSE);
+    let (code, out, _) = run(dir.path(), &args);
+    assert_eq!(code, 0);
+    assert!(out.contains("ns one way"), "{out}");
+}
+
+#[test]
+fn bad_cpu_lists_and_pairs_are_clear_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, _, err) = run(dir.path(), &["infer", "--cpus", "0-x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--cpus") && err.contains('x'), "{err}");
+    let (code, _, err) = run(dir.path(), &["matrix", "--cpus", "0,99999"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("CPU 99999 not available"), "{err}");
+    let (code, _, err) = run(dir.path(), &["latency", "0", "0"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("against itself"), "{err}");
+    let (code, _, err) = run(dir.path(), &["infer", "--cpus", &cpus()[0].to_string()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("at least two CPUs"), "{err}");
+    let (code, _, err) = run(dir.path(), &["infer", "--from-matrix", "x.csv", "--full"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("apply to measuring this machine"), "{err}");
+}
+
+#[test]
+fn a_missing_description_says_how_to_create_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The only test of this process that sets the variable.
+    std::env::set_var("TOPOPROBE_FILE", dir.path().join("none.json"));
+    assert_eq!(
+        topoprobe_measure::description::default_path().expect("path"),
+        dir.path().join("none.json")
+    );
+    let e = topoprobe_measure::description::load_this_machine().unwrap_err();
+    assert!(e.to_string().contains("topoprobe infer"), "{e}");
+}

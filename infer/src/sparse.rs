@@ -1,0 +1,267 @@
+//! Collecting a latency table from fewer than N² measured pairs.
+//!
+//! Measuring one pair live costs milliseconds: all N(N-1)/2 pairs of a 192-context server
+//! take hours. Latencies are highly structured, so [`collect_sparse`] measures enough pairs
+//! to find the structure, measures representatives of it, verifies it with random pairs,
+//! and fills in every other pair from the representative of its *class pair*. The table it
+//! returns is complete and goes to [`crate::infer`] like a fully measured one.
+//!
+//! # Algorithm
+//!
+//! The structure is a tree of *modules*: sets of contexts that every outsider sees at the
+//! same latency (a core, a cluster, a socket — or a single context where nothing else is).
+//! It is discovered top-down:
+//!
+//! 1. **Pivot row.** A node's pivot (context 0 at the root) is measured against every
+//!    member. The values are clustered into *rings* where consecutive values differ by more
+//!    than 1% or five times the noise of a value (estimated from the probe's spreads). A
+//!    ring of one context is measured again first: one slow measurement must not make a
+//!    level.
+//! 2. **Modules.** In a ring at latency ℓ, two contexts belong to one module when they are
+//!    closer to each other than ℓ (by at least 8%): each context is compared with the
+//!    representative of a module, *predicted modules first* — those of its hinted mates
+//!    ([`SparseOptions::hint`]) and of its neighbours in the numbering at the strides seen
+//!    so far (`x ± 1`, the stride between a context and its module mates, the offset of
+//!    the root's innermost ring, such as an SMT sibling at `+N/2`) — then the others; a
+//!    context in none opens a new module. With a regular numbering most contexts cost one
+//!    comparison instead of one per module. Since every comparison is with a module's
+//!    representative, that representative's row inside its module is measured already when
+//!    the module is split in turn. SMT siblings always share the innermost module, so their
+//!    pair is always measured.
+//! 3. **Second looks.** A module one context larger than the ring's usual size has its
+//!    admissions measured again (an outlier can admit a stranger); a lone context where
+//!    modules have several has its ring and its predicted modules measured again.
+//! 4. **Ring pairs.** Nested rings predict that modules of rings *i* and *j* are at the
+//!    larger of their latencies. Two module pairs per ring pair are sampled; where one
+//!    disagrees beyond the noise (after a second measurement if it is 1.5× off), every
+//!    module pair of the two rings is measured: multi-hop links between sockets, a ring or
+//!    mesh gradient, E-core clusters slower inside than out, the home-node effect.
+//! 5. **Recursion** into every module of two or more contexts, its representative as pivot.
+//! 6. **Verification.** [`SparseOptions::verify`] random unmeasured pairs are measured and
+//!    compared with the structure's prediction; a confirmed disagreement measures three more
+//!    pairs of that class pair and adds two verification pairs.
+//!
+//! **Fill.** Measured pairs keep their (median) value. Two contexts meet at the node whose
+//! children hold them apart; an unmeasured pair takes the median of the measured pairs
+//! between the same two children, else between the same two rings of that node, else the
+//! latency of the farther ring.
+//!
+//! **Drift.** The first pair measured is a reference, measured again every 8 measurements
+//! until consecutive readings agree (then ever more rarely); every value is rescaled to the
+//! latest state of the interpolated reference, so a warm-up drift (DVFS) does not make
+//! levels.
+//!
+//! **Cost.** About one comparison per context per level of the structure, plus the pivot
+//! rows, the ring pairs and the verification: 4–6·N on the simulated platforms (see
+//! `examples/sparse_pairs.rs` and docs/INFERENCE.md). Identifying which of G equidistant
+//! groups a context belongs to costs up to G comparisons when the numbering gives no hint;
+//! an irregular numbering therefore costs more, but stays correct.
+//!
+//! ```
+//! use topoprobe_infer::sim::{platforms, Noise, SimProbe};
+//! use topoprobe_infer::sparse::{collect_sparse, SparseOptions};
+//! use topoprobe_infer::infer;
+//!
+//! let spec = platforms::ivy().with_noise(Noise::lognormal(0.02, 1));
+//! let mut probe = SimProbe::new(&spec).unwrap();
+//! let c = collect_sparse(&mut probe, &SparseOptions::default(), &mut |_, _| {}).unwrap();
+//! assert!(c.measurements <= 8 * 40);
+//! let topo = infer(&c.latency, &spec.infer_options()).unwrap();
+//! assert!(spec.truth().check(&topo).is_ok());
+//! ```
+
+mod build;
+mod fill;
+mod meter;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use self::build::{log_gap, Builder, Tolerance, Tree, OUTLIER_LN};
+use self::fill::Fill;
+use self::meter::Meter;
+use crate::{Collected, InferError, PairLatency};
+
+/// Machines with `N(N-1)/2 <= FULL_FACTOR * N` pairs are measured completely: their
+/// structure is not worth discovering.
+const FULL_FACTOR: usize = 4;
+/// Pairs measured again in a class pair whose verification failed.
+const REPAIR_PAIRS: usize = 3;
+/// Verification pairs added after a failed verification.
+const REPAIR_VERIFY: usize = 2;
+
+/// Options of [`collect_sparse`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SparseOptions {
+    /// Seed of the random choices (sampled ring pairs, verification pairs).
+    pub seed: u64,
+    /// Number of random verification pairs; `None`: `max(16, N/2)`.
+    pub verify: Option<usize>,
+    /// A hypothesised partition of the contexts (for example the SMT sibling sets, or the
+    /// packages, the operating system reports): contexts of one set are tried first as
+    /// members of one module. It is verified, never trusted: a wrong hint costs more pairs,
+    /// not a wrong structure. Numbers out of range are ignored, and a context listed twice
+    /// counts in its first set.
+    pub hint: Option<Vec<Vec<usize>>>,
+    /// Most probe calls to make (all measurements, repeated ones included); `None`: no
+    /// limit. When it is reached, the structure found so far fills the remaining pairs
+    /// (pairs it cannot predict stay missing).
+    pub budget: Option<usize>,
+}
+
+impl SparseOptions {
+    /// The number of verification pairs for `n` contexts.
+    #[must_use]
+    pub fn verify_pairs(&self, n: usize) -> usize {
+        self.verify.unwrap_or_else(|| (n / 2).max(16))
+    }
+}
+
+/// Measures enough pairs of `source` to find its structure and returns a complete table:
+/// every pair measured, or filled in from the representative measurement of its class
+/// pair (see the [module documentation](self)). `progress(done, estimated_total)` is called
+/// after every measurement.
+///
+/// The result's `pairs` is the number of distinct pairs measured, `measurements` the number
+/// of probe calls (repeated measurements and drift references included), and `measured`
+/// the measured pairs alone.
+///
+/// # Errors
+///
+/// Returns [`InferError::Probe`] when the probe fails, or [`InferError::TooSmall`] when it
+/// has fewer than two contexts.
+pub fn collect_sparse(
+    source: &mut dyn PairLatency,
+    opts: &SparseOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Collected, InferError> {
+    let n = source.contexts();
+    if n < 2 {
+        return Err(InferError::TooSmall(n));
+    }
+    let verify = opts.verify_pairs(n);
+    let budget = opts.budget.unwrap_or(usize::MAX);
+    let estimate = (5 * n + verify).min(n * (n - 1) / 2);
+    let mut meter = Meter::new(source, progress, budget, estimate);
+    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+    let tree = if n * (n - 1) / 2 <= FULL_FACTOR * n {
+        measure_everything(&mut meter)?
+    } else {
+        let builder = Builder::new(&mut meter, opts.hint.as_deref(), rng.clone());
+        let tree = builder.run()?;
+        verify_structure(&mut meter, &tree, verify, &mut rng)?;
+        tree
+    };
+    let tolerance = Tolerance::for_noise(meter.noise()).agree;
+    let (latency, spread, measured) = fill::tables(&tree, &meter, tolerance);
+    Ok(Collected {
+        latency,
+        spread,
+        measured,
+        pairs: meter.pairs(),
+        measurements: meter.calls(),
+    })
+}
+
+/// Measures every pair (small machines); the structure is empty.
+fn measure_everything(meter: &mut Meter<'_>) -> Result<Tree, InferError> {
+    let n = meter.contexts();
+    for a in 0..n {
+        for b in a + 1..n {
+            meter.value(a, b)?;
+        }
+    }
+    Ok(Tree::default())
+}
+
+/// Measures `count` random unmeasured pairs and compares each with the structure's
+/// prediction; a confirmed disagreement measures more pairs of its class pair and adds
+/// verification pairs.
+fn verify_structure(
+    meter: &mut Meter<'_>,
+    tree: &Tree,
+    count: usize,
+    rng: &mut ChaCha8Rng,
+) -> Result<(), InferError> {
+    let n = meter.contexts();
+    let tolerance = Tolerance::for_noise(meter.noise()).agree;
+    let mut fill = Fill::from_meter(tree, meter, tolerance);
+    meter.expect_more(count);
+    let mut left = count;
+    let mut tries = 0;
+    while left > 0 && tries < 20 * count + 100 {
+        tries += 1;
+        let (a, b) = (rng.gen_range(0..n), rng.gen_range(0..n));
+        if a == b || meter.is_measured(a, b) {
+            continue;
+        }
+        let Some(predicted) = fill.predict(a, b) else {
+            continue;
+        };
+        left -= 1;
+        let tol = Tolerance::for_noise(meter.noise());
+        if disagrees(meter, a, b, predicted.value, tol)? {
+            repair(meter, &mut fill, a, b, rng)?;
+            left += REPAIR_VERIFY;
+        }
+        if let Some(p) = meter.pair(a, b) {
+            fill.add(a, b, p);
+        }
+    }
+    Ok(())
+}
+
+/// Measures the pair and tells whether it disagrees with `predicted` beyond the noise
+/// (measured again first).
+fn disagrees(
+    meter: &mut Meter<'_>,
+    a: usize,
+    b: usize,
+    predicted: f64,
+    tol: Tolerance,
+) -> Result<bool, InferError> {
+    let Some(v) = meter.value(a, b)? else {
+        return Ok(false);
+    };
+    if log_gap(v, predicted) <= tol.agree {
+        return Ok(false);
+    }
+    let confirmed = meter.confirm(a, b, tol.agree.min(OUTLIER_LN))?;
+    Ok(confirmed.is_some_and(|v| log_gap(v, predicted) > tol.agree))
+}
+
+/// Measures [`REPAIR_PAIRS`] more random pairs of the class pair of `a` and `b`.
+fn repair(
+    meter: &mut Meter<'_>,
+    fill: &mut Fill<'_>,
+    a: usize,
+    b: usize,
+    rng: &mut ChaCha8Rng,
+) -> Result<(), InferError> {
+    let Some((_, ca, cb)) = fill.class_pair(a, b) else {
+        return Ok(());
+    };
+    let (xs, ys) = (fill.members(ca).to_vec(), fill.members(cb).to_vec());
+    if xs.is_empty() || ys.is_empty() {
+        return Ok(());
+    }
+    let mut done = 0;
+    for _ in 0..REPAIR_PAIRS * 4 {
+        if done == REPAIR_PAIRS {
+            break;
+        }
+        let (x, y) = (
+            xs[rng.gen_range(0..xs.len())],
+            ys[rng.gen_range(0..ys.len())],
+        );
+        if meter.is_measured(x, y) {
+            continue;
+        }
+        done += 1;
+        meter.value(x, y)?;
+        if let Some(p) = meter.pair(x, y) {
+            fill.add(x, y, p);
+        }
+    }
+    Ok(())
+}

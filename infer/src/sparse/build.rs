@@ -1,0 +1,986 @@
+//! Top-down discovery of a machine's structure with few measurements: pivots, rings of
+//! equal latency, modules inside rings (see the parent module's documentation).
+
+use std::collections::HashMap;
+
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+
+use super::meter::{median, Meter};
+use crate::InferError;
+
+/// Smallest relative gap (log ratio) between two rings of a pivot's row.
+const RING_GAP_MIN: f64 = 0.08;
+/// Two contexts of a ring share a module when their latency is below this fraction of the
+/// smaller of their latencies from the pivot: cores of a cluster, clusters of a socket and
+/// sockets are at most about half as far from each other as from outsiders (EPYC's 120 ns
+/// inside a socket against 230 ns across), while neighbours on a ring or mesh are at 70–90%
+/// and sockets one link apart at 75% of two links.
+const ADMIT_RATIO: f64 = 0.6;
+/// Ring gap in units of the estimated noise of a pair's value.
+const RING_GAP_NOISE: f64 = 5.0;
+/// Smallest disagreement (log ratio) between a value and its prediction that counts.
+const AGREE_MIN: f64 = 0.03;
+/// Disagreement in units of the estimated noise.
+const AGREE_NOISE: f64 = 5.0;
+/// A value this far (log of 1.5) from what the structure predicts is measured again before
+/// it is believed: an outlier (a preempted run), not a level.
+pub(super) const OUTLIER_LN: f64 = 0.405;
+/// Module pairs sampled per pair of rings to test the nested-rings prediction.
+const RING_PAIR_SAMPLES: usize = 2;
+/// Rounds of splitting modules that a witness does not see as one.
+const REFINE_ROUNDS: usize = 3;
+/// A module whose inside is slower than this fraction of its ring's latency is loosely bound
+/// (it may be several modules, close to each other but not to the pivot).
+const LOOSE: f64 = 0.5;
+/// Rings of the root at most this large give the numbering strides to try first.
+const BASE_STRIDE_RING: usize = 16;
+
+/// Log-ratio distance of two latencies.
+pub(super) fn log_gap(a: f64, b: f64) -> f64 {
+    (a / b).ln().abs()
+}
+
+/// Tolerances (log ratios) for the current noise.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Tolerance {
+    /// Gap between two rings of a row, and margin by which two contexts must be closer to
+    /// each other than to the pivot to share a module.
+    pub gap: f64,
+    /// Disagreement between a value and its prediction.
+    pub agree: f64,
+}
+
+impl Tolerance {
+    /// Tolerances for values of relative error `noise`.
+    pub(super) fn for_noise(noise: f64) -> Self {
+        Self {
+            gap: (RING_GAP_NOISE * noise).max(RING_GAP_MIN),
+            agree: (AGREE_NOISE * noise).max(AGREE_MIN),
+        }
+    }
+}
+
+/// A node of the discovered structure: a pivot, and its other contexts grouped into rings
+/// (by their latency from the pivot) and modules (by their latency to each other).
+#[derive(Debug, Clone)]
+pub(super) struct Node {
+    /// Every context under this node.
+    pub members: Vec<usize>,
+    /// The context whose row split this node.
+    pub pivot: usize,
+    /// Child nodes: the pivot's leaf first, then the modules of every ring.
+    pub children: Vec<usize>,
+    /// Index of this node's ring in its parent (0 for the parent's pivot leaf).
+    pub ring: usize,
+    /// Latency of each ring from the pivot (index 0: the pivot itself; `NaN`: unmeasured).
+    pub levels: Vec<f64>,
+    /// Pairs of rings (indices as in `levels`, ascending) whose module pairs disagree with
+    /// the nested-rings prediction: each module pair has its own value.
+    pub irregular: Vec<(usize, usize)>,
+}
+
+/// The discovered structure: nodes, the root first.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Tree {
+    /// Every node; node 0 is the root.
+    pub nodes: Vec<Node>,
+}
+
+/// A module of a ring: contexts closer to each other than to the ring's latency.
+#[derive(Debug, Clone)]
+struct Module {
+    rep: usize,
+    members: Vec<usize>,
+}
+
+/// A ring of a pivot's row: contexts at one latency from the pivot, grouped into modules.
+#[derive(Debug, Clone)]
+struct Ring {
+    /// The pivot.
+    pivot: usize,
+    /// Median latency from the pivot (`NaN` for the contexts it could not be measured to).
+    level: f64,
+    /// Smallest and largest latency from the pivot.
+    range: (f64, f64),
+    modules: Vec<Module>,
+    /// Context → index of its module.
+    of: HashMap<usize, usize>,
+    /// Contexts of the ring not yet placed in a module.
+    pending: Vec<usize>,
+}
+
+impl Ring {
+    fn new(pivot: usize, level: f64, range: (f64, f64)) -> Self {
+        Self {
+            pivot,
+            level,
+            range,
+            modules: Vec::new(),
+            of: HashMap::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    fn join(&mut self, m: usize, x: usize) {
+        if let Some(module) = self.modules.get_mut(m) {
+            module.members.push(x);
+            self.of.insert(x, m);
+        }
+    }
+
+    fn open(&mut self, x: usize) {
+        self.of.insert(x, self.modules.len());
+        self.modules.push(Module {
+            rep: x,
+            members: vec![x],
+        });
+    }
+
+    fn remove(&mut self, x: usize) {
+        if let Some(m) = self.of.remove(&x) {
+            if let Some(module) = self.modules.get_mut(m) {
+                module.members.retain(|&y| y != x);
+            }
+        }
+    }
+
+    /// Whether a latency from the pivot falls in this ring (within `tol.gap` of its range).
+    fn holds(&self, v: f64, tol: Tolerance) -> bool {
+        let (lo, hi) = self.range;
+        lo.is_finite()
+            && hi.is_finite()
+            && v.ln() >= lo.ln() - tol.gap
+            && v.ln() <= hi.ln() + tol.gap
+    }
+
+    /// Indices of the modules that still have members.
+    fn live(&self) -> Vec<usize> {
+        (0..self.modules.len())
+            .filter(|&m| !self.modules[m].members.is_empty())
+            .collect()
+    }
+
+    /// The most common module size (the larger on ties).
+    fn mode(&self) -> usize {
+        let mut count: HashMap<usize, usize> = HashMap::new();
+        for m in self.live() {
+            *count.entry(self.modules[m].members.len()).or_default() += 1;
+        }
+        count
+            .into_iter()
+            .max_by_key(|&(size, c)| (c, size))
+            .map_or(0, |(size, _)| size)
+    }
+}
+
+/// Discovers the structure top-down.
+pub(super) struct Builder<'m, 'a> {
+    meter: &'m mut Meter<'a>,
+    hint_of: Vec<Option<usize>>,
+    hint_sets: Vec<Vec<usize>>,
+    base_strides: Vec<usize>,
+    learned: HashMap<usize, usize>,
+    rng: ChaCha8Rng,
+    tree: Tree,
+}
+
+impl<'m, 'a> Builder<'m, 'a> {
+    /// A builder measuring through `meter`, trying the sets of `hint` first.
+    pub(super) fn new(
+        meter: &'m mut Meter<'a>,
+        hint: Option<&[Vec<usize>]>,
+        rng: ChaCha8Rng,
+    ) -> Self {
+        let n = meter.contexts();
+        let mut hint_of = vec![None; n];
+        let mut hint_sets = Vec::new();
+        for set in hint.unwrap_or(&[]) {
+            let id = hint_sets.len();
+            let mut kept = Vec::new();
+            for &x in set {
+                if let Some(slot) = hint_of.get_mut(x).filter(|s| s.is_none()) {
+                    *slot = Some(id);
+                    kept.push(x);
+                }
+            }
+            hint_sets.push(kept);
+        }
+        Self {
+            meter,
+            hint_of,
+            hint_sets,
+            base_strides: Vec::new(),
+            learned: HashMap::new(),
+            rng,
+            tree: Tree::default(),
+        }
+    }
+
+    /// Discovers the structure of all contexts, pivoting first on context 0.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`InferError::Probe`] when the probe fails.
+    pub(super) fn run(mut self) -> Result<Tree, InferError> {
+        let all: Vec<usize> = (0..self.meter.contexts()).collect();
+        self.build(0, all)?;
+        Ok(self.tree)
+    }
+
+    /// The tolerances for the noise measured so far.
+    fn tolerance(&mut self) -> Tolerance {
+        Tolerance::for_noise(self.meter.noise())
+    }
+
+    fn push(&mut self, node: Node) -> usize {
+        self.tree.nodes.push(node);
+        self.tree.nodes.len() - 1
+    }
+
+    /// Builds the node of `members` (which contain `pivot`) and, recursively, its children;
+    /// returns its index.
+    fn build(&mut self, pivot: usize, members: Vec<usize>) -> Result<usize, InferError> {
+        let root = self.tree.nodes.is_empty();
+        let id = self.push(Node {
+            members: members.clone(),
+            pivot,
+            children: Vec::new(),
+            ring: 0,
+            levels: vec![0.0],
+            irregular: Vec::new(),
+        });
+        if members.len() < 2 {
+            return Ok(id);
+        }
+        let mut rings = self.rings(pivot, &members)?;
+        if root {
+            self.learn_base_strides(pivot, &rings);
+        }
+        let tol = self.tolerance();
+        let mut moved = Vec::new();
+        for ring in &mut rings {
+            moved.extend(self.split(ring, tol)?);
+        }
+        self.relocate(&mut rings, moved, tol)?;
+        self.check_modules(&mut rings, tol)?;
+        for ring in &mut rings {
+            self.merge_close(ring, tol)?;
+        }
+        let mut irregular = self.check_ring_pairs(&rings, tol)?;
+        for _ in 0..REFINE_ROUNDS {
+            if !self.refine(&mut rings, &irregular, tol)? {
+                break;
+            }
+            irregular = self.check_ring_pairs(&rings, tol)?;
+        }
+        self.tree.nodes[id].irregular = irregular;
+        self.attach(id, pivot, &rings)
+    }
+
+    /// Tests the modules of irregular ring pairs against the other ring's modules as
+    /// witnesses, and splits a module that a witness does not see as one (two sockets one
+    /// link apart and two links from the pivot look like one module from the pivot). Only
+    /// loosely bound modules are tested: those whose inside is slower than half the ring's
+    /// latency. Returns whether a module was split.
+    fn refine(
+        &mut self,
+        rings: &mut [Ring],
+        irregular: &[(usize, usize)],
+        tol: Tolerance,
+    ) -> Result<bool, InferError> {
+        let mut changed = false;
+        for &(i, j) in irregular {
+            let (i, j) = (i - 1, j - 1);
+            for (t, w) in [(j, i), (i, j)] {
+                let witnesses: Vec<usize> = rings[w]
+                    .live()
+                    .into_iter()
+                    .map(|m| rings[w].modules[m].rep)
+                    .collect();
+                changed |= self.refine_ring(&mut rings[t], &witnesses, tol)?;
+                if i == j {
+                    break;
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Splits the loosely bound modules of `ring` that one of `witnesses` does not see at
+    /// one latency, by that witness's latencies to their members.
+    fn refine_ring(
+        &mut self,
+        ring: &mut Ring,
+        witnesses: &[usize],
+        tol: Tolerance,
+    ) -> Result<bool, InferError> {
+        let mut changed = false;
+        for m in ring.live() {
+            let probes = self.loose_probes(ring, m, tol);
+            if probes.is_empty() {
+                continue;
+            }
+            let rep = ring.modules[m].rep;
+            for &w in witnesses
+                .iter()
+                .filter(|&&w| !ring.modules[m].members.contains(&w))
+            {
+                if self.sees_apart(w, rep, &probes, tol)? {
+                    self.split_module(ring, m, w, tol)?;
+                    changed = true;
+                    break;
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Members of a loosely bound module to compare with its representative: two of each
+    /// class of the representative's latencies inside it that is slower than half the
+    /// ring's latency (none for a tightly bound module).
+    fn loose_probes(&self, ring: &Ring, m: usize, tol: Tolerance) -> Vec<usize> {
+        let module = &ring.modules[m];
+        let floor = ring.range.0 * LOOSE;
+        let mut inside: Vec<(usize, f64)> = module
+            .members
+            .iter()
+            .filter(|&&y| y != module.rep)
+            .filter_map(|&y| self.meter.known(module.rep, y).map(|v| (y, v)))
+            .filter(|&(_, v)| v > floor)
+            .collect();
+        inside.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let mut probes = Vec::new();
+        let mut last = f64::NAN;
+        for (k, &(y, v)) in inside.iter().enumerate() {
+            let next_gap = inside.get(k + 1).is_none_or(|n| log_gap(n.1, v) > tol.gap);
+            if probes.is_empty() || log_gap(v, last) > tol.gap || next_gap {
+                if !probes.contains(&y) {
+                    probes.push(y);
+                }
+            }
+            last = v;
+        }
+        probes
+    }
+
+    /// Whether witness `w` sees one of `probes` at another latency than `rep` (an
+    /// outlier-sized difference measured again first).
+    fn sees_apart(
+        &mut self,
+        w: usize,
+        rep: usize,
+        probes: &[usize],
+        tol: Tolerance,
+    ) -> Result<bool, InferError> {
+        let Some(base) = self.meter.value(w, rep)? else {
+            return Ok(false);
+        };
+        for &y in probes {
+            let Some(mut v) = self.meter.value(w, y)? else {
+                continue;
+            };
+            if log_gap(v, base) > OUTLIER_LN {
+                v = self.meter.confirm(w, y, tol.agree)?.unwrap_or(v);
+            }
+            if log_gap(v, base) > tol.agree {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Splits module `m` of `ring` by witness `w`'s latencies to its members: the members
+    /// at `w`'s latency to the representative stay, each other class of latencies becomes
+    /// a module.
+    fn split_module(
+        &mut self,
+        ring: &mut Ring,
+        m: usize,
+        w: usize,
+        tol: Tolerance,
+    ) -> Result<(), InferError> {
+        let members = ring.modules[m].members.clone();
+        let rep = ring.modules[m].rep;
+        let Some(base) = self.meter.value(w, rep)? else {
+            return Ok(());
+        };
+        let mut groups: Vec<(f64, Vec<usize>)> = Vec::new();
+        for y in members.into_iter().filter(|&y| y != rep) {
+            let Some(v) = self.meter.value(w, y)? else {
+                continue;
+            };
+            if log_gap(v, base) <= tol.agree {
+                continue;
+            }
+            ring.remove(y);
+            match groups.iter_mut().find(|g| log_gap(g.0, v) <= tol.agree) {
+                Some(g) => g.1.push(y),
+                None => groups.push((v, vec![y])),
+            }
+        }
+        for (_, group) in groups {
+            let first = ring.modules.len();
+            for (k, y) in group.into_iter().enumerate() {
+                if k == 0 {
+                    ring.open(y);
+                } else {
+                    ring.join(first, y);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the pivot's leaf and the children of every module under node `id`.
+    fn attach(&mut self, id: usize, pivot: usize, rings: &[Ring]) -> Result<usize, InferError> {
+        let leaf = self.push(Node {
+            members: vec![pivot],
+            pivot,
+            children: Vec::new(),
+            ring: 0,
+            levels: vec![0.0],
+            irregular: Vec::new(),
+        });
+        let mut children = vec![leaf];
+        let mut levels = vec![0.0];
+        for (r, ring) in rings.iter().enumerate() {
+            levels.push(ring.level);
+            for m in ring.live() {
+                let module = &ring.modules[m];
+                let child = self.build(module.rep, module.members.clone())?;
+                self.tree.nodes[child].ring = r + 1;
+                children.push(child);
+            }
+        }
+        let node = &mut self.tree.nodes[id];
+        node.children = children;
+        node.levels = levels;
+        Ok(id)
+    }
+
+    /// The pivot's row over `members`, split into rings of equal latency (ascending, the
+    /// contexts it could not be measured to last, at `NaN`); the rings' contexts are in
+    /// their `of` maps, not yet in modules. A ring of a single context is measured again
+    /// first: one slow measurement must not make a level.
+    fn rings(&mut self, pivot: usize, members: &[usize]) -> Result<Vec<Ring>, InferError> {
+        let mut missing = Vec::new();
+        for &x in members.iter().filter(|&&x| x != pivot) {
+            if self.meter.value(pivot, x)?.is_none() {
+                missing.push(x);
+            }
+        }
+        self.meter.sync()?;
+        let tol = self.tolerance();
+        let mut rings = self.classes(pivot, members, tol.gap);
+        if members.len() >= 3 {
+            let lonely: Vec<usize> = rings
+                .iter()
+                .filter(|r| r.pending.len() == 1)
+                .flat_map(|r| r.pending.iter().copied())
+                .collect();
+            for &x in &lonely {
+                self.meter.confirm(pivot, x, tol.agree)?;
+            }
+            if !lonely.is_empty() {
+                rings = self.classes(pivot, members, tol.gap);
+            }
+        }
+        if !missing.is_empty() {
+            let mut ring = Ring::new(pivot, f64::NAN, (f64::NAN, f64::NAN));
+            ring.pending = missing;
+            rings.push(ring);
+        }
+        Ok(rings)
+    }
+
+    /// The measured members of the pivot's row, clustered where consecutive values differ by
+    /// more than `gap` (log ratio); each class with its median latency.
+    fn classes(&self, pivot: usize, members: &[usize], gap: f64) -> Vec<Ring> {
+        let mut row: Vec<(usize, f64)> = members
+            .iter()
+            .filter(|&&x| x != pivot)
+            .filter_map(|&x| self.meter.known(pivot, x).map(|v| (x, v)))
+            .collect();
+        row.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let mut out: Vec<(Vec<f64>, Vec<usize>)> = Vec::new();
+        let mut last = f64::NAN;
+        for (x, v) in row {
+            match out.last_mut() {
+                Some(c) if log_gap(v, last) <= gap => {
+                    c.0.push(v);
+                    c.1.push(x);
+                }
+                _ => out.push((vec![v], vec![x])),
+            }
+            last = v;
+        }
+        out.into_iter()
+            .map(|(mut vs, xs)| {
+                let range = (
+                    vs.first().copied().unwrap_or(f64::NAN),
+                    vs.last().copied().unwrap_or(f64::NAN),
+                );
+                let mut ring = Ring::new(pivot, median(&mut vs).unwrap_or(f64::NAN), range);
+                ring.pending = xs;
+                ring
+            })
+            .collect()
+    }
+
+    /// Strides of the numbering suggested by the root's innermost ring (an SMT sibling at
+    /// `+N/2`, consecutive strands, ...).
+    fn learn_base_strides(&mut self, pivot: usize, rings: &[Ring]) {
+        if let Some(first) = rings
+            .first()
+            .filter(|r| r.pending.len() <= BASE_STRIDE_RING)
+        {
+            self.base_strides = first.pending.iter().map(|&x| x.abs_diff(pivot)).collect();
+        }
+    }
+
+    /// Splits a ring into modules, placing its contexts one by one in numbering order;
+    /// returns the contexts that belong to another ring, with their latency from the pivot.
+    fn split(&mut self, ring: &mut Ring, tol: Tolerance) -> Result<Vec<(usize, f64)>, InferError> {
+        let mut elems = std::mem::take(&mut ring.pending);
+        elems.sort_unstable();
+        let mut moved = Vec::new();
+        for x in elems {
+            moved.extend(self.place(ring, x, tol, true)?);
+        }
+        Ok(moved)
+    }
+
+    /// Places contexts that left their ring into the ring their latency from the pivot
+    /// falls in, or into a new ring.
+    fn relocate(
+        &mut self,
+        rings: &mut Vec<Ring>,
+        moved: Vec<(usize, f64)>,
+        tol: Tolerance,
+    ) -> Result<(), InferError> {
+        for (x, v) in moved {
+            if let Some(t) = rings.iter().position(|ring| ring.holds(v, tol)) {
+                self.place(&mut rings[t], x, tol, false)?;
+            } else if let Some(pivot) = rings.first().map(|r| r.pivot) {
+                let mut ring = Ring::new(pivot, v, (v, v));
+                ring.open(x);
+                rings.push(ring);
+            }
+        }
+        Ok(())
+    }
+
+    /// The latency below which `x` and `y` share a module of `ring`: a margin below the
+    /// smaller of their latencies from the pivot (log; `None` when one is unmeasured).
+    fn limit(&self, ring: &Ring, x: usize, y: usize) -> Option<f64> {
+        let lx = self.meter.known(ring.pivot, x)?;
+        let ly = self.meter.known(ring.pivot, y)?;
+        Some((lx.min(ly) * ADMIT_RATIO).ln())
+    }
+
+    /// Whether `x` is closer to `y` than the pivot is to either (by the margin).
+    fn close(&mut self, ring: &Ring, x: usize, y: usize) -> Result<bool, InferError> {
+        let Some(limit) = self.limit(ring, x, y) else {
+            return Ok(false);
+        };
+        Ok(self.meter.value(x, y)?.is_some_and(|v| v.ln() < limit))
+    }
+
+    /// Puts `x` into the module of `ring` whose representative is close to it (predicted
+    /// modules first), or into a new module. With `may_move`, a representative far beyond
+    /// the pivot's latencies to both (which a tree of groups cannot have, a ring of clusters
+    /// slower inside than out only by a little) has the pair and then `x`'s latency from the
+    /// pivot measured again: when that latency leaves the ring, `x` is returned with it
+    /// instead (an outlier had put it there).
+    fn place(
+        &mut self,
+        ring: &mut Ring,
+        x: usize,
+        tol: Tolerance,
+        may_move: bool,
+    ) -> Result<Vec<(usize, f64)>, InferError> {
+        let mut moved = Vec::new();
+        if !ring.level.is_finite() {
+            ring.open(x);
+            return Ok(moved);
+        }
+        for m in self.candidates(ring, x) {
+            let rep = ring.modules[m].rep;
+            if self.close(ring, x, rep)? {
+                self.learn(&ring.modules[m].members, x);
+                ring.join(m, x);
+                return Ok(moved);
+            }
+            if may_move && self.too_far(ring, x, rep, tol)? {
+                if let Some(v) = self.leaves(ring, x, tol)? {
+                    moved.push((x, v));
+                    return Ok(moved);
+                }
+                if ring.modules[m].members.len() == 1 {
+                    if let Some(v) = self.leaves(ring, rep, tol)? {
+                        ring.remove(rep);
+                        moved.push((rep, v));
+                    }
+                }
+            }
+        }
+        ring.open(x);
+        Ok(moved)
+    }
+
+    /// `x`'s latency from the pivot, measured again, when it no longer falls in the ring.
+    fn leaves(&mut self, ring: &Ring, x: usize, tol: Tolerance) -> Result<Option<f64>, InferError> {
+        Ok(self
+            .meter
+            .confirm(ring.pivot, x, tol.agree)?
+            .filter(|&v| !ring.holds(v, tol)))
+    }
+
+    /// Whether `x` and `y` are more than 1.5 times farther apart than the pivot is from
+    /// either of them (measured again before it counts).
+    fn too_far(
+        &mut self,
+        ring: &Ring,
+        x: usize,
+        y: usize,
+        tol: Tolerance,
+    ) -> Result<bool, InferError> {
+        let (Some(lx), Some(ly)) = (
+            self.meter.known(ring.pivot, x),
+            self.meter.known(ring.pivot, y),
+        ) else {
+            return Ok(false);
+        };
+        let far = |v: Option<f64>| v.is_some_and(|v| (v / lx.max(ly)).ln() > OUTLIER_LN);
+        if !far(self.meter.known(x, y)) {
+            return Ok(false);
+        }
+        Ok(far(self.meter.confirm(x, y, tol.agree)?))
+    }
+    /// Every live module of `ring`: the predicted ones first, then by distance of their
+    /// representative's number from `x`.
+    fn candidates(&self, ring: &Ring, x: usize) -> Vec<usize> {
+        let mut out = self.predicted(ring, x);
+        let mut rest: Vec<usize> = ring
+            .live()
+            .into_iter()
+            .filter(|m| !out.contains(m))
+            .collect();
+        rest.sort_by_key(|&m| ring.modules[m].rep.abs_diff(x));
+        out.extend(rest);
+        out
+    }
+
+    /// Modules predicted for `x`: those of its hinted mates, then of its neighbours in the
+    /// numbering at the strides seen so far.
+    fn predicted(&self, ring: &Ring, x: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut add = |y: usize| {
+            if let Some(&m) = ring.of.get(&y) {
+                if !out.contains(&m) && !ring.modules[m].members.is_empty() {
+                    out.push(m);
+                }
+            }
+        };
+        if let Some(h) = self.hint_of.get(x).copied().flatten() {
+            for &y in &self.hint_sets[h] {
+                add(y);
+            }
+        }
+        for d in self.strides() {
+            if let Some(y) = x.checked_sub(d) {
+                add(y);
+            }
+            add(x + d);
+        }
+        out
+    }
+
+    /// Strides to try: the two most often seen between a context and its module, 1, and
+    /// the root's.
+    fn strides(&self) -> Vec<usize> {
+        let mut seen: Vec<(usize, usize)> = self.learned.iter().map(|(&d, &c)| (d, c)).collect();
+        seen.sort_by_key(|&(d, c)| (std::cmp::Reverse(c), d));
+        let mut out: Vec<usize> = seen.into_iter().take(2).map(|(d, _)| d).collect();
+        for d in std::iter::once(1).chain(self.base_strides.iter().copied()) {
+            if d > 0 && !out.contains(&d) {
+                out.push(d);
+            }
+        }
+        out
+    }
+
+    /// Records the stride between `x` and the closest member of the module it joins.
+    fn learn(&mut self, members: &[usize], x: usize) {
+        if let Some(d) = members.iter().map(|&y| y.abs_diff(x)).min() {
+            *self.learned.entry(d).or_default() += 1;
+        }
+    }
+
+    /// Second looks at modules whose size breaks the ring's pattern: a module one context
+    /// larger than usual has its admissions measured again (an outlier can admit a
+    /// stranger); a lone context where modules have several has its latency from the pivot
+    /// and its predicted modules measured again (an outlier can put it in the wrong ring or
+    /// keep it out of its module).
+    fn check_modules(&mut self, rings: &mut Vec<Ring>, tol: Tolerance) -> Result<(), InferError> {
+        let mut moved = Vec::new();
+        for r in 0..rings.len() {
+            if !rings[r].level.is_finite() {
+                continue;
+            }
+            let mode = rings[r].mode();
+            self.check_oversized(&mut rings[r], mode, tol)?;
+            if mode >= 2 {
+                moved.extend(self.check_lonely(&mut rings[r], tol)?);
+            }
+        }
+        self.relocate(rings, moved, tol)
+    }
+
+    /// Measures again the admissions of modules one context larger than the ring's usual
+    /// size, and places again the contexts that do not belong.
+    fn check_oversized(
+        &mut self,
+        ring: &mut Ring,
+        mode: usize,
+        tol: Tolerance,
+    ) -> Result<(), InferError> {
+        let mut ejected = Vec::new();
+        if std::env::var("SPARSE_DEBUG").is_ok() {
+            eprintln!(
+                "pivot {} mode {mode} sizes {:?}",
+                ring.pivot,
+                ring.live()
+                    .iter()
+                    .map(|&m| ring.modules[m].members.clone())
+                    .collect::<Vec<_>>()
+            );
+        }
+        for m in ring.live() {
+            if ring.modules[m].members.len() != mode + 1 {
+                continue;
+            }
+            let rep = ring.modules[m].rep;
+            for y in ring.modules[m].members.clone() {
+                if y == rep {
+                    continue;
+                }
+                let v = self.meter.confirm(rep, y, tol.agree)?;
+                let limit = self.limit(ring, rep, y);
+                if !matches!((v, limit), (Some(v), Some(l)) if v.ln() < l) {
+                    ejected.push(y);
+                }
+            }
+        }
+        for y in ejected {
+            ring.remove(y);
+            self.place(ring, y, tol, false)?;
+        }
+        Ok(())
+    }
+
+    /// Measures again the lone contexts of a ring whose modules have several contexts:
+    /// returns those that belong to another ring (with their latency from the pivot), and
+    /// merges those whose predicted module takes them after all.
+    fn check_lonely(
+        &mut self,
+        ring: &mut Ring,
+        tol: Tolerance,
+    ) -> Result<Vec<(usize, f64)>, InferError> {
+        let lonely: Vec<usize> = ring
+            .live()
+            .into_iter()
+            .filter(|&m| ring.modules[m].members.len() == 1)
+            .map(|m| ring.modules[m].rep)
+            .collect();
+        let mut moved = Vec::new();
+        for x in lonely {
+            let Some(v) = self.meter.confirm(ring.pivot, x, tol.agree)? else {
+                continue;
+            };
+            if !ring.holds(v, tol) {
+                ring.remove(x);
+                moved.push((x, v));
+                continue;
+            }
+            let own = ring.of.get(&x).copied();
+            for m in self.predicted(ring, x) {
+                if Some(m) == own {
+                    continue;
+                }
+                let rep = ring.modules[m].rep;
+                self.meter.confirm(x, rep, tol.agree)?;
+                if self.close(ring, x, rep)? {
+                    ring.remove(x);
+                    ring.join(m, x);
+                    break;
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Merges two modules of a ring whose representatives turn out close after all: a pair
+    /// far below the pivot's latencies to both is measured again, and merged when it now
+    /// passes the admission (an outlier kept one module from the other).
+    fn merge_close(&mut self, ring: &mut Ring, tol: Tolerance) -> Result<(), InferError> {
+        if !ring.level.is_finite() {
+            return Ok(());
+        }
+        for (a, b) in module_pairs(ring, ring, true) {
+            let (Some(v), Some(la), Some(lb)) = (
+                self.meter.known(a, b),
+                self.meter.known(ring.pivot, a),
+                self.meter.known(ring.pivot, b),
+            ) else {
+                continue;
+            };
+            if (la.max(lb) / v).ln() <= OUTLIER_LN || self.close(ring, a, b)? {
+                continue;
+            }
+            self.meter.confirm(a, b, tol.agree)?;
+            let (Some(&ma), Some(&mb)) = (ring.of.get(&a), ring.of.get(&b)) else {
+                continue;
+            };
+            if ma != mb && self.close(ring, a, b)? {
+                for y in ring.modules[mb].members.clone() {
+                    ring.remove(y);
+                    ring.join(ma, y);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Tests, for every pair of rings, the nested-rings prediction: two modules are at the
+    /// larger of their representatives' latencies from the pivot (exact for a tree of
+    /// groups). A few module pairs are sampled; where one disagrees (an outlier-sized
+    /// disagreement measured again first), every module pair of the two rings is measured:
+    /// multi-hop links between sockets, a ring or mesh gradient, clusters slower inside than
+    /// out.
+    fn check_ring_pairs(
+        &mut self,
+        rings: &[Ring],
+        tol: Tolerance,
+    ) -> Result<Vec<(usize, usize)>, InferError> {
+        let mut irregular = Vec::new();
+        for i in 0..rings.len() {
+            for j in i..rings.len() {
+                let pairs = module_pairs(&rings[i], &rings[j], i == j);
+                if pairs.is_empty() {
+                    continue;
+                }
+                let known = rings[i].level.is_finite() && rings[j].level.is_finite();
+                if known {
+                    let contexts = rings[i].of.len() + rings[j].of.len();
+                    self.sample(&pairs, contexts)?;
+                }
+                if !known || self.irregular(rings[i].pivot, &pairs, tol)? {
+                    self.measure_all(&pairs)?;
+                    self.recheck_isolated(&pairs, tol)?;
+                    irregular.push((i + 1, j + 1));
+                }
+            }
+        }
+        Ok(irregular)
+    }
+
+    /// Measures random pairs of `pairs` until at least [`RING_PAIR_SAMPLES`] are measured,
+    /// or all of them when they are at most half as many as the `contexts` of the two rings
+    /// (few large modules, such as sockets two hops apart or not: cheap to measure all).
+    fn sample(&mut self, pairs: &[(usize, usize)], contexts: usize) -> Result<(), InferError> {
+        let have = pairs
+            .iter()
+            .filter(|&&(a, b)| self.meter.is_measured(a, b))
+            .count();
+        let want = if 2 * pairs.len() <= contexts {
+            pairs.len()
+        } else {
+            RING_PAIR_SAMPLES
+        };
+        if have >= want {
+            return Ok(());
+        }
+        let mut todo: Vec<(usize, usize)> = pairs
+            .iter()
+            .copied()
+            .filter(|&(a, b)| !self.meter.is_measured(a, b))
+            .collect();
+        todo.shuffle(&mut self.rng);
+        for &(a, b) in todo.iter().take(want - have) {
+            self.meter.value(a, b)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a measured pair disagrees with its nested-rings prediction (outlier-sized
+    /// disagreements are measured again before they count).
+    fn irregular(
+        &mut self,
+        pivot: usize,
+        pairs: &[(usize, usize)],
+        tol: Tolerance,
+    ) -> Result<bool, InferError> {
+        let mut irregular = false;
+        for &(a, b) in pairs {
+            let expect = match (self.meter.known(pivot, a), self.meter.known(pivot, b)) {
+                (Some(x), Some(y)) => x.max(y),
+                _ => return Ok(true),
+            };
+            let Some(mut v) = self.meter.known(a, b) else {
+                continue;
+            };
+            if log_gap(v, expect) > OUTLIER_LN {
+                v = self.meter.confirm(a, b, tol.agree)?.unwrap_or(v);
+            }
+            irregular |= log_gap(v, expect) > tol.agree;
+        }
+        Ok(irregular)
+    }
+
+    fn measure_all(&mut self, pairs: &[(usize, usize)]) -> Result<(), InferError> {
+        self.meter.expect_more(pairs.len());
+        for &(a, b) in pairs {
+            self.meter.value(a, b)?;
+        }
+        Ok(())
+    }
+
+    /// Measures again the values of `pairs` far from all the others (at least three).
+    fn recheck_isolated(
+        &mut self,
+        pairs: &[(usize, usize)],
+        tol: Tolerance,
+    ) -> Result<(), InferError> {
+        let values: Vec<((usize, usize), f64)> = pairs
+            .iter()
+            .filter_map(|&(a, b)| self.meter.known(a, b).map(|v| ((a, b), v)))
+            .collect();
+        if values.len() < 3 {
+            return Ok(());
+        }
+        for &((a, b), v) in &values {
+            let near = values
+                .iter()
+                .any(|&(k, w)| k != (a, b) && log_gap(v, w) <= OUTLIER_LN);
+            if !near {
+                self.meter.confirm(a, b, tol.agree)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Representative pairs of the module pairs of rings `a` and `b` (`same`: the same ring).
+fn module_pairs(a: &Ring, b: &Ring, same: bool) -> Vec<(usize, usize)> {
+    let (la, lb) = (a.live(), b.live());
+    let mut out = Vec::new();
+    for (i, &ma) in la.iter().enumerate() {
+        let start = if same { i + 1 } else { 0 };
+        for &mb in &lb[start.min(lb.len())..] {
+            out.push((a.modules[ma].rep, b.modules[mb].rep));
+        }
+    }
+    out
+}

@@ -1,1 +1,0 @@
-//! The operating system's view of the machine.

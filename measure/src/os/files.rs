@@ -1,0 +1,188 @@
+//! Reading sysfs and procfs files: size-capped, NUL- and whitespace-trimmed, with errors that
+//! name the file and its content.
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use super::OsError;
+
+/// Largest file read (`/proc/cpuinfo` of a big machine is a few MiB).
+const MAX_FILE: u64 = 16 << 20;
+
+/// At most this many notes are kept; later ones are counted.
+const MAX_NOTES: usize = 40;
+
+/// Notes on optional information that could not be read.
+#[derive(Debug, Default)]
+pub(super) struct Notes {
+    kept: Vec<String>,
+    dropped: usize,
+}
+
+impl Notes {
+    /// Records one note.
+    pub(super) fn add(&mut self, note: impl Into<String>) {
+        if self.kept.len() < MAX_NOTES {
+            self.kept.push(note.into());
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The notes, with a final count of those left out.
+    pub(super) fn into_vec(mut self) -> Vec<String> {
+        if self.dropped > 0 {
+            self.kept
+                .push(format!("... and {} more notes like these", self.dropped));
+        }
+        self.kept
+    }
+}
+
+/// `s` without surrounding whitespace and NUL bytes.
+pub(super) fn clean(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || c == '\0')
+}
+
+/// The first 80 characters of `s`, for error messages.
+pub(super) fn excerpt(s: &str) -> String {
+    let mut e: String = s.chars().take(80).collect();
+    if s.chars().nth(80).is_some() {
+        e.push_str("...");
+    }
+    e
+}
+
+fn is_absent(e: &io::Error) -> bool {
+    // A missing file, or a path through something that is not a directory (a broken capture).
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// The content of `path` (lossy UTF-8), or `None` when it does not exist.
+///
+/// # Errors
+///
+/// [`OsError::Read`] when the file exists but cannot be read.
+pub(super) fn read(path: &Path) -> Result<Option<String>, OsError> {
+    let f = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if is_absent(&e) => return Ok(None),
+        Err(source) => {
+            return Err(OsError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut buf = Vec::new();
+    f.take(MAX_FILE)
+        .read_to_end(&mut buf)
+        .map_err(|source| OsError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+/// The content of a file that must exist.
+///
+/// # Errors
+///
+/// [`OsError::Missing`] when it does not exist, [`OsError::Read`] when it cannot be read.
+pub(super) fn read_required(path: &Path, what: &str) -> Result<String, OsError> {
+    read(path)?.ok_or_else(|| OsError::Missing {
+        path: path.to_path_buf(),
+        problem: format!("missing ({what})"),
+    })
+}
+
+/// The content of an optional file: `None` when absent, or unreadable (with a note).
+pub(super) fn read_optional(path: &Path, notes: &mut Notes) -> Option<String> {
+    match read(path) {
+        Ok(v) => v,
+        Err(e) => {
+            notes.add(e.to_string());
+            None
+        }
+    }
+}
+
+/// A parse error for `path` whose content is `content`.
+pub(super) fn parse_error(path: &Path, content: &str, reason: impl Into<String>) -> OsError {
+    OsError::Parse {
+        path: path.to_path_buf(),
+        content: excerpt(content),
+        reason: reason.into(),
+    }
+}
+
+/// Parses the whole (cleaned) content of `path` as a number.
+///
+/// # Errors
+///
+/// [`OsError::Parse`] naming the file and its content.
+pub(super) fn parse_number<T: FromStr>(path: &Path, content: &str) -> Result<T, OsError> {
+    clean(content)
+        .parse()
+        .map_err(|_| parse_error(path, content, "not a number"))
+}
+
+/// An optional number file: `None` when absent; unreadable or malformed ones are noted.
+pub(super) fn optional_number<T: FromStr>(path: &Path, notes: &mut Notes) -> Option<T> {
+    let s = read_optional(path, notes)?;
+    match parse_number(path, &s) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            notes.add(format!("ignored: {e}"));
+            None
+        }
+    }
+}
+
+/// The entries `<prefix><number>` of `dir` (such as `cpu12` or `node3`), ascending by number;
+/// empty when `dir` does not exist.
+///
+/// # Errors
+///
+/// [`OsError::Read`] when `dir` exists but cannot be listed.
+pub(super) fn numbered_entries(dir: &Path, prefix: &str) -> Result<Vec<(u32, PathBuf)>, OsError> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if is_absent(&e) => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(OsError::Read {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|source| OsError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(digits) = name.strip_prefix(prefix) else {
+            continue;
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(n) = digits.parse::<u32>() else {
+            continue;
+        };
+        let path = entry.path();
+        if path.is_dir() {
+            out.push((n, path));
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}

@@ -1,0 +1,138 @@
+//! The operating system's view of the machine, read from Linux's sysfs and procfs under a
+//! configurable root (`/` for this machine, or an unpacked capture of another one).
+//!
+//! What is read: `<root>/sys/devices/system/cpu` (online and offline CPUs, package, die,
+//! cluster and core ids, sibling masks, caches, capacity, highest frequency),
+//! `<root>/sys/devices/system/node` (NUMA nodes, their CPUs, distances and memory),
+//! `<root>/sys/devices/cpu_*/cpus` (CPU kinds of hybrid machines), and `<root>/proc`
+//! (CPU model, kernel release, host name).
+//!
+//! Real captures are tolerated as they come: hex masks without `*_list` files, trailing NUL
+//! bytes and whitespace, sparse and huge or negative ids, offline CPUs without a `topology`
+//! directory (and cpu0 without an `online` file), CPU-less nodes, and a missing node
+//! directory (the NUMA layout is then unknown). Missing or malformed *essential* data (the
+//! CPU directory, the `online` list, an online CPU's package or core id, a sibling mask, a
+//! node's CPU list) is an [`OsError`] naming the file and its content; missing or malformed
+//! optional data is left out and described in [`OsView::notes`].
+//!
+//! ```no_run
+//! let os = topoprobe_measure::os::current()?;
+//! println!(
+//!     "{} packages, {} cores, {} CPUs, SMT: {}",
+//!     os.num_packages(),
+//!     os.num_cores(),
+//!     os.num_pus(),
+//!     os.smt()
+//! );
+//! # Ok::<(), topoprobe_measure::os::OsError>(())
+//! ```
+
+mod caches;
+mod cpus;
+mod files;
+mod ident;
+mod nodes;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use topoprobe_model::OsView;
+
+use files::Notes;
+
+/// Why the OS view could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum OsError {
+    /// A file or directory exists but cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file's content is malformed.
+    #[error("{}: cannot parse {content:?}: {reason}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Its content (the first 80 characters).
+        content: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Something essential is missing.
+    #[error("{}: {problem}", path.display())]
+    Missing {
+        /// The file or directory that should exist.
+        path: PathBuf,
+        /// What is missing, and why it matters.
+        problem: String,
+    },
+}
+
+/// Reads the OS view of the machine whose sysfs and procfs lie under `root`
+/// (`<root>/sys/devices/system/cpu`, `<root>/sys/devices/system/node`, `<root>/proc`).
+///
+/// # Errors
+///
+/// Returns [`OsError`] when the CPU directory is missing or has no online CPU, a directory
+/// cannot be listed, or an essential file (the `online` list, an online CPU's package id,
+/// core id or sibling mask, a node's CPU list) is missing, unreadable or malformed.
+pub fn read_os_view(root: &Path) -> Result<OsView, OsError> {
+    let mut notes = Notes::default();
+    let cpus = cpus::read_cpus(root, &mut notes)?;
+    let mut online = cpus.online;
+    let nodes = nodes::read_nodes(root, &mut notes)?;
+    let mut node_of: BTreeMap<u32, u32> = BTreeMap::new();
+    for n in nodes.iter().flatten() {
+        for &c in &n.cpus {
+            if let Some(other) = node_of.insert(c, n.id) {
+                notes.add(format!(
+                    "CPU {c} is listed in nodes {other} and {}; node {} kept",
+                    n.id, n.id
+                ));
+            }
+        }
+    }
+    for c in &mut online {
+        c.node = node_of.get(&c.id).copied();
+    }
+    let without: Vec<u32> = online
+        .iter()
+        .filter(|c| c.node.is_none())
+        .map(|c| c.id)
+        .collect();
+    if nodes.is_some() && !without.is_empty() {
+        notes.add(format!(
+            "CPUs {} are in no NUMA node the OS lists; their node is unknown",
+            topoprobe_model::format_cpu_list(&without)
+        ));
+    }
+    let ids: Vec<u32> = online.iter().map(|c| c.id).collect();
+    let caches = caches::read_caches(&root.join("sys/devices/system/cpu"), &ids, &mut notes);
+    let (cpu_model, kernel, hostname) = ident::read_identity(root, &mut notes);
+    Ok(OsView {
+        cpus: online,
+        offline: cpus.offline,
+        nodes,
+        caches,
+        cpu_model,
+        kernel,
+        hostname,
+        notes: notes.into_vec(),
+    })
+}
+
+/// Reads the OS view of this machine (root `/`).
+///
+/// # Errors
+///
+/// As [`read_os_view`].
+pub fn current() -> Result<OsView, OsError> {
+    read_os_view(Path::new("/"))
+}
+
+#[cfg(test)]
+mod tests;

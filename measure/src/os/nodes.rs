@@ -1,0 +1,111 @@
+//! NUMA nodes (`/sys/devices/system/node/node*`).
+
+use std::path::Path;
+
+use topoprobe_model::{parse_cpu_list, parse_cpu_mask, OsNode};
+
+use super::files::{clean, excerpt, numbered_entries, parse_error, read, read_optional, Notes};
+use super::OsError;
+
+/// The node's CPUs: `cpulist`, else `cpumap`, else its `cpuN` entries.
+fn node_cpus(dir: &Path) -> Result<Vec<u32>, OsError> {
+    let list = dir.join("cpulist");
+    if let Some(s) = read(&list)? {
+        return parse_cpu_list(&s).map_err(|e| parse_error(&list, &s, e.to_string()));
+    }
+    let map = dir.join("cpumap");
+    if let Some(s) = read(&map)? {
+        return parse_cpu_mask(&s).map_err(|e| parse_error(&map, &s, e.to_string()));
+    }
+    let mut cpus: Vec<u32> = std::fs::read_dir(dir)
+        .map_err(|source| OsError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let digits = name.to_str()?.strip_prefix("cpu")?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse().ok()
+        })
+        .collect();
+    cpus.sort_unstable();
+    Ok(cpus)
+}
+
+/// The `distance` row; empty (with a note) when absent or malformed.
+fn distances(dir: &Path, notes: &mut Notes) -> Vec<u32> {
+    let path = dir.join("distance");
+    let Some(s) = read_optional(&path, notes) else {
+        return Vec::new();
+    };
+    match clean(&s)
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<Vec<u32>, _>>()
+    {
+        Ok(v) => v,
+        Err(_) => {
+            notes.add(format!(
+                "{}: cannot parse {:?}; distances unknown",
+                path.display(),
+                excerpt(&s)
+            ));
+            Vec::new()
+        }
+    }
+}
+
+/// `MemTotal` of the node's `meminfo` (`Node 0 MemTotal:  16772456 kB`), in bytes.
+fn memory(dir: &Path, notes: &mut Notes) -> Option<u64> {
+    let path = dir.join("meminfo");
+    let s = read_optional(&path, notes)?;
+    let line = s.lines().find(|l| l.contains("MemTotal:"))?;
+    let value = line.split("MemTotal:").nth(1)?;
+    let mut parts = value.split_whitespace();
+    let n: Option<u64> = parts.next().and_then(|v| v.parse().ok());
+    let bytes = match (n, parts.next()) {
+        (Some(n), Some("kB" | "KB")) => n.checked_mul(1024),
+        (Some(n), None) => Some(n),
+        _ => None,
+    };
+    if bytes.is_none() {
+        notes.add(format!(
+            "{}: cannot parse {:?}; memory size unknown",
+            path.display(),
+            excerpt(line)
+        ));
+    }
+    bytes
+}
+
+/// The NUMA nodes under `<root>/sys/devices/system/node`, or `None` (with a note) when the
+/// OS exposes none.
+///
+/// # Errors
+///
+/// [`OsError`] when a node's CPU list is malformed or a directory cannot be read.
+pub(super) fn read_nodes(root: &Path, notes: &mut Notes) -> Result<Option<Vec<OsNode>>, OsError> {
+    let dir = root.join("sys/devices/system/node");
+    let entries = numbered_entries(&dir, "node")?;
+    if entries.is_empty() {
+        notes.add(format!(
+            "{}: no NUMA node found; NUMA layout unknown",
+            dir.display()
+        ));
+        return Ok(None);
+    }
+    let mut nodes = Vec::with_capacity(entries.len());
+    for (id, path) in entries {
+        nodes.push(OsNode {
+            id,
+            cpus: node_cpus(&path)?,
+            distances: distances(&path, notes),
+            memory_bytes: memory(&path, notes),
+        });
+    }
+    Ok(Some(nodes))
+}

@@ -1,0 +1,322 @@
+//! Unit tests of the sysfs reader on small synthetic trees.
+
+use std::fs;
+use std::path::Path;
+
+use super::*;
+
+fn write(root: &Path, rel: &str, content: &[u8]) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, content).unwrap();
+}
+
+/// Writes CPU `id` with the given package, core and thread-sibling mask (masks only, with
+/// trailing NUL bytes as some kernels leave them).
+fn cpu(root: &Path, id: u32, package: &str, core: &str, siblings: &str, package_mask: &str) {
+    let t = format!("sys/devices/system/cpu/cpu{id}/topology");
+    write(
+        root,
+        &format!("{t}/physical_package_id"),
+        format!("{package}\n").as_bytes(),
+    );
+    write(
+        root,
+        &format!("{t}/core_id"),
+        format!("{core}\n\0").as_bytes(),
+    );
+    write(
+        root,
+        &format!("{t}/thread_siblings"),
+        format!("{siblings}\n\0").as_bytes(),
+    );
+    write(
+        root,
+        &format!("{t}/core_siblings"),
+        format!("{package_mask}\n").as_bytes(),
+    );
+}
+
+/// Two packages (ids 36 and 8442) of two cores with two threads each: CPUs 0-7, siblings
+/// `i` and `i + 4`; CPUs 8 and 9 are offline; node 0 has package 36, node 1 the other,
+/// node 2 no CPU.
+fn machine(root: &Path) {
+    for id in 0..8u32 {
+        let c = id % 4;
+        let package = if c < 2 { "36" } else { "8442" };
+        let siblings = format!("{:08x}", (1u32 << c) | (1 << (c + 4)));
+        let package_mask = if c < 2 { "00000033" } else { "000000cc" };
+        cpu(
+            root,
+            id,
+            package,
+            &(c % 2).to_string(),
+            &siblings,
+            package_mask,
+        );
+        let idx = format!("sys/devices/system/cpu/cpu{id}/cache/index0");
+        write(root, &format!("{idx}/level"), b"1\n");
+        write(root, &format!("{idx}/type"), b"Data\n");
+        write(root, &format!("{idx}/size"), b"32K\n");
+        write(root, &format!("{idx}/coherency_line_size"), b"64\n");
+        write(root, &format!("{idx}/shared_cpu_map"), siblings.as_bytes());
+        let idx = format!("sys/devices/system/cpu/cpu{id}/cache/index2");
+        write(root, &format!("{idx}/level"), b"3\n");
+        write(root, &format!("{idx}/type"), b"Unified\n");
+        write(root, &format!("{idx}/size"), b"4096K\n");
+        write(
+            root,
+            &format!("{idx}/shared_cpu_map"),
+            format!("{package_mask}\n\0").as_bytes(),
+        );
+    }
+    for id in [8, 9] {
+        write(
+            root,
+            &format!("sys/devices/system/cpu/cpu{id}/online"),
+            b"0\n",
+        );
+    }
+    write(root, "sys/devices/system/cpu/cpu1/online", b"1\n");
+    let n = "sys/devices/system/node";
+    write(root, &format!("{n}/node0/cpumap"), b"00000000,00000333\n");
+    write(root, &format!("{n}/node0/distance"), b"10 20 30\n");
+    write(
+        root,
+        &format!("{n}/node0/meminfo"),
+        b"Node 0 MemTotal:       1024 kB\nNode 0 MemFree: 1 kB\n",
+    );
+    write(root, &format!("{n}/node1/cpulist"), b"2-3,6-7\n\0");
+    write(root, &format!("{n}/node1/distance"), b"20 10 30\n");
+    write(root, &format!("{n}/node2/cpulist"), b"\n");
+    write(root, &format!("{n}/node2/distance"), b"30 30 10\n");
+    write(
+        root,
+        "proc/cpuinfo",
+        b"processor\t: 0\nmodel name\t:  Test CPU @ 1GHz\n\n",
+    );
+    write(root, "proc/sys/kernel/osrelease", b"6.1.0-test\n");
+}
+
+#[test]
+fn reads_masks_nul_bytes_and_offline_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    machine(dir.path());
+    let v = read_os_view(dir.path()).unwrap();
+    assert_eq!(v.online(), (0..8).collect::<Vec<_>>());
+    assert_eq!(v.offline, vec![8, 9]);
+    assert_eq!(v.num_packages(), 2);
+    assert_eq!(v.num_cores(), 4);
+    assert!(v.smt());
+    assert_eq!(v.packages()[&8442], vec![2, 3, 6, 7]);
+    assert_eq!(v.cpu(5).unwrap().thread_siblings, vec![1, 5]);
+    assert_eq!(v.cpu(5).unwrap().core_siblings, vec![0, 1, 4, 5]);
+    assert_eq!(v.cpu(6).unwrap().node, Some(1));
+    assert_eq!(v.num_numa_nodes(), Some(3));
+    let nodes = v.nodes.as_ref().unwrap();
+    assert!(nodes[2].cpus.is_empty());
+    assert_eq!(nodes[0].distances, vec![10, 20, 30]);
+    assert_eq!(nodes[0].memory_bytes, Some(1 << 20));
+    // Node 0's mask names offline CPUs 8 and 9; only online ones count per node.
+    assert_eq!(v.node_cpus()[&0], vec![0, 1, 4, 5]);
+    assert_eq!(v.cache_groups(1).len(), 4);
+    assert_eq!(v.cache_groups(3), vec![vec![0, 1, 4, 5], vec![2, 3, 6, 7]]);
+    assert_eq!(v.caches.len(), 6);
+    assert_eq!(v.caches[0].size_bytes, Some(32 << 10));
+    assert_eq!(v.cpu_model.as_deref(), Some("Test CPU @ 1GHz"));
+    assert_eq!(v.kernel.as_deref(), Some("6.1.0-test"));
+    assert_eq!(v.machine().online_cpus.as_deref(), Some("0-7"));
+}
+
+#[test]
+fn online_list_wins_and_sparse_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    cpu(root, 0, "-1", "0", "1", "00000001");
+    cpu(root, 1000, "4294967296", "7", "00000100,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000,00000000", "0");
+    write(
+        root,
+        "sys/devices/system/cpu/cpu1000/topology/die_id",
+        b"-1\n",
+    );
+    write(root, "sys/devices/system/cpu/cpu5/online", b"1\n");
+    write(root, "sys/devices/system/cpu/online", b"0,1000,2000\n");
+    let v = read_os_view(root).unwrap();
+    assert_eq!(v.online(), vec![0, 1000]);
+    assert_eq!(v.offline, vec![5]);
+    assert_eq!(v.cpu(0).unwrap().package, -1);
+    assert_eq!(v.cpu(1000).unwrap().package, 4_294_967_296);
+    assert_eq!(v.cpu(1000).unwrap().die, None);
+    assert_eq!(v.cpu(1000).unwrap().thread_siblings, vec![1000]);
+    // An empty package mask is derived from the package ids.
+    assert_eq!(v.cpu(1000).unwrap().core_siblings, vec![1000]);
+    assert_eq!(v.num_numa_nodes(), None);
+    assert!(v.notes.iter().any(|n| n.contains("2000")), "{:?}", v.notes);
+    assert!(v.notes.iter().any(|n| n.contains("NUMA")), "{:?}", v.notes);
+}
+
+#[test]
+fn lists_are_used_when_masks_are_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let t = "sys/devices/system/cpu/cpu3/topology";
+    write(root, &format!("{t}/physical_package_id"), b"0");
+    write(root, &format!("{t}/core_id"), b"3");
+    write(root, &format!("{t}/core_cpus_list"), b"3\n");
+    let v = read_os_view(root).unwrap();
+    assert_eq!(v.cpu(3).unwrap().thread_siblings, vec![3]);
+    // No package mask or list: derived from the package ids.
+    assert_eq!(v.cpu(3).unwrap().core_siblings, vec![3]);
+}
+
+#[test]
+fn malformed_essential_files_name_path_and_content() {
+    let dir = tempfile::tempdir().unwrap();
+    machine(dir.path());
+    write(
+        dir.path(),
+        "sys/devices/system/cpu/cpu2/topology/core_id",
+        b"two\n\0",
+    );
+    let e = read_os_view(dir.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("cpu2/topology/core_id") && e.contains("two"),
+        "{e}"
+    );
+
+    machine(dir.path());
+    write(
+        dir.path(),
+        "sys/devices/system/cpu/cpu4/topology/thread_siblings",
+        b"0000001x\n",
+    );
+    let e = read_os_view(dir.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("cpu4/topology/thread_siblings") && e.contains("0000001x"),
+        "{e}"
+    );
+
+    machine(dir.path());
+    write(dir.path(), "sys/devices/system/cpu/online", b"0-3,a\n");
+    let e = read_os_view(dir.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("system/cpu/online") && e.contains("\"a\""),
+        "{e}"
+    );
+
+    machine(dir.path());
+    fs::remove_file(dir.path().join("sys/devices/system/cpu/online")).unwrap();
+    write(dir.path(), "sys/devices/system/cpu/cpu7/online", b"yes\n");
+    let e = read_os_view(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("cpu7/online") && e.contains("yes"), "{e}");
+
+    machine(dir.path());
+    fs::remove_file(dir.path().join("sys/devices/system/cpu/cpu7/online")).unwrap();
+    fs::remove_file(
+        dir.path()
+            .join("sys/devices/system/cpu/cpu6/topology/physical_package_id"),
+    )
+    .unwrap();
+    let e = read_os_view(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("cpu6/topology/physical_package_id"), "{e}");
+}
+
+#[test]
+fn malformed_optional_files_are_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    machine(root);
+    write(root, "sys/devices/system/cpu/cpu0/cpu_capacity", b"lots\n");
+    write(
+        root,
+        "sys/devices/system/cpu/cpu0/cache/index0/type",
+        b"Weird\n",
+    );
+    write(
+        root,
+        "sys/devices/system/cpu/cpu1/cache/index2/size",
+        b"4Q\n",
+    );
+    write(root, "sys/devices/system/node/node1/distance", b"20 x\n");
+    let v = read_os_view(root).unwrap();
+    assert_eq!(v.cpu(0).unwrap().capacity, None);
+    let notes = v.notes.join("\n");
+    for needle in ["cpu_capacity", "Weird", "4Q", "node1/distance"] {
+        assert!(notes.contains(needle), "{needle} not in {notes}");
+    }
+    assert!(v.nodes.unwrap()[1].distances.is_empty());
+}
+
+#[test]
+fn hybrid_kinds_capacity_and_frequency() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for id in 0..4u32 {
+        cpu(
+            root,
+            id,
+            "0",
+            &id.to_string(),
+            &format!("{:x}", 1u32 << id),
+            "f",
+        );
+        write(
+            root,
+            &format!("sys/devices/system/cpu/cpu{id}/cpufreq/cpuinfo_max_freq"),
+            if id < 2 { b"5000000\n" } else { b"3900000\n" },
+        );
+    }
+    let v = read_os_view(root).unwrap();
+    let kinds = v.cpu_kinds();
+    assert_eq!(kinds.len(), 2);
+    assert_eq!(kinds[0].cpus, vec![2, 3]);
+    write(root, "sys/devices/cpu_core/cpus", b"0-1\n");
+    write(root, "sys/devices/cpu_atom/cpus", b"2-3\n");
+    let v = read_os_view(root).unwrap();
+    assert_eq!(v.cpu(3).unwrap().kind.as_deref(), Some("atom"));
+    assert_eq!(v.cpu_kinds()[1].label, "core");
+}
+
+#[test]
+fn not_a_sysfs_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = read_os_view(dir.path()).unwrap_err();
+    assert!(matches!(e, OsError::Missing { .. }), "{e}");
+    write(dir.path(), "sys/devices/system/cpu/cpu0/online", b"0\n");
+    let e = read_os_view(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("no online CPU"), "{e}");
+}
+
+#[test]
+fn garbage_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    machine(root);
+    let garbage: [&[u8]; 6] = [
+        b"",
+        b"\0\0\0",
+        b"\xff\xfe",
+        b"-",
+        b"99999999999999999999999",
+        b",,,",
+    ];
+    let files = [
+        "sys/devices/system/cpu/online",
+        "sys/devices/system/cpu/cpu1/online",
+        "sys/devices/system/cpu/cpu1/topology/physical_package_id",
+        "sys/devices/system/cpu/cpu1/topology/core_siblings",
+        "sys/devices/system/cpu/cpu1/cache/index2/shared_cpu_map",
+        "sys/devices/system/cpu/cpu1/cache/index2/level",
+        "sys/devices/system/node/node1/cpulist",
+        "sys/devices/system/node/node0/meminfo",
+        "proc/cpuinfo",
+    ];
+    for f in files {
+        for g in garbage {
+            machine(root);
+            write(root, f, g);
+            // Either an error or a view; never a panic.
+            let _ = read_os_view(root);
+        }
+    }
+}

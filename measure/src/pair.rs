@@ -1,0 +1,385 @@
+//! The pair-latency probe: CAS ping-pong between two pinned threads.
+//!
+//! For every pair, a fresh cache line is allocated and first touched by the thread of the
+//! first context (so that neither the line's home node nor an earlier owner biases the
+//! pair). The first thread flips the line from even to odd with a compare-and-swap, the
+//! second flips it back; one sample times many such round trips (amortized, so that a
+//! coarsely stepping timer is negligible) and gives the one-way latency as
+//! `elapsed / (2 × round trips)`. Each pair is warmed up until consecutive batches agree
+//! (DVFS ramp, paper §3.5), then measured in batches until the spread is under the
+//! threshold (7%, raised on retries up to 14%), with outliers rejected.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use topoprobe_infer::{PairLatency, PairSample, ProbeError};
+
+use crate::affinity;
+use crate::stats::{Adaptive, RepetitionPolicy, Summary, Verdict, WarmUp};
+use crate::timer::Timer;
+
+/// A cache line of its own (128 bytes: adjacent-line prefetchers pair 64-byte lines).
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+/// The value that tells the responder to stop (odd, never reached by counting).
+const STOP: u64 = u64::MAX;
+/// Samples per warm-up batch.
+const WARMUP_BATCH: usize = 4;
+/// A single sample longer than this means the partner is not running: the pair fails.
+const STALL: Duration = Duration::from_secs(2);
+
+/// Settings of the probe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProbeConfig {
+    /// Repetitions and spread thresholds.
+    pub policy: RepetitionPolicy,
+    /// Round trips per sample; `None` chooses them so that a sample lasts about
+    /// [`ProbeConfig::sample_ns`].
+    pub round_trips: Option<u32>,
+    /// Target duration of one sample when the round trips are chosen automatically.
+    pub sample_ns: f64,
+    /// Whether to warm the pair up until it is steady before measuring.
+    pub warm_up: bool,
+}
+
+impl Default for ProbeConfig {
+    fn default() -> Self {
+        Self {
+            policy: RepetitionPolicy::default(),
+            round_trips: None,
+            sample_ns: 40_000.0,
+            warm_up: true,
+        }
+    }
+}
+
+/// One measured pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairMeasurement {
+    /// First context (OS CPU number); it owns the cache line.
+    pub a: u32,
+    /// Second context (OS CPU number).
+    pub b: u32,
+    /// Robust summary of the accepted batch: one-way latency in ns.
+    pub summary: Summary,
+    /// Round trips per sample.
+    pub round_trips: u32,
+    /// Batches measured (1 when the first batch was good).
+    pub batches: usize,
+    /// Warm-up batches run before measuring.
+    pub warmup_batches: usize,
+    /// The first warm-up batch's slowdown against the steady state, when it showed a
+    /// frequency ramp.
+    pub ramp: Option<f64>,
+}
+
+/// The probe: measures pairs of the given CPUs.
+#[derive(Debug, Clone)]
+pub struct PairProbe {
+    timer: Timer,
+    cpus: Vec<u32>,
+    config: ProbeConfig,
+    ramps: Vec<f64>,
+    retried: usize,
+}
+
+impl PairProbe {
+    /// A probe over `cpus` (row `i` of the table is `cpus[i]`).
+    #[must_use]
+    pub fn new(timer: Timer, cpus: Vec<u32>, config: ProbeConfig) -> Self {
+        Self {
+            timer,
+            cpus,
+            config,
+            ramps: Vec::new(),
+            retried: 0,
+        }
+    }
+
+    /// The CPUs, in row order.
+    #[must_use]
+    pub fn cpus(&self) -> &[u32] {
+        &self.cpus
+    }
+
+    /// The timer the probe uses.
+    #[must_use]
+    pub fn timer(&self) -> &Timer {
+        &self.timer
+    }
+
+    /// Frequency ramps seen during warm-up so far (first batch / steady state).
+    #[must_use]
+    pub fn ramps(&self) -> &[f64] {
+        &self.ramps
+    }
+
+    /// Pairs that needed more than one batch so far.
+    #[must_use]
+    pub fn retried(&self) -> usize {
+        self.retried
+    }
+
+    /// Measures the pair of OS CPUs `a` and `b`.
+    ///
+    /// # Errors
+    ///
+    /// Returns a [`ProbeError`] naming the pair when a thread cannot be pinned, the
+    /// partner thread stalls, or the spread stays above the threshold after every retry.
+    pub fn measure_cpus(&mut self, a: u32, b: u32) -> Result<PairMeasurement, ProbeError> {
+        if a == b {
+            return Err(ProbeError(format!(
+                "CPU {a} cannot be measured against itself"
+            )));
+        }
+        let m = ping_pong(&self.timer, a, b, &self.config)
+            .map_err(|e| ProbeError(format!("pair ({a}, {b}): {e}")))?;
+        if let Some(r) = m.ramp {
+            self.ramps.push(r);
+        }
+        if m.batches > 1 {
+            self.retried += 1;
+        }
+        Ok(m)
+    }
+}
+
+impl PairLatency for PairProbe {
+    fn contexts(&self) -> usize {
+        self.cpus.len()
+    }
+
+    fn measure(&mut self, a: usize, b: usize) -> Result<Option<PairSample>, ProbeError> {
+        let (Some(&ca), Some(&cb)) = (self.cpus.get(a), self.cpus.get(b)) else {
+            return Err(ProbeError(format!(
+                "row {a} or {b} is outside the {} CPUs measured",
+                self.cpus.len()
+            )));
+        };
+        let m = self.measure_cpus(ca, cb)?;
+        Ok(Some(PairSample {
+            median: m.summary.median,
+            min: m.summary.min,
+            spread: m.summary.spread,
+        }))
+    }
+}
+
+/// The responder: flips the line from odd to even until told to stop.
+fn respond(line: &Line) {
+    loop {
+        let v = line.0.load(Ordering::Acquire);
+        if v == STOP {
+            return;
+        }
+        if v & 1 == 1 {
+            let _ = line
+                .0
+                .compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Relaxed);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The initiator's side of one pair.
+struct Pinger<'a> {
+    line: &'a Line,
+    timer: &'a Timer,
+    next: u64,
+}
+
+impl Pinger<'_> {
+    /// One sample of `round_trips` round trips: one-way latency in ns.
+    fn sample(&mut self, round_trips: u32) -> Result<f64, String> {
+        let started = Instant::now();
+        let t0 = self.timer.now();
+        for _ in 0..round_trips {
+            let v = self.next;
+            if self
+                .line
+                .0
+                .compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                return Err("the shared line changed unexpectedly".to_string());
+            }
+            let mut spins: u32 = 0;
+            while self.line.0.load(Ordering::Acquire) != v + 2 {
+                std::hint::spin_loop();
+                spins = spins.wrapping_add(1);
+                if spins % 4096 == 0 && started.elapsed() > STALL {
+                    return Err(format!(
+                        "the partner thread did not answer for {} s (is its CPU busy with a higher-priority task?)",
+                        STALL.as_secs()
+                    ));
+                }
+            }
+            self.next = v + 2;
+        }
+        let t1 = self.timer.now();
+        Ok(self.timer.ticks_to_ns(t1.saturating_sub(t0)) / (2.0 * f64::from(round_trips)))
+    }
+
+    /// `count` samples.
+    fn batch(&mut self, count: usize, round_trips: u32) -> Result<Vec<f64>, String> {
+        (0..count).map(|_| self.sample(round_trips)).collect()
+    }
+}
+
+/// Median of a batch (0 for an empty one).
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s.get(s.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Runs the initiator on the current thread (already pinned, line first-touched here).
+fn initiate(line: &Line, timer: &Timer, config: &ProbeConfig) -> Result<PairMeasurement, String> {
+    let mut p = Pinger {
+        line,
+        timer,
+        next: 0,
+    };
+    // Round trips per sample: from a short probe sample.
+    let round_trips = match config.round_trips {
+        Some(r) => r.max(1),
+        None => {
+            let probe = p.sample(64)?;
+            let per_round_trip = (2.0 * probe).max(1.0);
+            (config.sample_ns / per_round_trip).clamp(16.0, 100_000.0) as u32
+        }
+    };
+    let mut warm = WarmUp::default();
+    if config.warm_up {
+        loop {
+            let b = p.batch(WARMUP_BATCH, round_trips)?;
+            if warm.observe(median(&b)) {
+                break;
+            }
+        }
+    }
+    let mut adaptive = Adaptive::new(config.policy);
+    loop {
+        let b = p.batch(config.policy.reps.max(3), round_trips)?;
+        match adaptive.judge(&b) {
+            Verdict::Done(summary, batches) => {
+                return Ok(PairMeasurement {
+                    a: 0,
+                    b: 0,
+                    summary,
+                    round_trips,
+                    batches,
+                    warmup_batches: warm.batches(),
+                    ramp: warm.ramp(),
+                })
+            }
+            Verdict::Retry => {}
+            Verdict::Fail(reason) => return Err(reason),
+        }
+    }
+}
+
+/// Measures one pair with two threads pinned to `a` and `b`.
+fn ping_pong(
+    timer: &Timer,
+    a: u32,
+    b: u32,
+    config: &ProbeConfig,
+) -> Result<PairMeasurement, String> {
+    let (tx, rx) = mpsc::channel::<Arc<Line>>();
+    let start = Barrier::new(2);
+    let partner_failed = AtomicBool::new(false);
+    let (start, partner_failed) = (&start, &partner_failed);
+    std::thread::scope(|s| {
+        let responder = s.spawn(move || -> Result<(), String> {
+            let pinned = affinity::pin_current_thread(b);
+            let Ok(line) = rx.recv() else {
+                return Ok(());
+            };
+            if pinned.is_err() {
+                partner_failed.store(true, Ordering::Release);
+            }
+            start.wait();
+            match pinned {
+                Ok(()) => {
+                    respond(&line);
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        });
+        let initiator = s.spawn(move || -> Result<PairMeasurement, String> {
+            let pinned = affinity::pin_current_thread(a);
+            // First touch by this thread, after pinning.
+            let line = Arc::new(Line(AtomicU64::new(0)));
+            if tx.send(Arc::clone(&line)).is_err() {
+                return Err("the partner thread ended early".to_string());
+            }
+            start.wait();
+            let result = match pinned {
+                Err(e) => Err(e.to_string()),
+                Ok(()) if partner_failed.load(Ordering::Acquire) => {
+                    Err("the partner thread could not be pinned".to_string())
+                }
+                Ok(()) => initiate(&line, timer, config),
+            };
+            line.0.store(STOP, Ordering::Release);
+            result
+        });
+        let measured = initiator
+            .join()
+            .map_err(|_| "the measuring thread panicked".to_string())?;
+        let answered = responder
+            .join()
+            .map_err(|_| "the partner thread panicked".to_string())?;
+        answered?;
+        measured.map(|m| PairMeasurement { a, b, ..m })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_of_this_machine_is_measured() {
+        let cpus = affinity::allowed_cpus().expect("cpus");
+        let (a, b) = (cpus[0], *cpus.last().expect("cpu"));
+        let mut probe = PairProbe::new(
+            Timer::calibrate(),
+            cpus.clone(),
+            ProbeConfig {
+                policy: RepetitionPolicy {
+                    // A loaded test machine may be noisy: this test checks the mechanics.
+                    max_stdev: 0.5,
+                    max_stdev_limit: 1.0,
+                    ..RepetitionPolicy::default()
+                },
+                ..ProbeConfig::default()
+            },
+        );
+        if a == b {
+            assert!(probe.measure_cpus(a, b).is_err());
+            return;
+        }
+        let m = probe.measure_cpus(a, b).expect("pair");
+        assert!(
+            m.summary.median > 0.0 && m.summary.median < 100_000.0,
+            "{m:?}"
+        );
+        assert!(m.summary.min <= m.summary.median);
+        assert!(m.round_trips >= 16);
+    }
+
+    #[test]
+    fn a_missing_cpu_is_a_clear_error() {
+        let mut probe =
+            PairProbe::new(Timer::calibrate(), vec![0, 100_000], ProbeConfig::default());
+        let e = probe.measure(0, 1).unwrap_err();
+        assert!(e.0.contains("100000"), "{}", e.0);
+        assert!(probe.measure(0, 7).is_err());
+    }
+}
