@@ -14,48 +14,62 @@
 //!
 //! 1. **Pivot row.** A node's pivot (context 0 at the root) is measured against every
 //!    member. The values are clustered into *rings* where consecutive values differ by more
-//!    than 1% or five times the noise of a value (estimated from the probe's spreads). A
-//!    ring of one context is measured again first: one slow measurement must not make a
-//!    level.
-//! 2. **Modules.** In a ring at latency ℓ, two contexts belong to one module when they are
-//!    closer to each other than ℓ (by at least 8%): each context is compared with the
+//!    than 8% or five times the noise of a value (estimated from the probe's spreads). At
+//!    the root, a ring of one context is measured again first: one slow measurement must not
+//!    make a level.
+//! 2. **Modules.** Two contexts of a ring share a module when their latency is below 0.6
+//!    times the smaller of their latencies from the pivot (cores of a cluster, clusters of a
+//!    socket and sockets are at most about half as far from each other as from outsiders;
+//!    neighbours on a ring or mesh are at 70–90%). Each context is compared with the
 //!    representative of a module, *predicted modules first* — those of its hinted mates
 //!    ([`SparseOptions::hint`]) and of its neighbours in the numbering at the strides seen
-//!    so far (`x ± 1`, the stride between a context and its module mates, the offset of
-//!    the root's innermost ring, such as an SMT sibling at `+N/2`) — then the others; a
-//!    context in none opens a new module. With a regular numbering most contexts cost one
+//!    so far (`x ± 1`, the stride between a context and its module mates, the offset of the
+//!    root's innermost ring, such as an SMT sibling at `+N/2`) — then the others; a context
+//!    in none opens a new module. With a regular numbering most contexts cost one
 //!    comparison instead of one per module. Since every comparison is with a module's
 //!    representative, that representative's row inside its module is measured already when
 //!    the module is split in turn. SMT siblings always share the innermost module, so their
 //!    pair is always measured.
-//! 3. **Second looks.** A module one context larger than the ring's usual size has its
-//!    admissions measured again (an outlier can admit a stranger); a lone context where
-//!    modules have several has its ring and its predicted modules measured again.
-//! 4. **Ring pairs.** Nested rings predict that modules of rings *i* and *j* are at the
-//!    larger of their latencies. Two module pairs per ring pair are sampled; where one
-//!    disagrees beyond the noise (after a second measurement if it is 1.5× off), every
-//!    module pair of the two rings is measured: multi-hop links between sockets, a ring or
-//!    mesh gradient, E-core clusters slower inside than out, the home-node effect.
+//! 3. **Second looks** against outliers (a whole measurement 3× too slow or fast): a
+//!    context much farther from a representative than the pivot's latencies allow has its
+//!    ring measured again; a lone context where modules have several, a module one larger
+//!    than usual, and a member alone at its latency inside a module of three or more have
+//!    their placement measured again; two modules whose representatives turn out close are
+//!    merged.
+//! 4. **Ring pairs.** Nested rings predict that two modules are at the larger of the
+//!    pivot's latencies to them. Two module pairs per pair of rings are sampled (all when
+//!    they are at most half as many as the two rings' contexts); where one disagrees beyond
+//!    the noise (after a second measurement if it is 1.5× off), every module pair of the two
+//!    rings is measured: multi-hop links between sockets, a ring or mesh gradient, E-core
+//!    clusters slower inside than out. There, a loosely bound module (slower inside than
+//!    half the ring) that another module's representative does not see at one latency is
+//!    split by that witness's row (two sockets one link apart and two links from the pivot
+//!    look like one module from the pivot).
 //! 5. **Recursion** into every module of two or more contexts, its representative as pivot.
 //! 6. **Verification.** [`SparseOptions::verify`] random unmeasured pairs are measured and
-//!    compared with the structure's prediction; a confirmed disagreement measures three more
-//!    pairs of that class pair and adds two verification pairs.
+//!    compared with the table; a confirmed disagreement measures three more pairs of that
+//!    class pair and adds two verification pairs.
 //!
-//! **Fill.** Measured pairs keep their (median) value. Two contexts meet at the node whose
-//! children hold them apart; an unmeasured pair takes the median of the measured pairs
-//! between the same two children, else between the same two rings of that node, else the
-//! latency of the farther ring.
+//! **Fill.** Two contexts meet at the node whose children hold them apart. Between two
+//! rings that follow the nested prediction, a pair takes the median of the measured pairs
+//! between the farther child and the closer rings (mostly the pivot's row); otherwise the
+//! median of the measured pairs of its class pair (its own value when it is measured alone).
+//! Contexts the structure holds equivalent so get exactly the same values (were a pivot's
+//! measured row kept beside its equivalents' filled-in rows, its noise would look like a
+//! profile difference). A measured pair that disagrees with its class beyond the noise keeps
+//! its own value.
 //!
 //! **Drift.** The first pair measured is a reference, measured again every 8 measurements
-//! until consecutive readings agree (then ever more rarely); every value is rescaled to the
-//! latest state of the interpolated reference, so a warm-up drift (DVFS) does not make
-//! levels.
+//! until consecutive readings agree (then ever more rarely, and once before a row is split
+//! while it drifts); every value is rescaled to the latest state of the interpolated
+//! reference, so a warm-up drift (DVFS) does not make levels.
 //!
 //! **Cost.** About one comparison per context per level of the structure, plus the pivot
-//! rows, the ring pairs and the verification: 4–6·N on the simulated platforms (see
-//! `examples/sparse_pairs.rs` and docs/INFERENCE.md). Identifying which of G equidistant
-//! groups a context belongs to costs up to G comparisons when the numbering gives no hint;
-//! an irregular numbering therefore costs more, but stays correct.
+//! rows, the ring pairs and the verification: 4.8–6.5·N on the simulated paper platforms
+//! and EPYC, 7.5·N on the 24-context hybrid (see `examples/sparse_pairs.rs` and
+//! docs/INFERENCE.md). Identifying which of G equidistant groups a context belongs to costs
+//! up to G comparisons when neither the numbering nor a hint predicts it: a shuffled
+//! numbering or a wrong hint costs more pairs, not a wrong structure.
 //!
 //! ```
 //! use topoprobe_infer::sim::{platforms, Noise, SimProbe};

@@ -264,12 +264,14 @@ impl<'m, 'a> Builder<'m, 'a> {
         }
         self.relocate(&mut rings, moved, tol)?;
         self.check_modules(&mut rings, tol)?;
-        for ring in &mut rings {
-            self.merge_close(ring, tol)?;
-        }
         let mut irregular = self.check_ring_pairs(&rings, tol)?;
         for _ in 0..REFINE_ROUNDS {
-            if !self.refine(&mut rings, &irregular, tol)? {
+            let mut changed = false;
+            for ring in &mut rings {
+                changed |= self.merge_close(ring, tol)?;
+            }
+            changed |= self.refine(&mut rings, &irregular, tol)?;
+            if !changed {
                 break;
             }
             irregular = self.check_ring_pairs(&rings, tol)?;
@@ -354,10 +356,9 @@ impl<'m, 'a> Builder<'m, 'a> {
         let mut last = f64::NAN;
         for (k, &(y, v)) in inside.iter().enumerate() {
             let next_gap = inside.get(k + 1).is_none_or(|n| log_gap(n.1, v) > tol.gap);
-            if probes.is_empty() || log_gap(v, last) > tol.gap || next_gap {
-                if !probes.contains(&y) {
-                    probes.push(y);
-                }
+            let edge = probes.is_empty() || log_gap(v, last) > tol.gap || next_gap;
+            if edge && !probes.contains(&y) {
+                probes.push(y);
             }
             last = v;
         }
@@ -473,7 +474,8 @@ impl<'m, 'a> Builder<'m, 'a> {
         self.meter.sync()?;
         let tol = self.tolerance();
         let mut rings = self.classes(pivot, members, tol.gap);
-        if members.len() >= 3 {
+        // Below the root, the parent checked the admissions (`check_admissions`).
+        if members.len() >= 3 && self.tree.nodes.len() == 1 {
             let lonely: Vec<usize> = rings
                 .iter()
                 .filter(|r| r.pending.len() == 1)
@@ -725,14 +727,15 @@ impl<'m, 'a> Builder<'m, 'a> {
     /// keep it out of its module).
     fn check_modules(&mut self, rings: &mut Vec<Ring>, tol: Tolerance) -> Result<(), InferError> {
         let mut moved = Vec::new();
-        for r in 0..rings.len() {
-            if !rings[r].level.is_finite() {
+        for ring in rings.iter_mut() {
+            if !ring.level.is_finite() {
                 continue;
             }
-            let mode = rings[r].mode();
-            self.check_oversized(&mut rings[r], mode, tol)?;
+            let mode = ring.mode();
+            self.check_oversized(ring, mode, tol)?;
+            self.check_admissions(ring, tol)?;
             if mode >= 2 {
-                moved.extend(self.check_lonely(&mut rings[r], tol)?);
+                moved.extend(self.check_lonely(ring, tol)?);
             }
         }
         self.relocate(rings, moved, tol)
@@ -747,16 +750,6 @@ impl<'m, 'a> Builder<'m, 'a> {
         tol: Tolerance,
     ) -> Result<(), InferError> {
         let mut ejected = Vec::new();
-        if std::env::var("SPARSE_DEBUG").is_ok() {
-            eprintln!(
-                "pivot {} mode {mode} sizes {:?}",
-                ring.pivot,
-                ring.live()
-                    .iter()
-                    .map(|&m| ring.modules[m].members.clone())
-                    .collect::<Vec<_>>()
-            );
-        }
         for m in ring.live() {
             if ring.modules[m].members.len() != mode + 1 {
                 continue;
@@ -821,12 +814,51 @@ impl<'m, 'a> Builder<'m, 'a> {
         Ok(moved)
     }
 
-    /// Merges two modules of a ring whose representatives turn out close after all: a pair
-    /// far below the pivot's latencies to both is measured again, and merged when it now
-    /// passes the admission (an outlier kept one module from the other).
-    fn merge_close(&mut self, ring: &mut Ring, tol: Tolerance) -> Result<(), InferError> {
+    /// Measures again the admission of each member of a module of three or more that is
+    /// alone at its latency from the representative, and places it again when it no longer
+    /// passes (an outlier admitted a stranger).
+    fn check_admissions(&mut self, ring: &mut Ring, tol: Tolerance) -> Result<(), InferError> {
+        let mut ejected = Vec::new();
+        for m in ring.live() {
+            let module = &ring.modules[m];
+            if module.members.len() < 3 {
+                continue;
+            }
+            let rep = module.rep;
+            let mut row: Vec<(usize, f64)> = module
+                .members
+                .iter()
+                .filter(|&&y| y != rep)
+                .filter_map(|&y| self.meter.known(rep, y).map(|v| (y, v)))
+                .collect();
+            row.sort_by(|a, b| a.1.total_cmp(&b.1));
+            for k in 0..row.len() {
+                let apart =
+                    |j: Option<&(usize, f64)>| j.is_none_or(|o| log_gap(o.1, row[k].1) > tol.gap);
+                if !(apart(k.checked_sub(1).and_then(|j| row.get(j))) && apart(row.get(k + 1))) {
+                    continue;
+                }
+                let y = row[k].0;
+                self.meter.confirm(rep, y, tol.agree)?;
+                if !self.close(ring, y, rep)? {
+                    ejected.push(y);
+                }
+            }
+        }
+        for y in ejected {
+            ring.remove(y);
+            self.place(ring, y, tol, false)?;
+        }
+        Ok(())
+    }
+
+    /// Merges modules of a ring whose representatives turn out close after all: a pair far
+    /// below the pivot's latencies to both is measured again first. Returns whether two
+    /// modules were merged.
+    fn merge_close(&mut self, ring: &mut Ring, tol: Tolerance) -> Result<bool, InferError> {
+        let mut merged = false;
         if !ring.level.is_finite() {
-            return Ok(());
+            return Ok(merged);
         }
         for (a, b) in module_pairs(ring, ring, true) {
             let (Some(v), Some(la), Some(lb)) = (
@@ -836,10 +868,12 @@ impl<'m, 'a> Builder<'m, 'a> {
             ) else {
                 continue;
             };
-            if (la.max(lb) / v).ln() <= OUTLIER_LN || self.close(ring, a, b)? {
-                continue;
+            if !self.close(ring, a, b)? {
+                if (la.max(lb) / v).ln() <= OUTLIER_LN {
+                    continue;
+                }
+                self.meter.confirm(a, b, tol.agree)?;
             }
-            self.meter.confirm(a, b, tol.agree)?;
             let (Some(&ma), Some(&mb)) = (ring.of.get(&a), ring.of.get(&b)) else {
                 continue;
             };
@@ -848,9 +882,10 @@ impl<'m, 'a> Builder<'m, 'a> {
                     ring.remove(y);
                     ring.join(ma, y);
                 }
+                merged = true;
             }
         }
-        Ok(())
+        Ok(merged)
     }
 
     /// Tests, for every pair of rings, the nested-rings prediction: two modules are at the
@@ -859,6 +894,7 @@ impl<'m, 'a> Builder<'m, 'a> {
     /// disagreement measured again first), every module pair of the two rings is measured:
     /// multi-hop links between sockets, a ring or mesh gradient, clusters slower inside than
     /// out.
+    /// Returns the irregular ring pairs (indices as in [`Node::levels`]).
     fn check_ring_pairs(
         &mut self,
         rings: &[Ring],
@@ -963,7 +999,7 @@ impl<'m, 'a> Builder<'m, 'a> {
         for &((a, b), v) in &values {
             let near = values
                 .iter()
-                .any(|&(k, w)| k != (a, b) && log_gap(v, w) <= OUTLIER_LN);
+                .any(|&(k, w)| k != (a, b) && log_gap(v, w) <= tol.agree);
             if !near {
                 self.meter.confirm(a, b, tol.agree)?;
             }
