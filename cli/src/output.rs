@@ -25,20 +25,35 @@ pub(crate) fn render(topo: &Topology, format: Format, ghz: Option<f64>) -> Resul
 /// Writes a topology where `out` says (`ghz`: see [`render`]).
 pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()> {
     let bytes = render(topo, out.format(), ghz)?;
-    match &out.output {
-        Some(path) => {
-            write_atomic(path, &bytes)?;
-            eprintln!("topoprobe: wrote {}", path.display());
-        }
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(&bytes).and_then(|()| stdout.flush()) {
-                Ok(()) => {}
-                // A closed pipe (`topoprobe show | head`) is not an error.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                Err(e) => return Err(e).context("writing to standard output"),
-            }
-        }
+    write_to(out.output.as_deref(), &bytes)
+}
+
+/// Writes to standard output; a closed pipe (`topoprobe show | head`) is not an error.
+///
+/// # Errors
+///
+/// Fails when standard output cannot be written for another reason.
+pub(crate) fn write_stdout(bytes: &[u8]) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(e).context("writing to standard output"),
     }
-    Ok(())
+}
+
+/// Writes to `path` atomically, or to standard output when there is no path.
+///
+/// # Errors
+///
+/// Fails when the file or standard output cannot be written.
+pub(crate) fn write_to(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
+    match path {
+        Some(path) => {
+            write_atomic(path, bytes)?;
+            eprintln!("topoprobe: wrote {}", path.display());
+            Ok(())
+        }
+        None => write_stdout(bytes),
+    }
 }

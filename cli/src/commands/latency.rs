@@ -1,5 +1,7 @@
 //! `topoprobe latency A B`: measure one pair and print its statistics.
 
+use std::fmt::Write as _;
+
 use anyhow::{bail, Context, Result};
 use topoprobe_measure::pair::{PairProbe, ProbeConfig};
 use topoprobe_measure::smt;
@@ -7,6 +9,7 @@ use topoprobe_measure::timer::Timer;
 
 use crate::args::LatencyArgs;
 use crate::live::{policy, select_cpus};
+use crate::output::write_stdout;
 
 /// Runs the command.
 pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
@@ -54,14 +57,16 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
             v["smt_slowdown"] = serde_json::json!(t.slowdown);
             v["shares_core"] = serde_json::json!(t.shares_core());
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(());
+        return write_stdout(format!("{}\n", serde_json::to_string_pretty(&v)?).as_bytes());
     }
-    println!(
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "CPU {} <-> CPU {}: {:.1} ns one way (CAS ping-pong)",
         m.a, m.b, m.summary.median
     );
-    println!(
+    let _ = writeln!(
+        out,
         "  min {:.1} ns, spread {:.1}%, {} samples of {} round trips ({} rejected as outliers), {} batch{}",
         m.summary.min,
         m.summary.spread * 100.0,
@@ -71,16 +76,22 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
         m.batches,
         if m.batches == 1 { "" } else { "es" }
     );
-    match m.ramp {
-        Some(r) => println!(
+    let _ = match m.ramp {
+        Some(r) => writeln!(
+            out,
             "  warm-up: {} batches; the first was {:.0}% slower (frequency ramp)",
             m.warmup_batches,
             (r - 1.0) * 100.0
         ),
-        None => println!("  warm-up: {} batches, no frequency ramp", m.warmup_batches),
-    }
+        None => writeln!(
+            out,
+            "  warm-up: {} batches, no frequency ramp",
+            m.warmup_batches
+        ),
+    };
     if let Some(t) = smt_test {
-        println!(
+        let _ = writeln!(
+            out,
             "  SMT probe: a compute loop runs {:.2}x slower beside its partner: {}",
             t.slowdown,
             if t.shares_core() {
@@ -90,6 +101,6 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
             }
         );
     }
-    println!("  timer: {}", timer.describe());
-    Ok(())
+    let _ = writeln!(out, "  timer: {}", timer.describe());
+    write_stdout(out.as_bytes())
 }

@@ -1,14 +1,14 @@
 //! `topoprobe matrix`: measure and print the latency matrix of this machine.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 use anyhow::{bail, Context, Result};
-use topoprobe_model::format::{csv, write_atomic};
+use topoprobe_model::format::csv;
 use topoprobe_model::LatencyMatrix;
 
 use crate::args::MatrixArgs;
 use crate::live::{collect, probe, select_cpus};
+use crate::output::write_to;
 
 /// The matrix as a table with CPU numbers as row and column headers (ns, whole numbers).
 fn table(m: &LatencyMatrix, cpus: &[u32]) -> String {
@@ -69,19 +69,5 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<()> {
         );
         s.into_bytes()
     };
-    match &args.output {
-        Some(path) => {
-            write_atomic(path, &bytes)?;
-            eprintln!("topoprobe: wrote {}", path.display());
-        }
-        None => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(&bytes).and_then(|()| out.flush()) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                Err(e) => return Err(e).context("writing to standard output"),
-            }
-        }
-    }
-    Ok(())
+    write_to(args.output.as_deref(), &bytes)
 }
