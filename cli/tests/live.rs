@@ -174,3 +174,51 @@ fn a_missing_description_says_how_to_create_it() {
     let e = topoprobe_measure::description::load_this_machine().unwrap_err();
     assert!(e.to_string().contains("topoprobe infer"), "{e}");
 }
+
+#[test]
+fn an_smt_probe_that_disagrees_with_the_latencies_is_reported_not_obeyed() {
+    // Two contexts 100 ns apart cannot share a core, whatever a slowdown suggested.
+    let matrix = topoprobe_model::LatencyMatrix::from_fn(4, |a, b| {
+        Some(if a / 2 == b / 2 { 100.0 } else { 240.0 })
+    });
+    let opts = topoprobe_infer::InferOptions {
+        smt: Some(true),
+        smt_origin: topoprobe_model::Origin::Measured,
+        ..Default::default()
+    };
+    let topo = topoprobe_infer::infer(&matrix, &opts).expect("infer");
+    assert!(!topo.has_smt());
+    let unresolved = &topo.validation().unresolved;
+    assert!(
+        unresolved.iter().any(|u| u.reason.contains("SMT")),
+        "{unresolved:?}"
+    );
+}
+
+#[test]
+fn siblings_the_smt_probe_missed_are_kept_and_reported() {
+    // Pairs at 8 ns are SMT siblings even when the probe measured no slowdown.
+    let matrix = topoprobe_model::LatencyMatrix::from_fn(8, |a, b| {
+        Some(if a / 2 == b / 2 { 8.0 } else { 40.0 })
+    });
+    let opts = topoprobe_infer::InferOptions {
+        smt: Some(false),
+        smt_origin: topoprobe_model::Origin::Measured,
+        ..Default::default()
+    };
+    let topo = topoprobe_infer::infer(&matrix, &opts).expect("infer");
+    assert!(topo.has_smt());
+    assert_eq!(topo.num_cores(), 4);
+    let unresolved = &topo.validation().unresolved;
+    assert!(
+        unresolved.iter().any(|u| u.reason.contains("SMT probe")),
+        "{unresolved:?}"
+    );
+    // The same from the command line (`--smt no`) is obeyed: the user knows.
+    let given = topoprobe_infer::InferOptions {
+        smt: Some(false),
+        ..Default::default()
+    };
+    let topo = topoprobe_infer::infer(&matrix, &given).expect("infer");
+    assert!(!topo.has_smt());
+}

@@ -182,6 +182,33 @@ fn smt_decision(
     bound: f64,
 ) -> Decision {
     match opts.smt {
+        Some(false) if opts.smt_origin == Origin::Measured => {
+            // The SMT probe saw no slowdown. Contexts far faster than the SMT bound are
+            // siblings all the same (a probe loop that does not contend, a noisy host):
+            // the latencies win and the disagreement is reported.
+            let mut by_latency = kind.to_vec();
+            let (d, chosen) = latency_decision(tree, opts, &mut by_latency, cands, lowest, bound);
+            if chosen > 0 && lowest <= bound / 2.0 {
+                kind.copy_from_slice(&by_latency);
+                Decision {
+                    confidence: 0.5,
+                    unresolved: Some(format!(
+                        "the SMT probe measured no slowdown between the fastest contexts, but they communicate at {} \
+                         (SMT siblings are below about {}): kept as SMT; check with `topoprobe latency A B --smt`",
+                        fmt_lat(lowest, opts),
+                        fmt_lat(bound, opts)
+                    )),
+                    ..d
+                }
+            } else {
+                Decision {
+                    origin: opts.smt_origin,
+                    confidence: 1.0,
+                    basis: format!("SMT off, {}", given(opts.smt_origin)),
+                    unresolved: None,
+                }
+            }
+        }
         Some(false) => Decision {
             origin: opts.smt_origin,
             confidence: 1.0,
@@ -219,61 +246,73 @@ fn smt_decision(
                 }),
             }
         }
-        None => {
-            let mut chosen = 0;
-            let mut unsure: Option<f64> = None;
-            for &(id, m) in cands {
-                let is_root = tree.nodes[id].parent.is_none();
-                let limit = if is_root { bound / 2.0 } else { bound };
-                if m <= limit {
-                    kind[id] = Kind::Core;
-                    chosen += 1;
-                }
-                if m > limit / (1.0 + 5.0 * MARGIN) && m < limit * (1.0 + 5.0 * MARGIN) {
-                    unsure = Some(m);
-                }
-            }
-            let unresolved = unsure.map(|m| {
-                format!(
-                    "contexts that communicate at {} could be SMT siblings or separate cores sharing a cache \
-                     (SMT siblings are below about {}); latency alone cannot tell: pass --smt yes|no",
-                    fmt_lat(m, opts),
-                    fmt_lat(bound, opts)
-                )
-            });
-            let (confidence, basis) = if chosen > 0 {
-                (
-                    if unresolved.is_some() { 0.5 } else { 0.95 },
-                    format!(
-                        "{chosen} sets of contexts communicate at {} (SMT level, below {}) and much slower with the rest",
-                        fmt_lat(lowest, opts),
-                        fmt_lat(bound, opts)
-                    ),
-                )
-            } else if cands.is_empty() {
-                (
-                    0.9,
-                    "no set of contexts communicates distinctly faster than with the rest"
-                        .to_string(),
-                )
-            } else {
-                (
-                    if unresolved.is_some() { 0.5 } else { 0.85 },
-                    format!(
-                        "the fastest pairs communicate at {}, above the SMT bound of {}: separate cores",
-                        fmt_lat(lowest, opts),
-                        fmt_lat(bound, opts)
-                    ),
-                )
-            };
-            Decision {
-                origin: Origin::Inferred,
-                confidence,
-                basis,
-                unresolved,
-            }
+        None => latency_decision(tree, opts, kind, cands, lowest, bound).0,
+    }
+}
+
+/// The SMT verdict of the latencies alone, and the number of cores it found.
+fn latency_decision(
+    tree: &Tree,
+    opts: &InferOptions,
+    kind: &mut [Kind],
+    cands: &[(usize, f64)],
+    lowest: f64,
+    bound: f64,
+) -> (Decision, usize) {
+    let mut chosen = 0;
+    let mut unsure: Option<f64> = None;
+    for &(id, m) in cands {
+        let is_root = tree.nodes[id].parent.is_none();
+        let limit = if is_root { bound / 2.0 } else { bound };
+        if m <= limit {
+            kind[id] = Kind::Core;
+            chosen += 1;
+        }
+        if m > limit / (1.0 + 5.0 * MARGIN) && m < limit * (1.0 + 5.0 * MARGIN) {
+            unsure = Some(m);
         }
     }
+    let unresolved = unsure.map(|m| {
+            format!(
+                "contexts that communicate at {} could be SMT siblings or separate cores sharing a cache \
+                 (SMT siblings are below about {}); latency alone cannot tell: pass --smt yes|no",
+                fmt_lat(m, opts),
+                fmt_lat(bound, opts)
+            )
+        });
+    let (confidence, basis) = if chosen > 0 {
+        (
+                if unresolved.is_some() { 0.5 } else { 0.95 },
+                format!(
+                    "{chosen} sets of contexts communicate at {} (SMT level, below {}) and much slower with the rest",
+                    fmt_lat(lowest, opts),
+                    fmt_lat(bound, opts)
+                ),
+            )
+    } else if cands.is_empty() {
+        (
+            0.9,
+            "no set of contexts communicates distinctly faster than with the rest".to_string(),
+        )
+    } else {
+        (
+            if unresolved.is_some() { 0.5 } else { 0.85 },
+            format!(
+                "the fastest pairs communicate at {}, above the SMT bound of {}: separate cores",
+                fmt_lat(lowest, opts),
+                fmt_lat(bound, opts)
+            ),
+        )
+    };
+    (
+        Decision {
+            origin: Origin::Inferred,
+            confidence,
+            basis,
+            unresolved,
+        },
+        chosen,
+    )
 }
 
 /// Number of cores in a set of contexts, given the core nodes.
