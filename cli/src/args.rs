@@ -142,13 +142,8 @@ pub(crate) struct Measure {
     /// may run on.
     #[arg(long, value_name = "LIST")]
     pub(crate) cpus: Option<String>,
-    /// Samples per batch of a pair (default 25).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
-    pub(crate) reps: Option<u32>,
-    /// Largest relative spread of a pair's samples, in percent (default 7; raised on each
-    /// retry, up to twice as much).
-    #[arg(long, value_name = "PERCENT", value_parser = positive)]
-    pub(crate) max_stdev: Option<f64>,
+    #[command(flatten)]
+    pub(crate) repetitions: Repetitions,
     /// Measure every pair, instead of the pairs needed to infer the structure.
     #[arg(long)]
     pub(crate) full: bool,
@@ -157,12 +152,24 @@ pub(crate) struct Measure {
     pub(crate) seed: Option<u64>,
 }
 
+/// How much to repeat the measurement of a pair.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub(crate) struct Repetitions {
+    /// Samples per batch of a pair (default 25).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
+    pub(crate) reps: Option<u32>,
+    /// Largest relative spread of a pair's samples, in percent (default 7; raised on each
+    /// retry, up to twice as much).
+    #[arg(long, value_name = "PERCENT", value_parser = positive)]
+    pub(crate) max_stdev: Option<f64>,
+}
+
 impl Measure {
     /// Whether any measurement option was given.
     pub(crate) fn any(&self) -> bool {
         self.cpus.is_some()
-            || self.reps.is_some()
-            || self.max_stdev.is_some()
+            || self.repetitions.reps.is_some()
+            || self.repetitions.max_stdev.is_some()
             || self.full
             || self.seed.is_some()
     }
@@ -207,12 +214,8 @@ pub(crate) struct LatencyArgs {
     pub(crate) a: u32,
     /// Second hardware context (OS CPU number).
     pub(crate) b: u32,
-    /// Samples per batch (default 25).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
-    pub(crate) reps: Option<u32>,
-    /// Largest relative spread of the samples, in percent (default 7).
-    #[arg(long, value_name = "PERCENT", value_parser = positive)]
-    pub(crate) max_stdev: Option<f64>,
+    #[command(flatten)]
+    pub(crate) repetitions: Repetitions,
     /// Also run the SMT probe on the pair (slowdown of two compute-bound threads).
     #[arg(long)]
     pub(crate) smt: bool,

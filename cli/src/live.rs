@@ -13,7 +13,7 @@ use topoprobe_measure::stats::RepetitionPolicy;
 use topoprobe_measure::timer::Timer;
 use topoprobe_model::{format_cpu_list, parse_cpu_list, OsView};
 
-use crate::args::Measure;
+use crate::args::{Measure, Repetitions};
 
 /// The CPUs to measure: `--cpus LIST` (each must be available to this process), or every
 /// CPU this process may run on.
@@ -49,12 +49,12 @@ pub(crate) fn select_cpus(list: Option<&str>) -> Result<Vec<u32>> {
 }
 
 /// The repetition policy the options describe.
-pub(crate) fn policy(reps: Option<u32>, max_stdev: Option<f64>) -> RepetitionPolicy {
+pub(crate) fn policy(r: Repetitions) -> RepetitionPolicy {
     let mut p = RepetitionPolicy::default();
-    if let Some(r) = reps {
+    if let Some(r) = r.reps {
         p.reps = r as usize;
     }
-    if let Some(pct) = max_stdev {
+    if let Some(pct) = r.max_stdev {
         p.max_stdev = pct / 100.0;
         p.max_stdev_limit = 2.0 * p.max_stdev;
     }
@@ -64,7 +64,7 @@ pub(crate) fn policy(reps: Option<u32>, max_stdev: Option<f64>) -> RepetitionPol
 /// A probe over `cpus` with the options' settings.
 pub(crate) fn probe(cpus: Vec<u32>, m: &Measure) -> PairProbe {
     let config = ProbeConfig {
-        policy: policy(m.reps, m.max_stdev),
+        policy: policy(m.repetitions),
         ..ProbeConfig::default()
     };
     PairProbe::new(Timer::calibrate(), cpus, config)

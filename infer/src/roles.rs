@@ -160,7 +160,12 @@ fn decide_smt(t: &Table, tree: &Tree, opts: &InferOptions, kind: &mut [Kind]) ->
         cands.push((id, m));
     }
     let lowest = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-    let decision = smt_decision(tree, opts, kind, &cands, lowest, bound);
+    let candidates = SmtCandidates {
+        list: cands,
+        lowest,
+        bound,
+    };
+    let decision = smt_decision(tree, opts, kind, &candidates);
     let core_sizes: Vec<usize> = (0..kind.len())
         .filter(|&i| kind[i] == Kind::Core)
         .map(|i| tree.nodes[i].members.len())
@@ -173,21 +178,30 @@ fn decide_smt(t: &Table, tree: &Tree, opts: &InferOptions, kind: &mut [Kind]) ->
     decision
 }
 
+/// Sets of contexts that may be cores, with their inside latency, for the SMT decision.
+struct SmtCandidates {
+    /// `(tree node, median latency inside)`.
+    list: Vec<(usize, f64)>,
+    /// The lowest of those latencies.
+    lowest: f64,
+    /// The SMT bound in the table's unit.
+    bound: f64,
+}
+
 fn smt_decision(
     tree: &Tree,
     opts: &InferOptions,
     kind: &mut [Kind],
-    cands: &[(usize, f64)],
-    lowest: f64,
-    bound: f64,
+    c: &SmtCandidates,
 ) -> Decision {
+    let (cands, lowest, bound) = (&c.list[..], c.lowest, c.bound);
     match opts.smt {
         Some(false) if opts.smt_origin == Origin::Measured => {
             // The SMT probe saw no slowdown. Contexts far faster than the SMT bound are
             // siblings all the same (a probe loop that does not contend, a noisy host):
             // the latencies win and the disagreement is reported.
             let mut by_latency = kind.to_vec();
-            let (d, chosen) = latency_decision(tree, opts, &mut by_latency, cands, lowest, bound);
+            let (d, chosen) = latency_decision(tree, opts, &mut by_latency, c);
             if chosen > 0 && lowest <= bound / 2.0 {
                 kind.copy_from_slice(&by_latency);
                 Decision {
@@ -246,7 +260,7 @@ fn smt_decision(
                 }),
             }
         }
-        None => latency_decision(tree, opts, kind, cands, lowest, bound).0,
+        None => latency_decision(tree, opts, kind, c).0,
     }
 }
 
@@ -255,10 +269,9 @@ fn latency_decision(
     tree: &Tree,
     opts: &InferOptions,
     kind: &mut [Kind],
-    cands: &[(usize, f64)],
-    lowest: f64,
-    bound: f64,
+    c: &SmtCandidates,
 ) -> (Decision, usize) {
+    let (cands, lowest, bound) = (&c.list[..], c.lowest, c.bound);
     let mut chosen = 0;
     let mut unsure: Option<f64> = None;
     for &(id, m) in cands {

@@ -22,7 +22,7 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
     select_cpus(Some(&format!("{},{}", args.a, args.b)))?;
     let timer = Timer::calibrate();
     let config = ProbeConfig {
-        policy: policy(args.reps, args.max_stdev),
+        policy: policy(args.repetitions),
         ..ProbeConfig::default()
     };
     let mut probe = PairProbe::new(timer.clone(), vec![args.a, args.b], config);

@@ -108,10 +108,10 @@ fn record(
     );
     set("timer", probe.timer().describe());
     set("pairs_retried", probe.retried().to_string());
-    if let Some(r) = args.measure.reps {
+    if let Some(r) = args.measure.repetitions.reps {
         set("reps", r.to_string());
     }
-    if let Some(s) = args.measure.max_stdev {
+    if let Some(s) = args.measure.repetitions.max_stdev {
         set("max_stdev_percent", s.to_string());
     }
     if let Some(s) = args.measure.seed {
