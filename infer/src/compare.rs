@@ -451,8 +451,8 @@ impl<'a> Common<'a> {
             level: StructureLevel::Node,
             message: format!("{} (OS nodes: {})", parts.join("; "), sets(&example)),
             rerun: format!(
-                "measure memory latency from every socket with `topoprobe mem`; if the OS's \
-                 NUMA nodes are the sockets, pass `--sockets {n_os}` to `topoprobe infer`"
+                "if the OS's NUMA nodes are the sockets, pass `--sockets {n_os}` to `topoprobe infer`; \
+                 otherwise the local node of each socket is for a memory-latency measurement to settle"
             ),
         });
     }
