@@ -21,7 +21,8 @@ pub(crate) struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Infer a topology from a latency matrix or a libmctop file and print or save it.
+    /// Measure this machine (or read a latency matrix or libmctop file), infer its topology
+    /// and print or save it.
     Infer(InferArgs),
     /// Show a topology from a description, a libmctop file or a latency matrix.
     Show(ShowArgs),

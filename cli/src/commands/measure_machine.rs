@@ -154,6 +154,8 @@ pub(crate) fn run(args: &InferArgs, started: Instant) -> Result<()> {
 
     let mut opts: InferOptions = args.hints.options();
     opts.source = Source::Measured;
+    // The probe reports nanoseconds (`--units` describes matrix files).
+    opts.units = topoprobe_model::LatencyUnit::Ns;
     opts.os_ids = Some(cpus.clone());
     opts.machine = description::this_machine();
     if opts.smt.is_none() && !smt_tests.is_empty() {

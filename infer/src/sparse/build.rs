@@ -324,12 +324,13 @@ impl<'m, 'a> Builder<'m, 'a> {
                 continue;
             }
             let rep = ring.modules[m].rep;
-            for &w in witnesses
+            let outside: Vec<usize> = witnesses
                 .iter()
-                .filter(|&&w| !ring.modules[m].members.contains(&w))
-            {
-                if self.sees_apart(w, rep, &probes, tol)? {
-                    self.split_module(ring, m, w, tol)?;
+                .copied()
+                .filter(|w| !ring.modules[m].members.contains(w))
+                .collect();
+            for w in outside {
+                if self.sees_apart(w, rep, &probes, tol)? && self.split_module(ring, m, w, tol)? {
                     changed = true;
                     break;
                 }
@@ -365,8 +366,10 @@ impl<'m, 'a> Builder<'m, 'a> {
         probes
     }
 
-    /// Whether witness `w` sees one of `probes` at another latency than `rep` (an
-    /// outlier-sized difference measured again first).
+    /// Whether witness `w` sees one of `probes` at another latency than `rep`: farther
+    /// apart than two rings of a row (`tol.gap`), measured again before it counts. Two
+    /// readings of one latency differ by more than `tol.agree` often enough among the many
+    /// members of a large module (a socket seen from another CCX).
     fn sees_apart(
         &mut self,
         w: usize,
@@ -381,56 +384,74 @@ impl<'m, 'a> Builder<'m, 'a> {
             let Some(mut v) = self.meter.value(w, y)? else {
                 continue;
             };
-            if log_gap(v, base) > OUTLIER_LN {
+            if log_gap(v, base) > tol.gap {
                 v = self.meter.confirm(w, y, tol.agree)?.unwrap_or(v);
             }
-            if log_gap(v, base) > tol.agree {
+            if log_gap(v, base) > tol.gap {
                 return Ok(true);
             }
         }
         Ok(false)
     }
 
-    /// Splits module `m` of `ring` by witness `w`'s latencies to its members: the members
-    /// at `w`'s latency to the representative stay, each other class of latencies becomes
-    /// a module.
+    /// Splits module `m` of `ring` by witness `w`'s latencies to its members, clustered like
+    /// a pivot's row into classes apart by more than `tol.gap` (a value alone at its
+    /// latency measured again first: one outlier must not make a module): the class of the
+    /// representative stays, each other class becomes a module. Returns whether the module
+    /// was split. Comparing each member with the witness's single reading of the
+    /// representative instead split a socket at random where the two latencies differ by
+    /// a few noise widths only (`epyc_2x64_home_node`).
     fn split_module(
         &mut self,
         ring: &mut Ring,
         m: usize,
         w: usize,
         tol: Tolerance,
-    ) -> Result<(), InferError> {
+    ) -> Result<bool, InferError> {
         let members = ring.modules[m].members.clone();
         let rep = ring.modules[m].rep;
-        let Some(base) = self.meter.value(w, rep)? else {
-            return Ok(());
-        };
-        let mut groups: Vec<(f64, Vec<usize>)> = Vec::new();
-        for y in members.into_iter().filter(|&y| y != rep) {
-            let Some(v) = self.meter.value(w, y)? else {
-                continue;
-            };
-            if log_gap(v, base) <= tol.agree {
-                continue;
-            }
-            ring.remove(y);
-            match groups.iter_mut().find(|g| log_gap(g.0, v) <= tol.agree) {
-                Some(g) => g.1.push(y),
-                None => groups.push((v, vec![y])),
+        let mut row = Vec::new();
+        for &y in &members {
+            if let Some(v) = self.meter.value(w, y)? {
+                row.push((y, v));
             }
         }
-        for (_, group) in groups {
+        let isolated: Vec<usize> = row
+            .iter()
+            .filter(|&&(y, v)| !row.iter().any(|&(z, u)| z != y && log_gap(u, v) <= tol.gap))
+            .map(|&(y, _)| y)
+            .collect();
+        if row.len() >= 3 && !isolated.is_empty() {
+            for &y in &isolated {
+                self.meter.confirm(w, y, tol.agree)?;
+            }
+            row = row
+                .into_iter()
+                .map(|(y, v)| (y, self.meter.known(w, y).unwrap_or(v)))
+                .collect();
+        }
+        let groups = runs(row, tol.gap);
+        let Some(home) = groups.iter().position(|g| g.1.contains(&rep)) else {
+            return Ok(false);
+        };
+        if groups.len() < 2 {
+            return Ok(false);
+        }
+        for (k, (_, group)) in groups.into_iter().enumerate() {
+            if k == home {
+                continue;
+            }
             let first = ring.modules.len();
-            for (k, y) in group.into_iter().enumerate() {
-                if k == 0 {
+            for (i, &y) in group.iter().enumerate() {
+                ring.remove(y);
+                if i == 0 {
                     ring.open(y);
                 } else {
                     ring.join(first, y);
                 }
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Creates the pivot's leaf and the children of every module under node `id`.
@@ -499,25 +520,13 @@ impl<'m, 'a> Builder<'m, 'a> {
     /// The measured members of the pivot's row, clustered where consecutive values differ by
     /// more than `gap` (log ratio); each class with its median latency.
     fn classes(&self, pivot: usize, members: &[usize], gap: f64) -> Vec<Ring> {
-        let mut row: Vec<(usize, f64)> = members
+        let row: Vec<(usize, f64)> = members
             .iter()
             .filter(|&&x| x != pivot)
             .filter_map(|&x| self.meter.known(pivot, x).map(|v| (x, v)))
             .collect();
-        row.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let mut out: Vec<(Vec<f64>, Vec<usize>)> = Vec::new();
-        let mut last = f64::NAN;
-        for (x, v) in row {
-            match out.last_mut() {
-                Some(c) if log_gap(v, last) <= gap => {
-                    c.0.push(v);
-                    c.1.push(x);
-                }
-                _ => out.push((vec![v], vec![x])),
-            }
-            last = v;
-        }
-        out.into_iter()
+        runs(row, gap)
+            .into_iter()
             .map(|(mut vs, xs)| {
                 let range = (
                     vs.first().copied().unwrap_or(f64::NAN),
@@ -1006,6 +1015,25 @@ impl<'m, 'a> Builder<'m, 'a> {
         }
         Ok(())
     }
+}
+
+/// The contexts of a row by ascending latency, clustered where consecutive values differ by
+/// more than `gap` (log ratio); each class with its values.
+fn runs(mut row: Vec<(usize, f64)>, gap: f64) -> Vec<(Vec<f64>, Vec<usize>)> {
+    row.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut out: Vec<(Vec<f64>, Vec<usize>)> = Vec::new();
+    let mut last = f64::NAN;
+    for (x, v) in row {
+        match out.last_mut() {
+            Some(c) if log_gap(v, last) <= gap => {
+                c.0.push(v);
+                c.1.push(x);
+            }
+            _ => out.push((vec![v], vec![x])),
+        }
+        last = v;
+    }
+    out
 }
 
 /// Representative pairs of the module pairs of rings `a` and `b` (`same`: the same ring).
