@@ -143,6 +143,16 @@ pub(crate) fn run(args: &InferArgs, started: Instant) -> Result<()> {
             format_cpu_list(&cpus)
         );
     }
+    // Where the description goes, checked before measuring rather than after.
+    let path = description::default_path()?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "creating the directory {} for the description",
+                dir.display()
+            )
+        })?;
+    }
     let os_view = os::current();
     let mut probe = probe(cpus.clone(), &args.measure);
     let hint = os_view
@@ -183,19 +193,19 @@ pub(crate) fn run(args: &InferArgs, started: Instant) -> Result<()> {
     }
     stamp(&mut topo, started);
 
-    let path = description::default_path()?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating the directory {}", dir.display()))?;
+    let saved = write_atomic(&path, json::to_json_string(&topo).as_bytes());
+    if saved.is_ok() {
+        eprintln!(
+            "topoprobe: measured {} of {} pairs of {} CPUs in {:.1} s; description written to {}",
+            measured.collected.pairs,
+            cpus.len() * (cpus.len() - 1) / 2,
+            cpus.len(),
+            measured.elapsed.as_secs_f64(),
+            path.display()
+        );
     }
-    write_atomic(&path, json::to_json_string(&topo).as_bytes())?;
-    eprintln!(
-        "topoprobe: measured {} of {} pairs of {} CPUs in {:.1} s; description written to {}",
-        measured.collected.pairs,
-        cpus.len() * (cpus.len() - 1) / 2,
-        cpus.len(),
-        measured.elapsed.as_secs_f64(),
-        path.display()
-    );
-    emit(&topo, &args.output, args.hints.ghz)
+    // The result is shown even when it could not be saved, then the failure is reported.
+    emit(&topo, &args.output, args.hints.ghz)?;
+    saved.with_context(|| format!("saving the description to {}", path.display()))?;
+    Ok(())
 }
