@@ -42,9 +42,11 @@
 //!    the noise (after a second measurement if it is 1.5× off), every module pair of the two
 //!    rings is measured: multi-hop links between sockets, a ring or mesh gradient, E-core
 //!    clusters slower inside than out. There, a loosely bound module (slower inside than
-//!    half the ring) that another module's representative does not see at one latency is
-//!    split by that witness's row (two sockets one link apart and two links from the pivot
-//!    look like one module from the pivot).
+//!    half the ring) that another module's representative sees at latencies apart like two
+//!    rings (confirmed) is split by that witness's row, clustered like a pivot's row (two
+//!    sockets one link apart and two links from the pivot look like one module from the
+//!    pivot). A witness's readings of one latency differing by a few noise widths do not
+//!    split a module: that once split a home-node EPYC's socket, SMT siblings included.
 //! 5. **Recursion** into every module of two or more contexts, its representative as pivot.
 //! 6. **Verification.** [`SparseOptions::verify`] random unmeasured pairs are measured and
 //!    compared with the table; a confirmed disagreement measures three more pairs of that
@@ -66,7 +68,7 @@
 //!
 //! **Cost.** About one comparison per context per level of the structure, plus the pivot
 //! rows, the ring pairs and the verification: 4.8–6.5·N on the simulated paper platforms
-//! and EPYC, 7.5·N on the 24-context hybrid (see `examples/sparse_pairs.rs` and
+//! and both EPYCs, 7.5·N on the 24-context hybrid (see `examples/sparse_pairs.rs` and
 //! docs/INFERENCE.md). Identifying which of G equidistant groups a context belongs to costs
 //! up to G comparisons when neither the numbering nor a hint predicts it: a shuffled
 //! numbering or a wrong hint costs more pairs, not a wrong structure.
@@ -278,125 +280,4 @@ fn repair(
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod diag_tmp {
-    use super::*;
-    use crate::sim::{platforms, Noise, SimProbe};
-
-    #[test]
-    #[ignore]
-    fn diag_home_node() {
-        let seed: u64 = std::env::var("SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(1);
-        let spec = platforms::epyc_2x64_home_node()
-            .with_noise(Noise::lognormal(0.02, seed).with_outliers(0.002, 3.0));
-        let mut probe = SimProbe::new(&spec).unwrap().with_drift(1.3, 100).unwrap();
-        let opts = SparseOptions {
-            seed,
-            ..SparseOptions::default()
-        };
-        let mut prog = |_: usize, _: usize| {};
-        let n = probe.contexts();
-        let verify = opts.verify_pairs(n);
-        let mut meter = Meter::new(&mut probe, &mut prog, usize::MAX, 5 * n);
-        let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-        let builder = Builder::new(&mut meter, None, rng.clone());
-        let tree = builder.run().unwrap();
-        let calls_build = meter.calls();
-        verify_structure(&mut meter, &tree, verify, &mut rng).unwrap();
-        eprintln!("calls build {calls_build} total {}", meter.calls());
-        let tolerance = Tolerance::for_noise(meter.noise()).agree;
-        eprintln!("noise {} tol {tolerance}", meter.noise());
-        let (lat, _, _) = fill::tables(&tree, &meter, tolerance);
-        let watch: Vec<usize> = std::env::var("WATCH")
-            .ok()
-            .map(|s| s.split(',').map(|x| x.parse().unwrap()).collect())
-            .unwrap_or(vec![67, 195]);
-        for (id, node) in tree.nodes.iter().enumerate() {
-            if watch.iter().any(|w| node.members.contains(w)) && node.members.len() <= 130 {
-                eprintln!("node {id} pivot {} ring {} members {:?} levels {:?} irregular {:?} children {:?}", node.pivot, node.ring, if node.members.len() <= 16 { format!("{:?}", node.members) } else { format!("{} members", node.members.len()) }, node.levels, node.irregular, node.children);
-            }
-        }
-        for &w in &watch {
-            let mut row: Vec<String> = Vec::new();
-            for c in 0..n {
-                if let Some(p) = meter.pair(w, c) {
-                    row.push(format!(
-                        "{c}:{:.1}(t{:.1})",
-                        p.value,
-                        spec.true_latency(w, c)
-                    ));
-                }
-            }
-            eprintln!("measured {w}: {}", row.join(" "));
-        }
-        {
-            let r = &tree.nodes[0];
-            eprintln!(
-                "root levels {:?} irregular {:?} children {:?}",
-                r.levels,
-                r.irregular,
-                r.children
-                    .iter()
-                    .map(|&c| (
-                        c,
-                        tree.nodes[c].pivot,
-                        tree.nodes[c].ring,
-                        tree.nodes[c].members.len()
-                    ))
-                    .collect::<Vec<_>>()
-            );
-        }
-        {
-            let mut bad = Vec::new();
-            for a in 0..n { for b in a+1..n {
-                let v = lat.get(a, b).unwrap(); let t = spec.true_latency(a, b);
-                if (v / t).ln().abs() > 0.1 { bad.push(format!("({a},{b}) {v:.1} t{t:.1} m{:?}", meter.known(a, b).map(|x| x.round()))); }
-            }}
-            eprintln!("bad pairs {}: {}", bad.len(), bad.iter().take(40).cloned().collect::<Vec<_>>().join("; "));
-            let r = &tree.nodes[192];
-            eprintln!("node192 levels {:?} irregular {:?} children {:?}", r.levels, r.irregular, r.children.iter().map(|&c| (c, tree.nodes[c].pivot, tree.nodes[c].ring, tree.nodes[c].members.len())).collect::<Vec<_>>());
-        }
-        for id in [192usize, 283] {
-            if id >= tree.nodes.len() { continue; }
-            let mut m = tree.nodes[id].members.clone();
-            m.sort();
-            eprintln!("node {id} members {:?}", m);
-        }
-        for (x, y) in [
-            (0usize, 64usize),
-            (0, 65),
-            (64, 65),
-            (0, 67),
-            (0, 195),
-            (64, 67),
-            (65, 195),
-        ] {
-            eprintln!("pair {x},{y}: {:?}", meter.pair(x, y));
-        }
-        let (a, b) = (watch[0], watch[1]);
-        let mut diffs = Vec::new();
-        for c in 0..n {
-            if c == a || c == b {
-                continue;
-            }
-            let (x, y) = (lat.get(a, c).unwrap(), lat.get(b, c).unwrap());
-            if (x / y).ln().abs() > 0.02 {
-                diffs.push(format!(
-                    "{c}:{x:.1}/{y:.1}(t{:.1})",
-                    spec.true_latency(a, c)
-                ));
-            }
-        }
-        eprintln!(
-            "filled {a} vs {b} diffs ({}): {}",
-            diffs.len(),
-            diffs.join(" ")
-        );
-        eprintln!("pair {a},{b}: {:?}", lat.get(a, b));
-    }
 }
