@@ -993,12 +993,25 @@ fn every_command_has_help() {
             vec!["show", "-h"],
             "Usage: topoprobe show [OPTIONS] --topology <FILE>",
         ),
+        (vec!["matrix", "--help"], "Usage: topoprobe matrix [OPTIONS]"),
+        (
+            vec!["latency", "--help"],
+            "Usage: topoprobe latency [OPTIONS] <A> <B>",
+        ),
     ] {
         let out = run_ok(&args);
         assert!(out.contains(usage), "{args:?}:\n{out}");
     }
     let top = run_ok(&["--help"]);
-    assert_has(&top, &["infer Infer a topology", "show Show a topology"]);
+    assert_has(
+        &top,
+        &[
+            "infer Measure this machine",
+            "show Show a topology",
+            "matrix Measure and print the core-to-core latency matrix",
+            "latency Measure the latency between two hardware contexts",
+        ],
+    );
     let infer = run_ok(&["infer", "--help"]);
     for opt in [
         "--from-matrix <FILE>",
@@ -1010,6 +1023,11 @@ fn every_command_has_help() {
         "--format <FORMAT>",
         "--json",
         "-o, --output <FILE>",
+        "--cpus <LIST>",
+        "--reps <N>",
+        "--max-stdev <PERCENT>",
+        "--full",
+        "--seed <N>",
     ] {
         assert!(infer.contains(opt), "{opt} not in infer --help");
     }
