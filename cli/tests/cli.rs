@@ -993,7 +993,10 @@ fn every_command_has_help() {
             vec!["show", "-h"],
             "Usage: topoprobe show [OPTIONS] --topology <FILE>",
         ),
-        (vec!["matrix", "--help"], "Usage: topoprobe matrix [OPTIONS]"),
+        (
+            vec!["matrix", "--help"],
+            "Usage: topoprobe matrix [OPTIONS]",
+        ),
         (
             vec!["latency", "--help"],
             "Usage: topoprobe latency [OPTIONS] <A> <B>",
