@@ -19,7 +19,7 @@
 
 use topoprobe_infer::sim::{platforms, MachineSpec, Noise, SimProbe};
 use topoprobe_infer::sparse::{collect_sparse, SparseOptions};
-use topoprobe_infer::{infer, Collected};
+use topoprobe_infer::Collected;
 
 /// The platforms measured: the paper's five, then modern and irregular ones.
 fn specs() -> Vec<MachineSpec> {
@@ -65,7 +65,8 @@ fn collect(spec: &MachineSpec, seed: u64) -> Result<Collected, String> {
 fn run(spec: &MachineSpec, seed: u64) -> (usize, usize, Result<(), String>, Option<Collected>) {
     match collect(spec, seed) {
         Ok(c) => {
-            let verdict = infer(&c.latency, &spec.infer_options())
+            let verdict = c
+                .infer(&spec.infer_options())
                 .map_err(|e| e.to_string())
                 .and_then(|topo| spec.truth().check(&topo));
             (c.pairs, c.measurements, verdict, Some(c))
@@ -113,7 +114,7 @@ fn detail(sigma: f64, seed: u64, name: &str) {
     println!("{name}: {pairs} pairs, {calls} calls, {verdict:?}");
     let Some(c) = c else { return };
     if std::env::var_os("SPARSE_TOPO").is_some() {
-        if let Ok(topo) = infer(&c.latency, &spec.infer_options()) {
+        if let Ok(topo) = c.infer(&spec.infer_options()) {
             println!("levels: {:#?}", topo.levels());
             println!("validation: {:#?}", topo.validation());
         }

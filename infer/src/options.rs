@@ -25,6 +25,11 @@ pub struct InferOptions {
     pub source: Source,
     /// Identity of the machine, when known.
     pub machine: Machine,
+    /// Smallest relative latency difference the table can resolve, when its source knows
+    /// it better than the table shows: a table filled in from a sparse measurement holds
+    /// exactly equal values where the measurements were not equal, which would make
+    /// noise-level differences look significant (see [`crate::Collected::resolution`]).
+    pub resolution: Option<f64>,
 }
 
 impl Default for InferOptions {
@@ -39,6 +44,7 @@ impl Default for InferOptions {
             os_ids: None,
             source: Source::Measured,
             machine: Machine::default(),
+            resolution: None,
         }
     }
 }

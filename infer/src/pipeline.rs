@@ -45,7 +45,8 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
             let low = crate::table::quantile(&mut v, 0.1);
             (1.0 + q.step / low).ln()
         })
-        .max(MIN_RESOLVED);
+        .max(MIN_RESOLVED)
+        .max(opts.resolution.map_or(0.0, |r| r.max(0.0).ln_1p()));
     let profiles = twins::twin_sets(t, floor);
     let (family, dropped) = tree::family(t, &components, &profiles);
     let tree = tree::build(t.n, &family);

@@ -95,6 +95,28 @@ pub struct Collected {
     pub pairs: usize,
     /// Number of calls to [`PairLatency::measure`], repeated measurements included.
     pub measurements: usize,
+    /// Smallest relative difference the table resolves, when the strategy knows it better
+    /// than the table shows (a sparse table's filled-in values are exactly equal where
+    /// their measurements were not): pass it on as [`crate::InferOptions::resolution`].
+    /// `None` for a table of independent measurements (the inference estimates its noise).
+    pub resolution: Option<f64>,
+}
+
+impl Collected {
+    /// Infers the topology of this table with `opts`, passing on its
+    /// [`resolution`](Self::resolution) unless `opts` sets one.
+    ///
+    /// # Errors
+    ///
+    /// See [`crate::infer`].
+    pub fn infer(
+        &self,
+        opts: &crate::InferOptions,
+    ) -> Result<topoprobe_model::Topology, InferError> {
+        let mut opts = opts.clone();
+        opts.resolution = opts.resolution.or(self.resolution);
+        crate::infer(&self.latency, &opts)
+    }
 }
 
 /// Measures every unordered pair once (`a < b`), calling `progress(done, total)` after each.
@@ -131,6 +153,7 @@ pub fn collect_full(
         }
     }
     Ok(Collected {
+        resolution: None,
         measured: latency.clone(),
         latency,
         spread,

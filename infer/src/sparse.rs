@@ -168,9 +168,13 @@ pub fn collect_sparse(
         verify_structure(&mut meter, &tree, verify, &mut rng)?;
         tree
     };
-    let tolerance = Tolerance::for_noise(meter.noise()).agree;
+    let noise = meter.noise();
+    let tolerance = Tolerance::for_noise(noise).agree;
     let (latency, spread, measured) = fill::tables(&tree, &meter, tolerance);
     Ok(Collected {
+        // Filled-in values are exactly equal where measurements were not: differences
+        // within a pair's error are not structure.
+        resolution: (noise > 0.0).then_some(noise),
         latency,
         spread,
         measured,

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use topoprobe_infer::{infer, InferOptions};
+use topoprobe_infer::InferOptions;
 use topoprobe_measure::smt::{self, SmtTest};
 use topoprobe_measure::{description, os};
 use topoprobe_model::format::{json, write_atomic};
@@ -178,7 +178,10 @@ pub(crate) fn run(args: &InferArgs, started: Instant) -> Result<()> {
             opts.sockets_origin = Origin::Os;
         }
     }
-    let mut topo = infer(&measured.collected.latency, &opts).context("inferring the topology")?;
+    let mut topo = measured
+        .collected
+        .infer(&opts)
+        .context("inferring the topology")?;
     topo.set_spread(measured.collected.spread.clone())?;
     record(&mut topo, args, &cpus, &measured, &probe, &smt_tests);
     match &os_view {
