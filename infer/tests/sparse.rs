@@ -127,6 +127,30 @@ fn noise_level_differences_of_filled_values_do_not_split_sockets() {
 }
 
 #[test]
+fn single_outlier_readings_do_not_split_cores_or_sockets() {
+    // Each of these once ended with a split socket or core: a slow reading between two
+    // contexts of one socket taken for the link to another socket (ivy seed 10), a fast
+    // one that put a context into its neighbour's module (home-node EPYC seed 3 with the
+    // previous call order), a lone slowest context below the root (sparc-t4 seed 9).
+    for (base, sigma, seed) in [
+        (platforms::ivy(), 0.02, 10),
+        (platforms::ivy(), 0.03, 10),
+        (platforms::sparc_t4(), 0.02, 9),
+        (platforms::epyc_2x64_home_node(), 0.02, 10),
+    ] {
+        let n = base.contexts();
+        let c =
+            check(&base, sigma, seed, &SparseOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            c.measurements <= 8 * n,
+            "{} seed {seed}: {} calls",
+            base.name,
+            c.measurements
+        );
+    }
+}
+
+#[test]
 fn hybrid_desktop_within_8n() {
     // E-core clusters differ from their surroundings by about 13%: they only show at the
     // noise real measurements of them have.

@@ -33,6 +33,8 @@ const REFINE_ROUNDS: usize = 3;
 /// A module whose inside is slower than this fraction of its ring's latency is loosely bound
 /// (it may be several modules, close to each other but not to the pivot).
 const LOOSE: f64 = 0.5;
+/// Rings of at most this many modules have every pair of representatives confirmed.
+const FEW_MODULES: usize = 4;
 /// Rings of the root at most this large give the numbering strides to try first.
 const BASE_STRIDE_RING: usize = 16;
 
@@ -495,12 +497,17 @@ impl<'m, 'a> Builder<'m, 'a> {
         self.meter.sync()?;
         let tol = self.tolerance();
         let mut rings = self.classes(pivot, members, tol.gap);
-        // Below the root, the parent checked the admissions (`check_admissions`).
-        if members.len() >= 3 && self.tree.nodes.len() == 1 {
+        // Below the root, the parent checked the admissions (`check_admissions`), but not
+        // the pivot's own readings: a lone context slower than all the others (a pivot
+        // sees no single member of its own module beyond the rest) is measured again.
+        let root = self.tree.nodes.len() == 1;
+        if members.len() >= 3 {
+            let last = rings.len().saturating_sub(1);
             let lonely: Vec<usize> = rings
                 .iter()
-                .filter(|r| r.pending.len() == 1)
-                .flat_map(|r| r.pending.iter().copied())
+                .enumerate()
+                .filter(|&(i, r)| r.pending.len() == 1 && (root || (i == last && i > 0)))
+                .flat_map(|(_, r)| r.pending.iter().copied())
                 .collect();
             for &x in &lonely {
                 self.meter.confirm(pivot, x, tol.agree)?;
@@ -742,6 +749,19 @@ impl<'m, 'a> Builder<'m, 'a> {
             }
             let mode = ring.mode();
             self.check_oversized(ring, mode, tol)?;
+            let sizes: Vec<usize> = ring
+                .live()
+                .into_iter()
+                .map(|m| ring.modules[m].members.len())
+                .collect();
+            // A lone context beside modules of sizes s and s + 1: one fast reading may have
+            // put the lone one's partner into a neighbouring module.
+            let smallest = sizes.iter().copied().filter(|&k| k >= 2).min();
+            if let Some(s) = smallest.filter(|&s| s != mode && sizes.contains(&(s + 1))) {
+                if sizes.contains(&1) {
+                    self.check_oversized(ring, s, tol)?;
+                }
+            }
             self.check_admissions(ring, tol)?;
             if mode >= 2 {
                 moved.extend(self.check_lonely(ring, tol)?);
@@ -862,13 +882,17 @@ impl<'m, 'a> Builder<'m, 'a> {
     }
 
     /// Merges modules of a ring whose representatives turn out close after all: a pair far
-    /// below the pivot's latencies to both is measured again first. Returns whether two
-    /// modules were merged.
+    /// below the pivot's latencies to both is measured again first, and so is every pair of
+    /// modules of different sizes in a ring of at most [`FEW_MODULES`] modules (a slow
+    /// reading between two contexts of one socket looks like the link to another socket,
+    /// and splits the socket in two unequal parts).
+    /// Returns whether two modules were merged.
     fn merge_close(&mut self, ring: &mut Ring, tol: Tolerance) -> Result<bool, InferError> {
         let mut merged = false;
         if !ring.level.is_finite() {
             return Ok(merged);
         }
+        let few = ring.live().len() <= FEW_MODULES;
         for (a, b) in module_pairs(ring, ring, true) {
             let (Some(v), Some(la), Some(lb)) = (
                 self.meter.known(a, b),
@@ -878,7 +902,15 @@ impl<'m, 'a> Builder<'m, 'a> {
                 continue;
             };
             if !self.close(ring, a, b)? {
-                if (la.max(lb) / v).ln() <= OUTLIER_LN {
+                let suspect = (la.max(lb) / v).ln() > OUTLIER_LN;
+                let unequal = match (ring.of.get(&a), ring.of.get(&b)) {
+                    (Some(&ma), Some(&mb)) => {
+                        ring.modules[ma].members.len() != ring.modules[mb].members.len()
+                    }
+                    _ => false,
+                };
+                let unconfirmed = few && unequal && self.meter.readings_of(a, b) < 2;
+                if !suspect && !unconfirmed {
                     continue;
                 }
                 self.meter.confirm(a, b, tol.agree)?;

@@ -156,6 +156,11 @@ impl<'a> Meter<'a> {
         self.pair(a, b).map(|p| p.value)
     }
 
+    /// Number of successful readings of the pair.
+    pub(super) fn readings_of(&self, a: usize, b: usize) -> usize {
+        self.readings.get(&key(a, b)).map_or(0, Vec::len)
+    }
+
     /// Whether the pair has been measured successfully.
     pub(super) fn is_measured(&self, a: usize, b: usize) -> bool {
         self.readings.contains_key(&key(a, b))
