@@ -33,7 +33,8 @@ const REFINE_ROUNDS: usize = 3;
 /// A module whose inside is slower than this fraction of its ring's latency is loosely bound
 /// (it may be several modules, close to each other but not to the pivot).
 const LOOSE: f64 = 0.5;
-/// Rings of at most this many modules have every pair of representatives confirmed.
+/// In rings of at most this many modules, representatives of modules of different sizes
+/// are confirmed apart (see `merge_close`).
 const FEW_MODULES: usize = 4;
 /// Rings of the root at most this large give the numbering strides to try first.
 const BASE_STRIDE_RING: usize = 16;
