@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use topoprobe_infer::{PairLatency, PairSample, ProbeError};
 
 use crate::affinity;
-use crate::stats::{Adaptive, RepetitionPolicy, Summary, Verdict, WarmUp};
+use crate::stats::{median, Adaptive, RepetitionPolicy, Summary, Verdict, WarmUp};
 use crate::timer::Timer;
 
 /// A cache line of its own (128 bytes: adjacent-line prefetchers pair 64-byte lines).
@@ -229,13 +229,6 @@ impl Pinger<'_> {
     }
 }
 
-/// Median of a batch (0 for an empty one).
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s.get(s.len() / 2).copied().unwrap_or(0.0)
-}
-
 /// Runs the initiator on the current thread (already pinned, line first-touched here).
 fn initiate(line: &Line, timer: &Timer, config: &ProbeConfig) -> Result<PairMeasurement, String> {
     let mut p = Pinger {
@@ -256,7 +249,7 @@ fn initiate(line: &Line, timer: &Timer, config: &ProbeConfig) -> Result<PairMeas
     if config.warm_up {
         loop {
             let b = p.batch(WARMUP_BATCH, round_trips)?;
-            if warm.observe(median(&b)) {
+            if warm.observe(median(&b).unwrap_or(0.0)) {
                 break;
             }
         }

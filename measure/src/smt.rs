@@ -7,6 +7,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use crate::affinity;
+use crate::stats::median;
 
 /// A slowdown at least this large means the two contexts share a core.
 pub const SMT_SLOWDOWN: f64 = 1.5;
@@ -53,12 +54,6 @@ fn timed_work() -> f64 {
     let t = Instant::now();
     std::hint::black_box(work(std::hint::black_box(ITERATIONS)));
     t.elapsed().as_secs_f64()
-}
-
-/// Median of a non-empty list.
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Measures whether `a` and `b` share a core: rounds of the loop on `a` alone and beside
@@ -117,7 +112,7 @@ pub fn test_pair(a: u32, b: u32) -> Result<SmtTest, String> {
     Ok(SmtTest {
         a,
         b,
-        slowdown: median(ratios),
+        slowdown: median(&ratios).unwrap_or(1.0),
     })
 }
 

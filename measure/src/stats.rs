@@ -1,6 +1,8 @@
 //! Sample statistics of the latency probe: outlier rejection, adaptive repetitions and
 //! DVFS warm-up detection. Pure logic, tested on synthetic sample streams.
 
+use topoprobe_model::median_sorted;
+
 /// Robust summary of a batch of samples after outlier rejection.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
@@ -23,14 +25,12 @@ const OUTLIER_MADS: f64 = 3.5;
 /// samples has a MAD of almost zero).
 const OUTLIER_FLOOR: f64 = 0.02;
 
-/// Median of a sorted, non-empty slice.
-fn median_sorted(v: &[f64]) -> f64 {
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// Median of unsorted samples (`None` for none).
+#[must_use]
+pub fn median(samples: &[f64]) -> Option<f64> {
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| median_sorted(&v))
 }
 
 /// Summarizes `samples` (finite, positive values; others are dropped as outliers),
@@ -235,6 +235,13 @@ mod tests {
         assert!(sum.spread < 0.01);
         assert!(summarize(&[]).is_none());
         assert!(summarize(&[f64::NAN, -1.0]).is_none());
+    }
+
+    #[test]
+    fn median_of_unsorted_samples() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
     }
 
     #[test]

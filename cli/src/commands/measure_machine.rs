@@ -167,7 +167,11 @@ pub(crate) fn run(args: &InferArgs, started: Instant) -> Result<()> {
     // The probe reports nanoseconds (`--units` describes matrix files).
     opts.units = topoprobe_model::LatencyUnit::Ns;
     opts.os_ids = Some(cpus.clone());
-    opts.machine = description::this_machine();
+    // The OS view read above identifies the machine; read it again only if it failed.
+    opts.machine = match &os_view {
+        Ok(v) => v.machine(),
+        Err(_) => description::this_machine(),
+    };
     if opts.smt.is_none() && !smt_tests.is_empty() {
         opts.smt = Some(smt_tests.iter().any(SmtTest::shares_core));
         opts.smt_origin = Origin::Measured;
