@@ -54,8 +54,9 @@ pub use os_view::{
 };
 pub use query::{Component, Level};
 pub use sections::{
-    Access, CacheLevel, CacheSection, MemoryBandwidth, MemoryLatency, MemorySection, PowerEntry,
-    PowerScope, PowerSection, PowerState, Threads,
+    Access, CacheKind, CacheLevel, CacheSection, ContentionLevel, ContentionPair,
+    ContentionSection, MemoryBandwidth, MemoryLatency, MemorySection, PowerEntry, PowerScope,
+    PowerSection, PowerState, ScalingPoint, Threads,
 };
 pub use topology::{LatencyTables, Topology, TopologyBuilder, FORMAT};
 pub use units::{LatencyUnit, UnknownUnit};

@@ -26,6 +26,9 @@ pub struct MemoryLatency {
     pub node: NodeId,
     /// Latency of one dependent load, in the topology's latency unit.
     pub latency: f64,
+    /// The same latency in CPU cycles, when the clock frequency was known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<f64>,
 }
 
 /// The kind of memory access a bandwidth figure measures.
@@ -105,11 +108,39 @@ pub struct CacheSection {
     pub levels: Vec<CacheLevel>,
 }
 
+/// What a cache level holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheKind {
+    /// Data only (an L1d).
+    Data,
+    /// Instructions only (an L1i).
+    Instruction,
+    /// Data and instructions.
+    Unified,
+}
+
+impl CacheKind {
+    /// The name used in files and output (`data`, `instruction`, `unified`).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Data => "data",
+            Self::Instruction => "instruction",
+            Self::Unified => "unified",
+        }
+    }
+}
+
 /// One cache level.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheLevel {
-    /// Level number as the source numbers it (libmctop numbers from 0).
+    /// Level number: 1 for L1, 2 for L2 … (libmctop's `Cache_level 0` line, which
+    /// carries the L1 instruction cache, is read as level 1 of kind `instruction`).
     pub level: u32,
+    /// What the level holds, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<CacheKind>,
     /// Load-to-use latency, in the topology's latency unit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<f64>,
@@ -119,6 +150,94 @@ pub struct CacheLevel {
     /// Size found by measurement, in KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_size_kib: Option<u64>,
+    /// Line size in bytes (as the OS reports it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_bytes: Option<u32>,
+    /// Contexts found by measurement to share one instance of this level, one list per
+    /// instance (empty when not measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_by: Vec<Vec<ContextId>>,
+}
+
+impl CacheLevel {
+    /// A level with only its number and kind known; the other fields are filled in as
+    /// they are read or measured.
+    #[must_use]
+    pub const fn new(level: u32, kind: Option<CacheKind>) -> Self {
+        Self {
+            level,
+            kind,
+            latency: None,
+            os_size_kib: None,
+            measured_size_kib: None,
+            line_bytes: None,
+            shared_by: Vec::new(),
+        }
+    }
+
+    /// A short name such as `L1d`, `L1i`, `L2`.
+    #[must_use]
+    pub fn name(&self) -> String {
+        let suffix = match self.kind {
+            Some(CacheKind::Data) => "d",
+            Some(CacheKind::Instruction) => "i",
+            _ => "",
+        };
+        format!("L{}{suffix}", self.level)
+    }
+}
+
+/// Memory-access overhead between contexts (Servet's overhead groups) and how bandwidth
+/// scales as threads are added.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContentionSection {
+    /// Read bandwidth of one context alone, GB/s.
+    pub alone_gbps: f64,
+    /// Measured pairs: bandwidth of each thread when both read memory at once.
+    #[serde(default)]
+    pub pairs: Vec<ContentionPair>,
+    /// Overhead levels, highest overhead first: the contexts connected by pairs of that
+    /// overhead form the level's groups.
+    #[serde(default)]
+    pub levels: Vec<ContentionLevel>,
+    /// Effective bandwidth as threads are added inside one group of a level.
+    #[serde(default)]
+    pub scalability: Vec<ScalingPoint>,
+}
+
+/// One measured pair of contexts reading memory at the same time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ContentionPair {
+    /// First context.
+    pub a: ContextId,
+    /// Second context.
+    pub b: ContextId,
+    /// Bandwidth of each thread while both run, GB/s (the mean of the two).
+    pub gbps: f64,
+    /// Slowdown against one thread alone (alone / concurrent; 1 = no overhead).
+    pub overhead: f64,
+}
+
+/// Contexts grouped by a common memory-access overhead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContentionLevel {
+    /// Typical slowdown of two contexts of one group accessing memory together.
+    pub overhead: f64,
+    /// The groups: contexts connected by pairs with at least this overhead.
+    pub groups: Vec<Vec<ContextId>>,
+}
+
+/// Effective bandwidth of `threads` threads inside one group.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ScalingPoint {
+    /// Index of the level in [`ContentionSection::levels`].
+    pub level: usize,
+    /// Index of the group in that level.
+    pub group: usize,
+    /// Threads reading at once.
+    pub threads: usize,
+    /// Total bandwidth of all of them, GB/s.
+    pub gbps: f64,
 }
 
 /// Power measurements (RAPL), in watts.

@@ -9,7 +9,7 @@ use crate::error::ModelError;
 use crate::ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
 use crate::matrix::{LatencyMatrix, LatencySummary};
 use crate::meta::{Fact, Facts, Machine, Origin, Provenance, Source, Validation};
-use crate::sections::{CacheSection, MemorySection, PowerSection};
+use crate::sections::{CacheSection, ContentionSection, MemorySection, PowerSection};
 use crate::units::LatencyUnit;
 
 /// The identifier of the description file format.
@@ -52,6 +52,8 @@ pub(crate) struct TopologyData {
     pub(crate) memory: Option<MemorySection>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) caches: Option<CacheSection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) contention: Option<ContentionSection>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) power: Option<PowerSection>,
     #[serde(default)]
@@ -349,6 +351,7 @@ impl TopologyBuilder {
             },
             memory: self.memory,
             caches: self.caches,
+            contention: None,
             power: self.power,
             validation: self.validation,
         };
@@ -475,6 +478,17 @@ impl Topology {
     /// Replaces the cache section.
     pub fn set_caches(&mut self, caches: Option<CacheSection>) {
         self.d.caches = caches;
+    }
+
+    /// Memory-access overhead groups and scalability, when measured.
+    #[must_use]
+    pub fn contention(&self) -> Option<&ContentionSection> {
+        self.d.contention.as_ref()
+    }
+
+    /// Replaces the contention section.
+    pub fn set_contention(&mut self, contention: Option<ContentionSection>) {
+        self.d.contention = contention;
     }
 
     /// Power measurements, when made.

@@ -29,8 +29,8 @@ use crate::error::ModelError;
 use crate::ids::{ContextId, NodeId, SocketId};
 use crate::matrix::LatencyMatrix;
 use crate::sections::{
-    Access, CacheLevel, CacheSection, MemoryBandwidth, MemoryLatency, MemorySection, PowerEntry,
-    PowerScope, PowerSection, PowerState, Threads,
+    Access, CacheKind, CacheLevel, CacheSection, MemoryBandwidth, MemoryLatency, MemorySection,
+    PowerEntry, PowerScope, PowerSection, PowerState, Threads,
 };
 use crate::topology::Topology;
 
@@ -537,6 +537,7 @@ impl<'a> Parser<'a> {
                     context: ContextId(c),
                     node: NodeId(node),
                     latency: v,
+                    cycles: None,
                 });
             }
         }
@@ -674,7 +675,7 @@ impl<'a> Parser<'a> {
                     ),
                 )
             })?;
-            if levels.iter().any(|l| l.level == level) {
+            if levels.iter().any(|l| mct_cache_line(l) == level) {
                 return Err(self.err(
                     tl.line,
                     format!("section `{}`: cache level {level} appears twice", s.name),
@@ -700,11 +701,17 @@ impl<'a> Parser<'a> {
                 })?;
                 Ok((v > 0).then_some(v))
             };
+            // libmctop's line 0 is the L1 instruction cache, line 1 the L1 data cache.
+            let (number, kind) = match level {
+                0 => (1, CacheKind::Instruction),
+                1 => (1, CacheKind::Data),
+                n => (n, CacheKind::Unified),
+            };
             levels.push(CacheLevel {
-                level,
                 latency: (latency > 0.0).then_some(latency),
                 os_size_kib: size(self, tos, "size the OS reports")?,
                 measured_size_kib: size(self, test, "measured size")?,
+                ..CacheLevel::new(number, Some(kind))
             });
         }
         Ok(CacheSection { levels })
@@ -961,11 +968,17 @@ pub fn write_mct(topo: &Topology, ghz: Option<f64>, w: &mut impl Write) -> std::
     }
     if let Some(caches) = topo.caches() {
         writeln!(w, "#Cache_levels {}", caches.levels.len())?;
-        for l in &caches.levels {
+        let mut levels: Vec<(u32, &CacheLevel)> = caches
+            .levels
+            .iter()
+            .map(|l| (mct_cache_line(l), l))
+            .collect();
+        levels.sort_by_key(|(line, _)| *line);
+        for (line, l) in levels {
             writeln!(
                 w,
                 "Cache_level {:<3} Latency {:<6} SizeOS {:<5} SizeEst {:<5}",
-                l.level,
+                line,
                 whole(l.latency),
                 l.os_size_kib.unwrap_or(0),
                 l.measured_size_kib.unwrap_or(0)
@@ -976,6 +989,15 @@ pub fn write_mct(topo: &Topology, ghz: Option<f64>, w: &mut impl Write) -> std::
         write_power(&mut w, power, topo.num_sockets())?;
     }
     w.flush()
+}
+
+/// libmctop's line number of a cache level: 0 for the L1 instruction cache, 1 for L1
+/// data (or unified), the level number above.
+fn mct_cache_line(l: &CacheLevel) -> u32 {
+    match (l.level, l.kind) {
+        (1, Some(CacheKind::Instruction)) => 0,
+        (n, _) => n,
+    }
 }
 
 /// Cycles per latency unit of a topology: 1 for cycles, the clock frequency in GHz for ns.
@@ -1153,10 +1175,9 @@ mod tests {
         assert_eq!(
             c.levels,
             [CacheLevel {
-                level: 0,
                 latency: Some(4.0),
                 os_size_kib: Some(32),
-                measured_size_kib: None
+                ..CacheLevel::new(1, Some(CacheKind::Instruction))
             }]
         );
         let m = f.memory.unwrap();

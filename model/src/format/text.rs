@@ -275,8 +275,8 @@ fn write_sections(topo: &Topology, out: &mut String) -> std::fmt::Result {
                 let size = |v: Option<u64>| v.map_or("?".to_string(), |k| format!("{k} KiB"));
                 writeln!(
                     out,
-                    "  level {}: latency {}, size {} (OS {})",
-                    l.level,
+                    "  {:<4} latency {}, size {} (OS {})",
+                    l.name(),
                     l.latency.map_or("?".to_string(), |v| lat(topo, v)),
                     size(l.measured_size_kib),
                     size(l.os_size_kib)
