@@ -30,6 +30,26 @@ pub(crate) enum Command {
     Matrix(MatrixArgs),
     /// Measure the latency between two hardware contexts and print its statistics.
     Latency(LatencyArgs),
+    /// Measure cache sizes and latencies (and with --shared, which contexts share them).
+    Cache(crate::commands::cache::CacheArgs),
+    /// Measure memory latency and read/write/copy bandwidth from every socket to every node.
+    Mem(crate::commands::mem::MemArgs),
+    /// Measure memory-access overhead groups (pairs copying together) and how bandwidth
+    /// scales with threads.
+    Contention(crate::commands::contention::ContentionArgs),
+    /// Draw the latency matrix as a heatmap (SVG or PNG), contexts ordered by topology.
+    Heatmap(crate::commands::heatmap::HeatmapArgs),
+    /// Write a self-contained HTML report of a topology.
+    Report(crate::commands::report::ReportArgs),
+    /// Print where a placement policy puts threads (a CPU list, a mask, taskset, numactl,
+    /// OpenMP or likwid-pin arguments, or JSON), with its summary on standard error.
+    Place(crate::commands::place::PlaceArgs),
+    /// Run a command with every thread it creates pinned by a placement policy, the main
+    /// thread first; exits with the command's status.
+    Run(crate::commands::run::RunArgs),
+    /// Measure the power of every socket (RAPL) when idle, with one context, a second core,
+    /// a second context, all cores and all contexts busy.
+    Power(crate::commands::power::PowerArgs),
 }
 
 /// Unit of latencies on the command line.
@@ -70,6 +90,10 @@ pub(crate) enum Format {
     Tsv,
     /// libmctop's .mct format.
     Mct,
+    /// Graphviz graphs: intra-socket and cross-socket (render with --svg or --png).
+    Dot,
+    /// hwloc v2 XML, with the latency matrix as distances (lstopo --input FILE.xml).
+    HwlocXml,
 }
 
 /// Hints for inference: every one is optional, and the output says which values were given.
@@ -188,6 +212,11 @@ pub(crate) struct InferArgs {
     pub(crate) from_mct: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) measure: Measure,
+    /// Measurements added to the description, comma-separated: cache, shared-caches, mem,
+    /// mem-latency, contention, power; `all` or `none` (default: cache,mem,power, a few
+    /// seconds).
+    #[arg(long, value_name = "LIST", value_parser = crate::plugins::check)]
+    pub(crate) plugins: Option<String>,
     #[command(flatten)]
     pub(crate) hints: Hints,
     #[command(flatten)]
@@ -235,4 +264,6 @@ pub(crate) struct ShowArgs {
     pub(crate) hints: Hints,
     #[command(flatten)]
     pub(crate) output: Output,
+    #[command(flatten)]
+    pub(crate) view: crate::commands::show::ViewArgs,
 }

@@ -10,8 +10,11 @@ use clap::Parser;
 mod args;
 mod commands;
 mod live;
+mod machine;
 mod output;
+mod plugins;
 mod progress;
+mod render;
 
 use args::{Cli, Command};
 
@@ -22,12 +25,20 @@ fn main() -> ExitCode {
         Command::Show(a) => commands::show::run(&a),
         Command::Matrix(a) => commands::matrix::run(&a),
         Command::Latency(a) => commands::latency::run(&a),
+        Command::Cache(a) => commands::cache::run(&a),
+        Command::Mem(a) => commands::mem::run(&a),
+        Command::Contention(a) => commands::contention::run(&a),
+        Command::Heatmap(a) => commands::heatmap::run(&a),
+        Command::Report(a) => commands::report::run(&a),
+        Command::Place(a) => commands::place::run(&a),
+        Command::Run(a) => return commands::run::main(&a),
+        Command::Power(a) => commands::power::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("topoprobe: error: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(commands::place::exit_code(&e))
         }
     }
 }

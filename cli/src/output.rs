@@ -3,15 +3,24 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use topoprobe_model::format::{json, mct, text, tsv, write_atomic};
+use topoprobe_model::format::text::TextOptions;
+use topoprobe_model::format::{dot, hwloc_xml, json, mct, text, tsv, write_atomic};
 use topoprobe_model::Topology;
 
 use crate::args::{Format, Output};
 
-/// Renders a topology in a format; `ghz` converts ns into the cycles of a `.mct` file.
-pub(crate) fn render(topo: &Topology, format: Format, ghz: Option<f64>) -> Result<Vec<u8>> {
+/// Renders a topology in a format; `ghz` converts ns into the cycles of a `.mct` file,
+/// `text` says how to render the text view.
+pub(crate) fn render(
+    topo: &Topology,
+    format: Format,
+    ghz: Option<f64>,
+    text: TextOptions,
+) -> Result<Vec<u8>> {
     Ok(match format {
-        Format::Text => text::render(topo).into_bytes(),
+        Format::Text => text::render_with(topo, text).into_bytes(),
+        Format::Dot => dot::render(topo).into_bytes(),
+        Format::HwlocXml => hwloc_xml::render(topo).into_bytes(),
         Format::Json => json::to_json_string(topo).into_bytes(),
         Format::Tsv => tsv::partition_string(topo).into_bytes(),
         Format::Mct => {
@@ -22,9 +31,14 @@ pub(crate) fn render(topo: &Topology, format: Format, ghz: Option<f64>) -> Resul
     })
 }
 
-/// Writes a topology where `out` says (`ghz`: see [`render`]).
+/// Writes a topology where `out` says (`ghz`: see [`render`]); the text view is coloured
+/// on a terminal unless `NO_COLOR` is set.
 pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()> {
-    let bytes = render(topo, out.format(), ghz)?;
+    let text = TextOptions {
+        color: crate::render::use_color(crate::render::ColorWhen::Auto, out.output.is_none()),
+        verbose: false,
+    };
+    let bytes = render(topo, out.format(), ghz, text)?;
     write_to(out.output.as_deref(), &bytes)
 }
 

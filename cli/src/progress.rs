@@ -25,3 +25,15 @@ pub(crate) fn while_inferring<T>(contexts: usize, work: impl FnOnce() -> T) -> T
     bar.finish_and_clear();
     out
 }
+
+/// A spinner with a message and the elapsed time, for measurements that take seconds
+/// (drawn only when standard error is a terminal).
+pub(crate) fn spinner(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})") {
+        bar.set_style(style);
+    }
+    bar.set_prefix(what.to_string());
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}

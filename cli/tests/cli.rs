@@ -201,8 +201,8 @@ fn infer_text_i7_6700k() {
             "units: ns",
             "level 1 6.9 ns smt min 6.9 ns max 7.0 ns (4 pairs)",
             "level 2 19.7 ns socket min 18.0 ns max 23.4 ns (24 pairs)",
-            "socket 0: 4 cores, 8 contexts",
-            "core 0 (0,1) core 1 (2,3) core 2 (4,5) core 3 (6,7)",
+            "Socket 0 · 4 cores, 8 contexts",
+            "0 (0,1) 1 (2,3) 2 (4,5) 3 (6,7)",
         ],
     );
     // --format text is the default.
@@ -223,8 +223,8 @@ fn infer_text_power7() {
             "SMT: no (inferred)",
             "level 1 173 ns socket",
             "level 2 443 ns cross_socket",
-            "socket 0: 8 cores, 8 contexts",
-            "socket 1: 8 cores, 8 contexts",
+            "Socket 0 · 8 cores, 8 contexts",
+            "Socket 1 · 8 cores, 8 contexts",
             "socket 0 <-> socket 1: 443 ns",
         ],
     );
@@ -240,9 +240,9 @@ fn infer_text_m1pro_directed() {
             "SMT: no (inferred)",
             "level 1 39.5 ns group",
             "level 2 150 ns socket",
-            "group 0: 2 cores",
-            "group 1: 4 cores",
-            "group 2: 4 cores",
+            "Group 0 · 2 cores",
+            "Group 1 · 4 cores",
+            "Group 2 · 4 cores",
             // The matrix is directed: the text says so and how it was symmetrized.
             "asymmetric: the two directions of a pair differ by up to 36%",
             "symmetrized by the mean of both directions",
@@ -260,7 +260,7 @@ fn infer_text_fx8300_modules() {
             "SMT: no (inferred)",
             "level 1 42.2 ns group",
             "level 2 287 ns socket",
-            "group 3: 2 cores",
+            "Group 3 · 2 cores",
         ],
     );
 }
@@ -622,7 +622,7 @@ fn infer_from_mct_xeon2680() {
             "level 2 112 cycles socket",
             "level 3 308 cycles cross_socket",
             "socket 0 <-> socket 1: 308 cycles",
-            "latency from hwc 0 to node 1: 505 cycles",
+            "Node 1: memory 505 cycles",
         ],
     );
 
@@ -680,7 +680,7 @@ fn infer_from_mct_pc4() {
             "sockets: 1 (from file)",
             "level 1 28 cycles smt",
             "level 2 88 cycles socket",
-            "core 0 (0,4) core 1 (1,5) core 2 (2,6) core 3 (3,7)",
+            "0 (0,4) 1 (1,5) 2 (2,6) 3 (3,7)",
         ],
     );
 }

@@ -42,7 +42,14 @@ fn infer_measures_this_machine_and_saves_the_description() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let list = format!("{},{}", c[0], c[1]);
-    let mut args = vec!["infer", "--cpus", &list, "--json"];
+    let mut args = vec![
+        "infer",
+        "--cpus",
+        &list,
+        "--json",
+        "--plugins",
+        "cache,mem-latency,power",
+    ];
     args.extend(LOOSE);
     let (code, out, err) = run(dir.path(), &args);
     assert_eq!(code, 0, "{err}");
@@ -57,6 +64,25 @@ fn infer_measures_this_machine_and_saves_the_description() {
     let lat = v["latency"]["raw"][0][1].as_f64().expect("latency");
     assert!(lat > 0.0 && lat < 100_000.0, "{lat}");
     assert!(v["latency"]["spread"][0][1].as_f64().is_some());
+    // The plugins' sections: memory latency from the socket, caches measured beside the
+    // OS's, power unavailable or measured (never invented).
+    let mem = v["memory"]["latency"].as_array().expect("memory section");
+    assert!(
+        mem[0]["latency"].as_f64().is_some_and(|l| l > 1.0),
+        "{mem:?}"
+    );
+    let levels = v["caches"]["levels"].as_array().expect("cache section");
+    assert!(
+        levels
+            .iter()
+            .any(|l| l["measured_size_kib"].as_u64().is_some()),
+        "{levels:?}"
+    );
+    let power_said = v["power"].is_object()
+        || v["validation"]["warnings"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w.to_string().contains("unavailable")));
+    assert!(power_said, "{}", v["validation"]);
     // The description is in the default place, and loads as this machine's.
     let saved = dir.path().join("machine.json");
     assert!(saved.exists());

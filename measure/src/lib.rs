@@ -7,16 +7,30 @@
 //! - [`pair`]: the core-to-core latency probe (CAS ping-pong), a
 //!   [`PairLatency`](topoprobe_infer::PairLatency) the inference collects tables from.
 //! - [`smt`]: SMT detection by the slowdown of two compute-bound siblings.
+//! - [`buffer`]: page-aligned measurement buffers bound to a memory node.
+//! - [`cache`]: cache sizes and latencies (Servet's mcalibrator and probabilistic
+//!   algorithm) and which contexts share each level.
+//! - [`memory`]: memory latency (random pointer chase) and read/write/copy bandwidth
+//!   from every socket to every node.
+//! - [`contention`]: memory-access overhead groups and bandwidth scalability (Servet).
 //! - [`description`]: this machine's description file: default place, fingerprint, loading.
+//! - [`power`]: RAPL power under libmctop's load states (powercap or the perf `power` PMU);
+//!   [`power::measure_power`] gives the description's power section, or says why power is
+//!   unavailable.
 //! - [`os`]: the operating system's view of the machine (sysfs), with a configurable root.
 //!
 //! All `unsafe` code of topoprobe's measurement lives in this crate; every block says why it
 //! is sound.
 
 pub mod affinity;
+pub mod buffer;
+pub mod cache;
+pub mod contention;
 pub mod description;
+pub mod memory;
 pub mod os;
 pub mod pair;
+pub mod power;
 pub mod smt;
 pub mod stats;
 pub mod timer;

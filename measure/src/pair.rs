@@ -210,7 +210,7 @@ impl Pinger<'_> {
             while self.line.0.load(Ordering::Acquire) != v + 2 {
                 std::hint::spin_loop();
                 spins = spins.wrapping_add(1);
-                if spins % 4096 == 0 && started.elapsed() > STALL {
+                if spins.is_multiple_of(4096) && started.elapsed() > STALL {
                     return Err(format!(
                         "the partner thread did not answer for {} s (is its CPU busy with a higher-priority task?)",
                         STALL.as_secs()

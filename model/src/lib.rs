@@ -54,9 +54,9 @@ pub use os_view::{
 };
 pub use query::{Component, Level};
 pub use sections::{
-    Access, CacheKind, CacheLevel, CacheSection, ContentionLevel, ContentionPair,
-    ContentionSection, MemoryBandwidth, MemoryLatency, MemorySection, PowerEntry, PowerScope,
-    PowerSection, PowerState, ScalingPoint, Threads,
+    Access, CacheLevel, CacheSection, ContentionLevel, ContentionPair, ContentionSection,
+    MemoryBandwidth, MemoryLatency, MemorySection, PowerEntry, PowerScope, PowerSection,
+    PowerState, ScalingPoint, Threads,
 };
 pub use topology::{LatencyTables, Topology, TopologyBuilder, FORMAT};
 pub use units::{LatencyUnit, UnknownUnit};

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{ContextId, NodeId, SocketId};
+use crate::os_view::CacheType;
 
 /// Memory latency and bandwidth from sockets to memory nodes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -108,30 +109,6 @@ pub struct CacheSection {
     pub levels: Vec<CacheLevel>,
 }
 
-/// What a cache level holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CacheKind {
-    /// Data only (an L1d).
-    Data,
-    /// Instructions only (an L1i).
-    Instruction,
-    /// Data and instructions.
-    Unified,
-}
-
-impl CacheKind {
-    /// The name used in files and output (`data`, `instruction`, `unified`).
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Data => "data",
-            Self::Instruction => "instruction",
-            Self::Unified => "unified",
-        }
-    }
-}
-
 /// One cache level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheLevel {
@@ -140,7 +117,7 @@ pub struct CacheLevel {
     pub level: u32,
     /// What the level holds, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<CacheKind>,
+    pub kind: Option<CacheType>,
     /// Load-to-use latency, in the topology's latency unit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<f64>,
@@ -163,7 +140,7 @@ impl CacheLevel {
     /// A level with only its number and kind known; the other fields are filled in as
     /// they are read or measured.
     #[must_use]
-    pub const fn new(level: u32, kind: Option<CacheKind>) -> Self {
+    pub const fn new(level: u32, kind: Option<CacheType>) -> Self {
         Self {
             level,
             kind,
@@ -179,8 +156,8 @@ impl CacheLevel {
     #[must_use]
     pub fn name(&self) -> String {
         let suffix = match self.kind {
-            Some(CacheKind::Data) => "d",
-            Some(CacheKind::Instruction) => "i",
+            Some(CacheType::Data) => "d",
+            Some(CacheType::Instruction) => "i",
             _ => "",
         };
         format!("L{}{suffix}", self.level)

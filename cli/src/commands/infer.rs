@@ -39,8 +39,10 @@ fn from_mct(path: &Path, args: &InferArgs) -> Result<Topology> {
 /// Runs the command.
 pub(crate) fn run(args: &InferArgs) -> Result<()> {
     let started = Instant::now();
-    if (args.from_matrix.is_some() || args.from_mct.is_some()) && args.measure.any() {
-        bail!("--cpus, --reps, --max-stdev, --full and --seed apply to measuring this machine, not to --from-matrix or --from-mct");
+    if (args.from_matrix.is_some() || args.from_mct.is_some())
+        && (args.measure.any() || args.plugins.is_some())
+    {
+        bail!("--cpus, --reps, --max-stdev, --full, --seed and --plugins apply to measuring this machine, not to --from-matrix or --from-mct");
     }
     let mut topo = match (&args.from_matrix, &args.from_mct) {
         (Some(p), _) => from_matrix(p, args)?,

@@ -136,6 +136,8 @@ fn record(
 
 /// Measures this machine and writes its description.
 pub(crate) fn run(args: &InferArgs, started: Instant) -> Result<()> {
+    let plugins =
+        crate::plugins::parse(args.plugins.as_deref().unwrap_or(crate::plugins::DEFAULT))?;
     let cpus = select_cpus(args.measure.cpus.as_deref())?;
     if cpus.len() < 2 {
         bail!(
@@ -198,6 +200,7 @@ pub(crate) fn run(args: &InferArgs, started: Instant) -> Result<()> {
             format!("unavailable: the OS view could not be read ({e}); no comparison was made"),
         )),
     }
+    crate::plugins::run(&mut topo, os_view.as_ref().ok(), &plugins)?;
     stamp(&mut topo, started);
 
     let saved = write_atomic(&path, json::to_json_string(&topo).as_bytes());

@@ -1,7 +1,15 @@
 //! One module per command.
 
+pub(crate) mod cache;
+pub(crate) mod contention;
+pub(crate) mod heatmap;
 pub(crate) mod infer;
 pub(crate) mod latency;
 pub(crate) mod matrix;
 pub(crate) mod measure_machine;
+pub(crate) mod mem;
+pub(crate) mod place;
+pub(crate) mod power;
+pub(crate) mod report;
+pub(crate) mod run;
 pub(crate) mod show;

@@ -1,20 +1,125 @@
-//! `topoprobe show`: show a topology from a file.
+//! `topoprobe show`: show a topology from a file, in any format; the Graphviz graphs
+//! rendered to SVG or PNG.
 
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
+use clap::{Args, CommandFactory};
 use topoprobe_infer::load_topology;
+use topoprobe_model::format::dot;
+use topoprobe_model::format::text::TextOptions;
+use topoprobe_model::{SocketId, Topology};
 
-use crate::args::ShowArgs;
+use crate::args::{Cli, Format, ShowArgs};
 use crate::commands::infer::stamp;
-use crate::output::emit;
+use crate::output::{render, write_to};
+use crate::render::{
+    dot_to, graphviz_available, sibling, use_color, ColorWhen, Picture, NO_GRAPHVIZ,
+};
+
+/// Options of the views of `show`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ViewArgs {
+    /// Text view: one line per core and context, provenance, every memory and power figure.
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+    /// Text view: colour (auto: on a terminal, unless NO_COLOR is set).
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub(crate) color: ColorWhen,
+    /// With --format dot: render the graphs to SVG with Graphviz.
+    #[arg(long, conflicts_with = "png")]
+    pub(crate) svg: bool,
+    /// With --format dot: render the graphs to PNG with Graphviz.
+    #[arg(long)]
+    pub(crate) png: bool,
+    /// With --format dot: the socket of the intra-socket graph.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) socket: usize,
+}
+
+/// Exits with a usage error (status 2) and clap's formatting.
+pub(crate) fn usage_error(message: &str) -> ! {
+    Cli::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, message)
+        .exit()
+}
 
 /// Runs the command.
 pub(crate) fn run(args: &ShowArgs) -> Result<()> {
+    let format = args.output.format();
+    let picture = match (args.view.svg, args.view.png) {
+        (true, _) => Some(Picture::Svg),
+        (_, true) => Some(Picture::Png),
+        _ => None,
+    };
+    if picture.is_some() && format != Format::Dot {
+        usage_error("--svg and --png render the graphs of --format dot");
+    }
+    if args.view.socket != 0 && format != Format::Dot {
+        usage_error("--socket chooses the intra-socket graph of --format dot");
+    }
     let started = Instant::now();
     let mut topo = load_topology(&args.topology, &args.hints.options())?;
     if topo.provenance().created.is_none() {
         stamp(&mut topo, started);
     }
-    emit(&topo, &args.output, args.hints.ghz)
+    let out = args.output.output.as_deref();
+    if format == Format::Dot {
+        return show_dot(&topo, args.view.socket, picture, out);
+    }
+    let text = TextOptions {
+        color: use_color(args.view.color, out.is_none()),
+        verbose: args.view.verbose,
+    };
+    let bytes = render(&topo, format, args.hints.ghz, text)?;
+    write_to(out, &bytes)
+}
+
+/// Writes the graphs as DOT text, or rendered with Graphviz.
+fn show_dot(
+    topo: &Topology,
+    socket: usize,
+    picture: Option<Picture>,
+    out: Option<&Path>,
+) -> Result<()> {
+    let graphs = match dot::graphs_for(topo, SocketId(socket)) {
+        Ok(g) => g,
+        Err(_) => usage_error(&format!(
+            "--socket {socket}: the topology has {} socket(s), numbered from 0",
+            topo.num_sockets()
+        )),
+    };
+    let text: String = graphs
+        .iter()
+        .map(|(_, g)| g.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let Some(picture) = picture else {
+        return write_to(out, text.as_bytes());
+    };
+    if !graphviz_available() {
+        eprintln!(
+            "topoprobe: {NO_GRAPHVIZ}; writing the DOT text instead of {}",
+            picture.ext().to_uppercase()
+        );
+        let dot_path = out.map(|p| p.with_extension("dot"));
+        return write_to(dot_path.as_deref(), text.as_bytes());
+    }
+    if graphs.len() > 1 && out.is_none() {
+        usage_error(&format!(
+            "this topology has {} graphs (intra-socket and cross-socket): name a file with -o; the cross-socket graph goes next to it",
+            graphs.len()
+        ));
+    }
+    for (i, (name, g)) in graphs.iter().enumerate() {
+        let bytes = dot_to(g, picture)?;
+        let path = match out {
+            Some(p) if i > 0 => Some(sibling(p, name)),
+            Some(p) => Some(p.to_path_buf()),
+            None => None,
+        };
+        write_to(path.as_deref(), &bytes)?;
+    }
+    Ok(())
 }

@@ -28,9 +28,10 @@ use super::csv::{check_latency, count, read_text, shown};
 use crate::error::ModelError;
 use crate::ids::{ContextId, NodeId, SocketId};
 use crate::matrix::LatencyMatrix;
+use crate::os_view::CacheType;
 use crate::sections::{
-    Access, CacheKind, CacheLevel, CacheSection, MemoryBandwidth, MemoryLatency, MemorySection,
-    PowerEntry, PowerScope, PowerSection, PowerState, Threads,
+    Access, CacheLevel, CacheSection, MemoryBandwidth, MemoryLatency, MemorySection, PowerEntry,
+    PowerScope, PowerSection, PowerState, Threads,
 };
 use crate::topology::Topology;
 
@@ -585,7 +586,7 @@ impl<'a> Parser<'a> {
             }
             raw.push((ts, socket, node, gbps));
         }
-        if raw.is_empty() || raw.len() % k != 0 {
+        if raw.is_empty() || !raw.len().is_multiple_of(k) {
             return Err(self.err(
                 s.line,
                 format!(
@@ -703,9 +704,9 @@ impl<'a> Parser<'a> {
             };
             // libmctop's line 0 is the L1 instruction cache, line 1 the L1 data cache.
             let (number, kind) = match level {
-                0 => (1, CacheKind::Instruction),
-                1 => (1, CacheKind::Data),
-                n => (n, CacheKind::Unified),
+                0 => (1, CacheType::Instruction),
+                1 => (1, CacheType::Data),
+                n => (n, CacheType::Unified),
             };
             levels.push(CacheLevel {
                 latency: (latency > 0.0).then_some(latency),
@@ -995,7 +996,7 @@ pub fn write_mct(topo: &Topology, ghz: Option<f64>, w: &mut impl Write) -> std::
 /// data (or unified), the level number above.
 fn mct_cache_line(l: &CacheLevel) -> u32 {
     match (l.level, l.kind) {
-        (1, Some(CacheKind::Instruction)) => 0,
+        (1, Some(CacheType::Instruction)) => 0,
         (n, _) => n,
     }
 }
@@ -1177,7 +1178,7 @@ mod tests {
             [CacheLevel {
                 latency: Some(4.0),
                 os_size_kib: Some(32),
-                ..CacheLevel::new(1, Some(CacheKind::Instruction))
+                ..CacheLevel::new(1, Some(CacheType::Instruction))
             }]
         );
         let m = f.memory.unwrap();

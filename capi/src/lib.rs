@@ -1,0 +1,564 @@
+//! The C API of topoprobe (`libtopoprobe.so`, `libtopoprobe.a`, header `topoprobe.h`):
+//! load a topology description, query it, place and pin threads by policy, and switch
+//! the policy of a pool between parallel regions.
+//!
+//! Conventions: functions returning a pointer return NULL on failure and functions
+//! returning an `int` a negative value; [`tp_last_error`] then says why (per thread).
+//! Objects are freed with their `_free` function; strings with [`tp_string_free`].
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::path::Path;
+
+use topoprobe_infer::{load_topology, InferOptions};
+use topoprobe_model::{ContextId, Topology};
+use topoprobe_place::{Placement, Policy, Pool, Request, ThreadInfo};
+
+/// NONE: threads are not pinned.
+pub const TP_POLICY_NONE: c_int = 0;
+/// SEQUENTIAL: the OS's CPU numbering.
+pub const TP_POLICY_SEQUENTIAL: c_int = 1;
+/// CON_HWC: all contexts of a core, core after core, socket after socket.
+pub const TP_POLICY_CON_HWC: c_int = 2;
+/// CON_CORE_HWC: one context per core of a socket, then the second contexts.
+pub const TP_POLICY_CON_CORE_HWC: c_int = 3;
+/// CON_CORE: one context per core of all sockets needed, then the second contexts.
+pub const TP_POLICY_CON_CORE: c_int = 4;
+/// BALANCE_HWC: CON_HWC balanced across sockets.
+pub const TP_POLICY_BALANCE_HWC: c_int = 5;
+/// BALANCE_CORE_HWC: CON_CORE_HWC balanced across sockets.
+pub const TP_POLICY_BALANCE_CORE_HWC: c_int = 6;
+/// BALANCE_CORE: CON_CORE balanced across sockets.
+pub const TP_POLICY_BALANCE_CORE: c_int = 7;
+/// RR_HWC: round robin over sockets, each filled as CON_HWC.
+pub const TP_POLICY_RR_HWC: c_int = 8;
+/// RR_CORE: round robin over sockets, each filled as CON_CORE_HWC.
+pub const TP_POLICY_RR_CORE: c_int = 9;
+/// POWER: least estimated power (needs power measurements).
+pub const TP_POLICY_POWER: c_int = 10;
+/// RR_SCALE: RR_CORE up to bandwidth saturation per socket (needs bandwidth measurements).
+pub const TP_POLICY_RR_SCALE: c_int = 11;
+
+/// A loaded topology.
+pub struct TpTopology(Topology);
+/// A placement (one policy).
+pub struct TpPlacement(Placement);
+/// A pool of placements with a current policy.
+pub struct TpPool(Pool);
+
+/// Where a pinned thread is.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TpThreadInfo {
+    /// Position in the placement order.
+    pub thread: u32,
+    /// Operating-system CPU number.
+    pub context: u32,
+    /// Core id in the topology.
+    pub core: u32,
+    /// Socket id.
+    pub socket: u32,
+    /// Local memory node (OS number when known), -1 when unknown.
+    pub node: i32,
+    /// Threads of the placement before it on its socket.
+    pub index_in_socket: u32,
+    /// Threads of the placement before it on its core.
+    pub index_in_core: u32,
+    /// 1 when it is the placement's first thread on its node, else 0.
+    pub leads_node: u8,
+}
+
+fn to_u32(x: usize) -> u32 {
+    u32::try_from(x).unwrap_or(u32::MAX)
+}
+
+impl From<ThreadInfo> for TpThreadInfo {
+    fn from(i: ThreadInfo) -> Self {
+        Self {
+            thread: to_u32(i.thread),
+            context: i.context,
+            core: to_u32(i.core),
+            socket: to_u32(i.socket),
+            node: i.node.and_then(|n| i32::try_from(n).ok()).unwrap_or(-1),
+            index_in_socket: to_u32(i.index_in_socket),
+            index_in_core: to_u32(i.index_in_core),
+            leads_node: u8::from(i.leads_node),
+        }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_error(msg: impl std::fmt::Display) {
+    let text = msg.to_string().replace('\0', " ");
+    LAST_ERROR.with(|e| *e.borrow_mut() = CString::new(text).unwrap_or_default());
+}
+
+/// The last error of the calling thread (empty when none); valid until its next call.
+#[no_mangle]
+pub extern "C" fn tp_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// Loads a topology: a JSON description, a libmctop `.mct` file or a latency matrix; with
+/// `path` NULL, this machine's description (`topoprobe infer` makes it). NULL on failure.
+///
+/// # Safety
+///
+/// `path` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn tp_topology_load(path: *const c_char) -> *mut TpTopology {
+    let topo = if path.is_null() {
+        topoprobe_measure::description::load_this_machine().map_err(|e| e.to_string())
+    } else {
+        // SAFETY: the caller passes a NUL-terminated string.
+        let p = unsafe { CStr::from_ptr(path) }
+            .to_string_lossy()
+            .into_owned();
+        load_topology(Path::new(&p), &InferOptions::default()).map_err(|e| e.to_string())
+    };
+    match topo {
+        Ok(t) => Box::into_raw(Box::new(TpTopology(t))),
+        Err(e) => {
+            set_error(e);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Frees a topology (NULL is ignored).
+///
+/// # Safety
+///
+/// `t` is NULL or was returned by [`tp_topology_load`] and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn tp_topology_free(t: *mut TpTopology) {
+    if !t.is_null() {
+        // SAFETY: `t` came from Box::into_raw and is freed once.
+        drop(unsafe { Box::from_raw(t) });
+    }
+}
+
+/// The topology behind a pointer, or an error.
+///
+/// # Safety
+///
+/// `t` is NULL or a live object of this API.
+unsafe fn deref<'a, T>(t: *const T, what: &str) -> Option<&'a T> {
+    // SAFETY: the caller guarantees `t` is NULL or live.
+    let r = unsafe { t.as_ref() };
+    if r.is_none() {
+        set_error(format!("{what} is NULL"));
+    }
+    r
+}
+
+/// Number of hardware contexts, cores, sockets or nodes (`what`: 0, 1, 2, 3); -1 on error.
+///
+/// # Safety
+///
+/// `t` is NULL or a live topology.
+#[no_mangle]
+pub unsafe extern "C" fn tp_topology_count(t: *const TpTopology, what: c_int) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(t) = (unsafe { deref(t, "topology") }) else {
+        return -1;
+    };
+    let n = match what {
+        0 => t.0.num_contexts(),
+        1 => t.0.num_cores(),
+        2 => t.0.num_sockets(),
+        3 => t.0.num_nodes(),
+        _ => {
+            set_error(format!(
+                "tp_topology_count: unknown kind {what} (0 contexts, 1 cores, 2 sockets, 3 nodes)"
+            ));
+            return -1;
+        }
+    };
+    c_int::try_from(n).unwrap_or(c_int::MAX)
+}
+
+/// The socket of CPU `cpu` (OS number); -1 when it is not in the topology.
+///
+/// # Safety
+///
+/// `t` is NULL or a live topology.
+#[no_mangle]
+pub unsafe extern "C" fn tp_topology_socket_of(t: *const TpTopology, cpu: u32) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(t) = (unsafe { deref(t, "topology") }) else {
+        return -1;
+    };
+    match t.0.context_by_os_id(cpu).and_then(|c| t.0.socket_of(c)) {
+        Some(s) => c_int::try_from(s.index()).unwrap_or(-1),
+        None => {
+            set_error(format!("CPU {cpu} is not in the topology"));
+            -1
+        }
+    }
+}
+
+/// Latency between CPUs `a` and `b` (OS numbers) in the topology's unit; negative when
+/// unknown.
+///
+/// # Safety
+///
+/// `t` is NULL or a live topology.
+#[no_mangle]
+pub unsafe extern "C" fn tp_topology_latency(t: *const TpTopology, a: u32, b: u32) -> f64 {
+    // SAFETY: forwarded from the caller.
+    let Some(t) = (unsafe { deref(t, "topology") }) else {
+        return -1.0;
+    };
+    let ctx = |c: u32| t.0.context_by_os_id(c);
+    match (ctx(a), ctx(b)) {
+        (Some(x), Some(y)) => t.0.context_latency(ContextId(x.index()), y).unwrap_or(-1.0),
+        _ => {
+            set_error(format!("CPU {a} or {b} is not in the topology"));
+            -1.0
+        }
+    }
+}
+
+/// The policy number of a name (`"rr_core"`, `"CON_HWC"`...); -1 when unknown.
+///
+/// # Safety
+///
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn tp_policy_from_name(name: *const c_char) -> c_int {
+    if name.is_null() {
+        set_error("policy name is NULL");
+        return -1;
+    }
+    // SAFETY: the caller passes a NUL-terminated string.
+    let s = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    match s.parse::<Policy>() {
+        Ok(p) => c_int::try_from(p.code()).unwrap_or(-1),
+        Err(e) => {
+            set_error(e);
+            -1
+        }
+    }
+}
+
+fn policy_of(code: c_int) -> Option<Policy> {
+    let p = u32::try_from(code).ok().and_then(Policy::from_code);
+    if p.is_none() {
+        set_error(format!("unknown policy number {code} (0 to 11)"));
+    }
+    p
+}
+
+fn request(policy: Policy, threads: c_int, sockets: c_int) -> Request {
+    let mut r = Request::new(policy);
+    r.threads = usize::try_from(threads).ok().filter(|&n| n > 0);
+    r.sockets = usize::try_from(sockets).ok().filter(|&n| n > 0);
+    r
+}
+
+/// Makes a placement of `threads` threads (<= 0: every context) on `sockets` sockets (<= 0:
+/// as many as needed). NULL on failure (too many threads, missing data for POWER or
+/// RR_SCALE...).
+///
+/// # Safety
+///
+/// `t` is NULL or a live topology.
+#[no_mangle]
+pub unsafe extern "C" fn tp_placement_create(
+    t: *const TpTopology,
+    policy: c_int,
+    threads: c_int,
+    sockets: c_int,
+) -> *mut TpPlacement {
+    // SAFETY: forwarded from the caller.
+    let Some(t) = (unsafe { deref(t, "topology") }) else {
+        return std::ptr::null_mut();
+    };
+    let Some(policy) = policy_of(policy) else {
+        return std::ptr::null_mut();
+    };
+    match Placement::new(&t.0, &request(policy, threads, sockets)) {
+        Ok(p) => Box::into_raw(Box::new(TpPlacement(p))),
+        Err(e) => {
+            set_error(e);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Frees a placement (NULL is ignored).
+///
+/// # Safety
+///
+/// `p` is NULL or was returned by [`tp_placement_create`] and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn tp_placement_free(p: *mut TpPlacement) {
+    if !p.is_null() {
+        // SAFETY: `p` came from Box::into_raw and is freed once.
+        drop(unsafe { Box::from_raw(p) });
+    }
+}
+
+fn pin_result(
+    r: Result<Option<ThreadInfo>, topoprobe_place::PlaceError>,
+    info: *mut TpThreadInfo,
+) -> c_int {
+    match r {
+        Ok(Some(i)) => {
+            if !info.is_null() {
+                // SAFETY: the caller passes NULL or a writable TpThreadInfo.
+                unsafe { *info = i.into() };
+            }
+            c_int::try_from(i.context).unwrap_or(c_int::MAX)
+        }
+        Ok(None) => -1,
+        Err(e) => {
+            set_error(e);
+            -2
+        }
+    }
+}
+
+/// Pins the calling thread to the next free context; fills `info` (may be NULL) and
+/// returns the CPU, -1 when no context is free or the policy does not pin, -2 on error.
+///
+/// # Safety
+///
+/// `p` is NULL or a live placement; `info` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tp_placement_pin(p: *const TpPlacement, info: *mut TpThreadInfo) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(p) = (unsafe { deref(p, "placement") }) else {
+        return -2;
+    };
+    pin_result(p.0.pin(), info)
+}
+
+/// Unpins the calling thread (its context becomes free): 1 when it held one, 0 when not,
+/// -2 on error.
+///
+/// # Safety
+///
+/// `p` is NULL or a live placement.
+#[no_mangle]
+pub unsafe extern "C" fn tp_placement_unpin(p: *const TpPlacement) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(p) = (unsafe { deref(p, "placement") }) else {
+        return -2;
+    };
+    match p.0.unpin() {
+        Ok(b) => c_int::from(b),
+        Err(e) => {
+            set_error(e);
+            -2
+        }
+    }
+}
+
+/// Number of threads of the placement; -1 on error.
+///
+/// # Safety
+///
+/// `p` is NULL or a live placement.
+#[no_mangle]
+pub unsafe extern "C" fn tp_placement_threads(p: *const TpPlacement) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(p) = (unsafe { deref(p, "placement") }) else {
+        return -1;
+    };
+    c_int::try_from(p.0.plan().threads).unwrap_or(c_int::MAX)
+}
+
+/// Information on slot `i` of the placement, written to `info`: 0, or -1 when there is no
+/// such slot.
+///
+/// # Safety
+///
+/// `p` is NULL or a live placement; `info` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn tp_placement_slot(
+    p: *const TpPlacement,
+    i: u32,
+    info: *mut TpThreadInfo,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(p) = (unsafe { deref(p, "placement") }) else {
+        return -1;
+    };
+    match p.0.threads().get(i as usize) {
+        Some(s) if !info.is_null() => {
+            // SAFETY: the caller passes a writable TpThreadInfo.
+            unsafe { *info = (*s).into() };
+            0
+        }
+        _ => {
+            set_error(format!("no slot {i} (or info is NULL)"));
+            -1
+        }
+    }
+}
+
+/// The placement's summary (paper Figure 7) as text, or as JSON when `json` is non-zero;
+/// free it with [`tp_string_free`]. NULL on error.
+///
+/// # Safety
+///
+/// `p` is NULL or a live placement.
+#[no_mangle]
+pub unsafe extern "C" fn tp_placement_summary(p: *const TpPlacement, json: c_int) -> *mut c_char {
+    // SAFETY: forwarded from the caller.
+    let Some(p) = (unsafe { deref(p, "placement") }) else {
+        return std::ptr::null_mut();
+    };
+    let text = if json != 0 {
+        p.0.to_json().to_string()
+    } else {
+        p.0.summary().to_text()
+    };
+    CString::new(text).map_or(std::ptr::null_mut(), CString::into_raw)
+}
+
+/// Frees a string returned by this API (NULL is ignored).
+///
+/// # Safety
+///
+/// `s` is NULL or a string from this API, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn tp_string_free(s: *mut c_char) {
+    if !s.is_null() {
+        // SAFETY: `s` came from CString::into_raw and is freed once.
+        drop(unsafe { CString::from_raw(s) });
+    }
+}
+
+/// Makes a pool whose placements have `threads` threads on `sockets` sockets (<= 0:
+/// defaults), with `policy` current. NULL on failure.
+///
+/// # Safety
+///
+/// `t` is NULL or a live topology.
+#[no_mangle]
+pub unsafe extern "C" fn tp_pool_create(
+    t: *const TpTopology,
+    policy: c_int,
+    threads: c_int,
+    sockets: c_int,
+) -> *mut TpPool {
+    // SAFETY: forwarded from the caller.
+    let Some(t) = (unsafe { deref(t, "topology") }) else {
+        return std::ptr::null_mut();
+    };
+    let Some(policy) = policy_of(policy) else {
+        return std::ptr::null_mut();
+    };
+    match Pool::new(t.0.clone(), request(policy, threads, sockets)) {
+        Ok(p) => Box::into_raw(Box::new(TpPool(p))),
+        Err(e) => {
+            set_error(e);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Makes `policy` the pool's current policy (threads move at their next
+/// [`tp_pool_pin`]): 0, or -2 on error.
+///
+/// # Safety
+///
+/// `p` is NULL or a live pool.
+#[no_mangle]
+pub unsafe extern "C" fn tp_pool_set_policy(p: *const TpPool, policy: c_int) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(p) = (unsafe { deref(p, "pool") }) else {
+        return -2;
+    };
+    let Some(policy) = policy_of(policy) else {
+        return -2;
+    };
+    match p.0.set_policy(policy) {
+        Ok(()) => 0,
+        Err(e) => {
+            set_error(e);
+            -2
+        }
+    }
+}
+
+/// A pin point: pins the calling thread by the pool's current policy (as
+/// [`tp_placement_pin`]).
+///
+/// # Safety
+///
+/// `p` is NULL or a live pool; `info` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tp_pool_pin(p: *const TpPool, info: *mut TpThreadInfo) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(p) = (unsafe { deref(p, "pool") }) else {
+        return -2;
+    };
+    pin_result(p.0.pin(), info)
+}
+
+/// Unpins the calling thread from the pool: 1 when it held a context, 0 when not, -2 on
+/// error.
+///
+/// # Safety
+///
+/// `p` is NULL or a live pool.
+#[no_mangle]
+pub unsafe extern "C" fn tp_pool_unpin(p: *const TpPool) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(p) = (unsafe { deref(p, "pool") }) else {
+        return -2;
+    };
+    match p.0.unpin() {
+        Ok(b) => c_int::from(b),
+        Err(e) => {
+            set_error(e);
+            -2
+        }
+    }
+}
+
+/// Frees a pool (NULL is ignored).
+///
+/// # Safety
+///
+/// `p` is NULL or was returned by [`tp_pool_create`] and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn tp_pool_free(p: *mut TpPool) {
+    if !p.is_null() {
+        // SAFETY: `p` came from Box::into_raw and is freed once.
+        drop(unsafe { Box::from_raw(p) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_numbers_match_the_library() {
+        let consts = [
+            TP_POLICY_NONE,
+            TP_POLICY_SEQUENTIAL,
+            TP_POLICY_CON_HWC,
+            TP_POLICY_CON_CORE_HWC,
+            TP_POLICY_CON_CORE,
+            TP_POLICY_BALANCE_HWC,
+            TP_POLICY_BALANCE_CORE_HWC,
+            TP_POLICY_BALANCE_CORE,
+            TP_POLICY_RR_HWC,
+            TP_POLICY_RR_CORE,
+            TP_POLICY_POWER,
+            TP_POLICY_RR_SCALE,
+        ];
+        for (c, p) in consts.into_iter().zip(Policy::ALL) {
+            assert_eq!(c as u32, p.code(), "{p}");
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The C API from C: the committed header is what cbindgen generates from the code, and
+//! the C example and the OpenMP example (a pool switched between two parallel regions)
+//! build against it with gcc and run, every thread on exactly its context. They run on a
+//! 2-CPU description (CPUs 0 and 1) so that they work on any machine with 2 CPUs or more.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn manifest() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory holding libtopoprobe.so: this test's `deps/` directory (built with the
+/// test), else the one above it.
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let deps = exe.parent().expect("deps dir").to_path_buf();
+    for d in [Some(deps.clone()), deps.parent().map(Path::to_path_buf)]
+        .into_iter()
+        .flatten()
+    {
+        if d.join("libtopoprobe.so").is_file() {
+            return d;
+        }
+    }
+    panic!("libtopoprobe.so not found near {}", deps.display());
+}
+
+/// A 2-CPU topology: a 2x2 latency matrix (two cores of one socket, CPUs 0 and 1).
+fn two_cpus(dir: &Path) -> PathBuf {
+    let p = dir.join("m2.csv");
+    std::fs::write(&p, ",50\n50,\n").expect("matrix");
+    p
+}
+
+fn build_and_run(src: &str, flags: &[&str], env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = dir.path().join("prog");
+    let lib = lib_dir();
+    let st = Command::new("gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(&bin)
+        .arg(manifest().join("examples").join(src))
+        .arg(format!("-I{}", manifest().join("include").display()))
+        .arg(format!("-L{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-ltopoprobe", "-pthread"])
+        .status()
+        .expect("gcc runs");
+    assert!(st.success(), "gcc {src} failed");
+    let out = Command::new(&bin)
+        .arg(two_cpus(dir.path()))
+        .env_remove("LD_LIBRARY_PATH")
+        .envs(env.iter().copied())
+        .output()
+        .expect("example runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{src}: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[test]
+fn header_is_up_to_date() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("topoprobe.h");
+    let st = Command::new("cbindgen")
+        .current_dir(manifest())
+        .args(["--config", "cbindgen.toml", "--quiet", "--output"])
+        .arg(&out)
+        .status()
+        .expect("cbindgen is installed (scripts/debian-packages.txt)");
+    assert!(st.success());
+    let want = std::fs::read_to_string(&out).expect("generated");
+    let have = std::fs::read_to_string(manifest().join("include/topoprobe.h")).expect("committed");
+    assert!(want == have, "capi/include/topoprobe.h is stale: run `cbindgen --config cbindgen.toml --output include/topoprobe.h` in capi/");
+}
+
+#[test]
+fn c_example_pins_its_threads() {
+    let text = build_and_run("place.c", &["-O1"], &[]);
+    assert!(text.contains("2 contexts, 2 cores, 1 sockets"), "{text}");
+    assert!(text.contains("RR_CORE"), "{text}");
+    let mut cpus: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("thread "))
+        .map(|l| l.split_whitespace().nth(4).unwrap_or(""))
+        .collect();
+    cpus.sort_unstable();
+    assert_eq!(cpus, vec!["0", "1"], "{text}");
+}
+
+#[test]
+fn openmp_example_switches_policy_between_regions() {
+    let text = build_and_run(
+        "openmp.c",
+        &["-O1", "-fopenmp"],
+        &[("OMP_NUM_THREADS", "2")],
+    );
+    for region in ["CON_HWC", "RR_CORE"] {
+        let mut cpus: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("{region}:")))
+            .map(|l| {
+                l.split(" on CPU ")
+                    .nth(1)
+                    .and_then(|r| r.split_whitespace().next())
+                    .unwrap_or("")
+            })
+            .collect();
+        cpus.sort_unstable();
+        assert_eq!(cpus, vec!["0", "1"], "{region}: {text}");
+    }
+    assert!(!text.contains("NOT PINNED"), "{text}");
+}

@@ -1,0 +1,248 @@
+//! `topoprobe cache`: cache sizes and latencies by measurement, beside the OS's.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use topoprobe_measure::cache::{self, shared, CacheOptions, CacheReport, Method};
+use topoprobe_measure::{affinity, os};
+use topoprobe_model::{CacheLevel, CacheSection, ContextId};
+
+use crate::output::write_stdout;
+
+/// `topoprobe cache`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct CacheArgs {
+    /// The CPU to measure on (default: the first this process may use).
+    #[arg(long, value_name = "CPU")]
+    pub(crate) cpu: Option<u32>,
+    /// Largest array walked, e.g. 512M or 2G (default: 4 × the largest cache the OS
+    /// reports, between 64 MiB and 1 GiB).
+    #[arg(long, value_name = "SIZE", value_parser = crate::commands::mem::parse_size)]
+    pub(crate) max_size: Option<u64>,
+    /// Walk arrays backed by transparent huge pages (physically indexed levels then rise
+    /// in one step, as with page colouring).
+    #[arg(long)]
+    pub(crate) huge_pages: bool,
+    /// Also find which contexts share each level (concurrent walks on contexts chosen
+    /// from the topology; needs this machine's description or --topology).
+    #[arg(long)]
+    pub(crate) shared: bool,
+    /// Topology used by --shared (default: this machine's description).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topology: Option<PathBuf>,
+    /// Print the measured curve (size, ns per access) as well.
+    #[arg(long)]
+    pub(crate) curve: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Runs the command.
+pub(crate) fn run(args: &CacheArgs) -> Result<()> {
+    let cpu = match args.cpu {
+        Some(c) => c,
+        None => *affinity::allowed_cpus()
+            .context("finding the CPUs this process may use")?
+            .first()
+            .context("this process may use no CPU")?,
+    };
+    let view = os::current().ok();
+    let opts = CacheOptions {
+        cpu,
+        max_bytes: args.max_size,
+        huge_pages: args.huge_pages,
+        ..CacheOptions::default()
+    };
+    let mut report = cache::measure_caches(view.as_ref(), &opts)
+        .with_context(|| format!("measuring the caches on CPU {cpu}"))?;
+    let mut tests = Vec::new();
+    if args.shared {
+        let topo = crate::machine::topology(args.topology.as_deref())?;
+        tests = measure_sharing(&topo, &mut report.section)?;
+    }
+    let text = if args.json {
+        json(&report, &tests, args.curve)?
+    } else {
+        text(&report, &tests, cpu, args.curve)
+    };
+    write_stdout(text.as_bytes())
+}
+
+/// Finds the sharing of every measured level; returns the pairs tested, per level.
+pub(crate) fn measure_sharing(
+    topo: &topoprobe_model::Topology,
+    section: &mut CacheSection,
+) -> Result<Vec<(String, Vec<shared::PairTest>)>> {
+    let mut out = Vec::new();
+    for level in section.levels.iter_mut() {
+        let Some(kib) = level.measured_size_kib else {
+            continue;
+        };
+        let (instances, tests) = shared::sharing(topo, kib * 1024, 3)
+            .with_context(|| format!("finding which contexts share {}", level.name()))?;
+        level.shared_by = instances;
+        out.push((level.name(), tests));
+    }
+    Ok(out)
+}
+
+fn kib(v: Option<u64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(k) if k >= 1024 && k % 1024 == 0 => format!("{} MiB", k / 1024),
+        Some(k) => format!("{k} KiB"),
+    }
+}
+
+fn method(report: &CacheReport, level: &CacheLevel) -> &'static str {
+    let Some(size) = level.measured_size_kib else {
+        return "OS only";
+    };
+    match report
+        .found
+        .iter()
+        .find(|f| f.bytes / 1024 == size)
+        .map(|f| f.method)
+    {
+        Some(Method::Step) => "step",
+        Some(Method::Probabilistic) => "probabilistic",
+        Some(Method::Incomplete) => "probabilistic (curve still rising)",
+        None => "",
+    }
+}
+
+fn text(
+    report: &CacheReport,
+    tests: &[(String, Vec<shared::PairTest>)],
+    cpu: u32,
+    curve: bool,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "caches of CPU {cpu} ({} sizes walked with a 1 KiB stride up to {}, {:.1} s)",
+        report.samples.len(),
+        kib(report.samples.last().map(|s| s.bytes / 1024)),
+        report.seconds
+    );
+    let _ = writeln!(
+        out,
+        "{:<5} {:<12} {:>10} {:>10} {:>10} {:>6}  found by",
+        "level", "kind", "measured", "OS", "latency", "line"
+    );
+    for l in &report.section.levels {
+        let _ = writeln!(
+            out,
+            "{:<5} {:<12} {:>10} {:>10} {:>10} {:>6}  {}",
+            l.name(),
+            l.kind.map_or("-", |k| k.as_str()),
+            kib(l.measured_size_kib),
+            kib(l.os_size_kib),
+            l.latency.map_or("-".into(), |v| format!("{v:.1} ns")),
+            l.line_bytes.map_or("-".into(), |b| format!("{b} B")),
+            method(report, l)
+        );
+    }
+    if let Some(mem) = report.found.last() {
+        let _ = writeln!(
+            out,
+            "beyond the last level: {:.1} ns per access",
+            mem.miss_ns
+        );
+    }
+    for (name, t) in tests {
+        let shared_by = report
+            .section
+            .levels
+            .iter()
+            .find(|l| &l.name() == name)
+            .map(|l| &l.shared_by[..])
+            .unwrap_or_default();
+        let ratios: Vec<String> = t
+            .iter()
+            .map(|p| format!("{}+{}: {:.2}×", p.a.0, p.b.0, p.ratio))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{name} shared by: {} (concurrent/alone {})",
+            instances(shared_by),
+            ratios.join(", ")
+        );
+    }
+    for n in &report.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    if curve {
+        let _ = writeln!(out, "\nsize_bytes\tns_per_access");
+        for s in &report.samples {
+            let _ = writeln!(out, "{}\t{:.3}", s.bytes, s.ns);
+        }
+    }
+    out
+}
+
+fn instances(shared_by: &[Vec<ContextId>]) -> String {
+    if shared_by.iter().all(|i| i.len() == 1) {
+        return "each context alone".into();
+    }
+    let v: Vec<String> = shared_by
+        .iter()
+        .map(|i| {
+            let ids: Vec<String> = i.iter().map(|c| c.0.to_string()).collect();
+            format!("{{{}}}", ids.join(","))
+        })
+        .collect();
+    v.join(" ")
+}
+
+fn json(
+    report: &CacheReport,
+    tests: &[(String, Vec<shared::PairTest>)],
+    curve: bool,
+) -> Result<String> {
+    let levels: Vec<serde_json::Value> = report
+        .section
+        .levels
+        .iter()
+        .map(|l| {
+            serde_json::json!({
+                "level": l.level,
+                "kind": l.kind.map(|k| k.as_str()),
+                "size_bytes": l.measured_size_kib.map(|k| k * 1024),
+                "os_size_bytes": l.os_size_kib.map(|k| k * 1024),
+                "latency_ns": l.latency,
+                "line_bytes": l.line_bytes,
+                "method": method(report, l),
+                "shared_by": l.shared_by.iter().map(|i| i.iter().map(|c| c.0).collect::<Vec<_>>()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let mut v = serde_json::json!({
+        "levels": levels,
+        "memory_ns": report.found.last().map(|f| f.miss_ns),
+        "notes": report.notes,
+        "seconds": report.seconds,
+    });
+    if !tests.is_empty() {
+        v["sharing_tests"] = tests
+            .iter()
+            .map(|(name, t)| {
+                serde_json::json!({
+                    "level": name,
+                    "pairs": t.iter().map(|p| serde_json::json!({"a": p.a.0, "b": p.b.0, "ratio": p.ratio})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+    }
+    if curve {
+        v["curve"] = report
+            .samples
+            .iter()
+            .map(|s| serde_json::json!({"size_bytes": s.bytes, "ns": s.ns}))
+            .collect();
+    }
+    Ok(format!("{}\n", serde_json::to_string_pretty(&v)?))
+}

@@ -1,0 +1,100 @@
+//! `topoprobe contention`: memory-access overhead groups and bandwidth scalability.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use topoprobe_measure::contention::{self, ContentionOptions};
+use topoprobe_model::{ContentionSection, ContextId};
+
+use crate::output::write_stdout;
+
+/// `topoprobe contention`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ContentionArgs {
+    /// Working set of each thread (e.g. 256M; larger than its share of the last-level
+    /// cache).
+    #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = crate::commands::mem::parse_size)]
+    pub(crate) size: u64,
+    /// Topology the representative pairs are chosen from (default: this machine's
+    /// description).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topology: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Runs the command.
+pub(crate) fn run(args: &ContentionArgs) -> Result<()> {
+    let topo = crate::machine::topology(args.topology.as_deref())?;
+    let opts = ContentionOptions {
+        bytes_per_thread: args.size,
+        ..ContentionOptions::default()
+    };
+    let bar = crate::progress::spinner("contention");
+    let section = contention::measure_contention(&topo, &opts, |s| bar.set_message(s.to_string()))
+        .context("measuring memory-access contention")?;
+    bar.finish_and_clear();
+    let out = if args.json {
+        format!("{}\n", serde_json::to_string_pretty(&section)?)
+    } else {
+        text(&section)
+    };
+    write_stdout(out.as_bytes())
+}
+
+fn ids(g: &[ContextId]) -> String {
+    let v: Vec<String> = g.iter().map(|c| c.0.to_string()).collect();
+    format!("{{{}}}", v.join(","))
+}
+
+fn text(s: &ContentionSection) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "copy bandwidth of one context alone: {:.1} GB/s",
+        s.alone_gbps
+    );
+    let _ = writeln!(
+        out,
+        "pairs copying at the same time (GB/s per thread, slowdown):"
+    );
+    for p in &s.pairs {
+        let _ = writeln!(
+            out,
+            "  {} + {}: {:.1} GB/s, {:.2}×",
+            p.a.0, p.b.0, p.gbps, p.overhead
+        );
+    }
+    if s.levels.is_empty() {
+        let _ = writeln!(
+            out,
+            "no overhead groups: concurrent copies lose less than 10%"
+        );
+    }
+    for (i, l) in s.levels.iter().enumerate() {
+        let groups: Vec<String> = l.groups.iter().map(|g| ids(g)).collect();
+        let _ = writeln!(
+            out,
+            "overhead level {i}: {:.2}× slower together; groups {}",
+            l.overhead,
+            groups.join(" ")
+        );
+        let points: Vec<String> = s
+            .scalability
+            .iter()
+            .filter(|p| p.level == i)
+            .map(|p| format!("{}: {:.1}", p.threads, p.gbps))
+            .collect();
+        if !points.is_empty() {
+            let _ = writeln!(
+                out,
+                "  bandwidth by threads in one group (GB/s): {}",
+                points.join(", ")
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,237 @@
+//! `topoprobe power`: RAPL power of every socket under libmctop's load states.
+//!
+//! Where the machine has no usable energy counters, the command prints
+//! `power: unavailable: <reason>` (or `{"unavailable": "<reason>"}` with `--json`) and exits
+//! 0: a missing feature is not a failure. Availability is checked before the topology is
+//! loaded, so that it is reported even where no description exists yet.
+//!
+//! The topology comes from `--topology FILE`, or else from this machine's description
+//! (`topoprobe infer` writes it); without one the command says to run `topoprobe infer`
+//! rather than guessing the sockets from the OS.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use topoprobe_infer::{load_topology, InferOptions};
+use topoprobe_measure::description;
+use topoprobe_measure::power::{self, PowerError, PowerOptions, PowerReport};
+use topoprobe_model::{PowerScope, PowerState, Topology};
+
+use crate::output::write_stdout;
+
+/// `topoprobe power`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct PowerArgs {
+    /// The machine's topology (a JSON description, a libmctop .mct file or a latency
+    /// matrix); default: this machine's description, written by `topoprobe infer`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topology: Option<PathBuf>,
+    /// Seconds each load state is measured (idle, one context, second core, second
+    /// context, all cores, all contexts, for each socket).
+    #[arg(long, value_name = "SECS", default_value = "0.5", value_parser = seconds)]
+    pub(crate) duration: f64,
+    /// The powercap tree to read RAPL zones from (default /sys/class/powercap).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) powercap_root: Option<PathBuf>,
+    /// Print JSON: the power section of the description, or `{"unavailable": REASON}`.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Parses a duration in seconds: positive, at most an hour.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds between 0 and 3600"
+        )),
+    }
+}
+
+/// Runs the command.
+pub(crate) fn run(args: &PowerArgs) -> Result<()> {
+    let mut opts = PowerOptions {
+        duration: Duration::from_secs_f64(args.duration),
+        ..PowerOptions::default()
+    };
+    if let Some(root) = &args.powercap_root {
+        opts.powercap_root.clone_from(root);
+    }
+    if let Err(e) = power::check_available(&opts) {
+        return outcome(e, args.json);
+    }
+    let topo = topology(args)?;
+    match power::measure_power_report(&topo, &opts) {
+        Ok(report) => {
+            if args.json {
+                let text = serde_json::to_string_pretty(&report.section)?;
+                write_stdout(format!("{text}\n").as_bytes())
+            } else {
+                write_stdout(render(&report).as_bytes())
+            }
+        }
+        Err(e) => outcome(e, args.json),
+    }
+}
+
+/// The topology to measure.
+fn topology(args: &PowerArgs) -> Result<Topology> {
+    match &args.topology {
+        Some(path) => Ok(load_topology(path, &InferOptions::default())?),
+        None => description::load_this_machine().context(
+            "the power measurement needs this machine's topology: run `topoprobe infer` \
+             first, or give one with --topology FILE",
+        ),
+    }
+}
+
+/// Prints an unavailable measurement (success), or returns the error.
+fn outcome(e: PowerError, json: bool) -> Result<()> {
+    let Some(reason) = e.unavailable_reason() else {
+        return Err(anyhow::Error::new(e).context("measuring power"));
+    };
+    if json {
+        let v = serde_json::json!({ "unavailable": reason });
+        write_stdout(format!("{}\n", serde_json::to_string_pretty(&v)?).as_bytes())
+    } else {
+        write_stdout(format!("power: unavailable: {reason}\n").as_bytes())
+    }
+}
+
+/// The text view: a table like libmctop's, with notes on what it means.
+fn render(r: &PowerReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "power: {}, {:.2} s per state, watts",
+        r.source, r.seconds_per_state
+    );
+    let _ = writeln!(
+        out,
+        "{:<9} {:<8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "scope", "state", "cores", "rest", "package", "dram", "total"
+    );
+    let w = |v: f64, measured: bool| {
+        if measured {
+            format!("{v:>8.2}")
+        } else {
+            format!("{:>8}", "-")
+        }
+    };
+    for e in &r.section.entries {
+        let scope = match e.scope {
+            PowerScope::Socket(s) => format!("socket {}", s.0),
+            PowerScope::Total => "total".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{scope:<9} {:<8} {} {} {} {} {}",
+            e.state.mct_name(),
+            w(e.cores_w, r.cores_measured),
+            w(e.rest_w, r.cores_measured),
+            w(e.package_w, true),
+            w(e.dram_w, r.dram_measured),
+            w(e.total_w, true),
+        );
+    }
+    let increments: Vec<&str> = [
+        PowerState::FirstCore,
+        PowerState::SecondCore,
+        PowerState::SecondContext,
+    ]
+    .into_iter()
+    .filter(|s| r.section.entries.iter().any(|e| e.state == *s))
+    .map(PowerState::mct_name)
+    .collect();
+    let _ = writeln!(
+        out,
+        "{} {} increments (over idle for 1stcore, over 1stcore for the others); idle, \
+         allcor and allhwc are absolute; total is the sum over the sockets",
+        increments.join(", "),
+        if increments.len() == 1 {
+            "is an"
+        } else {
+            "are"
+        }
+    );
+    if !r.cores_measured {
+        let _ = writeln!(
+            out,
+            "the cores' power (RAPL PP0) is not reported by this machine: cores and rest are \
+             not known separately (0 in the description)"
+        );
+    }
+    if !r.dram_measured {
+        let _ = writeln!(
+            out,
+            "DRAM power is not reported by this machine: total is the package alone (dram \
+             is 0 in the description)"
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topoprobe_model::{PowerEntry, PowerSection, SocketId};
+
+    fn entry(scope: PowerScope, state: PowerState, package_w: f64) -> PowerEntry {
+        PowerEntry {
+            scope,
+            state,
+            cores_w: 0.0,
+            rest_w: package_w,
+            package_w,
+            dram_w: 0.0,
+            total_w: package_w,
+        }
+    }
+
+    #[test]
+    fn the_table_shows_unmeasured_domains_as_dashes_and_says_what_is_an_increment() {
+        let s0 = PowerScope::Socket(SocketId(0));
+        let r = PowerReport {
+            section: PowerSection {
+                entries: vec![
+                    entry(s0, PowerState::Idle, 14.42),
+                    entry(s0, PowerState::FirstCore, 13.29),
+                    entry(PowerScope::Total, PowerState::Idle, 14.42),
+                ],
+            },
+            source: "powercap /x (intel-rapl:0)".to_string(),
+            cores_measured: false,
+            dram_measured: false,
+            seconds_per_state: 0.5,
+        };
+        let text = render(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "power: powercap /x (intel-rapl:0), 0.50 s per state, watts"
+        );
+        assert_eq!(
+            lines[2],
+            "socket 0  idle            -        -    14.42        -    14.42"
+        );
+        assert!(lines[3].starts_with("socket 0  1stcore "), "{text}");
+        assert!(lines[4].starts_with("total     idle "), "{text}");
+        assert!(text.contains("1stcore is an increment"), "{text}");
+        assert!(text.contains("DRAM power is not reported"), "{text}");
+        assert!(
+            text.contains("cores and rest are not known separately"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn durations_are_checked() {
+        assert_eq!(seconds("0.25"), Ok(0.25));
+        for bad in ["0", "-1", "inf", "nan", "x", "3601"] {
+            assert!(seconds(bad).is_err(), "{bad}");
+        }
+    }
+}

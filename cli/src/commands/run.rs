@@ -1,0 +1,167 @@
+//! `topoprobe run`: run a command with its threads pinned by a policy.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use topoprobe_model::Topology;
+use topoprobe_place::memory::{set_policy, MemPolicy};
+use topoprobe_place::{export, launch, Plan, PRELOAD_CPUS_VAR, PRELOAD_LIBRARY, PRELOAD_SKIP_VAR};
+
+use super::place::{exit_code, PlacementArgs, Usage};
+
+/// Memory policy of the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Mem {
+    /// Memory on the node of the CPU that first touches it (`numactl --localalloc`).
+    Local,
+    /// Interleaved over the nodes of the placement's CPUs (`numactl --interleave`).
+    Interleave,
+    /// The kernel's default; nothing is set.
+    None,
+}
+
+/// `topoprobe run`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) placement: PlacementArgs,
+    /// Memory policy.
+    #[arg(long, value_enum, default_value = "local")]
+    pub(crate) mem: Mem,
+    /// Hexadecimal mask of created threads not to pin (bit i: the i-th thread the program
+    /// creates, from 0), like likwid-pin -s: they may run on any CPU of the placement.
+    #[arg(long, value_name = "MASK")]
+    pub(crate) skip: Option<String>,
+    /// Print the placement's summary on standard error first.
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub(crate) command: Vec<OsString>,
+}
+
+/// Where the preload library is: `$TOPOPROBE_PRELOAD`, else next to this executable, in
+/// `../lib` from it, or in `deps/` below it (cargo's build directory).
+fn preload_library() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("TOPOPROBE_PRELOAD").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            bail!("TOPOPROBE_PRELOAD={} is not a file", p.display());
+        }
+        return Ok(p);
+    }
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidates = [
+        dir.join(PRELOAD_LIBRARY),
+        dir.join("..").join("lib").join(PRELOAD_LIBRARY),
+        dir.join("deps").join(PRELOAD_LIBRARY),
+    ];
+    candidates.iter().find(|p| p.is_file()).cloned().with_context(|| {
+        format!(
+            "cannot find {PRELOAD_LIBRARY} (looked next to {}, in ../lib and deps/): build it with `cargo build -p topoprobe-preload` (a plain `cargo build` of the workspace builds it too) or set TOPOPROBE_PRELOAD",
+            exe.display()
+        )
+    })
+}
+
+/// The OS node numbers of the CPUs of a plan: from the OS, else from the description.
+fn nodes_of(topo: &Topology, plan: &Plan) -> Option<Vec<u32>> {
+    let cpus = export::cpus(topo, plan);
+    if let Ok(view) = topoprobe_measure::os::current() {
+        if let Some(nodes) = view.nodes {
+            let mut v: Vec<u32> = nodes
+                .iter()
+                .filter(|n| n.cpus.iter().any(|c| cpus.contains(c)))
+                .map(|n| n.id)
+                .collect();
+            v.sort_unstable();
+            if !v.is_empty() {
+                return Some(v);
+            }
+        }
+    }
+    export::nodes(topo, plan).filter(|v| !v.is_empty())
+}
+
+/// Parses `--skip`.
+fn skip_mask(s: &str) -> Result<String, Usage> {
+    let t = s.trim();
+    let hex = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    if hex.is_empty() || hex.len() > 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(Usage(format!(
+            "--skip {s:?} is not a hexadecimal mask such as 0x1 (at most 128 threads)"
+        )));
+    }
+    Ok(format!("0x{hex}"))
+}
+
+fn run_inner(args: &RunArgs) -> Result<i32> {
+    let (topo, plan) = args.placement.plan()?;
+    let skip = args.skip.as_deref().map(skip_mask).transpose()?;
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| Usage("no command given".into()))?;
+    let mut cmd = Command::new(program);
+    cmd.args(rest);
+    for (k, v) in export::omp_env(&topo, &plan) {
+        cmd.env(k, v);
+    }
+    if plan.pinned {
+        let lib = preload_library()?;
+        let mut preload = lib.into_os_string();
+        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+            preload.push(" ");
+            preload.push(old);
+        }
+        cmd.env("LD_PRELOAD", preload);
+        cmd.env(PRELOAD_CPUS_VAR, export::list(&topo, &plan));
+        cmd.env(PRELOAD_SKIP_VAR, skip.unwrap_or_else(|| "0x0".into()));
+    }
+    if args.verbose {
+        let placement = topoprobe_place::Placement::with_restore(&topo, plan.clone(), Vec::new());
+        eprint!("{}", placement.summary().to_text());
+    }
+    // The memory policy is set on this thread and inherited by the command.
+    match args.mem {
+        Mem::None => {}
+        Mem::Local => {
+            if let Err(e) = set_policy(&MemPolicy::Local) {
+                eprintln!(
+                    "topoprobe: note: memory policy not set ({e}); the kernel's default applies"
+                );
+            }
+        }
+        Mem::Interleave => {
+            let nodes = nodes_of(&topo, &plan).ok_or_else(|| {
+                Usage("--mem interleave needs the memory nodes of the placement's CPUs, and neither the OS nor the description gives them".into())
+            })?;
+            set_policy(&MemPolicy::Interleave(nodes))?;
+        }
+    }
+    launch::run_forwarding(&mut cmd)
+        .with_context(|| format!("cannot run {}", Path::new(program).display()))
+}
+
+/// Runs the command and exits as it did.
+pub(crate) fn main(args: &RunArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("topoprobe: error: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! `topoprobe infer --plugins LIST`: the measurements that enrich a freshly inferred
+//! description (memory, caches, shared caches, contention, power).
+
+use anyhow::{bail, Context, Result};
+use topoprobe_measure::cache::{self, CacheOptions};
+use topoprobe_measure::contention::{self, ContentionOptions};
+use topoprobe_measure::memory::{self, MemOptions, MemReport};
+use topoprobe_measure::power::{self, PowerOptions};
+use topoprobe_model::{
+    Access, LatencyUnit, MemoryBandwidth, MemoryLatency, MemorySection, NodeId, OsView, SocketId,
+    Threads, Topology, Warning,
+};
+
+/// A plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Plugin {
+    /// Cache sizes and latencies.
+    Cache,
+    /// Which contexts share each cache level (implies `cache`).
+    SharedCaches,
+    /// Memory latency and bandwidth.
+    Mem,
+    /// Memory latency only.
+    MemLatency,
+    /// Memory-access overhead groups and scalability.
+    Contention,
+    /// Power (RAPL).
+    Power,
+}
+
+/// Every plugin with its name.
+const ALL: [(&str, Plugin); 6] = [
+    ("cache", Plugin::Cache),
+    ("shared-caches", Plugin::SharedCaches),
+    ("mem", Plugin::Mem),
+    ("mem-latency", Plugin::MemLatency),
+    ("contention", Plugin::Contention),
+    ("power", Plugin::Power),
+];
+
+/// The plugins run when `--plugins` is not given: the set that finishes in a few seconds.
+pub(crate) const DEFAULT: &str = "cache,mem,power";
+
+/// Parses `none`, `all` or a comma-separated list of plugin names.
+///
+/// # Errors
+///
+/// An unknown name, with the known ones.
+pub(crate) fn parse(list: &str) -> Result<Vec<Plugin>> {
+    let list = list.trim();
+    if list == "none" || list.is_empty() {
+        return Ok(Vec::new());
+    }
+    if list == "all" {
+        return Ok(ALL.iter().map(|(_, p)| *p).collect());
+    }
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let Some((_, p)) = ALL.iter().find(|(n, _)| *n == name) else {
+            let known: Vec<&str> = ALL.iter().map(|(n, _)| *n).collect();
+            bail!(
+                "unknown plugin {name:?} (known: {}, or all, none)",
+                known.join(", ")
+            );
+        };
+        if !out.contains(p) {
+            out.push(*p);
+        }
+    }
+    Ok(out)
+}
+
+/// Checks a `--plugins` value on the command line (a bad name is a usage error).
+///
+/// # Errors
+///
+/// The message of [`parse`].
+pub(crate) fn check(list: &str) -> Result<String, String> {
+    parse(list)
+        .map(|_| list.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// The memory section of a measurement, latencies in the topology's unit.
+pub(crate) fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> MemorySection {
+    let unit = |ns: f64| match (topo.units(), ghz) {
+        (LatencyUnit::Cycles, Some(g)) => ns * g,
+        _ => ns,
+    };
+    let latency = r
+        .latency
+        .iter()
+        .filter_map(|l| {
+            let ctx = topo.context_by_os_id(l.cpu)?;
+            Some(MemoryLatency {
+                context: ctx,
+                node: NodeId(l.node as usize),
+                latency: unit(l.ns()),
+                cycles: ghz.map(|g| l.ns() * g),
+            })
+        })
+        .collect();
+    let mut bandwidth = Vec::new();
+    for b in &r.bandwidth {
+        let socket_size = topo.sockets()[b.socket].contexts.len();
+        let threads = match b.threads {
+            1 => Threads::Single,
+            n if n == socket_size => Threads::AllContexts,
+            n => Threads::Count(n),
+        };
+        for (access, gbps) in [
+            (Access::Read, b.read),
+            (Access::Write, b.write),
+            (Access::Copy, b.copy),
+        ] {
+            bandwidth.push(MemoryBandwidth {
+                socket: SocketId(b.socket),
+                node: NodeId(b.node as usize),
+                access,
+                threads,
+                gbps,
+            });
+        }
+    }
+    MemorySection { latency, bandwidth }
+}
+
+/// Runs `plugins` on this machine and stores their sections in `topo`; a plugin whose
+/// hardware is missing leaves a warning saying `unavailable: <reason>`.
+///
+/// # Errors
+///
+/// When a measurement fails (a CPU cannot be pinned, memory cannot be allocated).
+pub(crate) fn run(topo: &mut Topology, os: Option<&OsView>, plugins: &[Plugin]) -> Result<()> {
+    let timer = topoprobe_measure::timer::Timer::calibrate();
+    let ghz = (timer.kind() != topoprobe_measure::timer::TimerKind::Monotonic).then(|| timer.ghz());
+    if let Some(g) = ghz {
+        // The TSC's rate: what converts this description's ns into a .mct file's cycles.
+        topo.provenance_mut()
+            .parameters
+            .entry("ghz".into())
+            .or_insert_with(|| format!("{g:.4}"));
+    }
+    let bar = crate::progress::spinner("plugins");
+    let want = |p: Plugin| plugins.contains(&p);
+    if want(Plugin::Cache) || want(Plugin::SharedCaches) {
+        bar.set_message("caches");
+        let cpu = topo.contexts().first().map_or(0, |c| c.os_id);
+        let report = cache::measure_caches(
+            os,
+            &CacheOptions {
+                cpu,
+                ..CacheOptions::default()
+            },
+        )
+        .context("plugin cache")?;
+        let mut section = report.section;
+        if want(Plugin::SharedCaches) {
+            bar.set_message("shared caches");
+            crate::commands::cache::measure_sharing(topo, &mut section)
+                .context("plugin shared-caches")?;
+        }
+        topo.set_caches(Some(section));
+    }
+    if want(Plugin::Mem) || want(Plugin::MemLatency) {
+        let opts = MemOptions {
+            bytes: 512 << 20,
+            chase_steps: 1 << 21,
+            latency_only: !want(Plugin::Mem),
+            ghz,
+            ..MemOptions::default()
+        };
+        let report = memory::measure_memory(topo, &opts, |s| bar.set_message(s.to_string()))
+            .context("plugin mem")?;
+        for n in &report.notes {
+            topo.validation_mut()
+                .warnings
+                .push(Warning::new("memory", n.clone()));
+        }
+        let section = memory_section(topo, &report, ghz);
+        topo.set_memory(Some(section));
+    }
+    if want(Plugin::Contention) {
+        let section = contention::measure_contention(topo, &ContentionOptions::default(), |s| {
+            bar.set_message(s.to_string());
+        })
+        .context("plugin contention")?;
+        topo.set_contention(Some(section));
+    }
+    if want(Plugin::Power) {
+        bar.set_message("power");
+        match power::measure_power(topo, &PowerOptions::default()) {
+            Ok(section) => topo.set_power(Some(section)),
+            Err(e) => match e.unavailable_reason() {
+                Some(reason) => topo
+                    .validation_mut()
+                    .warnings
+                    .push(Warning::new("power", format!("unavailable: {reason}"))),
+                None => return Err(e).context("plugin power"),
+            },
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_lists_parse() {
+        assert_eq!(parse("none").unwrap(), []);
+        assert_eq!(parse("all").unwrap().len(), ALL.len());
+        assert_eq!(
+            parse("mem, cache,mem").unwrap(),
+            [Plugin::Mem, Plugin::Cache]
+        );
+        let e = parse("cache,bogus").unwrap_err().to_string();
+        assert!(e.contains("\"bogus\"") && e.contains("contention"), "{e}");
+        assert_eq!(parse(DEFAULT).unwrap().len(), 3);
+    }
+}

@@ -1,0 +1,563 @@
+//! Tests of `topoprobe place` and `topoprobe run`: the reference orders on the Ivy libmctop
+//! file, the exports accepted by taskset, numactl, likwid-pin and an OpenMP program, `run`
+//! pinning every thread of a C, a Rust and an OpenMP program to its planned context, exit
+//! statuses, SIGTERM forwarding, and invalid requests (exit code 2).
+//!
+//! This machine may have as few as 2 CPUs: the programs run on a 2-CPU description (CPUs
+//! 0 and 1, made with `topoprobe infer --from-matrix` from a 2x2 matrix).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_topoprobe")
+}
+
+fn tmp() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("place-tests")
+}
+
+fn ivy() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/lpdxeon2680.mct")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A description of a 2-CPU machine (CPUs 0 and 1, one socket, no SMT).
+fn two_cpus() -> &'static str {
+    static P: OnceLock<String> = OnceLock::new();
+    P.get_or_init(|| {
+        std::fs::create_dir_all(tmp()).expect("tmp dir");
+        let m = tmp().join("m2.csv");
+        std::fs::write(&m, ",50\n50,\n").expect("matrix");
+        let out = tmp().join("m2.json");
+        let st = Command::new(exe())
+            .args(["infer", "--from-matrix"])
+            .arg(&m)
+            .args(["--json", "-o"])
+            .arg(&out)
+            .output()
+            .expect("infer");
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        out.to_string_lossy().into_owned()
+    })
+}
+
+/// The preload library: next to the binary when the workspace was built, otherwise
+/// built here into a directory of its own (the build directory is locked by cargo test).
+fn preload() -> &'static Path {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = Path::new(exe()).parent().expect("bin dir");
+        let next = dir.join("libtopoprobe_preload.so");
+        if next.is_file() {
+            return next;
+        }
+        let target = tmp().join("preload-target");
+        let cargo = option_env!("CARGO").unwrap_or("cargo");
+        let st = Command::new(cargo)
+            .args([
+                "build",
+                "--offline",
+                "-q",
+                "-p",
+                "topoprobe-preload",
+                "--target-dir",
+            ])
+            .arg(&target)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo build of the preload library");
+        assert!(st.success());
+        target.join("debug").join("libtopoprobe_preload.so")
+    })
+}
+
+fn topoprobe(args: &[&str]) -> Output {
+    Command::new(exe())
+        .args(args)
+        .env("TOPOPROBE_PRELOAD", preload())
+        .output()
+        .expect("topoprobe runs")
+}
+
+fn ok(args: &[&str]) -> (String, String) {
+    let o = topoprobe(args);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
+    assert!(o.status.success(), "topoprobe {args:?}: {err}");
+    (out, err)
+}
+
+fn fails(args: &[&str], code: i32) -> String {
+    let o = topoprobe(args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(code), "topoprobe {args:?}: {err}");
+    assert!(o.stdout.is_empty());
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// Compiles a test program with gcc (extra flags) or rustc.
+fn build(src: &str, flags: &[&str]) -> String {
+    let srcp = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/progs")
+        .join(src);
+    std::fs::create_dir_all(tmp()).expect("tmp dir");
+    // One file per build: tests run in parallel and may build the same program.
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = tmp().join(format!("{}-{n}", src.replace('.', "_")));
+    let st = if src.ends_with(".rs") {
+        Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+            .arg("-O")
+            .arg("-o")
+            .arg(&out)
+            .arg(&srcp)
+            .status()
+    } else {
+        Command::new("gcc")
+            .arg("-O1")
+            .args(flags)
+            .arg("-o")
+            .arg(&out)
+            .arg(&srcp)
+            .arg("-pthread")
+            .status()
+    }
+    .expect("compiler runs");
+    assert!(st.success(), "cannot build {src}");
+    out.to_string_lossy().into_owned()
+}
+
+/// `who CPUs` lines, sorted.
+fn lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s
+        .lines()
+        .filter(|l| l.starts_with("main") || l.starts_with("thread"))
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn ivy_reference_orders_and_summary() {
+    let ivy = ivy();
+    let (out, err) = ok(&[
+        "place",
+        "--policy",
+        "CON_HWC",
+        "-n",
+        "12",
+        "--topology",
+        &ivy,
+    ]);
+    assert_eq!(out, "0,20,1,21,2,22,3,23,4,24,5,25\n");
+    assert!(
+        err.contains("# # Cores             : 6")
+            && err.contains("Max latency          : 112 cycles"),
+        "{err}"
+    );
+    for (p, want) in [
+        ("con_core_hwc", "0,1,2,3,4,5,6,7,8,9,20,21"),
+        ("con-core", "0,1,2,3,4,5,6,7,8,9,10,11"),
+        ("balance_core", "0,1,2,3,4,5,10,11,12,13,14,15"),
+        ("rr_hwc", "0,10,20,30,1,11,21,31,2,12,22,32"),
+        ("rr_core", "0,10,1,11,2,12,3,13,4,14,5,15"),
+    ] {
+        let (out, _) = ok(&["place", "--policy", p, "-n", "12", "-q", "--topology", &ivy]);
+        assert_eq!(out.trim(), want, "{p}");
+    }
+    let (json, _) = ok(&[
+        "place",
+        "--policy",
+        "rr_scale",
+        "--format",
+        "json",
+        "-q",
+        "--topology",
+        &ivy,
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(
+        v["contexts"],
+        serde_json::json!([0, 10, 1, 11, 2, 12, 3, 13])
+    );
+    assert_eq!(v["slots"][1]["socket"], 1);
+    assert!(v["summary"]["power"]["total_w"].as_f64().is_some());
+}
+
+#[test]
+fn invalid_requests_exit_2() {
+    let ivy = ivy();
+    let m2 = two_cpus();
+    for (args, want) in [
+        (
+            vec!["place", "--policy", "compact", "--topology", &ivy],
+            "unknown placement policy",
+        ),
+        (
+            vec![
+                "place",
+                "--policy",
+                "con_hwc",
+                "-n",
+                "41",
+                "--topology",
+                &ivy,
+            ],
+            "41 threads asked for, but only 40",
+        ),
+        (
+            vec!["place", "--policy", "power", "--topology", m2],
+            "POWER needs a power section",
+        ),
+        (
+            vec!["place", "--policy", "rr_scale", "--topology", m2],
+            "RR_SCALE needs the local read bandwidth",
+        ),
+        (
+            vec![
+                "place",
+                "--policy",
+                "con_hwc",
+                "--cpus",
+                "0,5",
+                "--topology",
+                m2,
+            ],
+            "CPU 5 is not a hardware context",
+        ),
+        (
+            vec![
+                "place",
+                "--policy",
+                "con_hwc",
+                "--cpus",
+                "zero",
+                "--topology",
+                m2,
+            ],
+            "--cpus",
+        ),
+        (
+            vec![
+                "place",
+                "--policy",
+                "con_hwc",
+                "--kind",
+                "e",
+                "--topology",
+                m2,
+            ],
+            "one kind of core",
+        ),
+        (
+            vec![
+                "run",
+                "--policy",
+                "rr_core",
+                "-n",
+                "3",
+                "--topology",
+                m2,
+                "--",
+                "true",
+            ],
+            "3 threads asked for",
+        ),
+        (
+            vec![
+                "run",
+                "--policy",
+                "rr_core",
+                "--skip",
+                "xyz",
+                "--topology",
+                m2,
+                "--",
+                "true",
+            ],
+            "--skip",
+        ),
+    ] {
+        let err = fails(&args, 2);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn missing_description_says_to_infer() {
+    let o = Command::new(exe())
+        .args(["place", "--policy", "con_hwc"])
+        .env("TOPOPROBE_FILE", tmp().join("no-such-description.json"))
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("topoprobe infer"), "{err}");
+}
+
+#[test]
+fn exports_are_accepted_by_the_tools() {
+    let m2 = two_cpus();
+    let (taskset, _) = ok(&[
+        "place",
+        "--policy",
+        "rr_core",
+        "-n",
+        "2",
+        "-q",
+        "--format",
+        "taskset",
+        "--topology",
+        m2,
+    ]);
+    assert_eq!(taskset.trim(), "taskset -c 0-1");
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} grep Cpus_allowed_list /proc/self/status",
+            taskset.trim()
+        ))
+        .output()
+        .expect("taskset");
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert!(String::from_utf8_lossy(&st.stdout).trim().ends_with("0-1"));
+
+    let (numactl, _) = ok(&[
+        "place",
+        "--policy",
+        "con_hwc",
+        "-n",
+        "1",
+        "-q",
+        "--format",
+        "numactl",
+        "--topology",
+        m2,
+    ]);
+    assert_eq!(numactl.trim(), "numactl --physcpubind=0");
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} grep Cpus_allowed_list /proc/self/status",
+            numactl.trim()
+        ))
+        .output()
+        .expect("numactl");
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&st.stdout).trim().ends_with(":\t0"),
+        "{}",
+        String::from_utf8_lossy(&st.stdout)
+    );
+
+    let (likwid, _) = ok(&[
+        "place",
+        "--policy",
+        "rr_core",
+        "-n",
+        "2",
+        "-q",
+        "--format",
+        "likwid",
+        "--topology",
+        m2,
+    ]);
+    assert_eq!(likwid.trim(), "likwid-pin -c 0,1");
+    let prog = build("affinity.c", &[]);
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} -q {prog}", likwid.trim()))
+        .output()
+        .expect("likwid-pin");
+    assert!(
+        st.status.success(),
+        "likwid-pin: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    // likwid-pin pins the created thread to the second CPU; the main thread (which it
+    // leaves on the whole list on some versions) starts on the first.
+    let got = lines(&String::from_utf8_lossy(&st.stdout));
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got[0] == "main 0" || got[0] == "main 0-1", "{got:?}");
+    assert_eq!(got[1], "thread1 1");
+
+    // OpenMP reads the places: thread i on the i-th CPU of the placement.
+    let (omp, _) = ok(&[
+        "place",
+        "--policy",
+        "rr_core",
+        "-n",
+        "2",
+        "-q",
+        "--format",
+        "omp",
+        "--topology",
+        m2,
+    ]);
+    let omp_prog = build("omp_affinity.c", &["-fopenmp"]);
+    let mut cmd = Command::new(&omp_prog);
+    for l in omp.lines() {
+        let (k, v) = l.split_once('=').expect("NAME=value");
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("OpenMP program");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("places 2 threads 2"), "{text}");
+    assert_eq!(lines(&text), vec!["thread0 0", "thread1 1"]);
+}
+
+#[test]
+fn run_pins_every_thread_to_its_planned_context() {
+    let m2 = two_cpus();
+    let (planned, _) = ok(&[
+        "place",
+        "--policy",
+        "rr_core",
+        "-n",
+        "2",
+        "-q",
+        "--topology",
+        m2,
+    ]);
+    assert_eq!(planned.trim(), "0,1");
+    for (prog, flags) in [
+        ("affinity.c", vec![]),
+        ("affinity.rs", vec![]),
+        ("omp_affinity.c", vec!["-fopenmp"]),
+    ] {
+        let bin = build(prog, &flags);
+        let (out, _) = ok(&[
+            "run",
+            "--policy",
+            "rr_core",
+            "-n",
+            "2",
+            "--topology",
+            m2,
+            "--",
+            &bin,
+        ]);
+        let want = if prog.starts_with("omp") {
+            vec!["thread0 0", "thread1 1"]
+        } else {
+            vec!["main 0", "thread1 1"]
+        };
+        assert_eq!(lines(&out), want, "{prog}: {out}");
+    }
+    // --skip 0x1: the first created thread is not pinned (it may use the placement's CPUs).
+    let bin = build("affinity.c", &[]);
+    let (out, _) = ok(&[
+        "run",
+        "--policy",
+        "rr_core",
+        "-n",
+        "2",
+        "--skip",
+        "0x1",
+        "--mem",
+        "none",
+        "--topology",
+        m2,
+        "--",
+        &bin,
+    ]);
+    assert_eq!(lines(&out), vec!["main 0", "thread1 0-1"]);
+    // The OpenMP environment is consistent with the placement.
+    let (env, _) = ok(&[
+        "run",
+        "--policy",
+        "rr_core",
+        "-n",
+        "2",
+        "--topology",
+        m2,
+        "--",
+        "env",
+    ]);
+    for want in [
+        "OMP_NUM_THREADS=2",
+        "OMP_PLACES={0},{1}",
+        "OMP_PROC_BIND=close",
+        "TOPOPROBE_PIN_CPUS=0,1",
+    ] {
+        assert!(env.lines().any(|l| l == want), "{want} missing");
+    }
+}
+
+#[test]
+fn run_exits_as_the_command_did() {
+    let m2 = two_cpus();
+    let base = [
+        "run",
+        "--policy",
+        "con_hwc",
+        "-n",
+        "1",
+        "--topology",
+        m2,
+        "--",
+    ];
+    let code = |cmd: &[&str]| topoprobe(&[&base[..], cmd].concat()).status.code();
+    assert_eq!(code(&["true"]), Some(0));
+    assert_eq!(code(&["sh", "-c", "exit 7"]), Some(7));
+    assert_eq!(code(&["sh", "-c", "kill -9 $$"]), Some(128 + 9));
+    let err = fails(&[&base[..], &["/no/such/program"]].concat(), 1);
+    assert!(err.contains("/no/such/program"), "{err}");
+}
+
+#[test]
+fn run_forwards_sigterm() {
+    let m2 = two_cpus();
+    let mut child = Command::new(exe())
+        .args([
+            "run",
+            "--policy",
+            "con_hwc",
+            "-n",
+            "1",
+            "--topology",
+            m2,
+            "--",
+            "sh",
+            "-c",
+            "echo started; exec sleep 60",
+        ])
+        .env("TOPOPROBE_PRELOAD", preload())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    assert_eq!(line.trim(), "started");
+    let st = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
+}

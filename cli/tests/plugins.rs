@@ -1,0 +1,169 @@
+//! Tests of the measuring plugins' commands on this machine: `cache`, `mem`,
+//! `contention` (small working sets so that they run in seconds), their JSON shapes, the
+//! `.mct` export of their sections, and bad requests.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
+        .args(args)
+        .output()
+        .expect("run");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A description of a one-socket machine made of the first two CPUs this process may use
+/// (or one), written into `dir`.
+fn topology(dir: &Path) -> String {
+    let cpus = topoprobe_measure::affinity::allowed_cpus().expect("affinity");
+    let n = cpus.len().min(2);
+    let csv: String = (0..n)
+        .map(|a| {
+            (0..n)
+                .map(|b| if a == b { String::new() } else { "50".into() })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .map(|l| l + "\n")
+        .collect();
+    let m = dir.join("m.csv");
+    std::fs::write(&m, csv).expect("write");
+    let out = dir.join("t.json");
+    let (code, _, err) = run(&[
+        "infer",
+        "--from-matrix",
+        m.to_str().expect("path"),
+        "--json",
+        "-o",
+        out.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // Matrix rows are contexts 0..n; the OS numbers are the CPUs this process has.
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("read")).expect("json");
+    for (i, c) in v["contexts"]
+        .as_array_mut()
+        .expect("contexts")
+        .iter_mut()
+        .enumerate()
+    {
+        c["os_id"] = cpus[i].into();
+    }
+    std::fs::write(&out, v.to_string()).expect("write");
+    out.to_str().expect("path").to_string()
+}
+
+#[test]
+fn cache_json_has_the_documented_shape() {
+    let (code, out, err) = run(&["cache", "--json", "--max-size", "8M"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let levels = v["levels"].as_array().expect("levels");
+    assert!(!levels.is_empty());
+    for l in levels {
+        assert!(l["level"].as_u64().is_some_and(|n| n >= 1), "{l}");
+        assert!(
+            ["data", "unified", "instruction"].contains(&l["kind"].as_str().unwrap_or("")),
+            "{l}"
+        );
+        for key in ["size_bytes", "os_size_bytes", "latency_ns", "line_bytes"] {
+            assert!(l.get(key).is_some(), "{key} missing in {l}");
+        }
+    }
+    // The L1 data cache is found on any machine with an 8 MiB walk.
+    let l1 = levels
+        .iter()
+        .find(|l| l["level"] == 1 && l["kind"] == "data")
+        .expect("L1d");
+    assert!(l1["size_bytes"].as_u64().is_some_and(|b| b >= 4096), "{l1}");
+    assert!(l1["latency_ns"].as_f64().is_some_and(|ns| ns > 0.0), "{l1}");
+}
+
+#[test]
+fn mem_json_has_the_documented_shape_and_mct_export_carries_the_sections() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topo = topology(dir.path());
+    let (code, out, err) = run(&["mem", "--json", "--size", "32M", "--topology", &topo]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let results = v["results"].as_array().expect("results");
+    assert!(!results.is_empty());
+    for r in results {
+        assert_eq!(r["socket"], 0);
+        assert!(r["node"].as_u64().is_some(), "{r}");
+        assert!(r["threads"].as_u64().is_some_and(|t| t >= 1), "{r}");
+        for key in ["latency_ns", "read_gbps", "write_gbps", "copy_gbps"] {
+            assert!(r[key].as_f64().is_some_and(|x| x > 0.0), "{key} in {r}");
+        }
+    }
+    let (code, out, err) = run(&[
+        "mem",
+        "--json",
+        "--threads",
+        "1",
+        "--latency-only",
+        "--size",
+        "16M",
+        "--topology",
+        &topo,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert!(v["results"][0]["read_gbps"].is_null());
+    // Too many threads, a bad size: usage errors that say what is wrong.
+    let (code, _, err) = run(&["mem", "--threads", "999", "--topology", &topo]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--threads 999"), "{err}");
+    let (code, _, err) = run(&["mem", "--size", "lots"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("\"lots\" is not a size"), "{err}");
+}
+
+#[test]
+fn contention_reports_pairs_and_scalability() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topo = topology(dir.path());
+    let (code, out, err) = run(&["contention", "--json", "--size", "16M", "--topology", &topo]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert!(v["alone_gbps"].as_f64().is_some_and(|g| g > 0.0), "{v}");
+    if topoprobe_measure::affinity::allowed_cpus()
+        .expect("affinity")
+        .len()
+        >= 2
+    {
+        let pairs = v["pairs"].as_array().expect("pairs");
+        assert_eq!(pairs.len(), 1, "{v}");
+        assert!(pairs[0]["overhead"].as_f64().is_some_and(|o| o > 0.0));
+    }
+}
+
+#[test]
+fn plugins_are_checked_before_measuring() {
+    let (code, _, err) = run(&["infer", "--plugins", "cache,bogus"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown plugin \"bogus\""), "{err}");
+    let (code, _, err) = run(&["infer", "--from-matrix", "x.csv", "--plugins", "cache"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--plugins apply to measuring this machine"),
+        "{err}"
+    );
+    // Without a description and without --topology, the commands say what to do.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
+        .args(["mem", "--size", "16M"])
+        .env("TOPOPROBE_FILE", dir.path().join("none.json"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("run `topoprobe infer` first"), "{err}");
+}

@@ -1,0 +1,434 @@
+//! Tests of the views: snapshots of the text, DOT, TSV and `.mct` outputs; hwloc XML loaded
+//! by hwloc's `lstopo-no-graphics`; Graphviz rendering and its fallback; the heatmap as SVG
+//! and PNG; the HTML report opened in headless Chromium.
+//!
+//! Tests that need an external program (Graphviz's `dot`, hwloc's `lstopo-no-graphics`,
+//! `chromium`) fail when it is missing and the environment variable `CI` is set (CI
+//! installs them: `scripts/debian-packages.txt`), and are skipped with a note otherwise.
+//!
+//! Fixtures (copies of `shared/data`): `lpdxeon2680.mct` (libmctop, 2 sockets × 10 cores ×
+//! 2 SMT, with memory, cache and power sections), `nv-2x-power7.csv` (2 sockets × 8 cores)
+//! and `nv-ryzen9-5950x.csv` (2 CCDs × 8 cores × 2 SMT).
+
+use std::path::Path;
+use std::process::{Command as StdCommand, Stdio};
+
+use assert_cmd::Command;
+
+/// The inputs of the snapshots.
+const INPUTS: [&str; 3] = ["lpdxeon2680.mct", "nv-2x-power7.csv", "nv-ryzen9-5950x.csv"];
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_topoprobe"))
+}
+
+/// Runs `topoprobe` with the arguments and returns its standard output; it must succeed.
+fn run(args: &[&str]) -> String {
+    let out = bin().args(args).env_remove("NO_COLOR").output().unwrap();
+    assert!(
+        out.status.success(),
+        "topoprobe {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn data(name: &str) -> String {
+    format!("tests/data/{name}")
+}
+
+/// Whether an external program can be run (`probe` are its version arguments). Missing:
+/// a failure under CI, a printed note and `false` otherwise.
+fn have(program: &str, probe: &[&str], package: &str) -> bool {
+    let ok = StdCommand::new(program)
+        .args(probe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{program} is missing: CI must install the Debian package {package}"
+        );
+        eprintln!(
+            "note: skipping this test: {program} is not installed (Debian package {package})"
+        );
+    }
+    ok
+}
+
+// ---------------------------------------------------------------------------------------
+// Snapshots
+
+fn snapshot(format: &str) {
+    for input in INPUTS {
+        let path = data(input);
+        let mut args = vec!["show", "--topology", &path, "--format", format];
+        if format == "mct" {
+            // .mct holds cycles: the ns of a matrix are converted at this clock.
+            args.extend(["--ghz", "2.5"]);
+        }
+        let out = run(&args);
+        let name = format!("{format}-{}", input.replace('.', "-"));
+        insta::assert_snapshot!(name, out);
+    }
+}
+
+#[test]
+fn snapshot_text() {
+    snapshot("text");
+}
+
+#[test]
+fn snapshot_dot() {
+    snapshot("dot");
+}
+
+#[test]
+fn snapshot_tsv() {
+    snapshot("tsv");
+}
+
+#[test]
+fn snapshot_mct() {
+    snapshot("mct");
+}
+
+// ---------------------------------------------------------------------------------------
+// Text view options
+
+#[test]
+fn text_colour_and_verbose() {
+    let ivy = data("lpdxeon2680.mct");
+    let plain = run(&["show", "--topology", &ivy]);
+    assert!(!plain.contains('\x1b'), "no colour when not on a terminal");
+    let coloured = run(&["show", "--topology", &ivy, "--color", "always"]);
+    assert!(coloured.contains("\x1b[36m112 cycles\x1b[0m"), "{coloured}");
+    let verbose = run(&["show", "--topology", &ivy, "--verbose", "--color", "never"]);
+    assert!(verbose.contains("Core 0 · PU 0, PU 20 · 28 cycles between contexts"));
+    assert!(verbose.contains("provenance"));
+    assert!(verbose.contains("latency from context 10 to node 0: 505 cycles"));
+    assert!(verbose.lines().count() > plain.lines().count() + 20);
+}
+
+#[test]
+fn svg_without_dot_format_is_a_usage_error() {
+    bin()
+        .args(["show", "--topology", &data("lpdxeon2680.mct"), "--svg"])
+        .assert()
+        .code(2);
+    bin()
+        .args([
+            "heatmap",
+            "--topology",
+            &data("lpdxeon2680.mct"),
+            "-o",
+            "x.txt",
+        ])
+        .assert()
+        .code(2);
+    bin()
+        .args([
+            "show",
+            "--topology",
+            &data("lpdxeon2680.mct"),
+            "--format",
+            "dot",
+            "--socket",
+            "2",
+        ])
+        .assert()
+        .code(2);
+}
+
+// ---------------------------------------------------------------------------------------
+// hwloc XML
+
+/// Counts the lines of `lstopo-no-graphics` output that start (after indentation) with
+/// `kind` followed by a space.
+fn count_objects(console: &str, kind: &str) -> usize {
+    console
+        .lines()
+        .filter(|l| l.trim_start().starts_with(&format!("{kind} ")))
+        .count()
+}
+
+fn check_hwloc(input: &str, packages: usize, pus: usize, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let xml = dir.path().join("topo.xml");
+    bin()
+        .args([
+            "show",
+            "--topology",
+            &data(input),
+            "--format",
+            "hwloc-xml",
+            "-o",
+        ])
+        .arg(&xml)
+        .assert()
+        .success();
+    let lstopo = |extra: &[&str]| {
+        let out = StdCommand::new("lstopo-no-graphics")
+            .arg("--input")
+            .arg(&xml)
+            .args(["--of", "console"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "lstopo rejected the XML: {err}");
+        assert!(err.trim().is_empty(), "lstopo complained: {err}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let tree = lstopo(&[]);
+    assert_eq!(count_objects(&tree, "Package"), packages, "{tree}");
+    assert_eq!(count_objects(&tree, "PU"), pus, "{tree}");
+    let distances = lstopo(&["--distances"]);
+    assert!(
+        distances.contains(&format!("name {name} kind 6"))
+            && distances.contains(&format!("between {pus} PUs")),
+        "no latency distances in:\n{distances}"
+    );
+}
+
+#[test]
+fn hwloc_xml_loads_in_lstopo() {
+    if !have("lstopo-no-graphics", &["--version"], "hwloc") {
+        return;
+    }
+    check_hwloc("lpdxeon2680.mct", 2, 40, "topoprobe-latency-cycles");
+    check_hwloc("nv-ryzen9-5950x.csv", 1, 32, "topoprobe-latency-ps");
+}
+
+#[test]
+fn hwloc_xml_carries_memory_attributes() {
+    if !have("lstopo-no-graphics", &["--version"], "hwloc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let xml = dir.path().join("ivy.xml");
+    bin()
+        .args([
+            "show",
+            "--topology",
+            &data("lpdxeon2680.mct"),
+            "--format",
+            "hwloc-xml",
+            "-o",
+        ])
+        .arg(&xml)
+        .assert()
+        .success();
+    let out = StdCommand::new("lstopo-no-graphics")
+        .arg("--input")
+        .arg(&xml)
+        .arg("--memattrs")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    // Local read bandwidth 46.04 GB/s = 43912 MiB/s; local latency 259 cycles.
+    assert!(text.contains("NUMANode L#0 = 43912 from cpuset"), "{text}");
+    assert!(
+        text.contains("name `topoprobe-latency-cycles' flags 6"),
+        "{text}"
+    );
+    assert!(text.contains("NUMANode L#0 = 259 from cpuset"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Graphviz
+
+#[test]
+fn dot_renders_both_graphs() {
+    if !have("dot", &["-V"], "graphviz") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("ivy.svg");
+    bin()
+        .args([
+            "show",
+            "--topology",
+            &data("lpdxeon2680.mct"),
+            "--format",
+            "dot",
+            "--svg",
+            "-o",
+        ])
+        .arg(&svg)
+        .assert()
+        .success();
+    let intra = std::fs::read_to_string(&svg).unwrap();
+    let cross = std::fs::read_to_string(dir.path().join("ivy-cross-socket.svg")).unwrap();
+    assert!(intra.contains("<svg") && intra.contains("Node 0 (local)"));
+    assert!(intra.contains("259 cycles"));
+    assert!(cross.contains("<svg") && cross.contains("308 (lvl 3)"));
+    let png = dir.path().join("g.png");
+    bin()
+        .args([
+            "show",
+            "--topology",
+            &data("nv-ryzen9-5950x.csv"),
+            "--format",
+            "dot",
+            "--png",
+            "-o",
+        ])
+        .arg(&png)
+        .assert()
+        .success();
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+}
+
+#[test]
+fn dot_without_graphviz_writes_the_dot_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("ivy.svg");
+    bin()
+        .env("TOPOPROBE_DOT", dir.path().join("no-such-dot"))
+        .args([
+            "show",
+            "--topology",
+            &data("lpdxeon2680.mct"),
+            "--format",
+            "dot",
+            "--svg",
+            "-o",
+        ])
+        .arg(&svg)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("Graphviz's `dot` was not found"));
+    assert!(!svg.exists());
+    let dot = std::fs::read_to_string(dir.path().join("ivy.dot")).unwrap();
+    assert!(dot.starts_with("digraph \"socket0\""));
+}
+
+// ---------------------------------------------------------------------------------------
+// Heatmap
+
+#[test]
+fn heatmap_svg_and_png() {
+    let svg = run(&["heatmap", "--topology", &data("lpdxeon2680.mct")]);
+    assert!(svg.starts_with("<svg"));
+    // One cell per pair, in topology order: context 20 (core 0's sibling) is second.
+    assert!(svg.matches("<rect x=").count() >= 40 * 40);
+    assert!(svg.contains("<title>0 → 20: 28 cycles</title>"));
+    assert!(svg.contains("latency (cycles)"));
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("heat.png");
+    bin()
+        .args([
+            "heatmap",
+            "--from-matrix",
+            &data("nv-ryzen9-5950x.csv"),
+            "-o",
+        ])
+        .arg(&png)
+        .assert()
+        .success();
+    let pixmap = resvg::tiny_skia::Pixmap::load_png(&png).unwrap();
+    assert!(pixmap.width() > 500 && pixmap.height() > 500);
+    assert!(non_white_fraction(&pixmap) > 0.3);
+}
+
+/// Fraction of pixels that are not (nearly) white.
+fn non_white_fraction(p: &resvg::tiny_skia::Pixmap) -> f64 {
+    let px = p.pixels();
+    let coloured = px
+        .iter()
+        .filter(|c| c.red() < 240 || c.green() < 240 || c.blue() < 240)
+        .count();
+    coloured as f64 / px.len() as f64
+}
+
+// ---------------------------------------------------------------------------------------
+// Report
+
+/// Opens `page` in headless Chromium, takes a screenshot to `png` and returns the console
+/// messages Chromium logged.
+fn chromium(page: &Path, png: &Path) -> Vec<String> {
+    let profile = tempfile::tempdir().unwrap();
+    let out = StdCommand::new("/usr/bin/chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1400,2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn report_opens_in_chromium() {
+    if !have("/usr/bin/chromium", &["--version"], "chromium") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    bin()
+        .args(["report", "--topology", &data("lpdxeon2680.mct"), "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: nothing loaded from elsewhere.
+    for outside in ["<script", "<link", "src=\"http", "url(http", "@import"] {
+        assert!(!html.contains(outside), "the report contains {outside}");
+    }
+    for section in [
+        "Summary",
+        "Topology tree",
+        "Latency heatmap",
+        "Graphs",
+        "Memory",
+        "Caches",
+        "Power",
+        "Placements",
+        "Provenance",
+    ] {
+        assert!(
+            html.contains(&format!("{section}</h2>")),
+            "no {section} section"
+        );
+    }
+    let png = dir.path().join("report.png");
+    let console = chromium(&page, &png);
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let shot = resvg::tiny_skia::Pixmap::load_png(&png).unwrap();
+    assert!(non_white_fraction(&shot) > 0.05, "the screenshot is blank");
+
+    // The check can fail: a page with a console error is caught.
+    let bad = dir.path().join("bad.html");
+    std::fs::write(
+        &bad,
+        "<html><body>x<script>console.error('broken')</script></body></html>",
+    )
+    .unwrap();
+    let console = chromium(&bad, &dir.path().join("bad.png"));
+    assert!(!console.is_empty(), "a console error went unnoticed");
+}

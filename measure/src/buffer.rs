@@ -1,0 +1,241 @@
+//! Page-aligned measurement buffers: mapped anonymously, optionally bound to one memory
+//! node (`mbind`) and optionally backed by transparent huge pages.
+//!
+//! The memory, cache and contention probes need buffers whose physical placement they
+//! control: a buffer bound to the node being measured, first touched by the thread that
+//! will use it, released as soon as the probe is done (libmctop kept contexts × nodes × 2 GB
+//! alive; topoprobe keeps one buffer per running thread).
+
+use std::ptr::NonNull;
+
+/// Where a buffer's pages come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// Bind the pages to this memory node (`None`: the kernel's default policy).
+    pub node: Option<u32>,
+    /// Ask for transparent huge pages (`MADV_HUGEPAGE`); without it, huge pages are
+    /// refused (`MADV_NOHUGEPAGE`) so that the probe sees ordinary 4 KiB pages.
+    pub huge_pages: bool,
+}
+
+/// Why a buffer could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum BufferError {
+    /// `mmap` failed.
+    #[error("cannot map a {bytes}-byte measurement buffer: {source}")]
+    Map {
+        /// Requested size.
+        bytes: usize,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// `mbind` failed.
+    #[error("cannot bind a measurement buffer to memory node {node}: {source}")]
+    Bind {
+        /// The node.
+        node: u32,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A size of zero or one that overflows.
+    #[error("a measurement buffer of {0} bytes is not possible")]
+    Size(usize),
+}
+
+/// An anonymous, page-aligned mapping of `u64` words, unmapped on drop.
+#[derive(Debug)]
+pub struct Buffer {
+    ptr: NonNull<u64>,
+    words: usize,
+    bytes: usize,
+}
+
+// SAFETY: the buffer owns its mapping exclusively; moving it to another thread moves that
+// ownership (no thread-local state is involved).
+unsafe impl Send for Buffer {}
+
+/// `MPOL_BIND` of `<linux/mempolicy.h>`.
+const MPOL_BIND: libc::c_int = 2;
+/// `MPOL_MF_STRICT` | `MPOL_MF_MOVE`: fail if pages cannot be placed, move existing ones.
+const MPOL_MF_STRICT_MOVE: libc::c_uint = 1 | 2;
+
+impl Buffer {
+    /// Maps `bytes` bytes (rounded up to whole pages), placed as asked. The pages are not
+    /// touched: call [`Buffer::touch`] from the thread that will use them.
+    ///
+    /// # Errors
+    ///
+    /// [`BufferError::Size`] for a zero size, [`BufferError::Map`] when the mapping fails
+    /// (not enough memory), [`BufferError::Bind`] when the node binding is refused (no such
+    /// node, or a kernel without NUMA support).
+    pub fn new(bytes: usize, placement: Placement) -> Result<Self, BufferError> {
+        const PAGE: usize = 4096;
+        if bytes == 0 {
+            return Err(BufferError::Size(bytes));
+        }
+        let bytes = bytes
+            .checked_add(PAGE - 1)
+            .map(|b| b / PAGE * PAGE)
+            .ok_or(BufferError::Size(bytes))?;
+        // SAFETY: an anonymous private mapping with no address hint; the result is checked
+        // against MAP_FAILED before use.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(BufferError::Map {
+                bytes,
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        let Some(nn) = NonNull::new(ptr.cast::<u64>()) else {
+            return Err(BufferError::Size(bytes));
+        };
+        let buffer = Self {
+            ptr: nn,
+            words: bytes / 8,
+            bytes,
+        };
+        let advice = if placement.huge_pages {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
+        // SAFETY: the range is exactly the mapping made above. The advice is a hint: its
+        // failure (a kernel without THP) changes nothing the probe relies on.
+        unsafe {
+            libc::madvise(ptr, bytes, advice);
+        }
+        if let Some(node) = placement.node {
+            buffer.bind(node)?;
+        }
+        Ok(buffer)
+    }
+
+    fn bind(&self, node: u32) -> Result<(), BufferError> {
+        let bits = u64::BITS as usize;
+        let mut mask = vec![0u64; node as usize / bits + 1];
+        mask[node as usize / bits] |= 1u64 << (node as usize % bits);
+        let max_node = (mask.len() * bits + 1) as libc::c_ulong;
+        // SAFETY: mbind reads `mask.len()` words from the mask (max_node bits, rounded as the
+        // kernel documents it) and only changes the policy of our own mapping.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_mbind,
+                self.ptr.as_ptr().cast::<libc::c_void>(),
+                self.bytes as libc::c_ulong,
+                MPOL_BIND,
+                mask.as_ptr(),
+                max_node,
+                MPOL_MF_STRICT_MOVE,
+            )
+        };
+        if rc != 0 {
+            return Err(BufferError::Bind {
+                node,
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes every page once, so that the calling thread's node policy (first touch) and
+    /// the binding place them now rather than during the measurement.
+    pub fn touch(&mut self) {
+        for w in self.words_mut().iter_mut().step_by(512) {
+            *w = 0;
+        }
+    }
+
+    /// Size in bytes (whole pages).
+    #[must_use]
+    pub fn len_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The buffer as words.
+    #[must_use]
+    pub fn words(&self) -> &[u64] {
+        // SAFETY: the mapping is `words` u64s long, readable, page-aligned and owned by self;
+        // anonymous pages read as zero until written.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.words) }
+    }
+
+    /// The buffer as mutable words.
+    #[must_use]
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        // SAFETY: as in `words`, and `&mut self` guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.words) }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`; no reference into it outlives
+        // `self` (the slices borrow `self`).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast::<libc::c_void>(), self.bytes);
+        }
+    }
+}
+
+/// The memory nodes the kernel has, from `/sys/devices/system/node/online`, or `[0]` when
+/// the kernel has no NUMA support.
+#[must_use]
+pub fn online_nodes() -> Vec<u32> {
+    std::fs::read_to_string("/sys/devices/system/node/online")
+        .ok()
+        .and_then(|s| topoprobe_model::parse_cpu_list(s.trim()).ok())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| vec![0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_touches_and_binds_to_an_online_node() {
+        let mut b = Buffer::new(10_000, Placement::default()).unwrap();
+        assert_eq!(b.len_bytes(), 12_288);
+        b.touch();
+        b.words_mut()[1535] = 7;
+        assert_eq!(b.words()[1535], 7);
+        let node = online_nodes()[0];
+        let bound = Buffer::new(
+            1 << 20,
+            Placement {
+                node: Some(node),
+                huge_pages: true,
+            },
+        );
+        // A kernel without NUMA support refuses mbind; that is reported, not hidden.
+        if let Err(e) = &bound {
+            assert!(matches!(e, BufferError::Bind { .. }), "{e}");
+        }
+    }
+
+    #[test]
+    fn refuses_impossible_sizes_and_nodes() {
+        assert!(matches!(
+            Buffer::new(0, Placement::default()),
+            Err(BufferError::Size(0))
+        ));
+        let e = Buffer::new(
+            4096,
+            Placement {
+                node: Some(1000),
+                huge_pages: false,
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("node 1000"), "{e}");
+    }
+}

@@ -1,0 +1,309 @@
+//! Memory latency and bandwidth from every socket to every memory node (libmctop's memory
+//! plugin, with bounded memory).
+//!
+//! - Latency ([`chase`]): a dependent chase through every line of a node-bound buffer much
+//!   larger than the last-level cache, in a random cyclic order, from one context of each
+//!   socket (every context with `all_contexts`). Measured twice: on transparent huge pages
+//!   (the memory's own latency) and on 4 KiB pages (plus the page walks a program with
+//!   small pages pays) — the cross-check the user sees side by side.
+//! - Bandwidth ([`bandwidth`]): read, write and copy with the widest vector unit
+//!   ([`kernels`]), one thread and one per context of the socket (or a given count).
+//!
+//! One buffer per running thread, released after each measurement: memory use stays at
+//! the configured working set (libmctop kept contexts × nodes × 2 GB).
+
+pub mod bandwidth;
+pub mod chase;
+pub mod kernels;
+
+use topoprobe_model::Topology;
+
+use crate::affinity::AffinityError;
+use crate::buffer::{online_nodes, Buffer, BufferError, Placement};
+use bandwidth::Stream;
+use kernels::{Isa, Kernel};
+
+/// Why memory could not be measured.
+#[derive(Debug, thiserror::Error)]
+pub enum MemError {
+    /// A thread could not be pinned.
+    #[error(transparent)]
+    Affinity(#[from] AffinityError),
+    /// A buffer could not be made or bound.
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
+    /// Nothing to run on.
+    #[error("no CPU to measure on")]
+    NoCpus,
+}
+
+/// What [`measure_memory`] does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemOptions {
+    /// Working set, bytes: the latency buffer, and the bandwidth buffers of all threads
+    /// together.
+    pub bytes: u64,
+    /// Threads for the many-thread bandwidth (`None`: every context of the socket).
+    pub threads: Option<usize>,
+    /// Measure latency from every context, not one per socket.
+    pub all_contexts: bool,
+    /// Non-temporal stores for write and copy.
+    pub non_temporal: bool,
+    /// Loads per latency measurement.
+    pub chase_steps: usize,
+    /// Timed passes per bandwidth measurement.
+    pub passes: usize,
+    /// Instruction set of the bandwidth kernels.
+    pub isa: Isa,
+    /// Cycles per ns of the timer, to report latencies in cycles too.
+    pub ghz: Option<f64>,
+    /// Skip bandwidth (latency only).
+    pub latency_only: bool,
+}
+
+impl Default for MemOptions {
+    fn default() -> Self {
+        Self {
+            bytes: 1 << 30,
+            threads: None,
+            all_contexts: false,
+            non_temporal: false,
+            chase_steps: 1 << 22,
+            passes: 4,
+            isa: Isa::detect(),
+            ghz: None,
+            latency_only: false,
+        }
+    }
+}
+
+/// Memory latency from one context to one node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatencyResult {
+    /// OS CPU number.
+    pub cpu: u32,
+    /// Socket of the context.
+    pub socket: usize,
+    /// Node of the buffer.
+    pub node: u32,
+    /// ns per load on huge pages (`None` when the kernel refused them: then `small_ns` is
+    /// the figure).
+    pub huge_ns: Option<f64>,
+    /// ns per load on 4 KiB pages.
+    pub small_ns: f64,
+}
+
+impl LatencyResult {
+    /// The memory latency: on huge pages when there were, else on 4 KiB pages.
+    #[must_use]
+    pub fn ns(&self) -> f64 {
+        self.huge_ns.unwrap_or(self.small_ns)
+    }
+}
+
+/// Bandwidth from one socket to one node with a thread count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BandwidthResult {
+    /// Socket.
+    pub socket: usize,
+    /// Node.
+    pub node: u32,
+    /// Threads.
+    pub threads: usize,
+    /// Read GB/s.
+    pub read: f64,
+    /// Write GB/s.
+    pub write: f64,
+    /// Copy GB/s (bytes read + bytes written).
+    pub copy: f64,
+}
+
+/// Everything [`measure_memory`] found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MemReport {
+    /// Latencies, per context and node.
+    pub latency: Vec<LatencyResult>,
+    /// Bandwidths, per socket, node and thread count.
+    pub bandwidth: Vec<BandwidthResult>,
+    /// Each socket's local node by measurement (lowest latency).
+    pub local_nodes: Vec<(usize, u32)>,
+    /// Remarks: disagreements with the OS, refused huge pages.
+    pub notes: Vec<String>,
+}
+
+/// Memory latency of `cpu` to `node` on huge and on small pages.
+///
+/// # Errors
+///
+/// [`MemError`] when pinning, allocating or binding fails.
+pub fn latency(cpu: u32, node: Option<u32>, opts: &MemOptions) -> Result<LatencyResult, MemError> {
+    let run = |huge: bool| -> Result<f64, MemError> {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                crate::affinity::pin_current_thread(cpu)?;
+                let mut buf = Buffer::new(
+                    opts.bytes as usize,
+                    Placement {
+                        node,
+                        huge_pages: huge,
+                    },
+                )?;
+                buf.touch();
+                chase::link_random_cycle(&mut buf, 0x5eed ^ u64::from(cpu));
+                Ok(chase::ns_per_load(buf.words(), opts.chase_steps))
+            })
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
+    };
+    let huge_ns = if thp_available() {
+        Some(run(true)?)
+    } else {
+        None
+    };
+    Ok(LatencyResult {
+        cpu,
+        socket: 0,
+        node: node.unwrap_or(0),
+        huge_ns,
+        small_ns: run(false)?,
+    })
+}
+
+/// Whether transparent huge pages can be asked for (`always` or `madvise` mode).
+#[must_use]
+pub fn thp_available() -> bool {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .is_ok_and(|s| s.contains("[always]") || s.contains("[madvise]"))
+}
+
+/// Read, write and copy bandwidth of `cpus` together to `node`.
+///
+/// # Errors
+///
+/// [`MemError`] when pinning, allocating or binding fails.
+pub fn bandwidth_of(
+    cpus: &[u32],
+    node: Option<u32>,
+    opts: &MemOptions,
+) -> Result<[f64; 3], MemError> {
+    let run = |kernel| {
+        bandwidth::measure(
+            cpus,
+            &Stream {
+                kernel,
+                isa: opts.isa,
+                non_temporal: opts.non_temporal,
+                bytes: opts.bytes,
+                node,
+                passes: opts.passes,
+            },
+        )
+    };
+    Ok([run(Kernel::Read)?, run(Kernel::Write)?, run(Kernel::Copy)?])
+}
+
+/// The contexts a socket's many-thread bandwidth runs on: one per core first, then the
+/// cores' further contexts, `n` of them (all when `None`).
+#[must_use]
+pub fn spread_contexts(topo: &Topology, socket: usize, n: Option<usize>) -> Vec<u32> {
+    let s = &topo.sockets()[socket];
+    let mut order: Vec<u32> = Vec::new();
+    let max_smt = s
+        .cores
+        .iter()
+        .map(|c| topo.core_contexts(*c).len())
+        .max()
+        .unwrap_or(0);
+    for k in 0..max_smt {
+        for c in &s.cores {
+            if let Some(ctx) = topo.core_contexts(*c).get(k) {
+                order.push(topo.contexts()[ctx.0].os_id);
+            }
+        }
+    }
+    order.truncate(n.unwrap_or(order.len()).max(1));
+    order
+}
+
+/// Measures latency and bandwidth from every socket of `topo` to every online node.
+/// `progress` is called with a description of each step before it runs.
+///
+/// # Errors
+///
+/// [`MemError`] from the first measurement that fails.
+pub fn measure_memory(
+    topo: &Topology,
+    opts: &MemOptions,
+    mut progress: impl FnMut(&str),
+) -> Result<MemReport, MemError> {
+    let nodes = online_nodes();
+    let numa = nodes.len() > 1;
+    let mut report = MemReport::default();
+    if !thp_available() {
+        report
+            .notes
+            .push("transparent huge pages are off: latencies include 4 KiB page walks".into());
+    }
+    for (si, socket) in topo.sockets().iter().enumerate() {
+        let contexts: Vec<u32> = if opts.all_contexts {
+            socket
+                .contexts
+                .iter()
+                .map(|c| topo.contexts()[c.0].os_id)
+                .collect()
+        } else {
+            spread_contexts(topo, si, Some(1))
+        };
+        for &node in &nodes {
+            let bind = numa.then_some(node);
+            for &cpu in &contexts {
+                progress(&format!("latency CPU {cpu} -> node {node}"));
+                let mut l = latency(cpu, bind, opts)?;
+                l.socket = si;
+                l.node = node;
+                report.latency.push(l);
+            }
+            if opts.latency_only {
+                continue;
+            }
+            let many = spread_contexts(topo, si, opts.threads);
+            let mut counts = vec![1];
+            if many.len() > 1 {
+                counts.push(many.len());
+            }
+            for n in counts {
+                progress(&format!(
+                    "bandwidth socket {si} -> node {node}, {n} thread(s)"
+                ));
+                let [read, write, copy] = bandwidth_of(&many[..n], bind, opts)?;
+                report.bandwidth.push(BandwidthResult {
+                    socket: si,
+                    node,
+                    threads: n,
+                    read,
+                    write,
+                    copy,
+                });
+            }
+        }
+        let best = report
+            .latency
+            .iter()
+            .filter(|l| l.socket == si)
+            .min_by(|a, b| a.ns().total_cmp(&b.ns()))
+            .map(|l| l.node);
+        if let Some(node) = best {
+            report.local_nodes.push((si, node));
+            if let Some(os_node) = socket.local_node {
+                if os_node.0 != node as usize {
+                    report.notes.push(format!(
+                        "socket {si}: the OS says node {} is local, measurement says node {node}",
+                        os_node.0
+                    ));
+                }
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,80 @@
+//! Errors of placement.
+
+use topoprobe_measure::affinity::AffinityError;
+
+use crate::policy::Policy;
+
+/// Why a placement could not be made or used.
+///
+/// [`PlaceError::is_usage`] tells requests that can never succeed on this topology (a
+/// command line should exit with a usage error) from failures of the operating system.
+#[derive(Debug, thiserror::Error)]
+pub enum PlaceError {
+    /// More threads were asked for than the placement has contexts.
+    #[error("{policy}: {asked} threads asked for, but only {available} hardware contexts are available{scope}")]
+    TooManyThreads {
+        /// The policy.
+        policy: Policy,
+        /// Threads asked for.
+        asked: usize,
+        /// Contexts available to the request.
+        available: usize,
+        /// What restricted the contexts (empty when nothing did).
+        scope: String,
+    },
+    /// Zero threads were asked for.
+    #[error("at least one thread is needed")]
+    NoThreads,
+    /// More sockets were asked for than there are.
+    #[error("{asked} sockets asked for, but only {available} have usable contexts")]
+    TooManySockets {
+        /// Sockets asked for.
+        asked: usize,
+        /// Sockets available.
+        available: usize,
+    },
+    /// A CPU asked for is not a hardware context of the topology.
+    #[error("CPU {cpu} is not a hardware context of this topology (its CPUs are {machine})")]
+    CpuOutsideMachine {
+        /// The CPU asked for.
+        cpu: u32,
+        /// The topology's CPUs, in list syntax.
+        machine: String,
+    },
+    /// The filters (CPU list, core kind) left no context.
+    #[error("no hardware context is left after {0}")]
+    NothingLeft(String),
+    /// The policy needs a section the topology lacks.
+    #[error("{policy} needs {what}, which this topology does not have: {hint}")]
+    MissingData {
+        /// The policy.
+        policy: Policy,
+        /// What is missing.
+        what: String,
+        /// How to get it.
+        hint: String,
+    },
+    /// A core kind was asked for on a machine with one kind of core.
+    #[error("this topology has one kind of core: no P-/E-core split is recognised (P-cores are told apart by having more contexts per core than E-cores)")]
+    NoKinds,
+    /// The operating system refused to pin or unpin.
+    #[error(transparent)]
+    Affinity(#[from] AffinityError),
+    /// A memory-policy or allocation call failed.
+    #[error("{call}: {source}")]
+    Memory {
+        /// The call and its arguments.
+        call: String,
+        /// What the kernel said.
+        source: std::io::Error,
+    },
+}
+
+impl PlaceError {
+    /// Whether the request itself is invalid for this topology (a usage error), as opposed
+    /// to a failure of the operating system.
+    #[must_use]
+    pub const fn is_usage(&self) -> bool {
+        !matches!(self, Self::Affinity(_) | Self::Memory { .. })
+    }
+}

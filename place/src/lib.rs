@@ -1,0 +1,64 @@
+//! Thread placement over a measured topology (MCTOP-PLACE, paper §6).
+//!
+//! - [`Policy`]: the twelve policies of the paper's Table 2; [`plan()`] turns a policy, a
+//!   thread count, a socket count and filters ([`Request`]) into an ordered list of
+//!   hardware contexts ([`Plan`]). Planning is pure.
+//! - [`Placement`]: threads pin themselves to the next free context of a plan and learn
+//!   their place ([`ThreadInfo`]: context, core, socket, node, index within socket and
+//!   core, whether they lead their node); [`Summary`] is the paper's Figure 7.
+//! - [`Pool`]: several placements, the current policy switched at run time; threads
+//!   re-pin at their next pin point.
+//! - [`export`]: a plan as a CPU list, a mask, `taskset`, `numactl`, OpenMP's
+//!   environment and `likwid-pin` arguments.
+//! - [`memory`]: memory policies and node-local buffers; [`launch`]: running a command
+//!   with signals passed on and its exit status kept.
+//!
+//! ```
+//! use topoprobe_model::{ContextId, LatencyMatrix, LatencyUnit, Member, TopologyBuilder};
+//! use topoprobe_place::{export, plan, Policy, Request};
+//!
+//! // Two cores with two SMT contexts each (siblings 0/2 and 1/3), in one socket.
+//! let mut b = TopologyBuilder::new(vec![0, 1, 2, 3], LatencyUnit::Ns);
+//! let c0 = b.core(vec![ContextId(0), ContextId(2)]);
+//! let c1 = b.core(vec![ContextId(1), ContextId(3)]);
+//! b.socket(vec![Member::Core(c0), Member::Core(c1)]);
+//! let lat = LatencyMatrix::from_fn(4, |a, b| Some(if a % 2 == b % 2 { 8.0 } else { 40.0 }));
+//! b.latencies(lat.clone(), lat);
+//! let topo = b.build()?;
+//!
+//! let p = plan(&topo, &Request::new(Policy::ConHwc).threads(3))?;
+//! assert_eq!(export::list(&topo, &p), "0,2,1");
+//! let p = plan(&topo, &Request::new(Policy::ConCoreHwc).threads(3))?;
+//! assert_eq!(export::list(&topo, &p), "0,1,2");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod error;
+pub mod export;
+mod kind;
+pub mod launch;
+pub mod memory;
+mod placement;
+mod plan;
+mod policy;
+mod pool;
+pub mod sockets;
+mod summary;
+
+pub use error::PlaceError;
+pub use kind::{core_kinds, kind_of, CoreKind, UnknownKind};
+pub use placement::{Placement, ThreadInfo};
+pub use plan::{plan, Plan, Request};
+pub use policy::{Policy, UnknownPolicy};
+pub use pool::Pool;
+pub use summary::{PowerEstimate, SocketUse, Summary};
+
+/// Environment variable the preload library reads: CPUs in placement order (`0,20,1`).
+pub const PRELOAD_CPUS_VAR: &str = "TOPOPROBE_PIN_CPUS";
+/// Environment variable the preload library reads: hexadecimal mask of created threads
+/// not to pin (bit `i`: the `i`-th thread the program creates), like `likwid-pin -s`.
+pub const PRELOAD_SKIP_VAR: &str = "TOPOPROBE_PIN_SKIP";
+/// File name of the preload library.
+pub const PRELOAD_LIBRARY: &str = "libtopoprobe_preload.so";

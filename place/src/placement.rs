@@ -1,0 +1,241 @@
+//! The placement object: threads take the next free context of a plan, in order.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use serde::Serialize;
+use topoprobe_measure::affinity;
+use topoprobe_model::Topology;
+
+use crate::error::PlaceError;
+use crate::plan::{plan, Plan, Request};
+use crate::summary::Summary;
+
+/// What a pinned thread knows about its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ThreadInfo {
+    /// The thread's position in the placement order.
+    pub thread: usize,
+    /// Operating-system CPU number of its context.
+    pub context: u32,
+    /// Its core id in the topology.
+    pub core: usize,
+    /// Its socket id.
+    pub socket: usize,
+    /// Its local memory node (operating-system number when known, else the topology's id).
+    pub node: Option<u32>,
+    /// How many threads of the placement come before it on its socket.
+    pub index_in_socket: usize,
+    /// How many threads of the placement come before it on its core.
+    pub index_in_core: usize,
+    /// Whether it is the first thread of the placement on its node (on its socket when
+    /// nodes are unknown): the one to do per-node work.
+    pub leads_node: bool,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// `(placement id, slot)` of every placement that pinned this thread.
+    static PINNED: RefCell<Vec<(u64, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A placement: a plan, the state of its slots, and per-thread information.
+///
+/// [`Placement::pin`] pins the calling thread to the next free context (in the policy's
+/// order) and [`Placement::unpin`] gives it back. It is `Sync`: threads share it.
+#[derive(Debug)]
+pub struct Placement {
+    id: u64,
+    plan: Plan,
+    infos: Vec<ThreadInfo>,
+    summary: Summary,
+    taken: Mutex<Vec<bool>>,
+    restore: Vec<u32>,
+}
+
+impl Placement {
+    /// Plans `req` over `topo`.
+    ///
+    /// # Errors
+    ///
+    /// See [`plan`](crate::plan::plan), and [`PlaceError::Affinity`] when this thread's
+    /// affinity (restored by [`Placement::unpin`]) cannot be read.
+    pub fn new(topo: &Topology, req: &Request) -> Result<Self, PlaceError> {
+        Self::from_plan(topo, plan(topo, req)?)
+    }
+
+    /// A placement of an existing plan.
+    ///
+    /// # Errors
+    ///
+    /// [`PlaceError::Affinity`] when this thread's affinity cannot be read.
+    pub fn from_plan(topo: &Topology, plan: Plan) -> Result<Self, PlaceError> {
+        let restore = affinity::allowed_cpus()?;
+        Ok(Self::with_restore(topo, plan, restore))
+    }
+
+    /// A placement that restores `restore` on unpin (pure: does not read the affinity).
+    #[must_use]
+    pub fn with_restore(topo: &Topology, plan: Plan, restore: Vec<u32>) -> Self {
+        let mut infos = Vec::with_capacity(plan.contexts.len());
+        if plan.pinned {
+            for (i, &ctx) in plan.contexts.iter().enumerate() {
+                let hw = &topo.contexts()[ctx.index()];
+                let earlier = &plan.contexts[..i];
+                let node_id = topo.local_node(ctx);
+                let node = node_id.map(|n| {
+                    topo.nodes()
+                        .get(n.index())
+                        .and_then(|x| x.os_id)
+                        .unwrap_or(n.index() as u32)
+                });
+                let leads_node = match node_id {
+                    Some(n) => !earlier.iter().any(|&c| topo.local_node(c) == Some(n)),
+                    None => !earlier
+                        .iter()
+                        .any(|&c| topo.socket_of(c) == Some(hw.socket)),
+                };
+                infos.push(ThreadInfo {
+                    thread: i,
+                    context: hw.os_id,
+                    core: hw.core.index(),
+                    socket: hw.socket.index(),
+                    node,
+                    index_in_socket: earlier
+                        .iter()
+                        .filter(|&&c| topo.socket_of(c) == Some(hw.socket))
+                        .count(),
+                    index_in_core: earlier
+                        .iter()
+                        .filter(|&&c| topo.core_of(c) == Some(hw.core))
+                        .count(),
+                    leads_node,
+                });
+            }
+        }
+        let summary = Summary::new(topo, &plan);
+        let slots = infos.len();
+        Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            plan,
+            infos,
+            summary,
+            taken: Mutex::new(vec![false; slots]),
+            restore,
+        }
+    }
+
+    /// The plan.
+    #[must_use]
+    pub const fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The summary (paper Figure 7).
+    #[must_use]
+    pub const fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Information on every slot, in placement order (empty for an unpinned policy).
+    #[must_use]
+    pub fn threads(&self) -> &[ThreadInfo] {
+        &self.infos
+    }
+
+    /// The slot this thread holds in this placement.
+    #[must_use]
+    pub fn current(&self) -> Option<ThreadInfo> {
+        let id = self.id;
+        PINNED.with(|p| {
+            p.borrow()
+                .iter()
+                .find(|(pid, _)| *pid == id)
+                .map(|&(_, s)| self.infos[s])
+        })
+    }
+
+    /// Pins the calling thread to the next free context and returns its information;
+    /// `Ok(None)` when every context is taken or the policy does not pin. A thread that
+    /// already holds a slot keeps it.
+    ///
+    /// # Errors
+    ///
+    /// [`PlaceError::Affinity`] when the kernel refuses the CPU (the slot stays free).
+    pub fn pin(&self) -> Result<Option<ThreadInfo>, PlaceError> {
+        if let Some(info) = self.current() {
+            return Ok(Some(info));
+        }
+        let slot = {
+            let mut taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(slot) = taken.iter().position(|t| !t) else {
+                return Ok(None);
+            };
+            taken[slot] = true;
+            slot
+        };
+        if let Err(e) = affinity::pin_current_thread(self.infos[slot].context) {
+            self.release(slot);
+            return Err(e.into());
+        }
+        let id = self.id;
+        PINNED.with(|p| p.borrow_mut().push((id, slot)));
+        Ok(Some(self.infos[slot]))
+    }
+
+    fn release(&self, slot: usize) {
+        let mut taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
+        taken[slot] = false;
+    }
+
+    /// Gives this thread's slot back without touching its affinity; whether it held one.
+    pub(crate) fn leave(&self) -> bool {
+        let id = self.id;
+        let slot = PINNED.with(|p| {
+            let mut p = p.borrow_mut();
+            let i = p.iter().position(|(pid, _)| *pid == id)?;
+            Some(p.swap_remove(i).1)
+        });
+        slot.inspect(|&s| self.release(s)).is_some()
+    }
+
+    /// Gives this thread's context back and lets it run on the CPUs it was allowed when
+    /// the placement was made; whether it held a slot.
+    ///
+    /// # Errors
+    ///
+    /// [`PlaceError::Affinity`] when the kernel refuses the old CPU set.
+    pub fn unpin(&self) -> Result<bool, PlaceError> {
+        if !self.leave() {
+            return Ok(false);
+        }
+        affinity::set_current_thread_affinity(&self.restore)?;
+        Ok(true)
+    }
+
+    /// Number of free slots.
+    #[must_use]
+    pub fn free(&self) -> usize {
+        self.taken
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|t| !**t)
+            .count()
+    }
+
+    /// The placement as JSON: the plan, the summary and every slot.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "policy": self.plan.policy.name(),
+            "threads": self.plan.threads,
+            "pinned": self.plan.pinned,
+            "contexts": self.summary.contexts,
+            "slots": self.infos,
+            "summary": self.summary,
+        })
+    }
+}
