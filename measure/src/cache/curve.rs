@@ -45,6 +45,8 @@ pub struct FoundLevel {
 /// Rise between plateaus that makes a cache level (smaller rises are TLB and prefetch
 /// effects).
 pub const LEVEL_RISE: f64 = 1.3;
+/// Smallest ratio of the last to the first size of a plateau.
+const MIN_SPAN: f64 = 1.41;
 /// Fewest flat points in a row that make a plateau.
 const MIN_PLATEAU: usize = 4;
 /// Largest max/min ratio inside a flat window.
@@ -78,8 +80,10 @@ pub fn levels(samples: &[Sample]) -> Vec<FoundLevel> {
             while k + 1 < n && flat[k + 1] {
                 k += 1;
             }
-            // A short flat stretch inside a rise is noise, not a level.
-            if k - start + 1 < MIN_PLATEAU {
+            // A short flat stretch inside a rise is noise, not a level: a plateau has
+            // several points and spans at least half an octave of sizes.
+            let span = samples[k].bytes as f64 / samples[start].bytes as f64;
+            if k - start + 1 < MIN_PLATEAU || span < MIN_SPAN {
                 k += 1;
                 continue;
             }

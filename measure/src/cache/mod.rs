@@ -128,7 +128,14 @@ pub fn measure_caches(os: Option<&OsView>, opts: &CacheOptions) -> Result<CacheR
             for &bytes in &sizes {
                 let positions = traverse::prepare(buf.words_mut(), bytes as usize);
                 // Small arrays: many walks per round so that a round lasts ~0.1 ms.
-                let ns = traverse::ns_per_access(buf.words(), positions, opts.rounds, 65_536);
+                // Arrays up to 16 MiB are cheap to walk: two more rounds steady the
+                // rises of the inner levels.
+                let rounds = if bytes <= 16 << 20 {
+                    opts.rounds + 2
+                } else {
+                    opts.rounds
+                };
+                let ns = traverse::ns_per_access(buf.words(), positions, rounds, 65_536);
                 out.push(Sample { bytes, ns });
             }
             Ok(out)

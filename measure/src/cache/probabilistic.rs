@@ -10,8 +10,10 @@
 /// Page size the model assumes, in bytes.
 pub const PAGE_BYTES: u64 = 4096;
 
-/// Largest associativity tried.
-pub const MAX_WAYS: u32 = 32;
+/// The associativities tried: those real caches have (direct-mapped to 32-way; 11, 12,
+/// 15, 20 and 24 ways are common in L2s and sliced L3s). Leaving out the odd ones
+/// (14, 18, 27 …) keeps neighbours of the true size from fitting noise.
+pub const WAYS: [u32; 11] = [1, 2, 4, 8, 11, 12, 15, 16, 20, 24, 32];
 
 /// One point of a miss-rate curve: array size and measured miss rate in `[0, 1]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,12 +61,12 @@ pub fn binomial_tail_above(n: u64, p: f64, k: u32) -> f64 {
     (1.0 - below).clamp(0.0, 1.0)
 }
 
-/// The tentative caches: `ways · PAGE · 2^j` for every associativity up to [`MAX_WAYS`]
-/// (a power-of-two number of page sets per way), between `lo` and `hi` bytes.
+/// The tentative caches: `ways · PAGE · 2^j` for every associativity of [`WAYS`] (a
+/// power-of-two number of page sets per way), between `lo` and `hi` bytes.
 #[must_use]
 pub fn tentative_sizes(lo: u64, hi: u64) -> Vec<(u64, u32)> {
     let mut out = Vec::new();
-    for ways in 1..=MAX_WAYS {
+    for ways in WAYS {
         let mut sets = 1u64;
         while let Some(bytes) = (u64::from(ways) * PAGE_BYTES).checked_mul(sets) {
             if bytes > hi {

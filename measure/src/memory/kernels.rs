@@ -57,19 +57,38 @@ impl Isa {
     }
 }
 
+/// The instruction set `run` uses for these buffers: `isa` when the CPU has it and the
+/// buffers the kernel touches are 64-byte aligned and a multiple of 64 bytes long (an
+/// unused buffer may be empty), else [`Isa::Portable`].
+#[must_use]
+pub fn effective_isa(kernel: Kernel, isa: Isa, src: &[u64], dst: &[u64]) -> Isa {
+    let fits = |b: &[u64]| (b.as_ptr() as usize).is_multiple_of(64) && b.len().is_multiple_of(8);
+    let aligned = match kernel {
+        Kernel::Read => fits(src),
+        Kernel::Write => fits(dst),
+        Kernel::Copy => fits(src) && fits(dst),
+    };
+    let has = match isa {
+        Isa::Avx512 => Isa::detect() == Isa::Avx512,
+        Isa::Avx2 => Isa::detect() != Isa::Portable,
+        Isa::Portable => true,
+    };
+    if aligned && has {
+        isa
+    } else {
+        Isa::Portable
+    }
+}
+
 /// Runs `kernel` once over `src` (and `dst` for write and copy; `dst` must be at least as
-/// long as `src` for copy). Buffers are 64-byte aligned and a multiple of 64 bytes long
-/// (page-aligned measurement buffers are). Returns a value that depends on what was read,
-/// so the loads cannot be removed.
+/// long as `src` for copy), with [`effective_isa`]. Returns a value that depends on what
+/// was read, so the loads cannot be removed.
 pub fn run(kernel: Kernel, isa: Isa, non_temporal: bool, src: &[u64], dst: &mut [u64]) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
-        let aligned = (src.as_ptr() as usize).is_multiple_of(64)
-            && (dst.as_ptr() as usize).is_multiple_of(64)
-            && src.len().is_multiple_of(8)
-            && dst.len().is_multiple_of(8);
-        if aligned && isa != Isa::Portable && Isa::detect() != Isa::Portable {
-            return x86::run(kernel, isa, non_temporal, src, dst);
+        let chosen = effective_isa(kernel, isa, src, dst);
+        if chosen != Isa::Portable {
+            return x86::run(kernel, chosen, non_temporal, src, dst);
         }
     }
     let _ = (isa, non_temporal);
@@ -106,10 +125,11 @@ mod x86 {
     use super::{Isa, Kernel};
 
     pub(super) fn run(kernel: Kernel, isa: Isa, nt: bool, src: &[u64], dst: &mut [u64]) -> u64 {
-        let wide = isa == Isa::Avx512 && std::arch::is_x86_feature_detected!("avx512f");
-        // SAFETY: the caller checked that the CPU has AVX2 (and AVX-512 for `wide`), that
-        // both buffers are 64-byte aligned and a multiple of 64 bytes long; the kernels
-        // only touch `src[..len]` and `dst[..len]` with aligned vector accesses.
+        let wide = isa == Isa::Avx512;
+        // SAFETY: `effective_isa` checked that the CPU has AVX2 (and AVX-512 for `wide`)
+        // and that the buffers the kernel touches are 64-byte aligned and a multiple of 64
+        // bytes long; the kernels only touch `src[..len]` and `dst[..len]` with aligned
+        // vector accesses.
         unsafe {
             match (kernel, wide) {
                 (Kernel::Read, true) => read512(src),
@@ -292,6 +312,21 @@ mod tests {
                 assert!(b.words().iter().all(|&w| w == 1), "{isa:?} nt={nt}");
             }
         }
+        // A read needs no destination: the vector kernel runs with an empty one.
+        if Isa::detect() != Isa::Portable {
+            assert_eq!(
+                effective_isa(Kernel::Read, Isa::Avx2, a.words(), &[]),
+                Isa::Avx2
+            );
+            assert_eq!(
+                effective_isa(Kernel::Write, Isa::Avx2, &[], b.words()),
+                Isa::Avx2
+            );
+        }
+        assert_eq!(
+            effective_isa(Kernel::Read, Isa::Avx2, &a.words()[1..], &[]),
+            Isa::Portable
+        );
         // Reading the buffer's words back gives a value that depends on them: all ones xor
         // to zero in pairs, a single changed word changes it.
         let zero = run(Kernel::Read, Isa::detect(), false, b.words(), &mut []);
