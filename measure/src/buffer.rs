@@ -13,9 +13,10 @@ use std::ptr::NonNull;
 pub struct Placement {
     /// Bind the pages to this memory node (`None`: the kernel's default policy).
     pub node: Option<u32>,
-    /// Ask for transparent huge pages (`MADV_HUGEPAGE`); without it, huge pages are
-    /// refused (`MADV_NOHUGEPAGE`) so that the probe sees ordinary 4 KiB pages.
-    pub huge_pages: bool,
+    /// `Some(true)`: ask for transparent huge pages (`MADV_HUGEPAGE`); `Some(false)`:
+    /// refuse them (`MADV_NOHUGEPAGE`), so that a probe sees ordinary 4 KiB pages; `None`:
+    /// the kernel's default.
+    pub huge_pages: Option<bool>,
 }
 
 /// Why a buffer could not be made.
@@ -103,15 +104,17 @@ impl Buffer {
             words: bytes / 8,
             bytes,
         };
-        let advice = if placement.huge_pages {
-            libc::MADV_HUGEPAGE
-        } else {
-            libc::MADV_NOHUGEPAGE
-        };
-        // SAFETY: the range is exactly the mapping made above. The advice is a hint: its
-        // failure (a kernel without THP) changes nothing the probe relies on.
-        unsafe {
-            libc::madvise(ptr, bytes, advice);
+        if let Some(huge) = placement.huge_pages {
+            let advice = if huge {
+                libc::MADV_HUGEPAGE
+            } else {
+                libc::MADV_NOHUGEPAGE
+            };
+            // SAFETY: the range is exactly the mapping made above. The advice is a hint:
+            // its failure (a kernel without THP) changes nothing the probe relies on.
+            unsafe {
+                libc::madvise(ptr, bytes, advice);
+            }
         }
         if let Some(node) = placement.node {
             buffer.bind(node)?;
@@ -158,6 +161,20 @@ impl Buffer {
     #[must_use]
     pub fn len_bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// The buffer as bytes.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is `bytes` readable bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<u8>(), self.bytes) }
+    }
+
+    /// The buffer as mutable bytes.
+    #[must_use]
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, and `&mut self` guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<u8>(), self.bytes) }
     }
 
     /// The buffer as words.
@@ -213,7 +230,7 @@ mod tests {
             1 << 20,
             Placement {
                 node: Some(node),
-                huge_pages: true,
+                huge_pages: Some(true),
             },
         );
         // A kernel without NUMA support refuses mbind; that is reported, not hidden.
@@ -232,7 +249,7 @@ mod tests {
             4096,
             Placement {
                 node: Some(1000),
-                huge_pages: false,
+                huge_pages: None,
             },
         )
         .unwrap_err();

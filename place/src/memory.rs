@@ -1,7 +1,8 @@
 //! Memory policies (Linux `set_mempolicy`, `mbind`) and node-local allocation.
 
 use std::io;
-use std::ptr::NonNull;
+
+use topoprobe_measure::buffer::{Buffer, BufferError, Placement};
 
 use crate::error::PlaceError;
 
@@ -71,16 +72,13 @@ pub fn set_policy(policy: &MemPolicy) -> Result<(), PlaceError> {
     }
 }
 
-/// Memory mapped on one node (`mmap` + `mbind`), unmapped on drop.
+/// Memory mapped on one node (`mmap` + `mbind`, through the measurement crate's
+/// [`Buffer`]), unmapped on drop.
 #[derive(Debug)]
 pub struct NodeBuffer {
-    ptr: NonNull<u8>,
+    buf: Buffer,
     len: usize,
 }
-
-// SAFETY: the buffer is plain memory owned by this value; moving it to another thread is
-// like moving a Vec<u8>.
-unsafe impl Send for NodeBuffer {}
 
 impl NodeBuffer {
     /// Maps `len` bytes (at least one page) of zeroed memory bound to `node`, or on the
@@ -91,74 +89,46 @@ impl NodeBuffer {
     /// [`PlaceError::Memory`] when the mapping or the binding fails.
     pub fn new(len: usize, node: Option<u32>) -> Result<Self, PlaceError> {
         let len = len.max(1);
-        // SAFETY: an anonymous private mapping at an address of the kernel's choice touches
-        // no existing memory; the result is checked against MAP_FAILED.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(PlaceError::Memory {
-                call: format!("mmap({len} bytes)"),
-                source: io::Error::last_os_error(),
-            });
-        }
-        let Some(ptr) = NonNull::new(p.cast::<u8>()) else {
-            return Err(PlaceError::Memory {
-                call: "mmap".into(),
-                source: io::Error::from(io::ErrorKind::OutOfMemory),
-            });
-        };
-        let buf = Self { ptr, len };
-        if let Some(n) = node {
-            let (mask, maxnode) = node_mask(&[n]);
-            // SAFETY: [p, p + len) is the mapping made above; mbind reads `maxnode` bits
-            // of the live `mask`.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_mbind,
-                    p,
-                    len,
-                    MPOL_BIND,
-                    mask.as_ptr(),
-                    maxnode,
-                    0_u32,
-                )
-            };
-            if rc != 0 {
-                return Err(PlaceError::Memory {
-                    call: format!("mbind({len} bytes, node {n})"),
-                    source: io::Error::last_os_error(),
-                });
-            }
-        }
-        Ok(buf)
+        let buf = Buffer::new(
+            len,
+            Placement {
+                node,
+                huge_pages: None,
+            },
+        )
+        .map_err(|e| match e {
+            BufferError::Map { bytes, source } => PlaceError::Memory {
+                call: format!("mmap({bytes} bytes)"),
+                source,
+            },
+            BufferError::Bind { node, source } => PlaceError::Memory {
+                call: format!("mbind({len} bytes, node {node})"),
+                source,
+            },
+            BufferError::Size(bytes) => PlaceError::Memory {
+                call: format!("mmap({bytes} bytes)"),
+                source: io::Error::from(io::ErrorKind::InvalidInput),
+            },
+        })?;
+        Ok(Self { buf, len })
     }
 
     /// The memory.
     #[must_use]
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: the mapping is `len` readable bytes, zero-filled, alive while `self` is.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        &self.buf.bytes()[..self.len]
     }
 
     /// The memory, writable.
     #[must_use]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as in `as_slice`, and `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        &mut self.buf.bytes_mut()[..self.len]
     }
 
     /// Start address (for C callers).
     #[must_use]
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.ptr.as_ptr()
+        self.buf.bytes_mut().as_mut_ptr()
     }
 
     /// Length in bytes.
@@ -171,15 +141,5 @@ impl NodeBuffer {
     #[must_use]
     pub const fn is_empty(&self) -> bool {
         false
-    }
-}
-
-impl Drop for NodeBuffer {
-    fn drop(&mut self) {
-        // SAFETY: the mapping was made by `new` with this address and length and is
-        // unmapped once.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
     }
 }

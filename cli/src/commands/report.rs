@@ -7,7 +7,7 @@ use clap::Args;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use topoprobe_model::format::dot;
-use topoprobe_model::format::report::{self, Graphic, ReportGraph, ReportInputs};
+use topoprobe_model::format::report::{self, Graphic, PlacementExample, ReportGraph, ReportInputs};
 
 use crate::commands::heatmap::Input;
 use crate::output::write_to;
@@ -58,9 +58,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<()> {
     }
     let inputs = ReportInputs {
         graphs,
-        // Example placements come from a placement library; without one the report lists
-        // each socket's contexts core by core.
-        placements: Vec::new(),
+        placements: example_placements(&topo),
         generated: OffsetDateTime::now_utc()
             .replace_nanosecond(0)
             .ok()
@@ -70,4 +68,49 @@ pub(crate) fn run(args: &ReportArgs) -> Result<()> {
         args.output.as_deref(),
         report::render(&topo, &inputs).as_bytes(),
     )
+}
+
+/// A few of the placement policies, each for half and for all of the machine's contexts
+/// (those a policy cannot serve — POWER without power figures, RR_SCALE without bandwidth —
+/// are left out).
+fn example_placements(topo: &topoprobe_model::Topology) -> Vec<PlacementExample> {
+    use topoprobe_place::{export, plan, Policy, Request, Summary};
+    let n = topo.num_contexts();
+    let mut out = Vec::new();
+    for policy in [
+        Policy::ConHwc,
+        Policy::ConCoreHwc,
+        Policy::BalanceCore,
+        Policy::RrCore,
+        Policy::RrScale,
+        Policy::Power,
+    ] {
+        for threads in [(n / 2).max(1), n] {
+            let req = Request {
+                threads: Some(threads),
+                ..Request::new(policy)
+            };
+            let Ok(p) = plan(topo, &req) else { continue };
+            let summary = Summary::new(topo, &p);
+            let mut note = Vec::new();
+            if let Some(l) = summary.max_latency {
+                note.push(format!("max latency {l:.0} {}", summary.latency_unit));
+            }
+            if let Some(b) = summary.min_bandwidth_gbps {
+                note.push(format!("min bandwidth {b:.1} GB/s"));
+            }
+            note.push(format!(
+                "{} socket(s), {} core(s)",
+                summary.sockets.len(),
+                summary.cores
+            ));
+            out.push(PlacementExample {
+                policy: policy.name().to_string(),
+                threads,
+                cpus: export::cpus(topo, &p),
+                note: note.join(", "),
+            });
+        }
+    }
+    out
 }

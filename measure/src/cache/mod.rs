@@ -120,7 +120,7 @@ pub fn measure_caches(os: Option<&OsView>, opts: &CacheOptions) -> Result<CacheR
                 sizes.last().copied().unwrap_or(max) as usize,
                 Placement {
                     node: None,
-                    huge_pages: opts.huge_pages,
+                    huge_pages: Some(opts.huge_pages),
                 },
             )?;
             buf.touch();

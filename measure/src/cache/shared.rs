@@ -171,7 +171,13 @@ fn walk_together(cpus: &[u32], bytes: u64, rounds: usize) -> Result<Vec<f64>, Ca
                 let barrier = &barrier;
                 s.spawn(move || -> Result<f64, CacheError> {
                     let pinned = pin_current_thread(cpu);
-                    let buf = Buffer::new(bytes as usize, Placement::default());
+                    let buf = Buffer::new(
+                        bytes as usize,
+                        Placement {
+                            node: None,
+                            huge_pages: Some(false),
+                        },
+                    );
                     // Every thread reaches the barrier, even one that failed.
                     let ready = pinned.map_err(CacheError::from).and_then(|()| {
                         let mut b = buf?;

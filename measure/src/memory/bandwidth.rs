@@ -41,7 +41,7 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<f64, MemError> {
     let barrier = Barrier::new(cpus.len());
     let placement = Placement {
         node: stream.node,
-        huge_pages: false,
+        huge_pages: Some(false),
     };
     let results: Vec<Result<(f64, u64), MemError>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus

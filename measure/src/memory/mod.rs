@@ -145,7 +145,7 @@ pub fn latency(cpu: u32, node: Option<u32>, opts: &MemOptions) -> Result<Latency
                     opts.bytes as usize,
                     Placement {
                         node,
-                        huge_pages: huge,
+                        huge_pages: Some(huge),
                     },
                 )?;
                 buf.touch();

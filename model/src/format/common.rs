@@ -170,6 +170,17 @@ pub(crate) fn escape_xml(s: &str) -> String {
     out
 }
 
+/// The cores among a socket's or group's members (its groups left out), in order.
+pub(crate) fn core_members(members: &[Member]) -> Vec<crate::CoreId> {
+    members
+        .iter()
+        .filter_map(|m| match *m {
+            Member::Core(c) => Some(c),
+            Member::Group(_) => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -210,13 +210,7 @@ impl Graph<'_> {
     fn members(&mut self, parent: &str, members: &[Member], between: Option<f64>) {
         let topo = self.topo;
         let label = between.map_or_else(String::new, num);
-        let cores: Vec<CoreId> = members
-            .iter()
-            .filter_map(|m| match *m {
-                Member::Core(c) => Some(c),
-                Member::Group(_) => None,
-            })
-            .collect();
+        let cores: Vec<CoreId> = super::common::core_members(members);
         for m in members {
             if let Member::Group(gid) = *m {
                 let group = &topo.groups()[gid.0];

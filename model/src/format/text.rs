@@ -274,13 +274,7 @@ impl View<'_> {
     /// packed block (or one child per core when verbose).
     fn add_members(&self, members: &[Member], item: &mut Item) {
         let topo = self.topo;
-        let cores: Vec<CoreId> = members
-            .iter()
-            .filter_map(|m| match *m {
-                Member::Core(c) => Some(c),
-                Member::Group(_) => None,
-            })
-            .collect();
+        let cores: Vec<CoreId> = super::common::core_members(members);
         for m in members {
             if let Member::Group(g) = *m {
                 let group = &topo.groups()[g.0];
