@@ -6,5 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo build --release --quiet --locked -p topoprobe-cli
+cargo build --release --quiet --locked -p topoprobe-cli -p topoprobe-preload
 exec target/release/topoprobe infer "$@"
