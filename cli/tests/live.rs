@@ -48,7 +48,7 @@ fn infer_measures_this_machine_and_saves_the_description() {
         &list,
         "--json",
         "--plugins",
-        "cache,mem-latency,power",
+        "cache,mem,power",
     ];
     args.extend(LOOSE);
     let (code, out, err) = run(dir.path(), &args);
@@ -92,6 +92,24 @@ fn infer_measures_this_machine_and_saves_the_description() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("2 hardware contexts"), "{out}");
+    // The .mct export carries the plugins' sections as libmctop writes them (the TSC
+    // rate recorded by the run converts ns into cycles).
+    let (code, mct, err) = run(
+        dir.path(),
+        &[
+            "show",
+            "--topology",
+            saved.to_str().expect("path"),
+            "--format",
+            "mct",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(mct.contains("#Mem_latencies 1\n"), "{mct}");
+    assert!(mct.contains("#Mem_bw-READ 1\n"), "{mct}");
+    assert!(mct.contains("#Mem_bw1-WRITE 1\n"), "{mct}");
+    assert!(mct.contains("#Cache_levels "), "{mct}");
+    assert!(out.contains("caches"), "{out}");
     let topo = topoprobe_measure::description::load_checked(&saved).expect("load");
     assert_eq!(topo.num_contexts(), 2);
 }

@@ -1,6 +1,6 @@
 //! Tests of the measuring plugins' commands on this machine: `cache`, `mem`,
-//! `contention` (small working sets so that they run in seconds), their JSON shapes, the
-//! `.mct` export of their sections, and bad requests.
+//! `contention` (small working sets so that they run in seconds), their JSON shapes and
+//! bad requests.
 
 use std::path::Path;
 
@@ -87,7 +87,7 @@ fn cache_json_has_the_documented_shape() {
 }
 
 #[test]
-fn mem_json_has_the_documented_shape_and_mct_export_carries_the_sections() {
+fn mem_json_has_the_documented_shape() {
     let dir = tempfile::tempdir().expect("tempdir");
     let topo = topology(dir.path());
     let (code, out, err) = run(&["mem", "--json", "--size", "32M", "--topology", &topo]);
