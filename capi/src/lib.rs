@@ -96,6 +96,11 @@ fn set_error(msg: impl std::fmt::Display) {
     LAST_ERROR.with(|e| *e.borrow_mut() = CString::new(text).unwrap_or_default());
 }
 
+/// The value of `r`, or `None` with its error kept for `tp_last_error`.
+fn recorded<T, E: std::fmt::Display>(r: Result<T, E>) -> Option<T> {
+    r.map_err(set_error).ok()
+}
+
 /// The last error of the calling thread (empty when none); valid until its next call.
 #[no_mangle]
 pub extern "C" fn tp_last_error() -> *const c_char {
@@ -119,13 +124,9 @@ pub unsafe extern "C" fn tp_topology_load(path: *const c_char) -> *mut TpTopolog
             .into_owned();
         load_topology(Path::new(&p), &InferOptions::default()).map_err(|e| e.to_string())
     };
-    match topo {
-        Ok(t) => Box::into_raw(Box::new(TpTopology(t))),
-        Err(e) => {
-            set_error(e);
-            std::ptr::null_mut()
-        }
-    }
+    recorded(topo).map_or(std::ptr::null_mut(), |t| {
+        Box::into_raw(Box::new(TpTopology(t)))
+    })
 }
 
 /// Frees a topology (NULL is ignored).
@@ -236,13 +237,7 @@ pub unsafe extern "C" fn tp_policy_from_name(name: *const c_char) -> c_int {
     }
     // SAFETY: the caller passes a NUL-terminated string.
     let s = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    match s.parse::<Policy>() {
-        Ok(p) => c_int::try_from(p.code()).unwrap_or(-1),
-        Err(e) => {
-            set_error(e);
-            -1
-        }
-    }
+    recorded(s.parse::<Policy>()).map_or(-1, |p| c_int::try_from(p.code()).unwrap_or(-1))
 }
 
 fn policy_of(code: c_int) -> Option<Policy> {
@@ -281,13 +276,10 @@ pub unsafe extern "C" fn tp_placement_create(
     let Some(policy) = policy_of(policy) else {
         return std::ptr::null_mut();
     };
-    match Placement::new(&t.0, &request(policy, threads, sockets)) {
-        Ok(p) => Box::into_raw(Box::new(TpPlacement(p))),
-        Err(e) => {
-            set_error(e);
-            std::ptr::null_mut()
-        }
-    }
+    recorded(Placement::new(&t.0, &request(policy, threads, sockets)))
+        .map_or(std::ptr::null_mut(), |p| {
+            Box::into_raw(Box::new(TpPlacement(p)))
+        })
 }
 
 /// Frees a placement (NULL is ignored).
@@ -307,19 +299,16 @@ fn pin_result(
     r: Result<Option<ThreadInfo>, topoprobe_place::PlaceError>,
     info: *mut TpThreadInfo,
 ) -> c_int {
-    match r {
-        Ok(Some(i)) => {
+    match recorded(r) {
+        Some(Some(i)) => {
             if !info.is_null() {
                 // SAFETY: the caller passes NULL or a writable TpThreadInfo.
                 unsafe { *info = i.into() };
             }
             c_int::try_from(i.context).unwrap_or(c_int::MAX)
         }
-        Ok(None) => -1,
-        Err(e) => {
-            set_error(e);
-            -2
-        }
+        Some(None) => -1,
+        None => -2,
     }
 }
 
@@ -350,13 +339,7 @@ pub unsafe extern "C" fn tp_placement_unpin(p: *const TpPlacement) -> c_int {
     let Some(p) = (unsafe { deref(p, "placement") }) else {
         return -2;
     };
-    match p.0.unpin() {
-        Ok(b) => c_int::from(b),
-        Err(e) => {
-            set_error(e);
-            -2
-        }
-    }
+    recorded(p.0.unpin()).map_or(-2, c_int::from)
 }
 
 /// Number of threads of the placement; -1 on error.
@@ -455,13 +438,8 @@ pub unsafe extern "C" fn tp_pool_create(
     let Some(policy) = policy_of(policy) else {
         return std::ptr::null_mut();
     };
-    match Pool::new(t.0.clone(), request(policy, threads, sockets)) {
-        Ok(p) => Box::into_raw(Box::new(TpPool(p))),
-        Err(e) => {
-            set_error(e);
-            std::ptr::null_mut()
-        }
-    }
+    recorded(Pool::new(t.0.clone(), request(policy, threads, sockets)))
+        .map_or(std::ptr::null_mut(), |p| Box::into_raw(Box::new(TpPool(p))))
 }
 
 /// Makes `policy` the pool's current policy (threads move at their next
@@ -479,13 +457,7 @@ pub unsafe extern "C" fn tp_pool_set_policy(p: *const TpPool, policy: c_int) -> 
     let Some(policy) = policy_of(policy) else {
         return -2;
     };
-    match p.0.set_policy(policy) {
-        Ok(()) => 0,
-        Err(e) => {
-            set_error(e);
-            -2
-        }
-    }
+    recorded(p.0.set_policy(policy)).map_or(-2, |()| 0)
 }
 
 /// A pin point: pins the calling thread by the pool's current policy (as
@@ -515,13 +487,7 @@ pub unsafe extern "C" fn tp_pool_unpin(p: *const TpPool) -> c_int {
     let Some(p) = (unsafe { deref(p, "pool") }) else {
         return -2;
     };
-    match p.0.unpin() {
-        Ok(b) => c_int::from(b),
-        Err(e) => {
-            set_error(e);
-            -2
-        }
-    }
+    recorded(p.0.unpin()).map_or(-2, c_int::from)
 }
 
 /// Frees a pool (NULL is ignored).

@@ -1098,7 +1098,7 @@ fn closed_stdout_is_not_an_error() {
         .success();
     for format in ["json", "mct"] {
         // Far more than a pipe holds, so the writer meets the closed pipe.
-        let full = run_ok(&[
+        let args = [
             "show",
             "--topology",
             arg(&big),
@@ -1106,18 +1106,11 @@ fn closed_stdout_is_not_an_error() {
             format,
             "--ghz",
             "3",
-        ]);
+        ];
+        let full = run_ok(&args);
         assert!(full.len() > 1 << 16, "{format}: {} bytes", full.len());
         let mut child = StdCommand::new(exe())
-            .args([
-                "show",
-                "--topology",
-                arg(&big),
-                "--format",
-                format,
-                "--ghz",
-                "3",
-            ])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -308,113 +308,66 @@ fn missing_description_says_to_infer() {
     assert!(err.contains("topoprobe infer"), "{err}");
 }
 
+/// `topoprobe place` with a policy, thread count and export format on topology `topo`.
+fn export(policy: &str, threads: &str, format: &str, topo: &str) -> (String, String) {
+    ok(&[
+        "place",
+        "--policy",
+        policy,
+        "-n",
+        threads,
+        "-q",
+        "--format",
+        format,
+        "--topology",
+        topo,
+    ])
+}
+
+/// Runs a shell command line (an exported command prefix and what it runs); it must
+/// succeed. Returns its standard output.
+fn shell(line: &str) -> String {
+    let st = Command::new("sh").arg("-c").arg(line).output().expect("sh");
+    assert!(
+        st.status.success(),
+        "{line}: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    String::from_utf8_lossy(&st.stdout).into_owned()
+}
+
 #[test]
 fn exports_are_accepted_by_the_tools() {
     let m2 = two_cpus();
-    let (taskset, _) = ok(&[
-        "place",
-        "--policy",
-        "rr_core",
-        "-n",
-        "2",
-        "-q",
-        "--format",
-        "taskset",
-        "--topology",
-        m2,
-    ]);
+    let (taskset, _) = export("rr_core", "2", "taskset", m2);
     assert_eq!(taskset.trim(), "taskset -c 0-1");
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "{} grep Cpus_allowed_list /proc/self/status",
-            taskset.trim()
-        ))
-        .output()
-        .expect("taskset");
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    assert!(String::from_utf8_lossy(&st.stdout).trim().ends_with("0-1"));
+    let st = shell(&format!(
+        "{} grep Cpus_allowed_list /proc/self/status",
+        taskset.trim()
+    ));
+    assert!(st.trim().ends_with("0-1"));
 
-    let (numactl, _) = ok(&[
-        "place",
-        "--policy",
-        "con_hwc",
-        "-n",
-        "1",
-        "-q",
-        "--format",
-        "numactl",
-        "--topology",
-        m2,
-    ]);
+    let (numactl, _) = export("con_hwc", "1", "numactl", m2);
     assert_eq!(numactl.trim(), "numactl --physcpubind=0");
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "{} grep Cpus_allowed_list /proc/self/status",
-            numactl.trim()
-        ))
-        .output()
-        .expect("numactl");
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    assert!(
-        String::from_utf8_lossy(&st.stdout).trim().ends_with(":\t0"),
-        "{}",
-        String::from_utf8_lossy(&st.stdout)
-    );
+    let st = shell(&format!(
+        "{} grep Cpus_allowed_list /proc/self/status",
+        numactl.trim()
+    ));
+    assert!(st.trim().ends_with(":\t0"), "{}", st);
 
-    let (likwid, _) = ok(&[
-        "place",
-        "--policy",
-        "rr_core",
-        "-n",
-        "2",
-        "-q",
-        "--format",
-        "likwid",
-        "--topology",
-        m2,
-    ]);
+    let (likwid, _) = export("rr_core", "2", "likwid", m2);
     assert_eq!(likwid.trim(), "likwid-pin -c 0,1");
     let prog = build("affinity.c", &[]);
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(format!("{} -q {prog}", likwid.trim()))
-        .output()
-        .expect("likwid-pin");
-    assert!(
-        st.status.success(),
-        "likwid-pin: {}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    let st = shell(&format!("{} -q {prog}", likwid.trim()));
     // likwid-pin pins the created thread to the second CPU; the main thread (which it
     // leaves on the whole list on some versions) starts on the first.
-    let got = lines(&String::from_utf8_lossy(&st.stdout));
+    let got = lines(&st);
     assert_eq!(got.len(), 2, "{got:?}");
     assert!(got[0] == "main 0" || got[0] == "main 0-1", "{got:?}");
     assert_eq!(got[1], "thread1 1");
 
     // OpenMP reads the places: thread i on the i-th CPU of the placement.
-    let (omp, _) = ok(&[
-        "place",
-        "--policy",
-        "rr_core",
-        "-n",
-        "2",
-        "-q",
-        "--format",
-        "omp",
-        "--topology",
-        m2,
-    ]);
+    let (omp, _) = export("rr_core", "2", "omp", m2);
     let omp_prog = build("omp_affinity.c", &["-fopenmp"]);
     let mut cmd = Command::new(&omp_prog);
     for l in omp.lines() {

@@ -154,7 +154,9 @@ fn count_objects(console: &str, kind: &str) -> usize {
         .count()
 }
 
-fn check_hwloc(input: &str, packages: usize, pus: usize, name: &str) {
+/// Exports `input` as hwloc XML and runs `lstopo-no-graphics --input` on it with `extra`
+/// options; lstopo must accept the file without a complaint. Returns its output.
+fn lstopo_on(input: &str, extra: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let xml = dir.path().join("topo.xml");
     bin()
@@ -169,19 +171,21 @@ fn check_hwloc(input: &str, packages: usize, pus: usize, name: &str) {
         .arg(&xml)
         .assert()
         .success();
-    let lstopo = |extra: &[&str]| {
-        let out = StdCommand::new("lstopo-no-graphics")
-            .arg("--input")
-            .arg(&xml)
-            .args(["--of", "console"])
-            .args(extra)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "lstopo rejected the XML: {err}");
-        assert!(err.trim().is_empty(), "lstopo complained: {err}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let out = StdCommand::new("lstopo-no-graphics")
+        .arg("--input")
+        .arg(&xml)
+        .args(["--of", "console"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "lstopo rejected the XML: {err}");
+    assert!(err.trim().is_empty(), "lstopo complained: {err}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn check_hwloc(input: &str, packages: usize, pus: usize, name: &str) {
+    let lstopo = |extra: &[&str]| lstopo_on(input, extra);
     let tree = lstopo(&[]);
     assert_eq!(count_objects(&tree, "Package"), packages, "{tree}");
     assert_eq!(count_objects(&tree, "PU"), pus, "{tree}");
@@ -207,28 +211,7 @@ fn hwloc_xml_carries_memory_attributes() {
     if !have("lstopo-no-graphics", &["--version"], "hwloc") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let xml = dir.path().join("ivy.xml");
-    bin()
-        .args([
-            "show",
-            "--topology",
-            &data("lpdxeon2680.mct"),
-            "--format",
-            "hwloc-xml",
-            "-o",
-        ])
-        .arg(&xml)
-        .assert()
-        .success();
-    let out = StdCommand::new("lstopo-no-graphics")
-        .arg("--input")
-        .arg(&xml)
-        .arg("--memattrs")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success());
+    let text = lstopo_on("lpdxeon2680.mct", &["--memattrs"]);
     // Local read bandwidth 46.04 GB/s = 43912 MiB/s; local latency 259 cycles.
     assert!(text.contains("NUMANode L#0 = 43912 from cpuset"), "{text}");
     assert!(

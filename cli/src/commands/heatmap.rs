@@ -6,7 +6,6 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use topoprobe_infer::{infer, load_topology};
-use topoprobe_measure::description;
 use topoprobe_model::format::{csv, heatmap};
 use topoprobe_model::{Source, Topology};
 
@@ -42,9 +41,7 @@ impl Input {
         let mut topo = match (&self.topology, &self.from_matrix) {
             (Some(p), _) => load_topology(p, &self.hints.options())?,
             (None, Some(p)) => from_matrix(p, &self.hints)?,
-            (None, None) => description::load_this_machine().context(
-                "no --topology or --from-matrix given, and this machine's description cannot be loaded (run `topoprobe infer` first)",
-            )?,
+            (None, None) => crate::machine::topology(None)?,
         };
         if topo.provenance().created.is_none() {
             stamp(&mut topo, started);

@@ -2,9 +2,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
-use topoprobe_infer::{load_topology, InferOptions};
 use topoprobe_model::{parse_cpu_list, Topology};
 use topoprobe_place::{export, plan, CoreKind, PlaceError, Placement, Plan, Policy, Request};
 
@@ -77,12 +76,7 @@ pub(crate) struct PlacementArgs {
 impl PlacementArgs {
     /// Loads the topology and plans the request.
     pub(crate) fn plan(&self) -> Result<(Topology, Plan)> {
-        let topo = match &self.topology {
-            Some(path) => load_topology(path, &InferOptions::default())?,
-            None => topoprobe_measure::description::load_this_machine().context(
-                "placing on this machine needs its description (or give --topology FILE)",
-            )?,
-        };
+        let topo = crate::machine::topology(self.topology.as_deref())?;
         let cpus = match &self.cpus {
             Some(list) => {
                 Some(parse_cpu_list(list).map_err(|e| Usage(format!("--cpus {list:?}: {e}")))?)

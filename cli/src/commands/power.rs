@@ -13,10 +13,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use topoprobe_infer::{load_topology, InferOptions};
-use topoprobe_measure::description;
 use topoprobe_measure::power::{self, PowerError, PowerOptions, PowerReport};
 use topoprobe_model::{PowerScope, PowerState, Topology};
 
@@ -79,13 +77,7 @@ pub(crate) fn run(args: &PowerArgs) -> Result<()> {
 
 /// The topology to measure.
 fn topology(args: &PowerArgs) -> Result<Topology> {
-    match &args.topology {
-        Some(path) => Ok(load_topology(path, &InferOptions::default())?),
-        None => description::load_this_machine().context(
-            "the power measurement needs this machine's topology: run `topoprobe infer` \
-             first, or give one with --topology FILE",
-        ),
-    }
+    crate::machine::topology(args.topology.as_deref())
 }
 
 /// Prints an unavailable measurement (success), or returns the error.

@@ -2,7 +2,7 @@
 //! the topology order of contexts and the memory figures of a socket.
 
 use crate::components::Member;
-use crate::ids::{ContextId, GroupId, NodeId, SocketId};
+use crate::ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
 use crate::sections::{Access, Threads};
 use crate::topology::Topology;
 
@@ -171,7 +171,7 @@ pub(crate) fn escape_xml(s: &str) -> String {
 }
 
 /// The cores among a socket's or group's members (its groups left out), in order.
-pub(crate) fn core_members(members: &[Member]) -> Vec<crate::CoreId> {
+pub(crate) fn core_members(members: &[Member]) -> Vec<CoreId> {
     members
         .iter()
         .filter_map(|m| match *m {
@@ -179,6 +179,23 @@ pub(crate) fn core_members(members: &[Member]) -> Vec<crate::CoreId> {
             Member::Group(_) => None,
         })
         .collect()
+}
+
+/// Smallest and largest latency between the first two contexts of the given cores.
+pub(crate) fn smt_range(topo: &Topology, cores: &[CoreId]) -> Option<(f64, f64)> {
+    let smt: Vec<f64> = cores
+        .iter()
+        .filter_map(|&c| {
+            let cs = topo.core_contexts(c);
+            (cs.len() > 1)
+                .then(|| topo.context_latency(cs[0], cs[1]))
+                .flatten()
+        })
+        .collect();
+    Some((
+        smt.iter().copied().reduce(f64::min)?,
+        smt.iter().copied().reduce(f64::max)?,
+    ))
 }
 
 #[cfg(test)]

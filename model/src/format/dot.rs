@@ -300,19 +300,7 @@ impl Graph<'_> {
 
 /// ` · contexts of a core: N` for cores with several contexts.
 fn smt_label(topo: &Topology, cores: &[CoreId]) -> String {
-    let v: Vec<f64> = cores
-        .iter()
-        .filter_map(|&c| {
-            let cs = topo.core_contexts(c);
-            (cs.len() > 1)
-                .then(|| topo.context_latency(cs[0], cs[1]))
-                .flatten()
-        })
-        .collect();
-    let (Some(lo), Some(hi)) = (
-        v.iter().copied().reduce(f64::min),
-        v.iter().copied().reduce(f64::max),
-    ) else {
+    let Some((lo, hi)) = super::common::smt_range(topo, cores) else {
         return String::new();
     };
     if (hi - lo).abs() < 1e-9 {

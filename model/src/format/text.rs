@@ -325,7 +325,7 @@ impl View<'_> {
             }
             return;
         }
-        let smt = smt_range(topo, &cores);
+        let smt = super::common::smt_range(topo, &cores);
         let mut header = format!("{}: core (its contexts)", plural(cores.len(), "core"));
         if let Some((lo, hi)) = smt {
             if (hi - lo).abs() < 1e-9 {
@@ -659,23 +659,6 @@ impl View<'_> {
         }
         Ok(())
     }
-}
-
-/// Smallest and largest latency between the first two contexts of the given cores.
-fn smt_range(topo: &Topology, cores: &[CoreId]) -> Option<(f64, f64)> {
-    let smt: Vec<f64> = cores
-        .iter()
-        .filter_map(|&c| {
-            let cs = topo.core_contexts(c);
-            (cs.len() > 1)
-                .then(|| topo.context_latency(cs[0], cs[1]))
-                .flatten()
-        })
-        .collect();
-    Some((
-        smt.iter().copied().reduce(f64::min)?,
-        smt.iter().copied().reduce(f64::max)?,
-    ))
 }
 
 /// A size in KiB, as KiB or MiB.
