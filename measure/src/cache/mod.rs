@@ -173,14 +173,13 @@ pub fn section(os: Option<&OsView>, cpu: u32, found: &[FoundLevel]) -> (CacheSec
     let mut data_levels = os_caches
         .iter()
         .filter(|c| c.kind != CacheType::Instruction);
-    let mut found_iter = found.iter();
     for c in &os_caches {
         let mut level = CacheLevel::new(u32::from(c.level), Some(c.kind));
         level.os_size_kib = c.size_bytes.map(|b| b / 1024);
         level.line_bytes = c.line_size;
         levels.push(level);
     }
-    for (i, f) in found_iter.by_ref().enumerate() {
+    for (i, f) in found.iter().enumerate() {
         let measured = |l: &mut CacheLevel| {
             l.measured_size_kib = Some(f.bytes / 1024);
             l.latency = Some(f.hit_ns);
