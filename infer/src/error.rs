@@ -22,7 +22,7 @@ pub enum InferError {
     /// An option is out of range (for example `--sockets 0`).
     #[error("invalid option: {0}")]
     InvalidOption(String),
-    /// The probe behind [`crate::PairLatency`] failed.
+    /// The probe behind [`PairLatency`](topoprobe_model::PairLatency) failed.
     #[error("measuring pair ({a}, {b}) failed: {message}")]
     Probe {
         /// First context.

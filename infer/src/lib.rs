@@ -3,7 +3,8 @@
 //!
 //! The pipeline follows the paper's four steps, made robust for real machines:
 //!
-//! 1. **latency table**: any source of pair latencies ([`PairLatency`]: a matrix file, the
+//! 1. **latency table**: any source of pair latencies
+//!    ([`PairLatency`](topoprobe_model::PairLatency): a matrix file, the
 //!    simulator, the live probe), symmetrized;
 //! 2. **classes**: all latencies clustered by ratio (no absolute offset, so ns and cycles
 //!    behave the same; a coarse timer widens the gap a class boundary needs; one outlier
@@ -38,6 +39,7 @@
 #![warn(missing_docs)]
 
 mod build;
+mod collect;
 pub mod compare;
 mod error;
 mod levels;
@@ -47,8 +49,8 @@ mod options;
 mod pipeline;
 mod quantize;
 mod roles;
+#[cfg(feature = "sim")]
 pub mod sim;
-mod source;
 pub mod sparse;
 mod table;
 mod threshold;
@@ -58,10 +60,10 @@ mod validate;
 
 use topoprobe_model::{LatencyMatrix, Provenance, Topology, TopologyBuilder};
 
+pub use collect::{collect_full, Collected};
 pub use error::InferError;
 pub use load::{infer_mct, load_topology, LoadError};
 pub use options::{InferOptions, DEFAULT_GHZ};
-pub use source::{collect_full, Collected, MatrixProbe, PairLatency, PairSample, ProbeError};
 
 /// Infers the topology of a machine from its latency matrix.
 ///

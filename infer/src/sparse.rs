@@ -96,7 +96,9 @@ use rand_chacha::ChaCha8Rng;
 use self::build::{log_gap, Builder, Tolerance, Tree, OUTLIER_LN};
 use self::fill::Fill;
 use self::meter::Meter;
-use crate::{Collected, InferError, PairLatency};
+use topoprobe_model::PairLatency;
+
+use crate::{Collected, InferError};
 
 /// Machines with `N(N-1)/2 <= FULL_FACTOR * N` pairs are measured completely: their
 /// structure is not worth discovering.

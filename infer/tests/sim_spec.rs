@@ -2,10 +2,11 @@
 
 use std::collections::BTreeSet;
 
+use topoprobe_infer::collect_full;
 use topoprobe_infer::sim::{
     platforms, CrossSocket, MachineSpec, Noise, Numbering, SimProbe, SpecError, Truth, Unit,
 };
-use topoprobe_infer::{collect_full, PairLatency};
+use topoprobe_model::PairLatency;
 use topoprobe_model::{ContextId, Evidence, LatencyUnit, Member, Topology, TopologyBuilder};
 
 fn close(a: f64, b: f64) -> bool {

@@ -3,7 +3,8 @@
 
 use topoprobe_infer::sim::{platforms, MachineSpec, Noise, SimProbe};
 use topoprobe_infer::sparse::{collect_sparse, SparseOptions};
-use topoprobe_infer::{Collected, InferError, PairLatency, PairSample, ProbeError};
+use topoprobe_infer::{Collected, InferError};
+use topoprobe_model::{PairLatency, PairSample, ProbeError};
 
 /// Outlier probability per probe call (a whole call 3× slower or faster).
 const OUTLIERS: f64 = 0.002;

@@ -5,7 +5,7 @@
 //!   with granularity checks, and `CLOCK_MONOTONIC` as the fallback.
 //! - [`stats`]: outlier rejection, adaptive repetitions and DVFS warm-up detection.
 //! - [`pair`]: the core-to-core latency probe (CAS ping-pong), a
-//!   [`PairLatency`](topoprobe_infer::PairLatency) the inference collects tables from.
+//!   [`PairLatency`](topoprobe_model::PairLatency) the inference collects tables from.
 //! - [`smt`]: SMT detection by the slowdown of two compute-bound siblings.
 //! - [`buffer`]: page-aligned measurement buffers bound to a memory node.
 //! - [`cache`]: cache sizes and latencies (Servet's mcalibrator and probabilistic

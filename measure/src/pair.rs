@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use topoprobe_infer::{PairLatency, PairSample, ProbeError};
+use topoprobe_model::{PairLatency, PairSample, ProbeError};
 
 use crate::affinity;
 use crate::stats::{median, Adaptive, RepetitionPolicy, Summary, Verdict, WarmUp};

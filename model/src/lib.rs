@@ -32,6 +32,7 @@ mod ids;
 mod matrix;
 mod meta;
 mod os_view;
+mod probe;
 mod query;
 mod sections;
 mod topology;
@@ -52,6 +53,7 @@ pub use os_view::{
     format_cpu_list, parse_cpu_list, parse_cpu_mask, CacheType, CoreKey, CpuKind, CpuListError,
     OsCache, OsCpu, OsNode, OsView, MAX_CPU,
 };
+pub use probe::{MatrixProbe, PairLatency, PairSample, ProbeError};
 pub use query::{Component, Level};
 pub use sections::{
     Access, CacheLevel, CacheSection, ContentionLevel, ContentionPair, ContentionSection,

@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use super::layout::Layout;
 use super::spec::{MachineSpec, Noise, SpecError};
 use super::{perturb, quantize};
-use crate::{PairLatency, PairSample, ProbeError};
+use topoprobe_model::{PairLatency, PairSample, ProbeError};
 
 /// Samples per measured pair unless [`SimProbe::with_samples`] says otherwise.
 pub const DEFAULT_SAMPLES: usize = 7;
@@ -27,7 +27,7 @@ const PROBE_STREAM: u64 = 0x9e37_79b9_7f4a_7c15;
 ///
 /// ```
 /// use topoprobe_infer::sim::{platforms, Noise, SimProbe};
-/// use topoprobe_infer::PairLatency;
+/// use topoprobe_model::PairLatency;
 ///
 /// let spec = platforms::ivy().with_noise(Noise::lognormal(0.02, 7));
 /// let mut probe = SimProbe::new(&spec).unwrap().with_drift(1.3, 100).unwrap();

@@ -11,7 +11,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::{InferError, PairLatency};
+use topoprobe_model::PairLatency;
+
+use crate::InferError;
 
 /// Measurements between two reference readings while the drift is not settled.
 const REF_INTERVAL: usize = 8;
