@@ -7,11 +7,11 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use topoprobe_infer::sparse::{collect_sparse, SparseOptions};
 use topoprobe_infer::{collect_full, Collected};
-use topoprobe_measure::affinity;
 use topoprobe_measure::pair::{PairProbe, ProbeConfig};
 use topoprobe_measure::stats::RepetitionPolicy;
 use topoprobe_measure::timer::Timer;
 use topoprobe_model::{format_cpu_list, parse_cpu_list, OsView};
+use topoprobe_sys::affinity;
 
 use crate::args::{Measure, Repetitions};
 
@@ -23,7 +23,9 @@ use crate::args::{Measure, Repetitions};
 /// Fails when the list is malformed, names a CPU this process cannot run on, or the
 /// affinity mask cannot be read.
 pub(crate) fn select_cpus(list: Option<&str>) -> Result<Vec<u32>> {
-    let allowed = affinity::allowed_cpus().context("finding the CPUs this process may use")?;
+    let allowed = affinity::allowed_cpus()
+        .context("finding the CPUs this process may use")?
+        .to_vec();
     let Some(list) = list else {
         return Ok(allowed);
     };

@@ -17,7 +17,9 @@ fn bin(dir: &Path) -> Command {
 
 /// The CPUs this test process may use.
 fn cpus() -> Vec<u32> {
-    topoprobe_measure::affinity::allowed_cpus().expect("affinity")
+    topoprobe_sys::affinity::allowed_cpus()
+        .expect("affinity")
+        .to_vec()
 }
 
 /// Runs and returns (status, stdout, stderr).

@@ -22,7 +22,9 @@ fn run(args: &[&str]) -> (i32, String, String) {
 /// A description of a one-socket machine made of the first two CPUs this process may use
 /// (or one), written into `dir`.
 fn topology(dir: &Path) -> String {
-    let cpus = topoprobe_measure::affinity::allowed_cpus().expect("affinity");
+    let cpus = topoprobe_sys::affinity::allowed_cpus()
+        .expect("affinity")
+        .to_vec();
     let n = cpus.len().min(2);
     let csv: String = (0..n)
         .map(|a| {
@@ -134,7 +136,7 @@ fn contention_reports_pairs_and_scalability() {
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).expect("json");
     assert!(v["alone_gbps"].as_f64().is_some_and(|g| g > 0.0), "{v}");
-    if topoprobe_measure::affinity::allowed_cpus()
+    if topoprobe_sys::affinity::allowed_cpus()
         .expect("affinity")
         .len()
         >= 2

@@ -1,13 +1,11 @@
 //! topoprobe-measure: everything that reads the hardware.
 //!
-//! - [`affinity`]: pinning a thread to one hardware context, the online CPU list.
 //! - [`timer`]: a calibrated cycle counter (TSC on x86_64, the generic counter on aarch64)
 //!   with granularity checks, and `CLOCK_MONOTONIC` as the fallback.
 //! - [`stats`]: outlier rejection, adaptive repetitions and DVFS warm-up detection.
 //! - [`pair`]: the core-to-core latency probe (CAS ping-pong), a
 //!   [`PairLatency`](topoprobe_model::PairLatency) the inference collects tables from.
 //! - [`smt`]: SMT detection by the slowdown of two compute-bound siblings.
-//! - [`buffer`]: page-aligned measurement buffers bound to a memory node.
 //! - [`cache`]: cache sizes and latencies (Servet's mcalibrator and probabilistic
 //!   algorithm) and which contexts share each level.
 //! - [`memory`]: memory latency (random pointer chase) and read/write/copy bandwidth
@@ -19,11 +17,10 @@
 //!   unavailable.
 //! - [`os`]: the operating system's view of the machine (sysfs), with a configurable root.
 //!
-//! All `unsafe` code of topoprobe's measurement lives in this crate; every block says why it
-//! is sound.
+//! Pinning, CPU sets and node-bound buffers come from `topoprobe-sys`; the `unsafe` code
+//! here is the measurement's own (timers, vector kernels, the perf interface), each block
+//! saying why it is sound.
 
-pub mod affinity;
-pub mod buffer;
 pub mod cache;
 pub mod contention;
 pub mod description;

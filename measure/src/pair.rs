@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use topoprobe_model::{PairLatency, PairSample, ProbeError};
 
-use crate::affinity;
 use crate::stats::{median, Adaptive, RepetitionPolicy, Summary, Verdict, WarmUp};
 use crate::timer::Timer;
+use topoprobe_sys::affinity;
 
 /// A cache line of its own (128 bytes: adjacent-line prefetchers pair 64-byte lines).
 #[repr(align(128))]
@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn a_pair_of_this_machine_is_measured() {
-        let cpus = affinity::allowed_cpus().expect("cpus");
+        let cpus = affinity::allowed_cpus().expect("cpus").to_vec();
         let (a, b) = (cpus[0], *cpus.last().expect("cpu"));
         let mut probe = PairProbe::new(
             Timer::calibrate(),

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use crate::affinity;
 use crate::stats::median;
+use topoprobe_sys::affinity;
 
 /// A slowdown at least this large means the two contexts share a core.
 pub const SMT_SLOWDOWN: f64 = 1.5;
@@ -176,7 +176,7 @@ mod tests {
 
     #[test]
     fn a_pair_of_this_machine_gets_a_slowdown() {
-        let cpus = affinity::allowed_cpus().expect("cpus");
+        let cpus = affinity::allowed_cpus().expect("cpus").to_vec();
         if cpus.len() < 2 {
             return;
         }

@@ -1,6 +1,6 @@
 //! Errors of placement.
 
-use topoprobe_measure::affinity::AffinityError;
+use topoprobe_sys::affinity::AffinityError;
 
 use crate::policy::Policy;
 
@@ -60,14 +60,6 @@ pub enum PlaceError {
     /// The operating system refused to pin or unpin.
     #[error(transparent)]
     Affinity(#[from] AffinityError),
-    /// A memory-policy or allocation call failed.
-    #[error("{call}: {source}")]
-    Memory {
-        /// The call and its arguments.
-        call: String,
-        /// What the kernel said.
-        source: std::io::Error,
-    },
 }
 
 impl PlaceError {
@@ -75,6 +67,6 @@ impl PlaceError {
     /// to a failure of the operating system.
     #[must_use]
     pub const fn is_usage(&self) -> bool {
-        !matches!(self, Self::Affinity(_) | Self::Memory { .. })
+        !matches!(self, Self::Affinity(_))
     }
 }

@@ -10,8 +10,6 @@
 //!   re-pin at their next pin point.
 //! - [`export`]: a plan as a CPU list, a mask, `taskset`, `numactl`, OpenMP's
 //!   environment and `likwid-pin` arguments.
-//! - [`memory`]: memory policies and node-local buffers; [`launch`]: running a command
-//!   with signals passed on and its exit status kept.
 //!
 //! ```
 //! use topoprobe_model::{ContextId, LatencyMatrix, LatencyUnit, Member, TopologyBuilder};
@@ -38,8 +36,6 @@
 mod error;
 pub mod export;
 mod kind;
-pub mod launch;
-pub mod memory;
 mod placement;
 mod plan;
 mod policy;
@@ -54,11 +50,3 @@ pub use plan::{plan, Plan, Request};
 pub use policy::{Policy, UnknownPolicy};
 pub use pool::Pool;
 pub use summary::{PowerEstimate, SocketUse, Summary};
-
-/// Environment variable the preload library reads: CPUs in placement order (`0,20,1`).
-pub const PRELOAD_CPUS_VAR: &str = "TOPOPROBE_PIN_CPUS";
-/// Environment variable the preload library reads: hexadecimal mask of created threads
-/// not to pin (bit `i`: the `i`-th thread the program creates), like `likwid-pin -s`.
-pub const PRELOAD_SKIP_VAR: &str = "TOPOPROBE_PIN_SKIP";
-/// File name of the preload library.
-pub const PRELOAD_LIBRARY: &str = "libtopoprobe_preload.so";

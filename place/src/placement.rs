@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
-use topoprobe_measure::affinity;
 use topoprobe_model::Topology;
+use topoprobe_sys::{affinity, CpuSet};
 
 use crate::error::PlaceError;
 use crate::plan::{plan, Plan, Request};
@@ -52,7 +52,7 @@ pub struct Placement {
     infos: Vec<ThreadInfo>,
     summary: Summary,
     taken: Mutex<Vec<bool>>,
-    restore: Vec<u32>,
+    restore: CpuSet,
 }
 
 impl Placement {
@@ -78,7 +78,8 @@ impl Placement {
 
     /// A placement that restores `restore` on unpin (pure: does not read the affinity).
     #[must_use]
-    pub fn with_restore(topo: &Topology, plan: Plan, restore: Vec<u32>) -> Self {
+    pub fn with_restore(topo: &Topology, plan: Plan, restore: impl Into<CpuSet>) -> Self {
+        let restore = restore.into();
         let mut infos = Vec::with_capacity(plan.contexts.len());
         if plan.pinned {
             for (i, &ctx) in plan.contexts.iter().enumerate() {

@@ -18,6 +18,10 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+use topoprobe_sys::affinity;
+use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_SKIP_VAR};
+use topoprobe_sys::CpuSet;
+
 /// The start routine of a thread.
 type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
 /// `pthread_create`'s signature.
@@ -68,17 +72,17 @@ fn warn(msg: &str) {
 fn config() -> Option<&'static Config> {
     CONFIG
         .get_or_init(|| {
-            let cpus = std::env::var("TOPOPROBE_PIN_CPUS").ok()?;
+            let cpus = std::env::var(PIN_CPUS_VAR).ok()?;
             let Some(cpus) = parse_cpus(&cpus) else {
                 warn(&format!(
-                    "TOPOPROBE_PIN_CPUS={cpus:?} is not a list of CPU numbers; not pinning"
+                    "{PIN_CPUS_VAR}={cpus:?} is not a list of CPU numbers; not pinning"
                 ));
                 return None;
             };
-            let skip = match std::env::var("TOPOPROBE_PIN_SKIP") {
+            let skip = match std::env::var(PIN_SKIP_VAR) {
                 Ok(s) => parse_mask(&s).unwrap_or_else(|| {
                     warn(&format!(
-                        "TOPOPROBE_PIN_SKIP={s:?} is not a hexadecimal mask; skipping none"
+                        "{PIN_SKIP_VAR}={s:?} is not a hexadecimal mask; skipping none"
                     ));
                     0
                 }),
@@ -91,25 +95,8 @@ fn config() -> Option<&'static Config> {
 
 /// Sets the calling thread's affinity to `cpus`.
 fn set_affinity(cpus: &[u32]) {
-    let highest = cpus.iter().copied().max().unwrap_or(0) as usize;
-    let mut mask = vec![0_u64; highest / 64 + 1];
-    for &c in cpus {
-        mask[c as usize / 64] |= 1 << (c % 64);
-    }
-    // SAFETY: `mask` is a live buffer of exactly the byte length passed; pid 0 is the
-    // calling thread.
-    let rc = unsafe {
-        libc::sched_setaffinity(
-            0,
-            std::mem::size_of_val(mask.as_slice()),
-            mask.as_ptr().cast(),
-        )
-    };
-    if rc != 0 {
-        warn(&format!(
-            "cannot pin a thread to CPUs {cpus:?}: {}",
-            std::io::Error::last_os_error()
-        ));
+    if let Err(e) = affinity::set_current_thread_affinity(&CpuSet::from(cpus)) {
+        warn(&format!("cannot pin a thread to CPUs {cpus:?}: {e}"));
     }
 }
 

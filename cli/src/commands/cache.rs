@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use topoprobe_measure::cache::{self, shared, CacheOptions, CacheReport, Method};
-use topoprobe_measure::{affinity, os};
+use topoprobe_measure::os;
 use topoprobe_model::{CacheLevel, CacheSection, ContextId};
+use topoprobe_sys::affinity;
 
 use crate::output::write_stdout;
 
@@ -44,9 +45,10 @@ pub(crate) struct CacheArgs {
 pub(crate) fn run(args: &CacheArgs) -> Result<()> {
     let cpu = match args.cpu {
         Some(c) => c,
-        None => *affinity::allowed_cpus()
+        None => affinity::allowed_cpus()
             .context("finding the CPUs this process may use")?
-            .first()
+            .iter()
+            .next()
             .context("this process may use no CPU")?,
     };
     let view = os::current().ok();

@@ -7,8 +7,10 @@ use std::process::{Command, ExitCode};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use topoprobe_model::Topology;
-use topoprobe_place::memory::{set_policy, MemPolicy};
-use topoprobe_place::{export, launch, Plan, PRELOAD_CPUS_VAR, PRELOAD_LIBRARY, PRELOAD_SKIP_VAR};
+use topoprobe_place::{export, Plan};
+use topoprobe_sys::launch;
+use topoprobe_sys::memory::{set_policy, MemPolicy};
+use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_SKIP_VAR, PRELOAD_LIBRARY};
 
 use super::place::{exit_code, PlacementArgs, Usage};
 
@@ -127,8 +129,8 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
             preload.push(old);
         }
         cmd.env("LD_PRELOAD", preload);
-        cmd.env(PRELOAD_CPUS_VAR, export::list(&topo, &plan));
-        cmd.env(PRELOAD_SKIP_VAR, skip.unwrap_or_else(|| "0x0".into()));
+        cmd.env(PIN_CPUS_VAR, export::list(&topo, &plan));
+        cmd.env(PIN_SKIP_VAR, skip.unwrap_or_else(|| "0x0".into()));
     }
     if args.verbose {
         let placement = topoprobe_place::Placement::with_restore(&topo, plan.clone(), Vec::new());
@@ -148,7 +150,7 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
             let nodes = nodes_of(&topo, &plan).ok_or_else(|| {
                 Usage("--mem interleave needs the memory nodes of the placement's CPUs, and neither the OS nor the description gives them".into())
             })?;
-            set_policy(&MemPolicy::Interleave(nodes))?;
+            set_policy(&MemPolicy::Interleave(nodes.into()))?;
         }
     }
     launch::run_forwarding(&mut cmd)

@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use topoprobe_model::{CacheLevel, CacheSection, CacheType, OsView};
 
-use crate::affinity::{pin_current_thread, AffinityError};
-use crate::buffer::{Buffer, BufferError, Placement};
 pub use curve::{FoundLevel, Method, Sample};
+use topoprobe_sys::affinity::{pin_current_thread, AffinityError};
+use topoprobe_sys::buffer::{Buffer, BufferError, PagePlacement};
 
 /// What [`measure_caches`] does.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,7 +118,7 @@ pub fn measure_caches(os: Option<&OsView>, opts: &CacheOptions) -> Result<CacheR
             pin_current_thread(opts.cpu)?;
             let mut buf = Buffer::new(
                 sizes.last().copied().unwrap_or(max) as usize,
-                Placement {
+                PagePlacement {
                     node: None,
                     huge_pages: Some(opts.huge_pages),
                 },

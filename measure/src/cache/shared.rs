@@ -12,9 +12,9 @@ use std::sync::Barrier;
 use topoprobe_model::{Component, ContextId, Topology};
 
 use super::traverse;
-use crate::affinity::pin_current_thread;
-use crate::buffer::{Buffer, Placement};
 use crate::cache::CacheError;
+use topoprobe_sys::affinity::pin_current_thread;
+use topoprobe_sys::buffer::{Buffer, PagePlacement};
 
 /// Slowdown above which two contexts share the level (Servet's ratio > 2).
 pub const SHARED_RATIO: f64 = 2.0;
@@ -173,7 +173,7 @@ fn walk_together(cpus: &[u32], bytes: u64, rounds: usize) -> Result<Vec<f64>, Ca
                     let pinned = pin_current_thread(cpu);
                     let buf = Buffer::new(
                         bytes as usize,
-                        Placement {
+                        PagePlacement {
                             node: None,
                             huge_pages: Some(false),
                         },

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use super::kernels::{self, Isa, Kernel};
 use super::MemError;
-use crate::affinity::pin_current_thread;
-use crate::buffer::{Buffer, Placement};
+use topoprobe_sys::affinity::pin_current_thread;
+use topoprobe_sys::buffer::{Buffer, PagePlacement};
 
 /// One bandwidth run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,7 +39,7 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<f64, MemError> {
     }
     let share = (stream.bytes / cpus.len() as u64).max(4096);
     let barrier = Barrier::new(cpus.len());
-    let placement = Placement {
+    let placement = PagePlacement {
         node: stream.node,
         huge_pages: Some(false),
     };
@@ -85,7 +85,7 @@ fn prepare(
     cpu: u32,
     share: u64,
     kernel: Kernel,
-    placement: Placement,
+    placement: PagePlacement,
 ) -> Result<Buffers, MemError> {
     pin_current_thread(cpu)?;
     let (a, b) = match kernel {

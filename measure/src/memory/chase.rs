@@ -8,7 +8,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::buffer::Buffer;
+use topoprobe_sys::buffer::Buffer;
 
 /// Words per 64-byte cache line.
 const LINE_WORDS: usize = 8;
@@ -56,11 +56,11 @@ pub fn ns_per_load(words: &[u64], steps: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::Placement;
+    use topoprobe_sys::buffer::PagePlacement;
 
     #[test]
     fn the_cycle_visits_every_line_once() {
-        let mut b = Buffer::new(64 * 1024, Placement::default()).unwrap();
+        let mut b = Buffer::new(64 * 1024, PagePlacement::default()).unwrap();
         let n = link_random_cycle(&mut b, 7);
         assert_eq!(n, 1024);
         let mut seen = vec![false; n];

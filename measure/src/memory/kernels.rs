@@ -294,12 +294,12 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::{Buffer, Placement};
+    use topoprobe_sys::buffer::{Buffer, PagePlacement};
 
     #[test]
     fn every_kernel_and_isa_reads_writes_and_copies_everything() {
-        let mut a = Buffer::new(64 << 10, Placement::default()).unwrap();
-        let mut b = Buffer::new(64 << 10, Placement::default()).unwrap();
+        let mut a = Buffer::new(64 << 10, PagePlacement::default()).unwrap();
+        let mut b = Buffer::new(64 << 10, PagePlacement::default()).unwrap();
         for (i, w) in a.words_mut().iter_mut().enumerate() {
             *w = i as u64;
         }

@@ -18,10 +18,11 @@ pub mod kernels;
 
 use topoprobe_model::Topology;
 
-use crate::affinity::AffinityError;
-use crate::buffer::{online_nodes, Buffer, BufferError, Placement};
 use bandwidth::Stream;
 use kernels::{Isa, Kernel};
+use topoprobe_sys::affinity::AffinityError;
+use topoprobe_sys::buffer::{Buffer, BufferError, PagePlacement};
+use topoprobe_sys::memory::online_nodes;
 
 /// Why memory could not be measured.
 #[derive(Debug, thiserror::Error)]
@@ -140,10 +141,10 @@ pub fn latency(cpu: u32, node: Option<u32>, opts: &MemOptions) -> Result<Latency
     let run = |huge: bool| -> Result<f64, MemError> {
         std::thread::scope(|s| {
             s.spawn(|| {
-                crate::affinity::pin_current_thread(cpu)?;
+                topoprobe_sys::affinity::pin_current_thread(cpu)?;
                 let mut buf = Buffer::new(
                     opts.bytes as usize,
-                    Placement {
+                    PagePlacement {
                         node,
                         huge_pages: Some(huge),
                     },
@@ -255,7 +256,7 @@ pub fn measure_memory(
         } else {
             spread_contexts(topo, si, Some(1))
         };
-        for &node in &nodes {
+        for node in nodes.iter() {
             let bind = numa.then_some(node);
             for &cpu in &contexts {
                 progress(&format!("latency CPU {cpu} -> node {node}"));

@@ -6,7 +6,7 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use super::{PowerError, Workload};
-use crate::affinity::pin_current_thread;
+use topoprobe_sys::affinity::pin_current_thread;
 
 /// Words of a buffer processed between two looks at the stop flag (256 KiB).
 const CHUNK_WORDS: usize = 32 * 1024;
@@ -155,11 +155,11 @@ impl Drop for BusyLoad {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::affinity::allowed_cpus;
+    use topoprobe_sys::affinity::allowed_cpus;
 
     #[test]
     fn threads_start_pinned_and_stop() {
-        let cpus = allowed_cpus().expect("affinity");
+        let cpus = allowed_cpus().expect("affinity").to_vec();
         let first = cpus[0];
         let mut load = BusyLoad::new(1 << 20);
         load.start(&[first]).expect("start");

@@ -361,7 +361,9 @@ impl EnergySource for Advancing {
 
 #[test]
 fn the_whole_measurement_runs_with_the_real_load_on_a_fake_tree() {
-    let cpus = crate::affinity::allowed_cpus().expect("affinity");
+    let cpus = topoprobe_sys::affinity::allowed_cpus()
+        .expect("affinity")
+        .to_vec();
     let cpus: Vec<u32> = cpus.into_iter().take(2).collect();
     let mut b =
         topoprobe_model::TopologyBuilder::new(cpus.clone(), topoprobe_model::LatencyUnit::Ns);

@@ -8,9 +8,12 @@
 
 use std::ptr::NonNull;
 
+use crate::memory::max_node;
+use crate::NodeSet;
+
 /// Where a buffer's pages come from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Placement {
+pub struct PagePlacement {
     /// Bind the pages to this memory node (`None`: the kernel's default policy).
     pub node: Option<u32>,
     /// `Some(true)`: ask for transparent huge pages (`MADV_HUGEPAGE`); `Some(false)`:
@@ -55,8 +58,6 @@ pub struct Buffer {
 // ownership (no thread-local state is involved).
 unsafe impl Send for Buffer {}
 
-/// `MPOL_BIND` of `<linux/mempolicy.h>`.
-const MPOL_BIND: libc::c_int = 2;
 /// `MPOL_MF_STRICT` | `MPOL_MF_MOVE`: fail if pages cannot be placed, move existing ones.
 const MPOL_MF_STRICT_MOVE: libc::c_uint = 1 | 2;
 
@@ -69,7 +70,7 @@ impl Buffer {
     /// [`BufferError::Size`] for a zero size, [`BufferError::Map`] when the mapping fails
     /// (not enough memory), [`BufferError::Bind`] when the node binding is refused (no such
     /// node, or a kernel without NUMA support).
-    pub fn new(bytes: usize, placement: Placement) -> Result<Self, BufferError> {
+    pub fn new(bytes: usize, placement: PagePlacement) -> Result<Self, BufferError> {
         const PAGE: usize = 4096;
         if bytes == 0 {
             return Err(BufferError::Size(bytes));
@@ -123,10 +124,8 @@ impl Buffer {
     }
 
     fn bind(&self, node: u32) -> Result<(), BufferError> {
-        let bits = u64::BITS as usize;
-        let mut mask = vec![0u64; node as usize / bits + 1];
-        mask[node as usize / bits] |= 1u64 << (node as usize % bits);
-        let max_node = (mask.len() * bits + 1) as libc::c_ulong;
+        let mask = NodeSet::from([node]).to_words();
+        let max_node = max_node(&mask);
         // SAFETY: mbind reads `mask.len()` words from the mask (max_node bits, rounded as the
         // kernel documents it) and only changes the policy of our own mapping.
         let rc = unsafe {
@@ -134,7 +133,7 @@ impl Buffer {
                 libc::SYS_mbind,
                 self.ptr.as_ptr().cast::<libc::c_void>(),
                 self.bytes as libc::c_ulong,
-                MPOL_BIND,
+                crate::memory::MPOL_BIND,
                 mask.as_ptr(),
                 max_node,
                 MPOL_MF_STRICT_MOVE,
@@ -203,32 +202,21 @@ impl Drop for Buffer {
     }
 }
 
-/// The memory nodes the kernel has, from `/sys/devices/system/node/online`, or `[0]` when
-/// the kernel has no NUMA support.
-#[must_use]
-pub fn online_nodes() -> Vec<u32> {
-    std::fs::read_to_string("/sys/devices/system/node/online")
-        .ok()
-        .and_then(|s| topoprobe_model::parse_cpu_list(s.trim()).ok())
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| vec![0])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn maps_touches_and_binds_to_an_online_node() {
-        let mut b = Buffer::new(10_000, Placement::default()).unwrap();
+        let mut b = Buffer::new(10_000, PagePlacement::default()).unwrap();
         assert_eq!(b.len_bytes(), 12_288);
         b.touch();
         b.words_mut()[1535] = 7;
         assert_eq!(b.words()[1535], 7);
-        let node = online_nodes()[0];
+        let node = crate::memory::online_nodes().iter().next().unwrap_or(0);
         let bound = Buffer::new(
             1 << 20,
-            Placement {
+            PagePlacement {
                 node: Some(node),
                 huge_pages: Some(true),
             },
@@ -242,12 +230,12 @@ mod tests {
     #[test]
     fn refuses_impossible_sizes_and_nodes() {
         assert!(matches!(
-            Buffer::new(0, Placement::default()),
+            Buffer::new(0, PagePlacement::default()),
             Err(BufferError::Size(0))
         ));
         let e = Buffer::new(
             4096,
-            Placement {
+            PagePlacement {
                 node: Some(1000),
                 huge_pages: None,
             },

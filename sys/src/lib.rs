@@ -1,0 +1,24 @@
+//! The thin operating-system layer of topoprobe (Linux).
+//!
+//! - [`CpuSet`], [`NodeSet`]: sets of CPUs and memory nodes in the kernel's mask layout,
+//!   of any size; every crate passes CPUs and nodes to the kernel through them.
+//! - [`affinity`]: pinning the calling thread or any thread (`tid`) to CPUs, reading
+//!   affinity masks, the CPU a thread runs on.
+//! - [`buffer`]: page-aligned buffers bound to a memory node (`mbind`), with or without
+//!   transparent huge pages.
+//! - [`memory`]: memory policies (`set_mempolicy`) and the kernel's online nodes.
+//! - [`launch`]: running a command with signals passed on and its exit status kept.
+//! - [`pin_env`]: the environment variables of the preload library.
+//!
+//! Most of topoprobe's `unsafe` code lives here; every block says why it is sound.
+
+mod id_set;
+mod sets;
+
+pub mod affinity;
+pub mod buffer;
+pub mod launch;
+pub mod memory;
+pub mod pin_env;
+
+pub use sets::{CpuSet, NodeSet};
