@@ -81,6 +81,32 @@ typedef struct TpPool TpPool;
 typedef struct TpTopology TpTopology;
 
 /*
+ How [`tp_topology_measure`] measures this machine; [`tp_measure_options_default`]
+ gives the defaults.
+ */
+typedef struct TpMeasureOptions {
+  /*
+   CPUs to measure in Linux list syntax (`"0-7,16-23"`); NULL: every CPU this process
+   may run on.
+   */
+  const char *cpus;
+  /*
+   Plugins whose sections are added (`"cache,mem,power"`, `"all"`, `"none"`); NULL:
+   the default set.
+   */
+  const char *plugins;
+  /*
+   Where the description is saved; NULL: the default place (`$TOPOPROBE_FILE`, else
+   `$XDG_DATA_HOME/topoprobe/<host>.json`).
+   */
+  const char *save_to;
+  /*
+   Nonzero: measure every pair of CPUs (otherwise the pairs the structure needs).
+   */
+  int full;
+} TpMeasureOptions;
+
+/*
  Where a pinned thread is.
  */
 typedef struct TpThreadInfo {
@@ -129,13 +155,32 @@ const char *tp_last_error(void);
 
 /*
  Loads a topology: a JSON description, a libmctop `.mct` file or a latency matrix; with
- `path` NULL, this machine's description (`topoprobe infer` makes it). NULL on failure.
+ `path` NULL, this machine's description (`topoprobe infer` or [`tp_topology_measure`]
+ makes it). NULL on failure.
 
  # Safety
 
  `path` is NULL or a NUL-terminated string.
  */
 struct TpTopology *tp_topology_load(const char *path);
+
+/*
+ The default measurement options: every CPU, the default plugins, the default place,
+ the pairs the structure needs.
+ */
+struct TpMeasureOptions tp_measure_options_default(void);
+
+/*
+ Measures this machine (core-to-core latencies, inference, the plugins' sections, the
+ comparison with the OS) and saves its description, as `topoprobe infer` does; with
+ `options` NULL, the defaults. Takes seconds. NULL on failure.
+
+ # Safety
+
+ `options` is NULL or points to a valid [`TpMeasureOptions`] whose strings are NULL or
+ NUL-terminated.
+ */
+struct TpTopology *tp_topology_measure(const struct TpMeasureOptions *options);
 
 /*
  Frees a topology (NULL is ignored).

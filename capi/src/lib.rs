@@ -1,6 +1,6 @@
 //! The C API of topoprobe (`libtopoprobe.so`, `libtopoprobe.a`, header `topoprobe.h`):
-//! load a topology description, query it, place and pin threads by policy, and switch
-//! the policy of a pool between parallel regions.
+//! measure this machine or load a topology description, query it, place and pin threads
+//! by policy, and switch the policy of a pool between parallel regions.
 //!
 //! Conventions: functions returning a pointer return NULL on failure and functions
 //! returning an `int` a negative value; [`tp_last_error`] then says why (per thread).
@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::path::Path;
 
-use topoprobe_infer::{load_topology, InferOptions};
+use topoprobe_machine::{measure_and_save, plugins, MachineError, MeasureOptions};
 use topoprobe_model::{ContextId, Topology};
 use topoprobe_place::{Placement, Policy, Pool, Request, ThreadInfo};
 
@@ -96,6 +96,31 @@ fn set_error(msg: impl std::fmt::Display) {
     LAST_ERROR.with(|e| *e.borrow_mut() = CString::new(text).unwrap_or_default());
 }
 
+/// An error and its causes, `what: why: because`.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// A C string argument as text (`None` for NULL).
+///
+/// # Safety
+///
+/// `s` is NULL or a NUL-terminated string.
+unsafe fn text_arg(s: *const c_char) -> Option<String> {
+    if s.is_null() {
+        return None;
+    }
+    // SAFETY: the caller passes a NUL-terminated string.
+    Some(unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned())
+}
+
 /// The value of `r`, or `None` with its error kept for `tp_last_error`.
 fn recorded<T, E: std::fmt::Display>(r: Result<T, E>) -> Option<T> {
     r.map_err(set_error).ok()
@@ -108,24 +133,94 @@ pub extern "C" fn tp_last_error() -> *const c_char {
 }
 
 /// Loads a topology: a JSON description, a libmctop `.mct` file or a latency matrix; with
-/// `path` NULL, this machine's description (`topoprobe infer` makes it). NULL on failure.
+/// `path` NULL, this machine's description (`topoprobe infer` or [`tp_topology_measure`]
+/// makes it). NULL on failure.
 ///
 /// # Safety
 ///
 /// `path` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn tp_topology_load(path: *const c_char) -> *mut TpTopology {
-    let topo = if path.is_null() {
-        topoprobe_measure::description::load_this_machine().map_err(|e| e.to_string())
-    } else {
-        // SAFETY: the caller passes a NUL-terminated string.
-        let p = unsafe { CStr::from_ptr(path) }
-            .to_string_lossy()
-            .into_owned();
-        load_topology(Path::new(&p), &InferOptions::default()).map_err(|e| e.to_string())
-    };
+    // SAFETY: the caller passes NULL or a NUL-terminated string.
+    let path = unsafe { text_arg(path) };
+    let topo = topoprobe_machine::load::topology(path.as_deref().map(Path::new))
+        .map_err(|e| with_causes(&e));
     recorded(topo).map_or(std::ptr::null_mut(), |t| {
         Box::into_raw(Box::new(TpTopology(t)))
+    })
+}
+
+/// How [`tp_topology_measure`] measures this machine; [`tp_measure_options_default`]
+/// gives the defaults.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct TpMeasureOptions {
+    /// CPUs to measure in Linux list syntax (`"0-7,16-23"`); NULL: every CPU this process
+    /// may run on.
+    pub cpus: *const c_char,
+    /// Plugins whose sections are added (`"cache,mem,power"`, `"all"`, `"none"`); NULL:
+    /// the default set.
+    pub plugins: *const c_char,
+    /// Where the description is saved; NULL: the default place (`$TOPOPROBE_FILE`, else
+    /// `$XDG_DATA_HOME/topoprobe/<host>.json`).
+    pub save_to: *const c_char,
+    /// Nonzero: measure every pair of CPUs (otherwise the pairs the structure needs).
+    pub full: c_int,
+}
+
+/// The default measurement options: every CPU, the default plugins, the default place,
+/// the pairs the structure needs.
+#[no_mangle]
+pub extern "C" fn tp_measure_options_default() -> TpMeasureOptions {
+    TpMeasureOptions {
+        cpus: std::ptr::null(),
+        plugins: std::ptr::null(),
+        save_to: std::ptr::null(),
+        full: 0,
+    }
+}
+
+/// The library's measurement options from the C ones.
+///
+/// # Safety
+///
+/// The strings of `o` are NULL or NUL-terminated.
+unsafe fn measure_options(o: &TpMeasureOptions) -> Result<MeasureOptions, MachineError> {
+    let mut opts = MeasureOptions::default();
+    // SAFETY: the caller's strings are NULL or NUL-terminated.
+    let (cpus, list, save_to) =
+        unsafe { (text_arg(o.cpus), text_arg(o.plugins), text_arg(o.save_to)) };
+    opts.cpus = cpus;
+    if let Some(list) = list {
+        opts.plugins = plugins::parse(&list)?;
+    }
+    opts.path = save_to.map(std::path::PathBuf::from);
+    opts.sampling.full = o.full != 0;
+    Ok(opts)
+}
+
+/// Measures this machine (core-to-core latencies, inference, the plugins' sections, the
+/// comparison with the OS) and saves its description, as `topoprobe infer` does; with
+/// `options` NULL, the defaults. Takes seconds. NULL on failure.
+///
+/// # Safety
+///
+/// `options` is NULL or points to a valid [`TpMeasureOptions`] whose strings are NULL or
+/// NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn tp_topology_measure(options: *const TpMeasureOptions) -> *mut TpTopology {
+    let o = if options.is_null() {
+        tp_measure_options_default()
+    } else {
+        // SAFETY: the caller passes a valid pointer.
+        unsafe { *options }
+    };
+    // SAFETY: the caller's strings are NULL or NUL-terminated.
+    let measured = unsafe { measure_options(&o) }
+        .and_then(|opts| measure_and_save(&opts, &mut |_| {}))
+        .map_err(|e| with_causes(&e));
+    recorded(measured).map_or(std::ptr::null_mut(), |m| {
+        Box::into_raw(Box::new(TpTopology(m.topology)))
     })
 }
 

@@ -35,6 +35,12 @@ fn two_cpus(dir: &Path) -> PathBuf {
 
 fn build_and_run(src: &str, flags: &[&str], env: &[(&str, &str)]) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
+    build_and_run_with(src, flags, env, &two_cpus(dir.path()))
+}
+
+/// Builds `src` with gcc against the library and runs it with `arg`.
+fn build_and_run_with(src: &str, flags: &[&str], env: &[(&str, &str)], arg: &Path) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
     let bin = dir.path().join("prog");
     let lib = lib_dir();
     let st = Command::new("gcc")
@@ -50,7 +56,7 @@ fn build_and_run(src: &str, flags: &[&str], env: &[(&str, &str)]) -> String {
         .expect("gcc runs");
     assert!(st.success(), "gcc {src} failed");
     let out = Command::new(&bin)
-        .arg(two_cpus(dir.path()))
+        .arg(arg)
         .env_remove("LD_LIBRARY_PATH")
         .envs(env.iter().copied())
         .output()
@@ -92,6 +98,34 @@ fn c_example_pins_its_threads() {
         .collect();
     cpus.sort_unstable();
     assert_eq!(cpus, vec!["0", "1"], "{text}");
+}
+
+#[test]
+fn c_example_measures_places_and_pins() {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    if cpus < 2 {
+        eprintln!("skipped: measuring needs two CPUs, this process has one");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let saved = dir.path().join("this-machine.json");
+    let text = build_and_run_with("measure.c", &["-O1"], &[], &saved);
+    assert!(
+        text.contains(&format!("measured: {cpus} contexts")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("loaded back: {cpus} contexts")),
+        "{text}"
+    );
+    assert!(saved.is_file(), "{text}");
+    let pinned = text.lines().filter(|l| l.starts_with("thread ")).count();
+    assert_eq!(pinned, 2, "{text}");
+    assert!(!text.contains("NOT PINNED"), "{text}");
+    assert!(
+        text.contains("bad option: unknown plugin \"bogus\""),
+        "{text}"
+    );
 }
 
 #[test]

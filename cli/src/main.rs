@@ -1,7 +1,9 @@
 //! `topoprobe`: measure a multi-core machine's topology instead of trusting the OS.
 //!
-//! The binary is a thin layer over the `topoprobe-model` and `topoprobe-infer` libraries.
-//! Exit codes: 0 success, 1 runtime failure, 2 usage error.
+//! The binary is a thin layer over the libraries: [`args`] holds every argument,
+//! [`error`] the exit codes, [`inputs`] loads the topology a command works on, [`output`]
+//! and [`progress`] write results and progress, and each module of [`commands`] runs one
+//! command. Exit codes: 0 success, 1 runtime failure, 2 usage error.
 
 use std::process::ExitCode;
 
@@ -9,10 +11,9 @@ use clap::Parser;
 
 mod args;
 mod commands;
-mod live;
-mod machine;
+mod error;
+mod inputs;
 mod output;
-mod plugins;
 mod progress;
 mod render;
 
@@ -38,7 +39,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("topoprobe: error: {e:#}");
-            ExitCode::from(commands::place::exit_code(&e))
+            ExitCode::from(error::exit_code(&e))
         }
     }
 }

@@ -35,7 +35,7 @@ pub(crate) fn render(
 /// on a terminal unless `NO_COLOR` is set.
 pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()> {
     let text = TextOptions {
-        color: crate::render::use_color(crate::render::ColorWhen::Auto, out.output.is_none()),
+        color: crate::render::use_color(crate::args::ColorWhen::Auto, out.output.is_none()),
         verbose: false,
     };
     let bytes = render(topo, out.format(), ghz, text)?;

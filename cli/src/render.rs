@@ -8,6 +8,8 @@ use std::process::{Command, Stdio};
 use anyhow::{anyhow, bail, Context, Result};
 use resvg::{tiny_skia, usvg};
 
+use crate::args::ColorWhen;
+
 /// The Graphviz program: `$TOPOPROBE_DOT` when set, else `dot` on the `PATH`.
 fn dot_program() -> PathBuf {
     std::env::var_os("TOPOPROBE_DOT").map_or_else(|| PathBuf::from("dot"), PathBuf::from)
@@ -120,17 +122,6 @@ pub(crate) fn svg_to_png(svg: &str) -> Result<Vec<u8>> {
         &mut pixmap.as_mut(),
     );
     pixmap.encode_png().context("encoding the PNG")
-}
-
-/// When to colour the text view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ColorWhen {
-    /// On a terminal, unless `NO_COLOR` is set.
-    Auto,
-    /// Always.
-    Always,
-    /// Never.
-    Never,
 }
 
 /// Whether to colour text written to standard output (`to_stdout`) or to a file.

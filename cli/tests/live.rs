@@ -112,14 +112,14 @@ fn infer_measures_this_machine_and_saves_the_description() {
     assert!(mct.contains("#Mem_bw1-WRITE 1\n"), "{mct}");
     assert!(mct.contains("#Cache_levels "), "{mct}");
     assert!(out.contains("caches"), "{out}");
-    let topo = topoprobe_measure::description::load_checked(&saved).expect("load");
+    let topo = topoprobe_machine::description::load_checked(&saved).expect("load");
     assert_eq!(topo.num_contexts(), 2);
 }
 
 #[test]
 fn a_stale_description_is_detected() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut m = topoprobe_measure::description::this_machine();
+    let mut m = topoprobe_machine::description::this_machine();
     m.online_cpus = Some("0-4095".to_string());
     let matrix = topoprobe_model::LatencyMatrix::from_fn(2, |_, _| Some(50.0));
     let opts = topoprobe_infer::InferOptions {
@@ -129,7 +129,7 @@ fn a_stale_description_is_detected() {
     let topo = topoprobe_infer::infer(&matrix, &opts).expect("infer");
     let path = dir.path().join("old.json");
     topoprobe_model::format::json::write_description(&topo, &path).expect("write");
-    let e = topoprobe_measure::description::load_checked(&path).unwrap_err();
+    let e = topoprobe_machine::description::load_checked(&path).unwrap_err();
     let text = e.to_string();
     assert!(
         text.contains("stale") && text.contains("online_cpus"),
@@ -214,10 +214,10 @@ fn a_missing_description_says_how_to_create_it() {
     // The only test of this process that sets the variable.
     std::env::set_var("TOPOPROBE_FILE", dir.path().join("none.json"));
     assert_eq!(
-        topoprobe_measure::description::default_path().expect("path"),
+        topoprobe_machine::description::default_path().expect("path"),
         dir.path().join("none.json")
     );
-    let e = topoprobe_measure::description::load_this_machine().unwrap_err();
+    let e = topoprobe_machine::description::load_this_machine().unwrap_err();
     assert!(e.to_string().contains("topoprobe infer"), "{e}");
 }
 

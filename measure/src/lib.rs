@@ -11,7 +11,6 @@
 //! - [`memory`]: memory latency (random pointer chase) and read/write/copy bandwidth
 //!   from every socket to every node.
 //! - [`contention`]: memory-access overhead groups and bandwidth scalability (Servet).
-//! - [`description`]: this machine's description file: default place, fingerprint, loading.
 //! - [`power`]: RAPL power under libmctop's load states (powercap or the perf `power` PMU);
 //!   [`power::measure_power`] gives the description's power section, or says why power is
 //!   unavailable.
@@ -23,7 +22,6 @@
 
 pub mod cache;
 pub mod contention;
-pub mod description;
 pub mod memory;
 pub mod os;
 pub mod pair;

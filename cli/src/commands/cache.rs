@@ -1,45 +1,15 @@
 //! `topoprobe cache`: cache sizes and latencies by measurement, beside the OS's.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::Args;
 use topoprobe_measure::cache::{self, shared, CacheOptions, CacheReport, Method};
 use topoprobe_measure::os;
-use topoprobe_model::{CacheLevel, CacheSection, ContextId};
+use topoprobe_model::{CacheLevel, ContextId};
 use topoprobe_sys::affinity;
 
+use crate::args::CacheArgs;
 use crate::output::write_stdout;
-
-/// `topoprobe cache`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct CacheArgs {
-    /// The CPU to measure on (default: the first this process may use).
-    #[arg(long, value_name = "CPU")]
-    pub(crate) cpu: Option<u32>,
-    /// Largest array walked, e.g. 512M or 2G (default: 4 × the largest cache the OS
-    /// reports, between 64 MiB and 1 GiB).
-    #[arg(long, value_name = "SIZE", value_parser = crate::commands::mem::parse_size)]
-    pub(crate) max_size: Option<u64>,
-    /// Walk arrays backed by transparent huge pages (physically indexed levels then rise
-    /// in one step, as with page colouring).
-    #[arg(long)]
-    pub(crate) huge_pages: bool,
-    /// Also find which contexts share each level (concurrent walks on contexts chosen
-    /// from the topology; needs this machine's description or --topology).
-    #[arg(long)]
-    pub(crate) shared: bool,
-    /// Topology used by --shared (default: this machine's description).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) topology: Option<PathBuf>,
-    /// Print the measured curve (size, ns per access) as well.
-    #[arg(long)]
-    pub(crate) curve: bool,
-    /// Print JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
-}
 
 /// Runs the command.
 pub(crate) fn run(args: &CacheArgs) -> Result<()> {
@@ -62,8 +32,8 @@ pub(crate) fn run(args: &CacheArgs) -> Result<()> {
         .with_context(|| format!("measuring the caches on CPU {cpu}"))?;
     let mut tests = Vec::new();
     if args.shared {
-        let topo = crate::machine::topology(args.topology.as_deref())?;
-        tests = measure_sharing(&topo, &mut report.section)?;
+        let topo = crate::inputs::topology(args.topology.as_deref())?;
+        tests = topoprobe_machine::plugins::measure_sharing(&topo, &mut report.section)?;
     }
     let text = if args.json {
         json(&report, &tests, args.curve)?
@@ -71,24 +41,6 @@ pub(crate) fn run(args: &CacheArgs) -> Result<()> {
         text(&report, &tests, cpu, args.curve)
     };
     write_stdout(text.as_bytes())
-}
-
-/// Finds the sharing of every measured level; returns the pairs tested, per level.
-pub(crate) fn measure_sharing(
-    topo: &topoprobe_model::Topology,
-    section: &mut CacheSection,
-) -> Result<Vec<(String, Vec<shared::PairTest>)>> {
-    let mut out = Vec::new();
-    for level in section.levels.iter_mut() {
-        let Some(kib) = level.measured_size_kib else {
-            continue;
-        };
-        let (instances, tests) = shared::sharing(topo, kib * 1024, 3)
-            .with_context(|| format!("finding which contexts share {}", level.name()))?;
-        level.shared_by = instances;
-        out.push((level.name(), tests));
-    }
-    Ok(out)
 }
 
 fn kib(v: Option<u64>) -> String {

@@ -1,34 +1,17 @@
 //! `topoprobe contention`: memory-access overhead groups and bandwidth scalability.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::Args;
 use topoprobe_measure::contention::{self, ContentionOptions};
 use topoprobe_model::{ContentionSection, ContextId};
 
+use crate::args::ContentionArgs;
 use crate::output::write_stdout;
-
-/// `topoprobe contention`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct ContentionArgs {
-    /// Working set of each thread (e.g. 256M; larger than its share of the last-level
-    /// cache).
-    #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = crate::commands::mem::parse_size)]
-    pub(crate) size: u64,
-    /// Topology the representative pairs are chosen from (default: this machine's
-    /// description).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) topology: Option<PathBuf>,
-    /// Print JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
-}
 
 /// Runs the command.
 pub(crate) fn run(args: &ContentionArgs) -> Result<()> {
-    let topo = crate::machine::topology(args.topology.as_deref())?;
+    let topo = crate::inputs::topology(args.topology.as_deref())?;
     let opts = ContentionOptions {
         bytes_per_thread: args.size,
         ..ContentionOptions::default()

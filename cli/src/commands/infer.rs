@@ -1,39 +1,52 @@
-//! `topoprobe infer`: infer a topology and print or save it.
+//! `topoprobe infer`: infer a topology (measuring this machine, or from a file) and print
+//! or save it.
 
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
-use topoprobe_infer::{infer, infer_mct};
-use topoprobe_model::format::{csv, mct};
-use topoprobe_model::{Source, Topology};
+use topoprobe_infer::infer_mct;
+use topoprobe_machine::{measure_this_machine, plugins, stamp, MeasureOptions};
+use topoprobe_model::format::mct;
+use topoprobe_model::Topology;
 
 use crate::args::InferArgs;
+use crate::inputs::infer_matrix_file;
 use crate::output::emit;
-
-/// Records when and in how long a topology was made.
-pub(crate) fn stamp(topo: &mut Topology, started: Instant) {
-    let p = topo.provenance_mut();
-    p.created = OffsetDateTime::now_utc().format(&Rfc3339).ok();
-    p.duration_s = Some(started.elapsed().as_secs_f64());
-}
-
-fn from_matrix(path: &Path, args: &InferArgs) -> Result<Topology> {
-    let m = csv::read_matrix(path)?;
-    let mut opts = args.hints.options();
-    opts.source = Source::Matrix {
-        path: path.display().to_string(),
-    };
-    crate::progress::while_inferring(m.len(), || infer(&m, &opts))
-        .with_context(|| format!("inferring the topology of {}", path.display()))
-}
+use crate::progress::MeasureProgress;
 
 fn from_mct(path: &Path, args: &InferArgs) -> Result<Topology> {
     let file = mct::read_mct(path)?;
     infer_mct(&file, path, &args.hints.options())
         .with_context(|| format!("inferring the topology of {}", path.display()))
+}
+
+/// Measures this machine, saves its description and prints it (even when saving failed,
+/// which is then reported).
+fn measure(args: &InferArgs) -> Result<()> {
+    let opts = MeasureOptions {
+        cpus: args.measure.cpus.clone(),
+        repetitions: args.measure.repetitions.into(),
+        sampling: args.measure.sampling(),
+        plugins: plugins::parse(args.plugins.as_deref().unwrap_or(plugins::DEFAULT))?,
+        hints: args.hints.options(),
+        path: None,
+    };
+    let mut progress = MeasureProgress::new();
+    let m = measure_this_machine(&opts, &mut |p| progress.show(p))?;
+    let saved = m.save();
+    if saved.is_ok() {
+        eprintln!(
+            "topoprobe: measured {} of {} pairs of {} CPUs in {:.1} s; description written to {}",
+            m.pairs_measured,
+            m.pairs_total(),
+            m.cpus.len(),
+            m.elapsed.as_secs_f64(),
+            m.path.display()
+        );
+    }
+    emit(&m.topology, &args.output, args.hints.ghz)?;
+    Ok(saved?)
 }
 
 /// Runs the command.
@@ -45,9 +58,9 @@ pub(crate) fn run(args: &InferArgs) -> Result<()> {
         bail!("--cpus, --reps, --max-stdev, --full, --seed and --plugins apply to measuring this machine, not to --from-matrix or --from-mct");
     }
     let mut topo = match (&args.from_matrix, &args.from_mct) {
-        (Some(p), _) => from_matrix(p, args)?,
+        (Some(p), _) => infer_matrix_file(p, &args.hints)?,
         (None, Some(p)) => from_mct(p, args)?,
-        (None, None) => return crate::commands::measure_machine::run(args, started),
+        (None, None) => return measure(args),
     };
     stamp(&mut topo, started);
     emit(&topo, &args.output, args.hints.ghz)

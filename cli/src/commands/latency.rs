@@ -3,12 +3,12 @@
 use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
+use topoprobe_machine::pairs::{select_cpus, Repetitions};
 use topoprobe_measure::pair::{PairProbe, ProbeConfig};
 use topoprobe_measure::smt;
 use topoprobe_measure::timer::Timer;
 
 use crate::args::LatencyArgs;
-use crate::live::{policy, select_cpus};
 use crate::output::write_stdout;
 
 /// Runs the command.
@@ -22,7 +22,7 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
     select_cpus(Some(&format!("{},{}", args.a, args.b)))?;
     let timer = Timer::calibrate();
     let config = ProbeConfig {
-        policy: policy(args.repetitions),
+        policy: Repetitions::from(args.repetitions).policy(),
         ..ProbeConfig::default()
     };
     let mut probe = PairProbe::new(timer.clone(), vec![args.a, args.b], config);

@@ -6,9 +6,11 @@ use anyhow::{bail, Context, Result};
 use topoprobe_model::format::csv;
 use topoprobe_model::LatencyMatrix;
 
+use topoprobe_machine::pairs::{collect, pair_probe, select_cpus, sibling_hint};
+
 use crate::args::MatrixArgs;
-use crate::live::{collect, probe, select_cpus};
 use crate::output::write_to;
+use crate::progress::pair_bar;
 
 /// The matrix as a table with CPU numbers as row and column headers (ns, whole numbers).
 fn table(m: &LatencyMatrix, cpus: &[u32]) -> String {
@@ -41,11 +43,16 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<()> {
     if cpus.len() < 2 {
         bail!("a latency matrix needs at least two CPUs; this process may use only {cpus:?}");
     }
-    let mut p = probe(cpus.clone(), &args.measure);
+    let mut p = pair_probe(cpus.clone(), args.measure.repetitions.into());
     let hint = topoprobe_measure::os::current()
         .ok()
-        .map(|os| crate::live::sibling_hint(&os, &cpus));
-    let measured = collect(&mut p, &args.measure, hint)?;
+        .map(|os| sibling_hint(&os, &cpus));
+    let bar = pair_bar("measuring");
+    let measured = collect(&mut p, args.measure.sampling(), hint, &mut |done, total| {
+        bar.set_length(total.max(done) as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
     let m = &measured.collected.latency;
     let bytes = if args.csv {
         let mut v = Vec::new();

@@ -1,113 +1,39 @@
 //! `topoprobe mem`: memory latency and bandwidth from every socket to every node.
 
-/// Parses a size such as `4096`, `64K`, `512M`, `2G` (binary units; a trailing `B` or
-/// `iB` is accepted).
-///
-/// # Errors
-///
-/// A message naming the value when it is not a positive size.
-pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let t = t
-        .strip_suffix("iB")
-        .or_else(|| t.strip_suffix('B'))
-        .unwrap_or(t);
-    let (num, shift) = match t.chars().last() {
-        Some('K' | 'k') => (&t[..t.len() - 1], 10),
-        Some('M' | 'm') => (&t[..t.len() - 1], 20),
-        Some('G' | 'g') => (&t[..t.len() - 1], 30),
-        Some('T' | 't') => (&t[..t.len() - 1], 40),
-        _ => (t, 0),
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (examples: 4096, 64K, 512M, 2G)"))?;
-    let bytes = v * (1u64 << shift) as f64;
-    if !(1.0..1e18).contains(&bytes) {
-        return Err(format!("{s:?} is not a positive size"));
-    }
-    Ok(bytes as u64)
-}
-
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
 use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_measure::memory::{self, MemOptions, MemReport};
 use topoprobe_measure::timer::{Timer, TimerKind};
 
+use crate::args::{IsaArg, MemArgs};
 use crate::output::write_stdout;
 
-/// Vector units the bandwidth kernels may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum IsaArg {
-    /// AVX-512.
-    Avx512,
-    /// AVX2.
-    Avx2,
-    /// Plain loops (SSE2 / NEON by the compiler).
-    Portable,
-}
-
-/// `topoprobe mem`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct MemArgs {
-    /// Threads for the many-thread bandwidth (default: every context of the socket).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) threads: Option<u32>,
-    /// Working set: the latency buffer, and all bandwidth buffers together (e.g. 512M,
-    /// 2G). Peak memory stays close to it.
-    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
-    pub(crate) size: u64,
-    /// Measure latency from every context, not one per socket.
-    #[arg(long)]
-    pub(crate) all: bool,
-    /// Non-temporal (streaming) stores for write and copy.
-    #[arg(long)]
-    pub(crate) nt: bool,
-    /// Only the latency.
-    #[arg(long)]
-    pub(crate) latency_only: bool,
-    /// Vector unit of the bandwidth kernels (default: the widest the CPU has).
-    #[arg(long, value_enum)]
-    pub(crate) isa: Option<IsaArg>,
-    /// Topology giving the sockets (default: this machine's description).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) topology: Option<PathBuf>,
-    /// Print JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
-}
-
-impl MemArgs {
-    /// The measurement options these arguments ask for.
-    pub(crate) fn options(&self) -> MemOptions {
-        let timer = Timer::calibrate();
-        MemOptions {
-            bytes: self.size,
-            threads: self.threads.map(|t| t as usize),
-            all_contexts: self.all,
-            non_temporal: self.nt,
-            latency_only: self.latency_only,
-            isa: match self.isa {
-                Some(IsaArg::Avx512) => Isa::Avx512,
-                Some(IsaArg::Avx2) => Isa::Avx2,
-                Some(IsaArg::Portable) => Isa::Portable,
-                None => Isa::detect(),
-            },
-            ghz: (timer.kind() != TimerKind::Monotonic).then(|| timer.ghz()),
-            ..MemOptions::default()
-        }
+/// The measurement options the arguments ask for.
+fn options(args: &MemArgs) -> MemOptions {
+    let timer = Timer::calibrate();
+    MemOptions {
+        bytes: args.size,
+        threads: args.threads.map(|t| t as usize),
+        all_contexts: args.all,
+        non_temporal: args.nt,
+        latency_only: args.latency_only,
+        isa: match args.isa {
+            Some(IsaArg::Avx512) => Isa::Avx512,
+            Some(IsaArg::Avx2) => Isa::Avx2,
+            Some(IsaArg::Portable) => Isa::Portable,
+            None => Isa::detect(),
+        },
+        ghz: (timer.kind() != TimerKind::Monotonic).then(|| timer.ghz()),
+        ..MemOptions::default()
     }
 }
 
 /// Runs the command.
 pub(crate) fn run(args: &MemArgs) -> Result<()> {
-    let topo = crate::machine::topology(args.topology.as_deref())?;
-    let opts = args.options();
+    let topo = crate::inputs::topology(args.topology.as_deref())?;
+    let opts = options(args);
     if let Some(t) = args.threads {
         let max = topo
             .sockets()

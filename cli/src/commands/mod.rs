@@ -6,7 +6,6 @@ pub(crate) mod heatmap;
 pub(crate) mod infer;
 pub(crate) mod latency;
 pub(crate) mod matrix;
-pub(crate) mod measure_machine;
 pub(crate) mod mem;
 pub(crate) mod place;
 pub(crate) mod power;

@@ -10,44 +10,14 @@
 //! rather than guessing the sockets from the OS.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
-use clap::Args;
 use topoprobe_measure::power::{self, PowerError, PowerOptions, PowerReport};
 use topoprobe_model::{PowerScope, PowerState, Topology};
 
+use crate::args::PowerArgs;
 use crate::output::write_stdout;
-
-/// `topoprobe power`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct PowerArgs {
-    /// The machine's topology (a JSON description, a libmctop .mct file or a latency
-    /// matrix); default: this machine's description, written by `topoprobe infer`.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) topology: Option<PathBuf>,
-    /// Seconds each load state is measured (idle, one context, second core, second
-    /// context, all cores, all contexts, for each socket).
-    #[arg(long, value_name = "SECS", default_value = "0.5", value_parser = seconds)]
-    pub(crate) duration: f64,
-    /// The powercap tree to read RAPL zones from (default /sys/class/powercap).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) powercap_root: Option<PathBuf>,
-    /// Print JSON: the power section of the description, or `{"unavailable": REASON}`.
-    #[arg(long)]
-    pub(crate) json: bool,
-}
-
-/// Parses a duration in seconds: positive, at most an hour.
-fn seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
-        _ => Err(format!(
-            "{s:?} is not a number of seconds between 0 and 3600"
-        )),
-    }
-}
 
 /// Runs the command.
 pub(crate) fn run(args: &PowerArgs) -> Result<()> {
@@ -77,7 +47,7 @@ pub(crate) fn run(args: &PowerArgs) -> Result<()> {
 
 /// The topology to measure.
 fn topology(args: &PowerArgs) -> Result<Topology> {
-    crate::machine::topology(args.topology.as_deref())
+    crate::inputs::topology(args.topology.as_deref())
 }
 
 /// Prints an unavailable measurement (success), or returns the error.
@@ -217,13 +187,5 @@ mod tests {
             text.contains("cores and rest are not known separately"),
             "{text}"
         );
-    }
-
-    #[test]
-    fn durations_are_checked() {
-        assert_eq!(seconds("0.25"), Ok(0.25));
-        for bad in ["0", "-1", "inf", "nan", "x", "3601"] {
-            assert!(seconds(bad).is_err(), "{bad}");
-        }
     }
 }

@@ -1,27 +1,14 @@
 //! `topoprobe report`: one self-contained HTML page about a topology.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
-use clap::Args;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use topoprobe_model::format::dot;
 use topoprobe_model::format::report::{self, Graphic, PlacementExample, ReportGraph, ReportInputs};
 
-use crate::commands::heatmap::Input;
+use crate::args::ReportArgs;
 use crate::output::write_to;
 use crate::render::{dot_to, graphviz_available, Picture, NO_GRAPHVIZ};
-
-/// `topoprobe report`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct ReportArgs {
-    #[command(flatten)]
-    pub(crate) input: Input,
-    /// Write the page to FILE (default: standard output).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
-}
 
 /// Runs the command.
 pub(crate) fn run(args: &ReportArgs) -> Result<()> {

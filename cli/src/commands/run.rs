@@ -1,54 +1,17 @@
 //! `topoprobe run`: run a command with its threads pinned by a policy.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, ValueEnum};
 use topoprobe_model::Topology;
 use topoprobe_place::{export, Plan};
 use topoprobe_sys::launch;
 use topoprobe_sys::memory::{set_policy, MemPolicy};
 use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_SKIP_VAR, PRELOAD_LIBRARY};
 
-use super::place::{exit_code, PlacementArgs, Usage};
-
-/// Memory policy of the command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Mem {
-    /// Memory on the node of the CPU that first touches it (`numactl --localalloc`).
-    Local,
-    /// Interleaved over the nodes of the placement's CPUs (`numactl --interleave`).
-    Interleave,
-    /// The kernel's default; nothing is set.
-    None,
-}
-
-/// `topoprobe run`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct RunArgs {
-    #[command(flatten)]
-    pub(crate) placement: PlacementArgs,
-    /// Memory policy.
-    #[arg(long, value_enum, default_value = "local")]
-    pub(crate) mem: Mem,
-    /// Hexadecimal mask of created threads not to pin (bit i: the i-th thread the program
-    /// creates, from 0), like likwid-pin -s: they may run on any CPU of the placement.
-    #[arg(long, value_name = "MASK")]
-    pub(crate) skip: Option<String>,
-    /// Print the placement's summary on standard error first.
-    #[arg(short, long)]
-    pub(crate) verbose: bool,
-    /// The command and its arguments (after `--`).
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "CMD"
-    )]
-    pub(crate) command: Vec<OsString>,
-}
+use crate::args::{Mem, RunArgs};
+use crate::error::{exit_code, Usage};
 
 /// Where the preload library is: `$TOPOPROBE_PRELOAD`, else next to this executable, in
 /// `../lib` from it, or in `deps/` below it (cargo's build directory).
@@ -77,41 +40,13 @@ fn preload_library() -> Result<PathBuf> {
 
 /// The OS node numbers of the CPUs of a plan: from the OS, else from the description.
 fn nodes_of(topo: &Topology, plan: &Plan) -> Option<Vec<u32>> {
-    let cpus = export::cpus(topo, plan);
-    if let Ok(view) = topoprobe_measure::os::current() {
-        if let Some(nodes) = view.nodes {
-            let mut v: Vec<u32> = nodes
-                .iter()
-                .filter(|n| n.cpus.iter().any(|c| cpus.contains(c)))
-                .map(|n| n.id)
-                .collect();
-            v.sort_unstable();
-            if !v.is_empty() {
-                return Some(v);
-            }
-        }
-    }
-    export::nodes(topo, plan).filter(|v| !v.is_empty())
-}
-
-/// Parses `--skip`.
-fn skip_mask(s: &str) -> Result<String, Usage> {
-    let t = s.trim();
-    let hex = t
-        .strip_prefix("0x")
-        .or_else(|| t.strip_prefix("0X"))
-        .unwrap_or(t);
-    if hex.is_empty() || hex.len() > 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(Usage(format!(
-            "--skip {s:?} is not a hexadecimal mask such as 0x1 (at most 128 threads)"
-        )));
-    }
-    Ok(format!("0x{hex}"))
+    topoprobe_machine::os_nodes_of(&export::cpus(topo, plan))
+        .or_else(|| export::nodes(topo, plan).filter(|v| !v.is_empty()))
 }
 
 fn run_inner(args: &RunArgs) -> Result<i32> {
     let (topo, plan) = args.placement.plan()?;
-    let skip = args.skip.as_deref().map(skip_mask).transpose()?;
+    let skip = args.skip.clone();
     let (program, rest) = args
         .command
         .split_first()

@@ -5,45 +5,16 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
-use clap::{Args, CommandFactory};
 use topoprobe_infer::load_topology;
+use topoprobe_machine::stamp;
 use topoprobe_model::format::dot;
 use topoprobe_model::format::text::TextOptions;
 use topoprobe_model::{SocketId, Topology};
 
-use crate::args::{Cli, Format, ShowArgs};
-use crate::commands::infer::stamp;
+use crate::args::{Format, ShowArgs};
+use crate::error::usage_error;
 use crate::output::{render, write_to};
-use crate::render::{
-    dot_to, graphviz_available, sibling, use_color, ColorWhen, Picture, NO_GRAPHVIZ,
-};
-
-/// Options of the views of `show`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct ViewArgs {
-    /// Text view: one line per core and context, provenance, every memory and power figure.
-    #[arg(short, long)]
-    pub(crate) verbose: bool,
-    /// Text view: colour (auto: on a terminal, unless NO_COLOR is set).
-    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
-    pub(crate) color: ColorWhen,
-    /// With --format dot: render the graphs to SVG with Graphviz.
-    #[arg(long, conflicts_with = "png")]
-    pub(crate) svg: bool,
-    /// With --format dot: render the graphs to PNG with Graphviz.
-    #[arg(long)]
-    pub(crate) png: bool,
-    /// With --format dot: the socket of the intra-socket graph.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub(crate) socket: usize,
-}
-
-/// Exits with a usage error (status 2) and clap's formatting.
-pub(crate) fn usage_error(message: &str) -> ! {
-    Cli::command()
-        .error(clap::error::ErrorKind::ArgumentConflict, message)
-        .exit()
-}
+use crate::render::{dot_to, graphviz_available, sibling, use_color, Picture, NO_GRAPHVIZ};
 
 /// Runs the command.
 pub(crate) fn run(args: &ShowArgs) -> Result<()> {

@@ -3,14 +3,14 @@
 //!
 //! ```no_run
 //! // In a program that places its threads by topology:
-//! let topo = topoprobe_measure::description::load_this_machine()?;
+//! let topo = topoprobe_machine::description::load_this_machine()?;
 //! println!("{} sockets", topo.num_sockets());
-//! # Ok::<(), topoprobe_measure::description::DescriptionError>(())
+//! # Ok::<(), topoprobe_machine::description::DescriptionError>(())
 //! ```
 
 use std::path::{Path, PathBuf};
 
-use topoprobe_model::format::json;
+use topoprobe_model::format::{json, write_atomic};
 use topoprobe_model::{Machine, ModelError, Topology};
 
 /// Why this machine's description could not be loaded.
@@ -59,7 +59,7 @@ fn read_trimmed(path: &str) -> Option<String> {
 /// OS view (only the online CPUs and the kernel when the OS view cannot be read).
 #[must_use]
 pub fn this_machine() -> Machine {
-    match crate::os::current() {
+    match topoprobe_measure::os::current() {
         Ok(view) => view.machine(),
         Err(_) => Machine {
             hostname: read_trimmed("/proc/sys/kernel/hostname"),
@@ -120,6 +120,15 @@ pub fn load_checked(path: &Path) -> Result<Topology, DescriptionError> {
             differences,
         })
     }
+}
+
+/// Writes a description to `path` atomically (a reader never sees half a file).
+///
+/// # Errors
+///
+/// [`ModelError`] when the file cannot be written.
+pub fn save(topo: &Topology, path: &Path) -> Result<(), ModelError> {
+    write_atomic(path, json::to_json_string(topo).as_bytes())
 }
 
 /// Loads this machine's description from [`default_path`], checking that it is not stale.

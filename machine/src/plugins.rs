@@ -1,19 +1,20 @@
-//! `topoprobe infer --plugins LIST`: the measurements that enrich a freshly inferred
-//! description (memory, caches, shared caches, contention, power).
+//! Plugins: the measurements that enrich a freshly inferred description (memory, caches,
+//! shared caches, contention, power), chosen by name (`--plugins cache,mem`).
 
-use anyhow::{bail, Context, Result};
-use topoprobe_measure::cache::{self, CacheOptions};
+use topoprobe_measure::cache::{self, shared, CacheOptions};
 use topoprobe_measure::contention::{self, ContentionOptions};
 use topoprobe_measure::memory::{self, MemOptions, MemReport};
 use topoprobe_measure::power::{self, PowerOptions};
 use topoprobe_model::{
-    Access, LatencyUnit, MemoryBandwidth, MemoryLatency, MemorySection, NodeId, OsView, SocketId,
-    Threads, Topology, Warning,
+    Access, CacheSection, LatencyUnit, MemoryBandwidth, MemoryLatency, MemorySection, NodeId,
+    OsView, SocketId, Threads, Topology, Warning,
 };
+
+use crate::{MachineError, Progress};
 
 /// A plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Plugin {
+pub enum Plugin {
     /// Cache sizes and latencies.
     Cache,
     /// Which contexts share each cache level (implies `cache`).
@@ -39,14 +40,24 @@ const ALL: [(&str, Plugin); 6] = [
 ];
 
 /// The plugins run when `--plugins` is not given: the set that finishes in a few seconds.
-pub(crate) const DEFAULT: &str = "cache,mem,power";
+pub const DEFAULT: &str = "cache,mem,power";
+
+impl Plugin {
+    /// The plugin's name, as [`parse`] takes it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        ALL.iter()
+            .find(|(_, p)| *p == self)
+            .map_or("?", |(n, _)| *n)
+    }
+}
 
 /// Parses `none`, `all` or a comma-separated list of plugin names.
 ///
 /// # Errors
 ///
-/// An unknown name, with the known ones.
-pub(crate) fn parse(list: &str) -> Result<Vec<Plugin>> {
+/// [`MachineError::UnknownPlugin`] for an unknown name, with the known ones.
+pub fn parse(list: &str) -> Result<Vec<Plugin>, MachineError> {
     let list = list.trim();
     if list == "none" || list.is_empty() {
         return Ok(Vec::new());
@@ -58,10 +69,10 @@ pub(crate) fn parse(list: &str) -> Result<Vec<Plugin>> {
     for name in list.split(',').map(str::trim) {
         let Some((_, p)) = ALL.iter().find(|(n, _)| *n == name) else {
             let known: Vec<&str> = ALL.iter().map(|(n, _)| *n).collect();
-            bail!(
-                "unknown plugin {name:?} (known: {}, or all, none)",
-                known.join(", ")
-            );
+            return Err(MachineError::UnknownPlugin {
+                name: name.to_string(),
+                known: known.join(", "),
+            });
         };
         if !out.contains(p) {
             out.push(*p);
@@ -70,19 +81,8 @@ pub(crate) fn parse(list: &str) -> Result<Vec<Plugin>> {
     Ok(out)
 }
 
-/// Checks a `--plugins` value on the command line (a bad name is a usage error).
-///
-/// # Errors
-///
-/// The message of [`parse`].
-pub(crate) fn check(list: &str) -> Result<String, String> {
-    parse(list)
-        .map(|_| list.to_string())
-        .map_err(|e| e.to_string())
-}
-
 /// The memory section of a measurement, latencies in the topology's unit.
-pub(crate) fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> MemorySection {
+pub fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> MemorySection {
     let unit = |ns: f64| match (topo.units(), ghz) {
         (LatencyUnit::Cycles, Some(g)) => ns * g,
         _ => ns,
@@ -125,13 +125,57 @@ pub(crate) fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -
     MemorySection { latency, bandwidth }
 }
 
-/// Runs `plugins` on this machine and stores their sections in `topo`; a plugin whose
-/// hardware is missing leaves a warning saying `unavailable: <reason>`.
+/// Finds which contexts share every measured level of `section` (concurrent walks on
+/// contexts chosen from the topology) and records it; returns the pairs tested, per level.
 ///
 /// # Errors
 ///
-/// When a measurement fails (a CPU cannot be pinned, memory cannot be allocated).
-pub(crate) fn run(topo: &mut Topology, os: Option<&OsView>, plugins: &[Plugin]) -> Result<()> {
+/// [`MachineError::Plugin`] when a walk cannot run (a CPU cannot be pinned, an array
+/// cannot be allocated).
+pub fn measure_sharing(
+    topo: &Topology,
+    section: &mut CacheSection,
+) -> Result<Vec<(String, Vec<shared::PairTest>)>, MachineError> {
+    let mut out = Vec::new();
+    for level in &mut section.levels {
+        let Some(kib) = level.measured_size_kib else {
+            continue;
+        };
+        let (instances, tests) =
+            shared::sharing(topo, kib * 1024, 3).map_err(|e| MachineError::Plugin {
+                plugin: "shared-caches",
+                source: format!("finding which contexts share {}: {e}", level.name()).into(),
+            })?;
+        level.shared_by = instances;
+        out.push((level.name(), tests));
+    }
+    Ok(out)
+}
+
+/// Wraps a plugin's error.
+fn failed<E: std::error::Error + Send + Sync + 'static>(
+    plugin: Plugin,
+) -> impl FnOnce(E) -> MachineError {
+    move |e| MachineError::Plugin {
+        plugin: plugin.name(),
+        source: Box::new(e),
+    }
+}
+
+/// Runs `plugins` on this machine and stores their sections in `topo`, reporting each step
+/// to `progress`; a plugin whose hardware is missing leaves a warning saying
+/// `unavailable: <reason>`.
+///
+/// # Errors
+///
+/// [`MachineError::Plugin`] when a measurement fails (a CPU cannot be pinned, memory
+/// cannot be allocated).
+pub fn run(
+    topo: &mut Topology,
+    os: Option<&OsView>,
+    plugins: &[Plugin],
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<(), MachineError> {
     let timer = topoprobe_measure::timer::Timer::calibrate();
     let ghz = (timer.kind() != topoprobe_measure::timer::TimerKind::Monotonic).then(|| timer.ghz());
     if let Some(g) = ghz {
@@ -141,10 +185,9 @@ pub(crate) fn run(topo: &mut Topology, os: Option<&OsView>, plugins: &[Plugin]) 
             .entry("ghz".into())
             .or_insert_with(|| format!("{g:.4}"));
     }
-    let bar = crate::progress::spinner("plugins");
     let want = |p: Plugin| plugins.contains(&p);
     if want(Plugin::Cache) || want(Plugin::SharedCaches) {
-        bar.set_message("caches");
+        progress(Progress::Step("caches"));
         let cpu = topo.contexts().first().map_or(0, |c| c.os_id);
         let report = cache::measure_caches(
             os,
@@ -153,12 +196,11 @@ pub(crate) fn run(topo: &mut Topology, os: Option<&OsView>, plugins: &[Plugin]) 
                 ..CacheOptions::default()
             },
         )
-        .context("plugin cache")?;
+        .map_err(failed(Plugin::Cache))?;
         let mut section = report.section;
         if want(Plugin::SharedCaches) {
-            bar.set_message("shared caches");
-            crate::commands::cache::measure_sharing(topo, &mut section)
-                .context("plugin shared-caches")?;
+            progress(Progress::Step("shared caches"));
+            measure_sharing(topo, &mut section)?;
         }
         topo.set_caches(Some(section));
     }
@@ -170,8 +212,8 @@ pub(crate) fn run(topo: &mut Topology, os: Option<&OsView>, plugins: &[Plugin]) 
             ghz,
             ..MemOptions::default()
         };
-        let report = memory::measure_memory(topo, &opts, |s| bar.set_message(s.to_string()))
-            .context("plugin mem")?;
+        let report = memory::measure_memory(topo, &opts, |s| progress(Progress::Step(s)))
+            .map_err(failed(Plugin::Mem))?;
         for n in &report.notes {
             topo.validation_mut()
                 .warnings
@@ -182,13 +224,13 @@ pub(crate) fn run(topo: &mut Topology, os: Option<&OsView>, plugins: &[Plugin]) 
     }
     if want(Plugin::Contention) {
         let section = contention::measure_contention(topo, &ContentionOptions::default(), |s| {
-            bar.set_message(s.to_string());
+            progress(Progress::Step(s));
         })
-        .context("plugin contention")?;
+        .map_err(failed(Plugin::Contention))?;
         topo.set_contention(Some(section));
     }
     if want(Plugin::Power) {
-        bar.set_message("power");
+        progress(Progress::Step("power"));
         match power::measure_power(topo, &PowerOptions::default()) {
             Ok(section) => topo.set_power(Some(section)),
             Err(e) => match e.unavailable_reason() {
@@ -196,11 +238,11 @@ pub(crate) fn run(topo: &mut Topology, os: Option<&OsView>, plugins: &[Plugin]) 
                     .validation_mut()
                     .warnings
                     .push(Warning::new("power", format!("unavailable: {reason}"))),
-                None => return Err(e).context("plugin power"),
+                None => return Err(failed(Plugin::Power)(e)),
             },
         }
     }
-    bar.finish_and_clear();
+    progress(Progress::StepsDone);
     Ok(())
 }
 

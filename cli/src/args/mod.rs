@@ -1,10 +1,24 @@
-//! Command-line arguments.
+//! Every command-line argument of `topoprobe`: the clap types of all commands and their
+//! value parsers ([`parsers`]). Command modules read these types; nothing here measures or
+//! loads anything.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use topoprobe_infer::InferOptions;
 use topoprobe_model::LatencyUnit;
+
+mod measuring;
+pub(crate) mod parsers;
+mod placing;
+mod views;
+
+pub(crate) use measuring::{
+    CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
+};
+use parsers::positive;
+pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
+pub(crate) use views::{ColorWhen, HeatmapArgs, Input, ReportArgs, ShowArgs};
 
 /// Measure a multi-core machine's topology instead of trusting the OS.
 ///
@@ -31,25 +45,25 @@ pub(crate) enum Command {
     /// Measure the latency between two hardware contexts and print its statistics.
     Latency(LatencyArgs),
     /// Measure cache sizes and latencies (and with --shared, which contexts share them).
-    Cache(crate::commands::cache::CacheArgs),
+    Cache(CacheArgs),
     /// Measure memory latency and read/write/copy bandwidth from every socket to every node.
-    Mem(crate::commands::mem::MemArgs),
+    Mem(MemArgs),
     /// Measure memory-access overhead groups (pairs copying together) and how bandwidth
     /// scales with threads.
-    Contention(crate::commands::contention::ContentionArgs),
+    Contention(ContentionArgs),
     /// Draw the latency matrix as a heatmap (SVG or PNG), contexts ordered by topology.
-    Heatmap(crate::commands::heatmap::HeatmapArgs),
+    Heatmap(HeatmapArgs),
     /// Write a self-contained HTML report of a topology.
-    Report(crate::commands::report::ReportArgs),
+    Report(ReportArgs),
     /// Print where a placement policy puts threads (a CPU list, a mask, taskset, numactl,
     /// OpenMP or likwid-pin arguments, or JSON), with its summary on standard error.
-    Place(crate::commands::place::PlaceArgs),
+    Place(PlaceArgs),
     /// Run a command with every thread it creates pinned by a placement policy, the main
     /// thread first; exits with the command's status.
-    Run(crate::commands::run::RunArgs),
+    Run(RunArgs),
     /// Measure the power of every socket (RAPL) when idle, with one context, a second core,
     /// a second context, all cores and all contexts busy.
-    Power(crate::commands::power::PowerArgs),
+    Power(PowerArgs),
 }
 
 /// Unit of latencies on the command line.
@@ -127,14 +141,6 @@ impl Hints {
     }
 }
 
-/// Parses a finite, positive number.
-fn positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a positive number")),
-    }
-}
-
 /// Where and how to write a topology.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Output {
@@ -158,112 +164,4 @@ impl Output {
             self.format
         }
     }
-}
-
-/// How to measure this machine.
-#[derive(Debug, Clone, Default, Args)]
-pub(crate) struct Measure {
-    /// CPUs to measure, in Linux list syntax (`0-7,16-23`); default: every CPU this process
-    /// may run on.
-    #[arg(long, value_name = "LIST")]
-    pub(crate) cpus: Option<String>,
-    #[command(flatten)]
-    pub(crate) repetitions: Repetitions,
-    /// Measure every pair, instead of the pairs needed to infer the structure.
-    #[arg(long)]
-    pub(crate) full: bool,
-    /// Seed of the random choices (verification pairs), for a reproducible run.
-    #[arg(long, value_name = "N")]
-    pub(crate) seed: Option<u64>,
-}
-
-/// How much to repeat the measurement of a pair.
-#[derive(Debug, Clone, Copy, Default, Args)]
-pub(crate) struct Repetitions {
-    /// Samples per batch of a pair (default 25).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
-    pub(crate) reps: Option<u32>,
-    /// Largest relative spread of a pair's samples, in percent (default 7; raised on each
-    /// retry, up to twice as much).
-    #[arg(long, value_name = "PERCENT", value_parser = positive)]
-    pub(crate) max_stdev: Option<f64>,
-}
-
-impl Measure {
-    /// Whether any measurement option was given.
-    pub(crate) fn any(&self) -> bool {
-        self.cpus.is_some()
-            || self.repetitions.reps.is_some()
-            || self.repetitions.max_stdev.is_some()
-            || self.full
-            || self.seed.is_some()
-    }
-}
-
-/// `topoprobe infer`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct InferArgs {
-    /// Infer from a latency-matrix CSV (N lines of N values; a lower or upper triangle is
-    /// mirrored; core-to-core-latency's --csv output works as is).
-    #[arg(long, value_name = "FILE", conflicts_with = "from_mct")]
-    pub(crate) from_matrix: Option<PathBuf>,
-    /// Infer from a libmctop .mct file (its #Nodes and SMT flag are used as hints).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) from_mct: Option<PathBuf>,
-    #[command(flatten)]
-    pub(crate) measure: Measure,
-    /// Measurements added to the description, comma-separated: cache, shared-caches, mem,
-    /// mem-latency, contention, power; `all` or `none` (default: cache,mem,power, a few
-    /// seconds).
-    #[arg(long, value_name = "LIST", value_parser = crate::plugins::check)]
-    pub(crate) plugins: Option<String>,
-    #[command(flatten)]
-    pub(crate) hints: Hints,
-    #[command(flatten)]
-    pub(crate) output: Output,
-}
-
-/// `topoprobe matrix`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct MatrixArgs {
-    /// Print CSV (N lines of N values in ns, diagonal empty: core-to-core-latency's
-    /// layout, full square) instead of a table.
-    #[arg(long)]
-    pub(crate) csv: bool,
-    #[command(flatten)]
-    pub(crate) measure: Measure,
-    /// Write to FILE (atomically) instead of standard output.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
-}
-
-/// `topoprobe latency`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct LatencyArgs {
-    /// First hardware context (OS CPU number); it owns the cache line.
-    pub(crate) a: u32,
-    /// Second hardware context (OS CPU number).
-    pub(crate) b: u32,
-    #[command(flatten)]
-    pub(crate) repetitions: Repetitions,
-    /// Also run the SMT probe on the pair (slowdown of two compute-bound threads).
-    #[arg(long)]
-    pub(crate) smt: bool,
-    /// Print JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
-}
-
-/// `topoprobe show`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct ShowArgs {
-    /// A JSON description, a libmctop .mct file or a latency matrix.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) topology: PathBuf,
-    #[command(flatten)]
-    pub(crate) hints: Hints,
-    #[command(flatten)]
-    pub(crate) output: Output,
-    #[command(flatten)]
-    pub(crate) view: crate::commands::show::ViewArgs,
 }

@@ -1,0 +1,226 @@
+//! Arguments of the commands that measure this machine: `infer`, `matrix`, `latency`,
+//! `cache`, `mem`, `contention`, `power`.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::parsers::{parse_size, plugin_list, positive, seconds};
+use super::{Hints, Output};
+
+/// How to measure this machine.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct Measure {
+    /// CPUs to measure, in Linux list syntax (`0-7,16-23`); default: every CPU this process
+    /// may run on.
+    #[arg(long, value_name = "LIST")]
+    pub(crate) cpus: Option<String>,
+    #[command(flatten)]
+    pub(crate) repetitions: Repetitions,
+    /// Measure every pair, instead of the pairs needed to infer the structure.
+    #[arg(long)]
+    pub(crate) full: bool,
+    /// Seed of the random choices (verification pairs), for a reproducible run.
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+}
+
+/// How much to repeat the measurement of a pair.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub(crate) struct Repetitions {
+    /// Samples per batch of a pair (default 25).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
+    pub(crate) reps: Option<u32>,
+    /// Largest relative spread of a pair's samples, in percent (default 7; raised on each
+    /// retry, up to twice as much).
+    #[arg(long, value_name = "PERCENT", value_parser = positive)]
+    pub(crate) max_stdev: Option<f64>,
+}
+
+impl Measure {
+    /// Whether any measurement option was given.
+    pub(crate) fn any(&self) -> bool {
+        self.cpus.is_some()
+            || self.repetitions.reps.is_some()
+            || self.repetitions.max_stdev.is_some()
+            || self.full
+            || self.seed.is_some()
+    }
+}
+
+/// `topoprobe infer`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct InferArgs {
+    /// Infer from a latency-matrix CSV (N lines of N values; a lower or upper triangle is
+    /// mirrored; core-to-core-latency's --csv output works as is).
+    #[arg(long, value_name = "FILE", conflicts_with = "from_mct")]
+    pub(crate) from_matrix: Option<PathBuf>,
+    /// Infer from a libmctop .mct file (its #Nodes and SMT flag are used as hints).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) from_mct: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) measure: Measure,
+    /// Measurements added to the description, comma-separated: cache, shared-caches, mem,
+    /// mem-latency, contention, power; `all` or `none` (default: cache,mem,power, a few
+    /// seconds).
+    #[arg(long, value_name = "LIST", value_parser = plugin_list)]
+    pub(crate) plugins: Option<String>,
+    #[command(flatten)]
+    pub(crate) hints: Hints,
+    #[command(flatten)]
+    pub(crate) output: Output,
+}
+
+/// `topoprobe matrix`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct MatrixArgs {
+    /// Print CSV (N lines of N values in ns, diagonal empty: core-to-core-latency's
+    /// layout, full square) instead of a table.
+    #[arg(long)]
+    pub(crate) csv: bool,
+    #[command(flatten)]
+    pub(crate) measure: Measure,
+    /// Write to FILE (atomically) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+/// `topoprobe latency`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct LatencyArgs {
+    /// First hardware context (OS CPU number); it owns the cache line.
+    pub(crate) a: u32,
+    /// Second hardware context (OS CPU number).
+    pub(crate) b: u32,
+    #[command(flatten)]
+    pub(crate) repetitions: Repetitions,
+    /// Also run the SMT probe on the pair (slowdown of two compute-bound threads).
+    #[arg(long)]
+    pub(crate) smt: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `topoprobe cache`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct CacheArgs {
+    /// The CPU to measure on (default: the first this process may use).
+    #[arg(long, value_name = "CPU")]
+    pub(crate) cpu: Option<u32>,
+    /// Largest array walked, e.g. 512M or 2G (default: 4 × the largest cache the OS
+    /// reports, between 64 MiB and 1 GiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) max_size: Option<u64>,
+    /// Walk arrays backed by transparent huge pages (physically indexed levels then rise
+    /// in one step, as with page colouring).
+    #[arg(long)]
+    pub(crate) huge_pages: bool,
+    /// Also find which contexts share each level (concurrent walks on contexts chosen
+    /// from the topology; needs this machine's description or --topology).
+    #[arg(long)]
+    pub(crate) shared: bool,
+    /// Topology used by --shared (default: this machine's description).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topology: Option<PathBuf>,
+    /// Print the measured curve (size, ns per access) as well.
+    #[arg(long)]
+    pub(crate) curve: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Vector units the bandwidth kernels may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum IsaArg {
+    /// AVX-512.
+    Avx512,
+    /// AVX2.
+    Avx2,
+    /// Plain loops (SSE2 / NEON by the compiler).
+    Portable,
+}
+/// `topoprobe mem`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct MemArgs {
+    /// Threads for the many-thread bandwidth (default: every context of the socket).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) threads: Option<u32>,
+    /// Working set: the latency buffer, and all bandwidth buffers together (e.g. 512M,
+    /// 2G). Peak memory stays close to it.
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub(crate) size: u64,
+    /// Measure latency from every context, not one per socket.
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// Non-temporal (streaming) stores for write and copy.
+    #[arg(long)]
+    pub(crate) nt: bool,
+    /// Only the latency.
+    #[arg(long)]
+    pub(crate) latency_only: bool,
+    /// Vector unit of the bandwidth kernels (default: the widest the CPU has).
+    #[arg(long, value_enum)]
+    pub(crate) isa: Option<IsaArg>,
+    /// Topology giving the sockets (default: this machine's description).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topology: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `topoprobe contention`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ContentionArgs {
+    /// Working set of each thread (e.g. 256M; larger than its share of the last-level
+    /// cache).
+    #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
+    pub(crate) size: u64,
+    /// Topology the representative pairs are chosen from (default: this machine's
+    /// description).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topology: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `topoprobe power`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct PowerArgs {
+    /// The machine's topology (a JSON description, a libmctop .mct file or a latency
+    /// matrix); default: this machine's description, written by `topoprobe infer`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topology: Option<PathBuf>,
+    /// Seconds each load state is measured (idle, one context, second core, second
+    /// context, all cores, all contexts, for each socket).
+    #[arg(long, value_name = "SECS", default_value = "0.5", value_parser = seconds)]
+    pub(crate) duration: f64,
+    /// The powercap tree to read RAPL zones from (default /sys/class/powercap).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) powercap_root: Option<PathBuf>,
+    /// Print JSON: the power section of the description, or `{"unavailable": REASON}`.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+impl From<Repetitions> for topoprobe_machine::pairs::Repetitions {
+    fn from(r: Repetitions) -> Self {
+        Self {
+            reps: r.reps,
+            max_stdev_percent: r.max_stdev,
+        }
+    }
+}
+
+impl Measure {
+    /// Which pairs to measure.
+    pub(crate) fn sampling(&self) -> topoprobe_machine::pairs::Sampling {
+        topoprobe_machine::pairs::Sampling {
+            full: self.full,
+            seed: self.seed,
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Value parsers: each turns one command-line value into a typed value, or a message that
+//! clap reports as a usage error (exit status 2).
+
+use topoprobe_machine::plugins;
+use topoprobe_place::{CoreKind, Policy};
+
+/// Parses a finite, positive number.
+pub(crate) fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number")),
+    }
+}
+
+/// Parses a size such as `4096`, `64K`, `512M`, `2G` (binary units; a trailing `B` or
+/// `iB` is accepted).
+///
+/// # Errors
+///
+/// A message naming the value when it is not a positive size.
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (num, shift) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 30),
+        Some('T' | 't') => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (examples: 4096, 64K, 512M, 2G)"))?;
+    let bytes = v * (1u64 << shift) as f64;
+    if !(1.0..1e18).contains(&bytes) {
+        return Err(format!("{s:?} is not a positive size"));
+    }
+    Ok(bytes as u64)
+}
+
+/// Parses a duration in seconds: positive, at most an hour.
+pub(crate) fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds between 0 and 3600"
+        )),
+    }
+}
+
+/// Parses a policy name for clap (an unknown one is a usage error listing the policies).
+pub(crate) fn policy(s: &str) -> Result<Policy, String> {
+    s.parse::<Policy>().map_err(|e| e.to_string())
+}
+
+/// Parses a core kind for clap.
+pub(crate) fn kind(s: &str) -> Result<CoreKind, String> {
+    s.parse::<CoreKind>().map_err(|e| e.to_string())
+}
+
+/// Checks a `--plugins` value (an unknown name is a usage error listing the known ones).
+pub(crate) fn plugin_list(list: &str) -> Result<String, String> {
+    plugins::parse(list)
+        .map(|_| list.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// Parses `--skip`: a hexadecimal mask of at most 128 bits, returned as `0x…`.
+pub(crate) fn skip_mask(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let hex = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    if hex.is_empty() || hex.len() > 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!(
+            "--skip {s:?} is not a hexadecimal mask such as 0x1 (at most 128 threads)"
+        ));
+    }
+    Ok(format!("0x{hex}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_masks_and_durations_parse() {
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("lots").is_err());
+        assert_eq!(skip_mask("0X1f"), Ok("0x1f".to_string()));
+        assert!(skip_mask("xyz").unwrap_err().contains("--skip"));
+        assert!(seconds("0").is_err());
+        assert_eq!(seconds("0.5"), Ok(0.5));
+        assert!(positive("nan").is_err());
+        assert!(plugin_list("cache,bogus").unwrap_err().contains("bogus"));
+    }
+
+    #[test]
+    fn durations_are_checked() {
+        assert_eq!(seconds("0.25"), Ok(0.25));
+        for bad in ["0", "-1", "inf", "nan", "x", "3601"] {
+            assert!(seconds(bad).is_err(), "{bad}");
+        }
+    }
+}

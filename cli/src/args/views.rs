@@ -1,0 +1,85 @@
+//! Arguments of the commands that show a topology: `show`, `heatmap`, `report`.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::{Hints, Output};
+
+/// `topoprobe show`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ShowArgs {
+    /// A JSON description, a libmctop .mct file or a latency matrix.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topology: PathBuf,
+    #[command(flatten)]
+    pub(crate) hints: Hints,
+    #[command(flatten)]
+    pub(crate) output: Output,
+    #[command(flatten)]
+    pub(crate) view: ViewArgs,
+}
+
+/// Options of the views of `show`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ViewArgs {
+    /// Text view: one line per core and context, provenance, every memory and power figure.
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+    /// Text view: colour (auto: on a terminal, unless NO_COLOR is set).
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub(crate) color: ColorWhen,
+    /// With --format dot: render the graphs to SVG with Graphviz.
+    #[arg(long, conflicts_with = "png")]
+    pub(crate) svg: bool,
+    /// With --format dot: render the graphs to PNG with Graphviz.
+    #[arg(long)]
+    pub(crate) png: bool,
+    /// With --format dot: the socket of the intra-socket graph.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) socket: usize,
+}
+
+/// When to colour the text view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Where a view's topology comes from.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct Input {
+    /// A JSON description, a libmctop .mct file or a latency matrix (default: this
+    /// machine's description, as `topoprobe infer` saved it).
+    #[arg(long, value_name = "FILE", conflicts_with = "from_matrix")]
+    pub(crate) topology: Option<PathBuf>,
+    /// A latency-matrix CSV: its topology is inferred to order the contexts.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) from_matrix: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) hints: Hints,
+}
+/// `topoprobe heatmap`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct HeatmapArgs {
+    #[command(flatten)]
+    pub(crate) input: Input,
+    /// Write to FILE: .svg, or .png (rendered with resvg); default: SVG on standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+/// `topoprobe report`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ReportArgs {
+    #[command(flatten)]
+    pub(crate) input: Input,
+    /// Write the page to FILE (default: standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}

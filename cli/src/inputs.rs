@@ -1,0 +1,90 @@
+//! The topology a command works on, from its arguments: a file (`--topology`), a matrix
+//! to infer from (`--from-matrix`), or this machine's description; and the placement
+//! `place` and `run` ask for.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use topoprobe_infer::{infer, load_topology};
+use topoprobe_machine::stamp;
+use topoprobe_model::format::csv;
+use topoprobe_model::{parse_cpu_list, Source, Topology};
+use topoprobe_place::{plan, Plan, Request};
+
+use crate::args::{Hints, Input, PlacementArgs};
+use crate::error::Usage;
+
+/// Loads `path` (a description, `.mct` file or matrix), or this machine's description.
+///
+/// # Errors
+///
+/// When the file cannot be read or inferred from, or this machine has no (fresh)
+/// description: the message says to run `topoprobe infer`.
+pub(crate) fn topology(path: Option<&Path>) -> Result<Topology> {
+    Ok(topoprobe_machine::load::topology(path)?)
+}
+
+/// Infers the topology of a latency-matrix file (`hints` as given on the command line),
+/// with a spinner on large tables.
+///
+/// # Errors
+///
+/// When the file cannot be read or parsed, or inference fails.
+pub(crate) fn infer_matrix_file(path: &Path, hints: &Hints) -> Result<Topology> {
+    let m = csv::read_matrix(path)?;
+    let mut opts = hints.options();
+    opts.source = Source::Matrix {
+        path: path.display().to_string(),
+    };
+    crate::progress::while_inferring(m.len(), || infer(&m, &opts))
+        .with_context(|| format!("inferring the topology of {}", path.display()))
+}
+
+impl Input {
+    /// Loads (or infers) the topology of a view.
+    ///
+    /// # Errors
+    ///
+    /// Fails when the file cannot be read or parsed, inference fails, or (without a file)
+    /// this machine has no readable description.
+    pub(crate) fn load(&self) -> Result<Topology> {
+        let started = Instant::now();
+        let mut topo = match (&self.topology, &self.from_matrix) {
+            (Some(p), _) => load_topology(p, &self.hints.options())?,
+            (None, Some(p)) => infer_matrix_file(p, &self.hints)?,
+            (None, None) => topology(None)?,
+        };
+        if topo.provenance().created.is_none() {
+            stamp(&mut topo, started);
+        }
+        Ok(topo)
+    }
+}
+
+impl PlacementArgs {
+    /// Loads the topology and plans the request.
+    ///
+    /// # Errors
+    ///
+    /// When the topology cannot be loaded, the CPU list is malformed (a usage error), or
+    /// the request cannot be planned on this topology.
+    pub(crate) fn plan(&self) -> Result<(Topology, Plan)> {
+        let topo = topology(self.topology.as_deref())?;
+        let cpus = match &self.cpus {
+            Some(list) => {
+                Some(parse_cpu_list(list).map_err(|e| Usage(format!("--cpus {list:?}: {e}")))?)
+            }
+            None => None,
+        };
+        let req = Request {
+            policy: self.policy,
+            threads: self.threads,
+            sockets: self.sockets,
+            kind: self.kind,
+            cpus,
+        };
+        let p = plan(&topo, &req)?;
+        Ok((topo, p))
+    }
+}

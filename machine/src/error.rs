@@ -1,0 +1,93 @@
+//! Errors of the workflows.
+
+use std::path::PathBuf;
+
+use topoprobe_infer::{InferError, LoadError};
+use topoprobe_model::ModelError;
+use topoprobe_sys::affinity::AffinityError;
+
+use crate::description::DescriptionError;
+
+/// A boxed error of a measurement crate (a plugin's own error type).
+pub type PluginFailure = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a workflow failed. Each message says what was being done; the cause follows as the
+/// error's source (`{:#}` with `anyhow`, or walking [`std::error::Error::source`]).
+#[derive(Debug, thiserror::Error)]
+pub enum MachineError {
+    /// This process's CPU affinity could not be read.
+    #[error("finding the CPUs this process may use")]
+    Affinity(#[source] AffinityError),
+    /// The CPUs asked for cannot be measured (malformed list, CPUs outside this process's
+    /// affinity, too few CPUs).
+    #[error("{0}")]
+    Cpus(String),
+    /// A pair of CPUs could not be measured.
+    #[error("measuring core-to-core latencies")]
+    Collect(#[source] InferError),
+    /// The SMT probe failed on a pair.
+    #[error("SMT probe on CPUs {a} and {b}: {message}")]
+    Smt {
+        /// First CPU.
+        a: u32,
+        /// Second CPU.
+        b: u32,
+        /// What went wrong.
+        message: String,
+    },
+    /// The measured table could not be inferred.
+    #[error("inferring the topology")]
+    Infer(#[source] InferError),
+    /// The model refused a change (a section that does not fit the topology).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The directory of the description could not be created.
+    #[error("creating the directory {} for the description", dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The description could not be written.
+    #[error("saving the description to {}", path.display())]
+    Save {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: ModelError,
+    },
+    /// This machine's description is missing, stale or unreadable, or has no place.
+    #[error(transparent)]
+    Description(#[from] DescriptionError),
+    /// A command needs this machine's description and there is none (or a stale one).
+    #[error("this command needs this machine's topology: run `topoprobe infer` first, or give one with --topology FILE")]
+    NoDescription(#[source] DescriptionError),
+    /// This machine's description exists but cannot be read.
+    #[error("loading this machine's description")]
+    LoadDescription(#[source] DescriptionError),
+    /// A topology file could not be loaded.
+    #[error("loading the topology {}", path.display())]
+    Load {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: LoadError,
+    },
+    /// A plugin name is not known.
+    #[error("unknown plugin {name:?} (known: {known}, or all, none)")]
+    UnknownPlugin {
+        /// The name given.
+        name: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
+    /// A plugin's measurement failed.
+    #[error("plugin {plugin}")]
+    Plugin {
+        /// The plugin's name.
+        plugin: &'static str,
+        /// What went wrong.
+        source: PluginFailure,
+    },
+}

@@ -1,0 +1,79 @@
+//! The workflows a topoprobe user runs, as library calls:
+//!
+//! - [`measure_this_machine`] / [`measure_and_save`]: measure core-to-core latencies on
+//!   this machine, infer its topology with the OS's hints, record the OS's memory nodes and
+//!   where the OS disagrees, add the plugins' sections (caches, memory, contention,
+//!   power), stamp and save the description — with a [`Progress`] callback.
+//! - [`description`]: where this machine's description lives, its fingerprint, loading it
+//!   with a staleness check, saving it atomically.
+//! - [`load::topology`]: a topology file, or this machine's description.
+//! - [`pairs`]: the pieces of a live latency measurement (CPU selection, the probe's
+//!   settings, collecting a table), for commands that print a matrix or one pair.
+//! - [`plugins`]: the plugins by name and the sections they add.
+//!
+//! ```no_run
+//! use topoprobe_machine::{measure_and_save, MeasureOptions};
+//!
+//! let m = measure_and_save(&MeasureOptions::default(), &mut |_| {})?;
+//! println!("{} sockets, saved to {}", m.topology.num_sockets(), m.path.display());
+//! # Ok::<(), topoprobe_machine::MachineError>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod description;
+mod error;
+pub mod load;
+mod measurement;
+pub mod pairs;
+pub mod plugins;
+
+use std::time::Instant;
+
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+use topoprobe_model::Topology;
+
+pub use error::{MachineError, PluginFailure};
+pub use measurement::{measure_and_save, measure_this_machine, MeasureOptions, Measurement};
+
+/// What a long measurement is doing, for a progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Progress<'a> {
+    /// Core-to-core latencies: `done` of (currently) `total` pairs measured.
+    Pairs {
+        /// Pairs measured.
+        done: usize,
+        /// Pairs planned so far (the sparse strategy adds pairs as it learns).
+        total: usize,
+    },
+    /// The latency measurement is over.
+    PairsDone,
+    /// A plugin step started (for example `caches`, `latency CPU 0 -> node 0`).
+    Step(&'a str),
+    /// The plugins are done.
+    StepsDone,
+}
+
+/// The OS's numbers of the memory nodes that hold `cpus`, in increasing order; `None` when
+/// the OS view cannot be read, has no nodes, or none holds these CPUs.
+#[must_use]
+pub fn os_nodes_of(cpus: &[u32]) -> Option<Vec<u32>> {
+    let view = topoprobe_measure::os::current().ok()?;
+    let mut v: Vec<u32> = view
+        .nodes?
+        .iter()
+        .filter(|n| n.cpus.iter().any(|c| cpus.contains(c)))
+        .map(|n| n.id)
+        .collect();
+    v.sort_unstable();
+    (!v.is_empty()).then_some(v)
+}
+
+/// Records when and in how long a topology was made (`started`: when the work began).
+pub fn stamp(topo: &mut Topology, started: Instant) {
+    let p = topo.provenance_mut();
+    p.created = OffsetDateTime::now_utc().format(&Rfc3339).ok();
+    p.duration_s = Some(started.elapsed().as_secs_f64());
+}
