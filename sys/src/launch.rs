@@ -24,10 +24,10 @@ static PENDING: AtomicI32 = AtomicI32::new(0);
 extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // Signals the kernel raised for the terminal (Ctrl-C) reach the child directly, as it
     // is in our process group; only signals sent by a process (si_code <= 0) are passed on.
-    // SAFETY: the kernel passes a valid siginfo_t with SA_SIGINFO.
     let code = if info.is_null() {
         0
     } else {
+        // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t (checked non-null).
         unsafe { (*info).si_code }
     };
     if code > 0 {

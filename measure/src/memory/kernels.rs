@@ -142,6 +142,10 @@ mod x86 {
         }
     }
 
+    /// # Safety
+    ///
+    /// The CPU has AVX2 (the caller checked it at run time) and `src` starts 32-byte aligned; the kernel
+    /// touches whole vectors within the slices only.
     #[target_feature(enable = "avx2")]
     unsafe fn read256(src: &[u64]) -> u64 {
         let p = src.as_ptr().cast::<__m256i>();
@@ -177,6 +181,10 @@ mod x86 {
             ^ _mm256_extract_epi64::<3>(x)) as u64
     }
 
+    /// # Safety
+    ///
+    /// The CPU has AVX-512F (the caller checked it at run time) and `src` starts 64-byte aligned; the kernel
+    /// touches whole vectors within the slices only.
     #[target_feature(enable = "avx512f")]
     unsafe fn read512(src: &[u64]) -> u64 {
         let p = src.as_ptr().cast::<__m512i>();
@@ -207,6 +215,10 @@ mod x86 {
         _mm512_reduce_add_epi64(x) as u64
     }
 
+    /// # Safety
+    ///
+    /// The CPU has AVX2 (the caller checked it at run time) and `dst` starts 32-byte aligned; the kernel
+    /// touches whole vectors within the slices only.
     #[target_feature(enable = "avx2")]
     unsafe fn write256(dst: &mut [u64], nt: bool) -> u64 {
         let p = dst.as_mut_ptr().cast::<__m256i>();
@@ -225,6 +237,10 @@ mod x86 {
         dst.len() as u64
     }
 
+    /// # Safety
+    ///
+    /// The CPU has AVX-512F (the caller checked it at run time) and `dst` starts 64-byte aligned; the kernel
+    /// touches whole vectors within the slices only.
     #[target_feature(enable = "avx512f")]
     unsafe fn write512(dst: &mut [u64], nt: bool) -> u64 {
         let p = dst.as_mut_ptr().cast::<__m512i>();
@@ -243,6 +259,10 @@ mod x86 {
         dst.len() as u64
     }
 
+    /// # Safety
+    ///
+    /// The CPU has AVX2 (the caller checked it at run time) and `src` and `dst` start 32-byte aligned; the kernel
+    /// touches whole vectors within the slices only.
     #[target_feature(enable = "avx2")]
     unsafe fn copy256(src: &[u64], dst: &mut [u64], nt: bool) -> u64 {
         let n = src.len().min(dst.len()) / 4;
@@ -267,6 +287,10 @@ mod x86 {
         n as u64
     }
 
+    /// # Safety
+    ///
+    /// The CPU has AVX-512F (the caller checked it at run time) and `src` and `dst` start 64-byte aligned; the kernel
+    /// touches whole vectors within the slices only.
     #[target_feature(enable = "avx512f")]
     unsafe fn copy512(src: &[u64], dst: &mut [u64], nt: bool) -> u64 {
         let n = src.len().min(dst.len()) / 8;
