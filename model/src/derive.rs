@@ -3,10 +3,10 @@
 use std::collections::VecDeque;
 
 use crate::components::{Interconnect, Member, Parent, Role};
+use crate::data::TopologyData;
 use crate::error::ModelError;
 use crate::ids::{ContextId, CoreId, GroupId, SocketId};
-use crate::matrix::LatencyMatrix;
-use crate::topology::{summary, TopologyData};
+use crate::matrix::{LatencyMatrix, LatencySummary};
 
 fn structure(msg: impl Into<String>) -> ModelError {
     ModelError::Structure(msg.into())
@@ -213,11 +213,11 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     let sym = d.latency.raw.symmetrized();
     for g in 0..n_groups {
         let sets = member_contexts(d, &d.groups[g].members);
-        d.groups[g].latency = summary(between_sets(&sym, &sets));
+        d.groups[g].latency = LatencySummary::of(between_sets(&sym, &sets));
     }
     for s in 0..d.sockets.len() {
         let sets = member_contexts(d, &d.sockets[s].members);
-        d.sockets[s].latency = summary(between_sets(&sym, &sets));
+        d.sockets[s].latency = LatencySummary::of(between_sets(&sym, &sets));
     }
     // Interconnects.
     let cross_levels: Vec<usize> = d
@@ -230,7 +230,7 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     for a in 0..d.sockets.len() {
         for b in a + 1..d.sockets.len() {
             let sets = vec![d.sockets[a].contexts.clone(), d.sockets[b].contexts.clone()];
-            if let Some(lat) = summary(between_sets(&sym, &sets)) {
+            if let Some(lat) = LatencySummary::of(between_sets(&sym, &sets)) {
                 let level = nearest_level(d, lat.median);
                 let hops = cross_levels
                     .iter()

@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 mod components;
+mod data;
 mod derive;
 mod error;
 pub mod format;

@@ -7,58 +7,13 @@ use crate::components::{
 };
 use crate::error::ModelError;
 use crate::ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
-use crate::matrix::{LatencyMatrix, LatencySummary};
+use crate::matrix::LatencyMatrix;
 use crate::meta::{Fact, Facts, Machine, Origin, Provenance, Source, Validation};
 use crate::sections::{CacheSection, ContentionSection, MemorySection, PowerSection};
 use crate::units::LatencyUnit;
 
-/// The identifier of the description file format.
-pub const FORMAT: &str = "topoprobe/1";
-
-/// Raw and normalized latency tables.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LatencyTables {
-    /// Latencies as measured or read (possibly directed, possibly with missing entries).
-    pub raw: LatencyMatrix,
-    /// Latencies replaced by the median of their component pair (what placement uses).
-    pub normalized: LatencyMatrix,
-    /// Relative spread (for example stdev/median) of each measured pair, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spread: Option<LatencyMatrix>,
-    /// How a directed matrix was made symmetric, when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub symmetrization: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct TopologyData {
-    pub(crate) format: String,
-    #[serde(default)]
-    pub(crate) machine: Machine,
-    pub(crate) provenance: Provenance,
-    pub(crate) units: LatencyUnit,
-    pub(crate) facts: Facts,
-    pub(crate) levels: Vec<LatencyLevel>,
-    pub(crate) contexts: Vec<HwContext>,
-    pub(crate) cores: Vec<Core>,
-    pub(crate) groups: Vec<Group>,
-    pub(crate) sockets: Vec<Socket>,
-    #[serde(default)]
-    pub(crate) nodes: Vec<Node>,
-    #[serde(default)]
-    pub(crate) interconnects: Vec<Interconnect>,
-    pub(crate) latency: LatencyTables,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) memory: Option<MemorySection>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) caches: Option<CacheSection>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) contention: Option<ContentionSection>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) power: Option<PowerSection>,
-    #[serde(default)]
-    pub(crate) validation: Validation,
-}
+pub(crate) use crate::data::TopologyData;
+pub use crate::data::{LatencyTables, FORMAT};
 
 /// A multi-core topology (MCTOP): hardware contexts, cores, groups at any depth, sockets,
 /// memory nodes, interconnects and the latencies between all of them, plus optional
@@ -599,9 +554,4 @@ impl Topology {
         }
         Ok(())
     }
-}
-
-/// Convenience: a summary of the given values, used by derivations.
-pub(crate) fn summary(values: impl IntoIterator<Item = f64>) -> Option<LatencySummary> {
-    LatencySummary::of(values)
 }
