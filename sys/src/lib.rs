@@ -9,6 +9,8 @@
 //! - [`memory`]: memory policies (`set_mempolicy`) and the kernel's online nodes.
 //! - [`launch`]: running a command with signals passed on and its exit status kept.
 //! - [`pin_env`]: the environment variables of the preload library.
+//! - [`proc`]: `/proc` readers for processes and their threads (scheduler statistics, CPU
+//!   time, last CPU, context switches, affinity).
 //!
 //! Most of topoprobe's `unsafe` code lives here; every block says why it is sound.
 
@@ -20,5 +22,6 @@ pub mod buffer;
 pub mod launch;
 pub mod memory;
 pub mod pin_env;
+pub mod proc;
 
 pub use sets::{CpuSet, NodeSet};
