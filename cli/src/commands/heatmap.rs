@@ -6,14 +6,15 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use topoprobe_infer::{infer, load_topology};
-use topoprobe_model::format::{csv, heatmap};
+use topoprobe_model::format::csv;
 use topoprobe_model::{Source, Topology};
+use topoprobe_view::heatmap;
+use topoprobe_view::picture::{svg_to_png, Picture};
 
 use crate::args::Hints;
 use crate::commands::infer::stamp;
 use crate::commands::show::usage_error;
 use crate::output::write_to;
-use crate::render::{svg_to_png, Picture};
 
 /// Where a view's topology comes from.
 #[derive(Debug, Clone, Args)]

@@ -7,16 +7,17 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::{Args, CommandFactory};
 use topoprobe_infer::load_topology;
-use topoprobe_model::format::dot;
-use topoprobe_model::format::text::TextOptions;
 use topoprobe_model::{SocketId, Topology};
+use topoprobe_view::color::{use_color, ColorWhen};
+use topoprobe_view::dot;
+use topoprobe_view::graphviz::{self, NO_GRAPHVIZ};
+use topoprobe_view::picture::Picture;
+use topoprobe_view::text::TextOptions;
 
 use crate::args::{Cli, Format, ShowArgs};
 use crate::commands::infer::stamp;
 use crate::output::{render, write_to};
-use crate::render::{
-    dot_to, graphviz_available, sibling, use_color, ColorWhen, Picture, NO_GRAPHVIZ,
-};
+use crate::render::sibling;
 
 /// Options of the views of `show`.
 #[derive(Debug, Clone, Args)]
@@ -98,7 +99,7 @@ fn show_dot(
     let Some(picture) = picture else {
         return write_to(out, text.as_bytes());
     };
-    if !graphviz_available() {
+    if !graphviz::available() {
         eprintln!(
             "topoprobe: {NO_GRAPHVIZ}; writing the DOT text instead of {}",
             picture.ext().to_uppercase()
@@ -113,7 +114,7 @@ fn show_dot(
         ));
     }
     for (i, (name, g)) in graphs.iter().enumerate() {
-        let bytes = dot_to(g, picture)?;
+        let bytes = graphviz::render(g, picture)?;
         let path = match out {
             Some(p) if i > 0 => Some(sibling(p, name)),
             Some(p) => Some(p.to_path_buf()),
