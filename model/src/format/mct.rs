@@ -24,7 +24,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use super::csv::{check_latency, count, read_text, shown};
+use super::common::plural;
+use super::lexer::{check_latency, read_text, shown, Token, Tokens, ANY_SIZE};
 use crate::error::ModelError;
 use crate::ids::{ContextId, NodeId, SocketId};
 use crate::matrix::LatencyMatrix;
@@ -66,7 +67,7 @@ pub struct MctFile {
 /// (naming the file, the line and the problem) when it is not UTF-8 text or not a valid
 /// `.mct` file; see [`parse_mct`].
 pub fn read_mct(path: &Path) -> Result<MctFile, ModelError> {
-    let text = read_text(path)?;
+    let text = read_text(path, ANY_SIZE)?;
     parse_mct(&text, path)
 }
 
@@ -81,85 +82,10 @@ pub fn read_mct(path: &Path) -> Result<MctFile, ModelError> {
 /// truncated or holds malformed data.
 pub fn parse_mct(text: &str, path: &Path) -> Result<MctFile, ModelError> {
     Parser {
-        toks: Tokens::new(text),
+        toks: Tokens::new(text).break_before(b'#'),
         path,
     }
     .file()
-}
-
-/// A token and the 1-based line it starts on.
-#[derive(Debug, Clone, Copy)]
-struct Token<'a> {
-    text: &'a str,
-    line: usize,
-}
-
-/// Splits text into tokens as `fscanf("%s")` does, except that `#` always starts a token.
-struct Tokens<'a> {
-    text: &'a str,
-    pos: usize,
-    line: usize,
-    /// Line of the last token produced (1 before the first): where "end of file" errors point.
-    last_line: usize,
-    peeked: Option<Token<'a>>,
-}
-
-/// White space as C's `isspace` sees it.
-const fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-}
-
-impl<'a> Tokens<'a> {
-    fn new(text: &'a str) -> Self {
-        Self {
-            text,
-            pos: 0,
-            line: 1,
-            last_line: 1,
-            peeked: None,
-        }
-    }
-
-    fn next(&mut self) -> Option<Token<'a>> {
-        if let Some(t) = self.peeked.take() {
-            return Some(t);
-        }
-        let bytes = self.text.as_bytes();
-        while let Some(&b) = bytes.get(self.pos) {
-            if !is_space(b) {
-                break;
-            }
-            if b == b'\n' {
-                self.line += 1;
-            }
-            self.pos += 1;
-        }
-        if self.pos >= bytes.len() {
-            return None;
-        }
-        let start = self.pos;
-        self.pos += 1;
-        while let Some(&b) = bytes.get(self.pos) {
-            if is_space(b) || b == b'#' {
-                break;
-            }
-            self.pos += 1;
-        }
-        // `start` and `pos` sit next to ASCII bytes (or at the ends), so on char boundaries.
-        let text = self.text.get(start..self.pos).unwrap_or("");
-        self.last_line = self.line;
-        Some(Token {
-            text,
-            line: self.line,
-        })
-    }
-
-    fn peek(&mut self) -> Option<Token<'a>> {
-        if self.peeked.is_none() {
-            self.peeked = self.next();
-        }
-        self.peeked
-    }
 }
 
 /// The libmctop sections with bandwidth data: name, access, threads.
@@ -190,7 +116,7 @@ impl<'a> Parser<'a> {
     fn data(&mut self, what: &dyn Fn() -> String) -> Result<Token<'a>, ModelError> {
         match self.toks.next() {
             None => Err(self.err(
-                self.toks.last_line,
+                self.toks.last_line(),
                 format!("truncated file: {}, found the end of the file", what()),
             )),
             Some(t) if t.text.starts_with('#') => Err(self.err(
@@ -214,7 +140,7 @@ impl<'a> Parser<'a> {
                 ),
             )),
             None => Err(self.err(
-                self.toks.last_line,
+                self.toks.last_line(),
                 format!(
                     "bad header: expected `{keyword}` after {after}, found the end of the \
                      file"
@@ -235,7 +161,7 @@ impl<'a> Parser<'a> {
                 )
             }),
             None => Err(self.err(
-                self.toks.last_line,
+                self.toks.last_line(),
                 format!("bad header: expected a number after `{after}`, found the end of the file"),
             )),
         }
@@ -321,7 +247,7 @@ impl<'a> Parser<'a> {
             }
             None => {
                 return Err(self.err(
-                    self.toks.last_line,
+                    self.toks.last_line(),
                     "bad header: expected 0 or 1 after `SMT`, found the end of the file",
                 ))
             }
@@ -344,7 +270,7 @@ impl<'a> Parser<'a> {
     fn latency_table(&mut self, n: usize, header_line: usize) -> Result<LatencyMatrix, ModelError> {
         // Every triple takes at least 5 bytes ("0 0 1"): refuse to allocate a table that
         // the file cannot hold.
-        let room = self.toks.text.len() / 5 + 1;
+        let room = self.toks.source_len() / 5 + 1;
         let nn = match n.checked_mul(n) {
             Some(nn) if nn <= room => nn,
             _ => {
@@ -353,7 +279,7 @@ impl<'a> Parser<'a> {
                     format!(
                         "truncated file: `#HWCs {n}` needs {n}×{n} `x y latency` triples, but \
                          the file is only {} bytes long",
-                        self.toks.text.len()
+                        self.toks.source_len()
                     ),
                 ))
             }
@@ -455,7 +381,7 @@ impl<'a> Parser<'a> {
                 })?,
                 None => {
                     return Err(self.err(
-                        self.toks.last_line,
+                        self.toks.last_line(),
                         format!(
                         "truncated section `{name}`: expected its count, found the end of the file"
                     ),
@@ -500,7 +426,7 @@ impl<'a> Parser<'a> {
             .ok_or_else(|| self.err(s.line, format!("section `{} {k}`: too many nodes", s.name)))?;
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        let nodes_range = format!("the section header says {}", count(k, "node"));
+        let nodes_range = format!("the section header says {}", plural(k, "node"));
         let ctx_range = format!("the header says #HWCs {n}");
         for i in 0..expected {
             let what = || {
@@ -552,7 +478,7 @@ impl<'a> Parser<'a> {
         threads: Threads,
     ) -> Result<Vec<MemoryBandwidth>, ModelError> {
         let k = s.nodes(self)?;
-        let nodes_range = format!("the section header says {}", count(k, "node"));
+        let nodes_range = format!("the section header says {}", plural(k, "node"));
         let mut raw: Vec<(Token<'a>, usize, usize, f64)> = Vec::new();
         while self.toks.peek().is_some_and(|t| !t.text.starts_with('#')) {
             let i = raw.len();
@@ -593,7 +519,7 @@ impl<'a> Parser<'a> {
                     "section `{} {k}` has {}: expected one `socket node GB/s` triple per socket \
                      and node, a non-zero multiple of {k} (truncated?)",
                     s.name,
-                    count(raw.len(), "triple")
+                    plural(raw.len(), "triple")
                 ),
             ));
         }
@@ -609,7 +535,7 @@ impl<'a> Parser<'a> {
                          make {}",
                         s.name,
                         sockets * k,
-                        count(sockets, "socket")
+                        plural(sockets, "socket")
                     ),
                 ));
             }
@@ -644,7 +570,7 @@ impl<'a> Parser<'a> {
                      only {i} are complete",
                     s.name,
                     s.count,
-                    count(s.count, "line")
+                    plural(s.count, "line")
                 )
             };
             let field = |this: &mut Self, key: &str| -> Result<Token<'a>, ModelError> {
@@ -817,7 +743,7 @@ impl<'a> Parser<'a> {
                      found none",
                     s.name,
                     s.count,
-                    count(s.count, "line")
+                    plural(s.count, "line")
                 ),
             ));
         }
@@ -834,7 +760,7 @@ impl<'a> Parser<'a> {
                          truncated?)",
                         s.name,
                         s.count,
-                        count(found, "line"),
+                        plural(found, "line"),
                         s.count
                     ),
                 ));
@@ -1130,28 +1056,6 @@ mod tests {
     }
 
     const SMALL: &str = "#h #HWCs 2 #Nodes 1 SMT 0\n0 0 0\n0 1 10\n1 0 10\n1 1 0\n";
-
-    #[test]
-    fn tokens_split_at_hash() {
-        let mut t = Tokens::new("a  b#c\n\n#d 12#e#f\x0bg");
-        let mut got = Vec::new();
-        while let Some(tok) = t.next() {
-            got.push((tok.text, tok.line));
-        }
-        assert_eq!(
-            got,
-            [
-                ("a", 1),
-                ("b", 1),
-                ("#c", 1),
-                ("#d", 3),
-                ("12", 3),
-                ("#e", 3),
-                ("#f", 3),
-                ("g", 3)
-            ]
-        );
-    }
 
     #[test]
     fn minimal_file() {
