@@ -3,9 +3,11 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use topoprobe_model::format::text::TextOptions;
-use topoprobe_model::format::{dot, hwloc_xml, json, mct, text, tsv, write_atomic};
+use topoprobe_model::format::{hwloc_xml, json, mct, tsv, write_atomic};
 use topoprobe_model::Topology;
+use topoprobe_view::color::{use_color, ColorWhen};
+use topoprobe_view::dot;
+use topoprobe_view::text::{self, TextOptions};
 
 use crate::args::{Format, Output};
 
@@ -35,7 +37,7 @@ pub(crate) fn render(
 /// on a terminal unless `NO_COLOR` is set.
 pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()> {
     let text = TextOptions {
-        color: crate::render::use_color(crate::args::ColorWhen::Auto, out.output.is_none()),
+        color: use_color(ColorWhen::Auto, out.output.is_none()),
         verbose: false,
     };
     let bytes = render(topo, out.format(), ghz, text)?;

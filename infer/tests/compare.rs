@@ -321,7 +321,7 @@ fn differences_are_recorded_and_shown() {
     }
     assert_eq!(record_os_differences(&mut topo, &os), 1);
     assert_eq!(topo.validation().os_differences.len(), 1);
-    let text = topoprobe_model::format::text::render(&topo);
+    let text = topoprobe_view::text::render(&topo);
     assert!(
         text.contains("differences from the operating system"),
         "{text}"

@@ -1,6 +1,10 @@
 //! The topology model of topoprobe: a multi-core machine described by its hardware
 //! contexts, cores, groups (at any depth), sockets, memory nodes and the latencies
-//! between them (MCTOP, "multi-core topology"), with the file formats that store it.
+//! between them (MCTOP, "multi-core topology"), with its queries, the pair-latency probe
+//! trait ([`PairLatency`]) and the file formats that store it ([`format`](mod@format): the JSON
+//! description, libmctop's `.mct`, latency-matrix CSV, the partition TSV and hwloc XML).
+//! The views of a topology (text tree, Graphviz graphs, heatmap, HTML report) are in the
+//! `topoprobe-view` crate.
 //!
 //! This crate is pure: it never touches the operating system and only reads or writes
 //! the files it is given.

@@ -84,6 +84,22 @@ impl Topology {
         self.d.nodes.len()
     }
 
+    /// Number of memory nodes the description knows of: its nodes, or the nodes its memory
+    /// section names when that is more (a `.mct` file's memory figures can name nodes that
+    /// no socket is local to).
+    #[must_use]
+    pub fn num_known_nodes(&self) -> usize {
+        let from_section = self.memory().map_or(0, |m| {
+            m.latency
+                .iter()
+                .map(|l| l.node.0 + 1)
+                .chain(m.bandwidth.iter().map(|b| b.node.0 + 1))
+                .max()
+                .unwrap_or(0)
+        });
+        self.num_nodes().max(from_section)
+    }
+
     /// Number of latency levels (not counting level 0, a context with itself).
     #[must_use]
     pub fn num_levels(&self) -> usize {

@@ -3,7 +3,8 @@
 
 use topoprobe_model::{
     Component, ContextId, CoreId, Evidence, GroupId, LatencyLevel, LatencyMatrix, LatencySummary,
-    LatencyUnit, Level, Member, NodeId, Role, SocketId, Topology, TopologyBuilder,
+    LatencyUnit, Level, Member, MemoryLatency, MemorySection, NodeId, Role, SocketId, Topology,
+    TopologyBuilder,
 };
 
 /// Contexts: socket 0 = cores (0,1) (2,3) in group 0 and (4,5) (6,7) in group 1;
@@ -79,6 +80,23 @@ fn counts_per_level() {
     assert_eq!(t.contexts_per_core(), 2);
     assert!(t.has_smt());
     assert_eq!(t.group_depth(), 1);
+}
+
+#[test]
+fn known_nodes_include_those_of_the_memory_section() {
+    let mut t = machine();
+    assert_eq!(t.num_known_nodes(), 2);
+    t.set_memory(Some(MemorySection {
+        latency: vec![MemoryLatency {
+            context: ContextId(0),
+            node: NodeId(3),
+            latency: 90.0,
+            cycles: None,
+        }],
+        bandwidth: Vec::new(),
+    }));
+    assert_eq!(t.num_nodes(), 2);
+    assert_eq!(t.num_known_nodes(), 4);
 }
 
 #[test]

@@ -18,7 +18,7 @@ pub(crate) use measuring::{
 };
 use parsers::positive;
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
-pub(crate) use views::{ColorWhen, HeatmapArgs, Input, ReportArgs, ShowArgs};
+pub(crate) use views::{HeatmapArgs, Input, ReportArgs, ShowArgs};
 
 /// Measure a multi-core machine's topology instead of trusting the OS.
 ///

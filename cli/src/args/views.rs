@@ -83,3 +83,13 @@ pub(crate) struct ReportArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
 }
+
+impl From<ColorWhen> for topoprobe_view::color::ColorWhen {
+    fn from(c: ColorWhen) -> Self {
+        match c {
+            ColorWhen::Auto => Self::Auto,
+            ColorWhen::Always => Self::Always,
+            ColorWhen::Never => Self::Never,
+        }
+    }
+}

@@ -1,12 +1,12 @@
 //! `topoprobe heatmap`: the latency matrix as a picture, contexts ordered by topology.
 
 use anyhow::{Context, Result};
-use topoprobe_model::format::heatmap;
+use topoprobe_view::heatmap;
+use topoprobe_view::picture::{svg_to_png, Picture};
 
 use crate::args::HeatmapArgs;
 use crate::error::usage_error;
 use crate::output::write_to;
-use crate::render::{svg_to_png, Picture};
 
 /// Runs the command.
 pub(crate) fn run(args: &HeatmapArgs) -> Result<()> {

@@ -3,17 +3,18 @@
 use anyhow::Result;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
-use topoprobe_model::format::dot;
-use topoprobe_model::format::report::{self, Graphic, PlacementExample, ReportGraph, ReportInputs};
+use topoprobe_view::dot;
+use topoprobe_view::graphviz::{self, NO_GRAPHVIZ};
+use topoprobe_view::picture::Picture;
+use topoprobe_view::report::{self, Graphic, PlacementExample, ReportGraph, ReportInputs};
 
 use crate::args::ReportArgs;
 use crate::output::write_to;
-use crate::render::{dot_to, graphviz_available, Picture, NO_GRAPHVIZ};
 
 /// Runs the command.
 pub(crate) fn run(args: &ReportArgs) -> Result<()> {
     let topo = args.input.load()?;
-    let graphviz = graphviz_available();
+    let graphviz = graphviz::available();
     if !graphviz {
         eprintln!("topoprobe: {NO_GRAPHVIZ}; the report shows the graphs as DOT text");
     }
@@ -28,11 +29,11 @@ pub(crate) fn run(args: &ReportArgs) -> Result<()> {
             )
         };
         let graphic = if graphviz {
-            match dot_to(&text, Picture::Svg) {
+            match graphviz::render(&text, Picture::Svg) {
                 Ok(svg) => Graphic::Svg(String::from_utf8_lossy(&svg).into_owned()),
                 Err(e) => Graphic::Dot {
                     dot: text,
-                    reason: format!("Graphviz failed: {e:#}"),
+                    reason: format!("Graphviz failed: {:#}", anyhow::Error::new(e)),
                 },
             }
         } else {

@@ -7,14 +7,17 @@ use std::time::Instant;
 use anyhow::Result;
 use topoprobe_infer::load_topology;
 use topoprobe_machine::stamp;
-use topoprobe_model::format::dot;
-use topoprobe_model::format::text::TextOptions;
 use topoprobe_model::{SocketId, Topology};
+use topoprobe_view::color::use_color;
+use topoprobe_view::dot;
+use topoprobe_view::graphviz::{self, NO_GRAPHVIZ};
+use topoprobe_view::picture::Picture;
+use topoprobe_view::text::TextOptions;
 
 use crate::args::{Format, ShowArgs};
 use crate::error::usage_error;
 use crate::output::{render, write_to};
-use crate::render::{dot_to, graphviz_available, sibling, use_color, Picture, NO_GRAPHVIZ};
+use crate::render::sibling;
 
 /// Runs the command.
 pub(crate) fn run(args: &ShowArgs) -> Result<()> {
@@ -40,7 +43,7 @@ pub(crate) fn run(args: &ShowArgs) -> Result<()> {
         return show_dot(&topo, args.view.socket, picture, out);
     }
     let text = TextOptions {
-        color: use_color(args.view.color, out.is_none()),
+        color: use_color(args.view.color.into(), out.is_none()),
         verbose: args.view.verbose,
     };
     let bytes = render(&topo, format, args.hints.ghz, text)?;
@@ -69,7 +72,7 @@ fn show_dot(
     let Some(picture) = picture else {
         return write_to(out, text.as_bytes());
     };
-    if !graphviz_available() {
+    if !graphviz::available() {
         eprintln!(
             "topoprobe: {NO_GRAPHVIZ}; writing the DOT text instead of {}",
             picture.ext().to_uppercase()
@@ -84,7 +87,7 @@ fn show_dot(
         ));
     }
     for (i, (name, g)) in graphs.iter().enumerate() {
-        let bytes = dot_to(g, picture)?;
+        let bytes = graphviz::render(g, picture)?;
         let path = match out {
             Some(p) if i > 0 => Some(sibling(p, name)),
             Some(p) => Some(p.to_path_buf()),

@@ -36,12 +36,12 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
+use super::common::plural;
+use super::lexer::{self, check_latency, read_text, shown, strip_bom, ANY_SIZE};
 use crate::error::ModelError;
 use crate::matrix::LatencyMatrix;
 
-/// The largest latency a reader accepts (in any unit): larger values are taken for a
-/// corrupted file rather than a measurement.
-pub const MAX_LATENCY: f64 = 1e12;
+pub use super::lexer::MAX_LATENCY;
 
 /// Reads a latency-matrix CSV file.
 ///
@@ -51,7 +51,7 @@ pub const MAX_LATENCY: f64 = 1e12;
 /// (naming the file, the line and the problem) when it is not UTF-8 text or not a valid
 /// matrix; see [`parse_matrix`].
 pub fn read_matrix(path: &Path) -> Result<LatencyMatrix, ModelError> {
-    let text = read_text(path)?;
+    let text = read_text(path, ANY_SIZE)?;
     parse_matrix(&text, path)
 }
 
@@ -69,11 +69,7 @@ pub fn read_matrix(path: &Path) -> Result<LatencyMatrix, ModelError> {
 /// when a context has no latency at all (its row and column are empty).
 pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError> {
     let err = |line: usize, message: String| ModelError::parse(path, line, message);
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines: Vec<&str> = text
-        .split('\n')
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
-        .collect();
+    let mut lines: Vec<&str> = lexer::lines(strip_bom(text)).map(|l| l.text).collect();
     while lines.last().is_some_and(|l| l.trim().is_empty()) {
         lines.pop();
     }
@@ -136,7 +132,7 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
                      {}, as in a lower-triangle file: the rows mix a full and a triangular layout",
                     b + 1,
                     short + 1,
-                    count(fields, "field")
+                    plural(fields, "field")
                 ),
             ));
         }
@@ -197,7 +193,7 @@ fn shape_problem(line: &str, i: usize, fields: usize, n: usize) -> String {
     let what = if line.trim().is_empty() {
         "blank line inside the matrix".to_string()
     } else {
-        format!("row {} has {}", i + 1, count(fields, "field"))
+        format!("row {} has {}", i + 1, plural(fields, "field"))
     };
     format!(
         "{what}: expected {n} fields, one per row of the file (or {i} or {} in a lower-triangle \
@@ -229,29 +225,6 @@ fn parse_latency(token: &str, diagonal: bool) -> Result<Option<f64>, String> {
     Ok(Some(value))
 }
 
-/// Parses a latency token: a finite number in `0..=MAX_LATENCY`; the error says why not.
-pub(crate) fn check_latency(token: &str) -> Result<f64, String> {
-    let value: f64 = token
-        .parse()
-        .map_err(|_| format!("not a number: {}", shown(token)))?;
-    if value.is_nan() {
-        return Err(format!("{} is not a latency (NaN)", shown(token)));
-    }
-    if value.is_infinite() {
-        return Err(format!("{} is not a latency (infinite)", shown(token)));
-    }
-    if value < 0.0 {
-        return Err(format!("negative latency {}", shown(token)));
-    }
-    if value > MAX_LATENCY {
-        return Err(format!(
-            "implausibly large latency {} (more than {MAX_LATENCY:e})",
-            shown(token)
-        ));
-    }
-    Ok(value)
-}
-
 /// Writes a matrix as CSV: one line per row, every line with N fields, empty on the
 /// diagonal and for missing entries, values in their shortest form that reads back to the
 /// same `f64`. [`parse_matrix`] reads the output back to an equal matrix unless an entry
@@ -277,42 +250,6 @@ pub fn write_matrix(m: &LatencyMatrix, w: &mut impl Write) -> std::io::Result<()
         w.write_all(line.as_bytes())?;
     }
     Ok(())
-}
-
-/// Reads a whole file as UTF-8 text; the error names the line of the first invalid byte.
-pub(crate) fn read_text(path: &Path) -> Result<String, ModelError> {
-    let bytes = std::fs::read(path).map_err(|e| ModelError::io(path, e))?;
-    String::from_utf8(bytes).map_err(|e| {
-        let bytes = e.as_bytes();
-        let valid = e.utf8_error().valid_up_to();
-        let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
-        let byte = bytes.get(valid).copied().unwrap_or(0);
-        ModelError::parse(
-            path,
-            line,
-            format!("not UTF-8 text: invalid byte 0x{byte:02x} (is this a binary file?)"),
-        )
-    })
-}
-
-/// `n` followed by `noun`, with an `s` unless `n` is 1.
-pub(crate) fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// A token quoted for an error message, shortened when long.
-pub(crate) fn shown(token: &str) -> String {
-    const MAX_CHARS: usize = 24;
-    if token.chars().count() <= MAX_CHARS {
-        format!("{token:?}")
-    } else {
-        let head: String = token.chars().take(MAX_CHARS).collect();
-        format!("{head:?}…")
-    }
 }
 
 #[cfg(test)]
@@ -442,12 +379,5 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text, ",0.1,0.0000001\n0.1,,\n123456789.5,,\n");
         assert_eq!(parse(&text).unwrap(), m);
-    }
-
-    #[test]
-    fn shown_is_char_safe() {
-        let s = "é".repeat(100);
-        assert!(shown(&s).ends_with('…'));
-        assert_eq!(shown("ab"), "\"ab\"");
     }
 }

@@ -20,7 +20,7 @@
 
 use std::fmt::Write as _;
 
-use super::common::{escape_xml, node_count};
+use super::common::escape_xml;
 use crate::components::Member;
 use crate::ids::{ContextId, NodeId, SocketId};
 use crate::sections::{Access, Threads};
@@ -242,7 +242,7 @@ impl Writer<'_> {
         let Some(mem) = topo.memory() else {
             return;
         };
-        let nodes = node_count(topo);
+        let nodes = topo.num_known_nodes();
         let latency_name = match topo.units() {
             LatencyUnit::Ns => "Latency",
             LatencyUnit::Cycles => "topoprobe-latency-cycles",
@@ -316,7 +316,7 @@ pub fn render(topo: &Topology) -> String {
         machine_nodes: Vec::new(),
     };
     // Where each node hangs.
-    let nodes = node_count(topo).max(1);
+    let nodes = topo.num_known_nodes().max(1);
     for n in (0..nodes).map(NodeId) {
         let local: Vec<SocketId> = topo
             .nodes()

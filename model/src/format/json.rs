@@ -25,7 +25,7 @@
 
 use std::path::Path;
 
-use super::csv::read_text;
+use super::lexer::{read_text, ANY_SIZE};
 use crate::error::ModelError;
 use crate::topology::{Topology, TopologyData};
 
@@ -75,7 +75,7 @@ pub fn from_json_str(text: &str, path: &Path) -> Result<Topology, ModelError> {
 /// naming the file when it is not UTF-8 text or not a valid description (see
 /// [`from_json_str`]).
 pub fn read_description(path: &Path) -> Result<Topology, ModelError> {
-    let text = read_text(path)?;
+    let text = read_text(path, ANY_SIZE)?;
     from_json_str(&text, path)
 }
 

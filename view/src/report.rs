@@ -4,15 +4,16 @@
 //! render them, else their DOT text), memory, cache, contention and power tables, example
 //! placements, provenance and warnings.
 //!
-//! Rendering the graphs needs Graphviz, which this pure crate does not run: the caller
-//! passes each graph as [`Graphic::Svg`] or [`Graphic::Dot`] in [`ReportInputs`].
+//! [`render`] is pure and does not run Graphviz: the caller renders the graphs (with
+//! [`crate::graphviz`] when it can) and passes each as [`Graphic::Svg`] or [`Graphic::Dot`]
+//! in [`ReportInputs`].
 
 use std::fmt::Write as _;
 
-use super::common::{escape_xml as e, lat, machine_name, node_count, plural};
-use crate::ids::{NodeId, SocketId};
-use crate::sections::{Access, PowerScope, Threads};
-use crate::topology::Topology;
+use topoprobe_model::format::{escape_xml as e, plural};
+use topoprobe_model::{Access, NodeId, PowerScope, SocketId, Threads, Topology};
+
+use crate::common::{lat, machine_name};
 
 /// A graph of the report, rendered or not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +54,7 @@ pub struct PlacementExample {
 /// What the caller adds to the topology.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReportInputs {
-    /// The graphs ([`crate::format::dot::graphs`], rendered or not).
+    /// The graphs ([`crate::dot::graphs`], rendered or not).
     pub graphs: Vec<ReportGraph>,
     /// Example placements; when empty, the report lists each socket's contexts by core,
     /// the order a compact placement fills them in.
@@ -129,12 +130,12 @@ fn write_page(topo: &Topology, inputs: &ReportInputs, s: &mut String) -> std::fm
     writeln!(
         s,
         "<section id=\"tree\"><h2>Topology tree</h2><pre>{}</pre></section>",
-        e(&super::text::render(topo))
+        e(&crate::text::render(topo))
     )?;
     writeln!(
         s,
         "<section id=\"heatmap\"><h2>Latency heatmap</h2><div class=\"figure\">{}</div></section>",
-        svg_body(&super::heatmap::render(topo))
+        svg_body(&crate::heatmap::render(topo))
     )?;
     graphs(inputs, s)?;
     memory(topo, s)?;
@@ -287,7 +288,7 @@ fn memory(topo: &Topology, s: &mut String) -> std::fmt::Result {
         )?;
         return Ok(());
     };
-    let nodes = node_count(topo);
+    let nodes = topo.num_known_nodes();
     writeln!(
         s,
         "<p class=\"muted\">from each socket to each node; the local node is highlighted. Bandwidth in GB/s with every context of the socket (one thread in parentheses).</p>"

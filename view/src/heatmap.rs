@@ -9,9 +9,10 @@
 
 use std::fmt::Write as _;
 
-use super::common::{context_order, escape_xml, machine_name, num, outer_group, plural};
-use crate::ids::ContextId;
-use crate::topology::Topology;
+use topoprobe_model::format::{escape_xml, plural};
+use topoprobe_model::{ContextId, Topology};
+
+use crate::common::{context_order, machine_name, num, outer_group};
 
 /// Contexts up to this count get one label per row and column.
 const LABEL_ALL_UP_TO: usize = 160;

@@ -7,11 +7,12 @@
 
 use std::fmt::Write as _;
 
-use super::common::{lat, members_word, num, plural, socket_memory};
-use crate::components::Member;
-use crate::ids::{CoreId, SocketId};
-use crate::sections::{Access, PowerScope, PowerState, Threads};
-use crate::topology::Topology;
+use topoprobe_model::format::plural;
+use topoprobe_model::{
+    Access, CoreId, Member, NodeId, PowerScope, PowerState, SocketId, Threads, Topology,
+};
+
+use crate::common::{core_members, lat, members_word, num, smt_range, socket_memory};
 
 /// How to render the text view.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -274,7 +275,7 @@ impl View<'_> {
     /// packed block (or one child per core when verbose).
     fn add_members(&self, members: &[Member], item: &mut Item) {
         let topo = self.topo;
-        let cores: Vec<CoreId> = super::common::core_members(members);
+        let cores: Vec<CoreId> = core_members(members);
         for m in members {
             if let Member::Group(g) = *m {
                 let group = &topo.groups()[g.0];
@@ -325,7 +326,7 @@ impl View<'_> {
             }
             return;
         }
-        let smt = super::common::smt_range(topo, &cores);
+        let smt = smt_range(topo, &cores);
         let mut header = format!("{}: core (its contexts)", plural(cores.len(), "core"));
         if let Some((lo, hi)) = smt {
             if (hi - lo).abs() < 1e-9 {
@@ -395,7 +396,7 @@ impl View<'_> {
             return Ok(());
         }
         self.heading("memory (from each socket to each node; * local)")?;
-        let nodes = super::common::node_count(topo);
+        let nodes = topo.num_known_nodes();
         let mut header = format!("  {:<10}", "");
         for n in 0..nodes {
             let _ = write!(header, "{:>16}", format!("node {n}"));
@@ -413,7 +414,7 @@ impl View<'_> {
             for (name, kind) in rows {
                 let cells: Vec<Option<String>> = (0..nodes)
                     .map(|n| {
-                        let node = crate::ids::NodeId(n);
+                        let node = NodeId(n);
                         match kind {
                             None => mem
                                 .latency_from(topo.socket_contexts(s.id), node)
@@ -694,7 +695,9 @@ fn write_items(items: &[Item], prefix: &str, out: &mut String) -> std::fmt::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ContextId, Evidence, LatencyMatrix, LatencyUnit, TopologyBuilder, Warning};
+    use topoprobe_model::{
+        ContextId, Evidence, LatencyMatrix, LatencyUnit, TopologyBuilder, Validation, Warning,
+    };
 
     fn two_sockets() -> Topology {
         let mut b = TopologyBuilder::new(vec![0, 1, 2, 3, 4, 5], LatencyUnit::Ns);
@@ -723,7 +726,7 @@ mod tests {
             })
         });
         b.latencies(m.clone(), m);
-        let mut v = crate::Validation::default();
+        let mut v = Validation::default();
         v.warnings.push(Warning::new("quantized", "coarse timer"));
         b.validation(v);
         b.build().unwrap()

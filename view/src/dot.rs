@@ -16,12 +16,10 @@
 
 use std::fmt::Write as _;
 
-use super::common::{machine_name, members_word, num, plural, socket_memory};
-use crate::components::Member;
-use crate::error::ModelError;
-use crate::ids::{CoreId, SocketId};
-use crate::sections::{Access, Threads};
-use crate::topology::Topology;
+use topoprobe_model::format::{escape_xml, plural};
+use topoprobe_model::{Access, CoreId, Member, ModelError, SocketId, Threads, Topology};
+
+use crate::common::{core_members, machine_name, members_word, num, smt_range, socket_memory};
 
 /// Sockets with at most this many contexts are drawn down to one node per context.
 const FULL_TREE_CONTEXTS: usize = 32;
@@ -82,7 +80,7 @@ fn q(s: &str) -> String {
 
 /// Escapes text inside an HTML-like DOT label.
 fn h(s: &str) -> String {
-    super::common::escape_xml(s)
+    escape_xml(s)
 }
 
 fn header(out: &mut String, kind: &str, name: &str, title: &str) {
@@ -210,7 +208,7 @@ impl Graph<'_> {
     fn members(&mut self, parent: &str, members: &[Member], between: Option<f64>) {
         let topo = self.topo;
         let label = between.map_or_else(String::new, num);
-        let cores: Vec<CoreId> = super::common::core_members(members);
+        let cores: Vec<CoreId> = core_members(members);
         for m in members {
             if let Member::Group(gid) = *m {
                 let group = &topo.groups()[gid.0];
@@ -300,7 +298,7 @@ impl Graph<'_> {
 
 /// ` · contexts of a core: N` for cores with several contexts.
 fn smt_label(topo: &Topology, cores: &[CoreId]) -> String {
-    let Some((lo, hi)) = super::common::smt_range(topo, cores) else {
+    let Some((lo, hi)) = smt_range(topo, cores) else {
         return String::new();
     };
     if (hi - lo).abs() < 1e-9 {

@@ -1,0 +1,301 @@
+//! The shared lexer of the text formats (matrix CSV, `.mct`, the JSON description):
+//! reading a file as UTF-8 text within a size limit, the UTF-8 byte-order mark, lines and
+//! white-space separated tokens with their line numbers, latency tokens, and tokens quoted
+//! for error messages.
+//!
+//! Every reader of a text format reads its file through [`read_text`] and reports problems
+//! with [`shown`] tokens; the readers differ only in what they do with the text.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::ModelError;
+
+/// The largest latency a reader accepts (in any unit): larger values are taken for a
+/// corrupted file rather than a measurement.
+pub const MAX_LATENCY: f64 = 1e12;
+
+/// No size limit: what every reader accepts today.
+pub(crate) const ANY_SIZE: u64 = u64::MAX;
+
+/// Reads a whole file as UTF-8 text. A file longer than `max_bytes` is refused before
+/// anything is allocated for it (and while reading, should it grow); the error of invalid
+/// UTF-8 names the line of the first invalid byte. A byte-order mark is kept: see
+/// [`strip_bom`].
+///
+/// # Errors
+///
+/// Returns [`ModelError::Io`] when the file cannot be opened or read, and
+/// [`ModelError::Parse`] when it is longer than `max_bytes` (at line 0) or not UTF-8 text.
+pub(crate) fn read_text(path: &Path, max_bytes: u64) -> Result<String, ModelError> {
+    let io = |e: std::io::Error| ModelError::io(path, e);
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    if len > max_bytes {
+        return Err(too_large(path, len, max_bytes));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if read > max_bytes {
+        return Err(too_large(path, read, max_bytes));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let valid = e.utf8_error().valid_up_to();
+        let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
+        let byte = bytes.get(valid).copied().unwrap_or(0);
+        ModelError::parse(
+            path,
+            line,
+            format!("not UTF-8 text: invalid byte 0x{byte:02x} (is this a binary file?)"),
+        )
+    })
+}
+
+fn too_large(path: &Path, len: u64, max_bytes: u64) -> ModelError {
+    ModelError::parse(
+        path,
+        0,
+        format!("file too large: {len} bytes, more than the {max_bytes} this format may have"),
+    )
+}
+
+/// The text without its UTF-8 byte-order mark, if it starts with one.
+pub(crate) fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// A line of text and its 1-based number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Line<'a> {
+    /// 1-based line number.
+    pub(crate) number: usize,
+    /// The line, without its `\n` or `\r\n`.
+    pub(crate) text: &'a str,
+}
+
+/// The lines of a text, numbered from 1; a line ends at `\n`, and a `\r` before it is
+/// dropped. A text ending with `\n` has an empty last line, as `str::split` gives it.
+pub(crate) fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
+    text.split('\n').enumerate().map(|(i, l)| Line {
+        number: i + 1,
+        text: l.strip_suffix('\r').unwrap_or(l),
+    })
+}
+
+/// A token and the 1-based line it starts on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Token<'a> {
+    /// The token's text.
+    pub(crate) text: &'a str,
+    /// 1-based line number.
+    pub(crate) line: usize,
+}
+
+/// Splits text into tokens as C's `fscanf("%s")` does: runs of bytes other than white
+/// space. A break byte (see [`Tokens::break_before`]) also starts a new token, even in the
+/// middle of a word.
+pub(crate) struct Tokens<'a> {
+    text: &'a str,
+    pos: usize,
+    line: usize,
+    /// Line of the last token produced (1 before the first): where "end of file" errors point.
+    last_line: usize,
+    peeked: Option<Token<'a>>,
+    /// An ASCII byte that always starts a token.
+    break_before: Option<u8>,
+}
+
+/// White space as C's `isspace` sees it.
+const fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+impl<'a> Tokens<'a> {
+    /// The tokens of `text`, split at white space only.
+    pub(crate) const fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            pos: 0,
+            line: 1,
+            last_line: 1,
+            peeked: None,
+            break_before: None,
+        }
+    }
+
+    /// Also starts a token at every `byte` (an ASCII byte, so that tokens stay valid UTF-8).
+    pub(crate) const fn break_before(mut self, byte: u8) -> Self {
+        if byte.is_ascii() {
+            self.break_before = Some(byte);
+        }
+        self
+    }
+
+    /// Length of the whole text in bytes.
+    pub(crate) const fn source_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Line of the last token produced (1 before the first): where an error about the end
+    /// of the text points.
+    pub(crate) const fn last_line(&self) -> usize {
+        self.last_line
+    }
+
+    /// The next token, if any.
+    pub(crate) fn next(&mut self) -> Option<Token<'a>> {
+        if let Some(t) = self.peeked.take() {
+            return Some(t);
+        }
+        let bytes = self.text.as_bytes();
+        while let Some(&b) = bytes.get(self.pos) {
+            if !is_space(b) {
+                break;
+            }
+            if b == b'\n' {
+                self.line += 1;
+            }
+            self.pos += 1;
+        }
+        if self.pos >= bytes.len() {
+            return None;
+        }
+        let start = self.pos;
+        self.pos += 1;
+        while let Some(&b) = bytes.get(self.pos) {
+            if is_space(b) || Some(b) == self.break_before {
+                break;
+            }
+            self.pos += 1;
+        }
+        // `start` and `pos` sit next to ASCII bytes (or at the ends), so on char boundaries.
+        let text = self.text.get(start..self.pos).unwrap_or("");
+        self.last_line = self.line;
+        Some(Token {
+            text,
+            line: self.line,
+        })
+    }
+
+    /// The next token, left to be returned by [`Self::next`].
+    pub(crate) fn peek(&mut self) -> Option<Token<'a>> {
+        if self.peeked.is_none() {
+            self.peeked = self.next();
+        }
+        self.peeked
+    }
+}
+
+/// Parses a latency token: a finite number in `0..=MAX_LATENCY`; the error says why not.
+pub(crate) fn check_latency(token: &str) -> Result<f64, String> {
+    let value: f64 = token
+        .parse()
+        .map_err(|_| format!("not a number: {}", shown(token)))?;
+    if value.is_nan() {
+        return Err(format!("{} is not a latency (NaN)", shown(token)));
+    }
+    if value.is_infinite() {
+        return Err(format!("{} is not a latency (infinite)", shown(token)));
+    }
+    if value < 0.0 {
+        return Err(format!("negative latency {}", shown(token)));
+    }
+    if value > MAX_LATENCY {
+        return Err(format!(
+            "implausibly large latency {} (more than {MAX_LATENCY:e})",
+            shown(token)
+        ));
+    }
+    Ok(value)
+}
+
+/// A token quoted for an error message, shortened when long.
+pub(crate) fn shown(token: &str) -> String {
+    const MAX_CHARS: usize = 24;
+    if token.chars().count() <= MAX_CHARS {
+        format!("{token:?}")
+    } else {
+        let head: String = token.chars().take(MAX_CHARS).collect();
+        format!("{head:?}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_split_at_hash() {
+        let mut t = Tokens::new("a  b#c\n\n#d 12#e#f\x0bg").break_before(b'#');
+        let mut got = Vec::new();
+        while let Some(tok) = t.next() {
+            got.push((tok.text, tok.line));
+        }
+        assert_eq!(
+            got,
+            [
+                ("a", 1),
+                ("b", 1),
+                ("#c", 1),
+                ("#d", 3),
+                ("12", 3),
+                ("#e", 3),
+                ("#f", 3),
+                ("g", 3)
+            ]
+        );
+    }
+
+    #[test]
+    fn tokens_without_a_break_byte_split_at_white_space_only() {
+        let mut t = Tokens::new(" a#b\r\n c ");
+        assert_eq!(t.peek().map(|t| (t.text, t.line)), Some(("a#b", 1)));
+        assert_eq!(t.next().map(|t| (t.text, t.line)), Some(("a#b", 1)));
+        assert_eq!(t.next().map(|t| (t.text, t.line)), Some(("c", 2)));
+        assert!(t.next().is_none());
+        assert_eq!(t.last_line(), 2);
+        assert_eq!(t.source_len(), 9);
+    }
+
+    #[test]
+    fn lines_are_numbered_without_their_ends() {
+        let got: Vec<(usize, &str)> = lines("a\r\nb\n\nc").map(|l| (l.number, l.text)).collect();
+        assert_eq!(got, [(1, "a"), (2, "b"), (3, ""), (4, "c")]);
+        assert_eq!(strip_bom("\u{feff}x"), "x");
+        assert_eq!(strip_bom("x\u{feff}"), "x\u{feff}");
+    }
+
+    #[test]
+    fn shown_is_char_safe() {
+        let s = "é".repeat(100);
+        assert!(shown(&s).ends_with('…'));
+        assert_eq!(shown("ab"), "\"ab\"");
+    }
+
+    #[test]
+    fn files_over_the_limit_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.csv");
+        std::fs::write(&path, "12345").unwrap();
+        assert_eq!(read_text(&path, 5).unwrap(), "12345");
+        match read_text(&path, 4) {
+            Err(ModelError::Parse { line, message, .. }) => {
+                assert_eq!(line, 0);
+                assert!(message.contains("5 bytes"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::write(&path, b"ok\n\xff").unwrap();
+        match read_text(&path, ANY_SIZE) {
+            Err(ModelError::Parse { line, message, .. }) => {
+                assert_eq!(line, 2);
+                assert!(message.contains("0xff"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
