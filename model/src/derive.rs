@@ -1,15 +1,24 @@
 //! Computation and checking of everything a topology derives from its structure.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use crate::components::{Interconnect, Member, Parent, Role};
 use crate::data::TopologyData;
 use crate::error::ModelError;
 use crate::ids::{ContextId, CoreId, GroupId, SocketId};
+use crate::limits::{MAX_CONTEXTS, MAX_NODES};
 use crate::matrix::{LatencyMatrix, LatencySummary};
 
 fn structure(msg: impl Into<String>) -> ModelError {
     ModelError::Structure(msg.into())
+}
+
+/// A parent in words: `socket 0`, `group 3`.
+fn parent_name(p: Parent) -> String {
+    match p {
+        Parent::Socket(s) => format!("socket {}", s.0),
+        Parent::Group(g) => format!("group {}", g.0),
+    }
 }
 
 /// Fills every derived field of `d` from its structure (cores' contexts, members of
@@ -44,6 +53,36 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
                 "context at position {i} has id {}",
                 c.id
             )));
+        }
+    }
+    if n > MAX_CONTEXTS {
+        return Err(structure(format!(
+            "{n} hardware contexts: topoprobe reads machines of up to {MAX_CONTEXTS} (see docs/LIMITS.md)"
+        )));
+    }
+    if d.nodes.len() > MAX_NODES {
+        return Err(structure(format!(
+            "{} memory nodes: topoprobe reads machines of up to {MAX_NODES} (see docs/LIMITS.md)",
+            d.nodes.len()
+        )));
+    }
+    let mut by_os_id: HashMap<u32, usize> = HashMap::with_capacity(n);
+    for (i, c) in d.contexts.iter().enumerate() {
+        if let Some(first) = by_os_id.insert(c.os_id, i) {
+            return Err(structure(format!(
+                "contexts {first} and {i} have the same OS CPU number (os_id) {}",
+                c.os_id
+            )));
+        }
+    }
+    let mut node_ids: HashMap<u32, usize> = HashMap::new();
+    for (i, node) in d.nodes.iter().enumerate() {
+        if let Some(os) = node.os_id {
+            if let Some(first) = node_ids.insert(os, i) {
+                return Err(structure(format!(
+                    "nodes {first} and {i} have the same OS node number (os_id) {os}"
+                )));
+            }
         }
     }
     // Contexts -> cores.
@@ -87,20 +126,30 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
         let (slot, what) = match member {
             Member::Core(c) => (
                 core_parent.get_mut(c.0).ok_or_else(|| {
-                    structure(format!("{parent:?} names core {} of {n_cores}", c.0))
+                    structure(format!(
+                        "{} names core {} of {n_cores}",
+                        parent_name(parent),
+                        c.0
+                    ))
                 })?,
                 format!("core {}", c.0),
             ),
             Member::Group(g) => (
                 group_parent.get_mut(g.0).ok_or_else(|| {
-                    structure(format!("{parent:?} names group {} of {n_groups}", g.0))
+                    structure(format!(
+                        "{} names group {} of {n_groups}",
+                        parent_name(parent),
+                        g.0
+                    ))
                 })?,
                 format!("group {}", g.0),
             ),
         };
         if let Some(old) = slot {
             return Err(structure(format!(
-                "{what} has two parents: {old:?} and {parent:?}"
+                "{what} has two parents: {} and {}",
+                parent_name(*old),
+                parent_name(parent)
             )));
         }
         *slot = Some(parent);
@@ -333,14 +382,14 @@ fn nearest_level(d: &TopologyData, value: f64) -> usize {
 /// Checks that the derived fields stored in a file agree with those recomputed from its
 /// structure; names the first disagreement.
 pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Result<(), ModelError> {
-    fn first_diff<T: PartialEq + std::fmt::Debug>(
+    fn first_diff<T: PartialEq + serde::Serialize>(
         what: &str,
         a: &[T],
         b: &[T],
     ) -> Result<(), ModelError> {
         if a.len() != b.len() {
             return Err(structure(format!(
-                "{what}: {} stored, {} derived from the structure",
+                "the file has {} {what}s, the structure makes {}",
                 a.len(),
                 b.len()
             )));
@@ -348,7 +397,8 @@ pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Resul
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
             if x != y {
                 return Err(structure(format!(
-                    "{what} {i} disagrees with the structure: stored {x:?}, derived {y:?}"
+                    "{what} {i} disagrees with the structure: {}",
+                    field_diff(x, y)
                 )));
             }
         }
@@ -366,9 +416,63 @@ pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Resul
     first_diff("level", &stored.levels, &derived.levels)?;
     if stored.facts != derived.facts {
         return Err(structure(format!(
-            "facts disagree with the structure: stored {:?}, derived {:?}",
-            stored.facts, derived.facts
+            "the facts disagree with the structure: {}",
+            field_diff(&stored.facts, &derived.facts)
         )));
     }
     Ok(())
+}
+
+/// The first field in which two values differ, as their JSON shows it:
+/// `"socket" is 1 in the file, 0 from the structure`.
+fn field_diff<T: serde::Serialize>(stored: &T, derived: &T) -> String {
+    fn walk(path: &str, a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
+        use serde_json::Value;
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                for (k, va) in x {
+                    let vb = y.get(k).unwrap_or(&Value::Null);
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    if let Some(d) = walk(&p, va, vb) {
+                        return Some(d);
+                    }
+                }
+                y.iter().find(|(k, _)| !x.contains_key(*k)).map(|(k, v)| {
+                    format!(
+                        "`{k}` is missing in the file, {} from the structure",
+                        short(v)
+                    )
+                })
+            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+                .iter()
+                .zip(y)
+                .enumerate()
+                .find_map(|(i, (va, vb))| walk(&format!("{path}[{i}]"), va, vb)),
+            _ if a == b => None,
+            _ => Some(format!(
+                "`{}` is {} in the file, {} from the structure",
+                if path.is_empty() { "value" } else { path },
+                short(a),
+                short(b)
+            )),
+        }
+    }
+    fn short(v: &serde_json::Value) -> String {
+        let t = v.to_string();
+        if t.chars().count() > 60 {
+            let head: String = t.chars().take(60).collect();
+            format!("{head}…")
+        } else {
+            t
+        }
+    }
+    match (serde_json::to_value(stored), serde_json::to_value(derived)) {
+        (Ok(a), Ok(b)) => walk("", &a, &b).unwrap_or_else(|| "a value differs".to_string()),
+        _ => "a value differs".to_string(),
+    }
 }

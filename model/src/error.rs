@@ -8,8 +8,9 @@ pub enum ModelError {
     /// The structure is inconsistent (a context in two cores, a dangling id, ...).
     #[error("inconsistent topology: {0}")]
     Structure(String),
-    /// A file is malformed; names the file, the line (1-based, 0 when not known) and the problem.
-    #[error("{path}:{line}: {message}")]
+    /// A file is malformed; names the file, the line (1-based, 0 when the problem is not
+    /// tied to a line, and then left out of the message) and the problem.
+    #[error("{}", located(path, *line, message))]
     Parse {
         /// The file.
         path: PathBuf,
@@ -30,6 +31,15 @@ pub enum ModelError {
     /// A query named a component that does not exist.
     #[error("no such component: {0}")]
     NoSuchComponent(String),
+}
+
+/// `path:line: message`, or `path: message` for line 0.
+fn located(path: &std::path::Path, line: usize, message: &str) -> String {
+    if line == 0 {
+        format!("{}: {message}", path.display())
+    } else {
+        format!("{}:{line}: {message}", path.display())
+    }
 }
 
 impl ModelError {

@@ -34,6 +34,7 @@ mod derive;
 mod error;
 pub mod format;
 mod ids;
+pub mod limits;
 mod matrix;
 mod meta;
 mod os_view;

@@ -37,8 +37,9 @@ use std::io::Write;
 use std::path::Path;
 
 use super::common::plural;
-use super::lexer::{self, check_latency, read_text, shown, strip_bom, ANY_SIZE};
+use super::lexer::{self, check_latency, read_text, shown, strip_bom};
 use crate::error::ModelError;
+use crate::limits::{MAX_CONTEXTS, MAX_FILE_BYTES};
 use crate::matrix::LatencyMatrix;
 
 pub use super::lexer::MAX_LATENCY;
@@ -51,7 +52,7 @@ pub use super::lexer::MAX_LATENCY;
 /// (naming the file, the line and the problem) when it is not UTF-8 text or not a valid
 /// matrix; see [`parse_matrix`].
 pub fn read_matrix(path: &Path) -> Result<LatencyMatrix, ModelError> {
-    let text = read_text(path, ANY_SIZE)?;
+    let text = read_text(path, MAX_FILE_BYTES)?;
     parse_matrix(&text, path)
 }
 
@@ -69,7 +70,11 @@ pub fn read_matrix(path: &Path) -> Result<LatencyMatrix, ModelError> {
 /// when a context has no latency at all (its row and column are empty).
 pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError> {
     let err = |line: usize, message: String| ModelError::parse(path, line, message);
-    let mut lines: Vec<&str> = lexer::lines(strip_bom(text)).map(|l| l.text).collect();
+    let text = strip_bom(text);
+    if let Some(other) = other_format(text) {
+        return Err(err(1, other));
+    }
+    let mut lines: Vec<&str> = lexer::lines(text).map(|l| l.text).collect();
     while lines.last().is_some_and(|l| l.trim().is_empty()) {
         lines.pop();
     }
@@ -86,6 +91,14 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
             "only one row: a latency matrix needs at least 2 hardware contexts (N lines of N \
              comma-separated latencies)"
                 .to_string(),
+        ));
+    }
+    if n > MAX_CONTEXTS {
+        return Err(err(
+            n,
+            format!(
+                "{n} rows: a matrix may have at most {MAX_CONTEXTS} contexts (see docs/LIMITS.md)"
+            ),
         ));
     }
     // Check the shape before allocating N² entries.
@@ -223,6 +236,22 @@ fn parse_latency(token: &str, diagonal: bool) -> Result<Option<f64>, String> {
         ));
     }
     Ok(Some(value))
+}
+
+/// What a text that is not a matrix is, from its first character: JSON or a `.mct` file.
+fn other_format(text: &str) -> Option<String> {
+    match text.trim_start().chars().next() {
+        Some('{' | '[') => Some(
+            "this is JSON, not a latency matrix: a JSON description is read with --topology"
+                .to_string(),
+        ),
+        Some('#') => Some(
+            "this looks like a libmctop .mct file, not a latency matrix: read it with \
+             --from-mct or --topology"
+                .to_string(),
+        ),
+        _ => None,
+    }
 }
 
 /// Writes a matrix as CSV: one line per row, every line with N fields, empty on the

@@ -25,8 +25,9 @@
 
 use std::path::Path;
 
-use super::lexer::{read_text, ANY_SIZE};
+use super::lexer::{read_text, strip_bom};
 use crate::error::ModelError;
+use crate::limits::MAX_FILE_BYTES;
 use crate::topology::{Topology, TopologyData};
 
 /// The description of a topology as pretty-printed JSON, ending with a newline.
@@ -49,6 +50,24 @@ pub fn to_json_string(topo: &Topology) -> String {
 /// is well formed but inconsistent (an unsupported `format`, a context in two cores, a
 /// derived field that disagrees with the structure...), with the model's explanation.
 pub fn from_json_str(text: &str, path: &Path) -> Result<Topology, ModelError> {
+    let text = strip_bom(text);
+    match text.trim_start().chars().next() {
+        Some('{') | None => {}
+        Some(c) => {
+            let what = match c {
+                '[' => "an array",
+                '"' => "a string",
+                '#' => "a libmctop .mct file",
+                c if c == '-' || c.is_ascii_digit() => "a number (a latency matrix?)",
+                _ => "not JSON",
+            };
+            return Err(ModelError::parse(
+                path,
+                1,
+                format!("a description is a JSON object (`{{ \"format\": \"topoprobe/1\", … }}`); this is {what}"),
+            ));
+        }
+    }
     let data: TopologyData = serde_json::from_str(text).map_err(|e| {
         let full = e.to_string();
         let position = format!(" at line {} column {}", e.line(), e.column());
@@ -75,7 +94,7 @@ pub fn from_json_str(text: &str, path: &Path) -> Result<Topology, ModelError> {
 /// naming the file when it is not UTF-8 text or not a valid description (see
 /// [`from_json_str`]).
 pub fn read_description(path: &Path) -> Result<Topology, ModelError> {
-    let text = read_text(path, ANY_SIZE)?;
+    let text = read_text(path, MAX_FILE_BYTES)?;
     from_json_str(&text, path)
 }
 

@@ -15,13 +15,11 @@ use crate::error::ModelError;
 /// corrupted file rather than a measurement.
 pub const MAX_LATENCY: f64 = 1e12;
 
-/// No size limit: what every reader accepts today.
-pub(crate) const ANY_SIZE: u64 = u64::MAX;
-
-/// Reads a whole file as UTF-8 text. A file longer than `max_bytes` is refused before
-/// anything is allocated for it (and while reading, should it grow); the error of invalid
-/// UTF-8 names the line of the first invalid byte. A byte-order mark is kept: see
-/// [`strip_bom`].
+/// Reads a whole file as UTF-8 text, or standard input when `path` is `-`. Input longer
+/// than `max_bytes` is refused before anything is allocated for it (and while reading,
+/// should it grow: `/dev/zero`); a NUL byte stops the reading at once, as text never holds
+/// one. The error of binary input names the line of the first byte that is not text. A
+/// byte-order mark is kept: see [`strip_bom`].
 ///
 /// # Errors
 ///
@@ -29,38 +27,91 @@ pub(crate) const ANY_SIZE: u64 = u64::MAX;
 /// [`ModelError::Parse`] when it is longer than `max_bytes` (at line 0) or not UTF-8 text.
 pub(crate) fn read_text(path: &Path, max_bytes: u64) -> Result<String, ModelError> {
     let io = |e: std::io::Error| ModelError::io(path, e);
+    if path.as_os_str() == "-" {
+        return read_bounded(std::io::stdin().lock(), path, max_bytes, 0);
+    }
     let file = std::fs::File::open(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
+    let meta = file.metadata().map_err(io)?;
+    if meta.is_dir() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory, not a file",
+        )));
+    }
+    let len = meta.len();
     if len > max_bytes {
         return Err(too_large(path, len, max_bytes));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    if read > max_bytes {
-        return Err(too_large(path, read, max_bytes));
+    read_bounded(file, path, max_bytes, usize::try_from(len).unwrap_or(0))
+}
+
+/// Reads `r` to its end in chunks, refusing more than `max_bytes` and any NUL byte as soon
+/// as they are seen; `hint` is the expected length.
+fn read_bounded(
+    mut r: impl Read,
+    path: &Path,
+    max_bytes: u64,
+    hint: usize,
+) -> Result<String, ModelError> {
+    let mut bytes = Vec::with_capacity(hint);
+    let mut chunk = vec![0_u8; 64 << 10];
+    loop {
+        let got = match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ModelError::io(path, e)),
+        };
+        let part = &chunk[..got];
+        if let Some(at) = part.iter().position(|&b| b == 0) {
+            bytes.extend_from_slice(&part[..at]);
+            return Err(binary(path, &bytes, 0));
+        }
+        bytes.extend_from_slice(part);
+        let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+        if read > max_bytes {
+            return Err(too_large(path, read, max_bytes));
+        }
     }
     String::from_utf8(bytes).map_err(|e| {
-        let bytes = e.as_bytes();
         let valid = e.utf8_error().valid_up_to();
-        let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
+        let bytes = e.into_bytes();
         let byte = bytes.get(valid).copied().unwrap_or(0);
-        ModelError::parse(
-            path,
-            line,
-            format!("not UTF-8 text: invalid byte 0x{byte:02x} (is this a binary file?)"),
-        )
+        binary(path, &bytes[..valid], byte)
     })
+}
+
+/// The error for binary input: `text` is the text before the first `byte` that is not text.
+fn binary(path: &Path, text: &[u8], byte: u8) -> ModelError {
+    let line = text.iter().filter(|&&b| b == b'\n').count() + 1;
+    ModelError::parse(
+        path,
+        line,
+        format!("binary data, not a text file (byte 0x{byte:02x})"),
+    )
 }
 
 fn too_large(path: &Path, len: u64, max_bytes: u64) -> ModelError {
     ModelError::parse(
         path,
         0,
-        format!("file too large: {len} bytes, more than the {max_bytes} this format may have"),
+        format!(
+            "too large: more than {} bytes (read {len}); topoprobe reads files of up to {} \
+             (see docs/LIMITS.md)",
+            max_bytes,
+            human_bytes(max_bytes)
+        ),
     )
+}
+
+/// A byte count in the largest binary unit that divides it (`256 MiB`).
+fn human_bytes(n: u64) -> String {
+    for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if n >= 1 << shift && n % (1 << shift) == 0 {
+            return format!("{} {unit}", n >> shift);
+        }
+    }
+    format!("{n} bytes")
 }
 
 /// The text without its UTF-8 byte-order mark, if it starts with one.
@@ -227,6 +278,7 @@ pub(crate) fn shown(token: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_FILE_BYTES;
 
     #[test]
     fn tokens_split_at_hash() {
@@ -285,17 +337,32 @@ mod tests {
         match read_text(&path, 4) {
             Err(ModelError::Parse { line, message, .. }) => {
                 assert_eq!(line, 0);
-                assert!(message.contains("5 bytes"), "{message}");
+                assert!(message.contains("more than 4 bytes"), "{message}");
             }
             other => panic!("{other:?}"),
         }
         std::fs::write(&path, b"ok\n\xff").unwrap();
-        match read_text(&path, ANY_SIZE) {
+        match read_text(&path, MAX_FILE_BYTES) {
             Err(ModelError::Parse { line, message, .. }) => {
                 assert_eq!(line, 2);
                 assert!(message.contains("0xff"), "{message}");
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_nul_byte_stops_the_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.csv");
+        std::fs::write(&path, b"1,2\n3\0,4").unwrap();
+        match read_text(&path, MAX_FILE_BYTES) {
+            Err(ModelError::Parse { line, message, .. }) => {
+                assert_eq!(line, 2);
+                assert_eq!(message, "binary data, not a text file (byte 0x00)");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(human_bytes(256 << 20), "256 MiB");
     }
 }

@@ -21,4 +21,18 @@ mod common;
 mod lexer;
 
 pub use atomic::write_atomic;
+
+/// Reads a file as text for any reader here, or standard input when `path` is `-`: at
+/// most [`MAX_FILE_BYTES`](crate::limits::MAX_FILE_BYTES), refused before it is allocated
+/// and as soon as it grows past the limit, and refused at its first byte that is not text
+/// (a NUL byte or invalid UTF-8). A UTF-8 byte-order mark is left for the parsers, which
+/// all skip it.
+///
+/// # Errors
+///
+/// Returns [`ModelError::Io`](crate::ModelError) when the file cannot be read, and
+/// [`ModelError::Parse`](crate::ModelError) when it is too large or not text.
+pub fn read_input(path: &std::path::Path) -> Result<String, crate::ModelError> {
+    lexer::read_text(path, crate::limits::MAX_FILE_BYTES)
+}
 pub use common::{escape_xml, plural};

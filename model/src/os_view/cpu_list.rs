@@ -49,7 +49,7 @@ fn parse_cpu(token: &str, item: &str) -> Result<u32, CpuListError> {
 }
 
 /// Parses one item: `N`, `A-B` or `A-B:USED/GROUP` (every GROUP CPUs, the first USED).
-fn parse_item(item: &str, out: &mut Vec<u32>) -> Result<(), CpuListError> {
+fn parse_item(item: &str, out: &mut CpuBits) -> Result<(), CpuListError> {
     let (range, stride) = match item.split_once(':') {
         Some((r, s)) => (r, Some(s)),
         None => (item, None),
@@ -87,8 +87,37 @@ fn parse_item(item: &str, out: &mut Vec<u32>) -> Result<(), CpuListError> {
             (u, g)
         }
     };
-    out.extend((lo..=hi).filter(|c| (c - lo) % group < used));
+    for c in (lo..=hi).filter(|c| (c - lo) % group < used) {
+        out.insert(c);
+    }
     Ok(())
+}
+
+/// CPU numbers as bits: memory grows with the largest CPU (at most 128 KiB), not with the
+/// length of the list, however often an item repeats.
+#[derive(Default)]
+struct CpuBits(Vec<u64>);
+
+impl CpuBits {
+    fn insert(&mut self, cpu: u32) {
+        let word = (cpu / 64) as usize;
+        if word >= self.0.len() {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << (cpu % 64);
+    }
+
+    fn into_vec(self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for (w, &bits) in self.0.iter().enumerate() {
+            for b in 0..64 {
+                if bits & (1 << b) != 0 {
+                    out.push(w as u32 * 64 + b);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Parses a Linux CPU list such as `0-3,8,10-11` (also `0-15:2/4`: in each group of 4 CPUs
@@ -111,9 +140,9 @@ fn parse_item(item: &str, out: &mut Vec<u32>) -> Result<(), CpuListError> {
 /// is after its end, a malformed stride, or a CPU number above [`MAX_CPU`].
 pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, CpuListError> {
     let s = s.trim_matches(is_padding);
-    let mut out = Vec::new();
+    let mut out = CpuBits::default();
     if s.is_empty() {
-        return Ok(out);
+        return Ok(Vec::new());
     }
     for item in s.split(',') {
         let item = item.trim();
@@ -122,9 +151,7 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, CpuListError> {
         }
         parse_item(item, &mut out)?;
     }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    Ok(out.into_vec())
 }
 
 /// Parses a Linux CPU mask (`cpumap`, `thread_siblings`, `shared_cpu_map`): comma-separated

@@ -13,7 +13,9 @@ use std::path::Path;
 
 use super::layout::{MctFile, BANDWIDTH_SECTIONS};
 use crate::error::ModelError;
-use crate::format::lexer::{read_text, shown, Token, Tokens, ANY_SIZE};
+use crate::format::common::plural;
+use crate::format::lexer::{read_text, shown, strip_bom, Token, Tokens};
+use crate::limits::MAX_FILE_BYTES;
 use crate::sections::MemorySection;
 
 /// Reads a libmctop `.mct` file.
@@ -24,7 +26,7 @@ use crate::sections::MemorySection;
 /// (naming the file, the line and the problem) when it is not UTF-8 text or not a valid
 /// `.mct` file; see [`parse_mct`].
 pub fn read_mct(path: &Path) -> Result<MctFile, ModelError> {
-    let text = read_text(path, ANY_SIZE)?;
+    let text = read_text(path, MAX_FILE_BYTES)?;
     parse_mct(&text, path)
 }
 
@@ -39,8 +41,9 @@ pub fn read_mct(path: &Path) -> Result<MctFile, ModelError> {
 /// truncated or holds malformed data.
 pub fn parse_mct(text: &str, path: &Path) -> Result<MctFile, ModelError> {
     Parser {
-        toks: Tokens::new(text).break_before(b'#'),
+        toks: Tokens::new(strip_bom(text)).break_before(b'#'),
         path,
+        sockets: None,
     }
     .file()
 }
@@ -56,6 +59,9 @@ struct Parser<'a> {
     toks: Tokens<'a>,
     /// The file, for messages.
     path: &'a Path,
+    /// The number of sockets the first section with per-socket data gives: count, section
+    /// name and line; every later such section must agree.
+    sockets: Option<(usize, &'a str, usize)>,
 }
 
 impl<'a> Parser<'a> {
@@ -116,6 +122,31 @@ impl<'a> Parser<'a> {
             ));
         }
         Ok(v)
+    }
+
+    /// Checks that `section` (at `line`) describes as many sockets as the sections before it.
+    fn agree_on_sockets(
+        &mut self,
+        sockets: usize,
+        section: &'a str,
+        line: usize,
+    ) -> Result<(), ModelError> {
+        match self.sockets {
+            None => {
+                self.sockets = Some((sockets, section, line));
+                Ok(())
+            }
+            Some((n, _, _)) if n == sockets => Ok(()),
+            Some((n, first, first_line)) => Err(self.err(
+                line,
+                format!(
+                    "section `{section}` describes {}, but section `{first}` (line \
+                     {first_line}) describes {}",
+                    plural(sockets, "socket"),
+                    plural(n, "socket")
+                ),
+            )),
+        }
     }
 
     /// The whole file: the header, the latency table and the optional sections.
@@ -220,6 +251,18 @@ impl<'a> Parser<'a> {
     /// The data of a section, into `out`.
     fn section(&mut self, section: &Section<'a>, out: &mut MctFile) -> Result<(), ModelError> {
         let name = section.name;
+        let memory = name == "#Mem_latencies" || BANDWIDTH_SECTIONS.iter().any(|s| s.0 == name);
+        if memory && section.count != 0 && section.count != out.nodes {
+            return Err(self.err(
+                section.line,
+                format!(
+                    "section `{name} {}` has data for {}, but the header says #Nodes {}",
+                    section.count,
+                    plural(section.count, "node"),
+                    out.nodes
+                ),
+            ));
+        }
         if name == "#Mem_latencies" {
             let lat = self.memory_latencies(section, out.contexts)?;
             out.memory
@@ -329,7 +372,39 @@ mod tests {
             (
                 "#h #HWCs 99999999999 #Nodes 1 SMT 0\n0 0 0".into(),
                 1,
+                "up to 4096 contexts",
+            ),
+            (
+                "#h #HWCs 3000 #Nodes 1 SMT 0\n0 0 0".into(),
+                1,
                 "truncated file",
+            ),
+            (
+                "#h #HWCs 2 #Nodes 100000000 SMT 0\n0 0 0".into(),
+                1,
+                "up to 1024 memory nodes",
+            ),
+            (
+                format!("{SMALL}#Mem_latencies 2\n0 0 1\n0 1 1\n1 0 1\n1 1 1\n"),
+                6,
+                "section `#Mem_latencies 2` has data for 2 nodes, but the header says #Nodes 1",
+            ),
+            (
+                format!(
+                    "{SMALL}#Mem_bw-READ 1\n0 0 1\n#Power_measurements 1\n\
+                     Power_sockt_0_idle 1 2 3 4 5\nPower_sockt_1_idle 1 2 3 4 5\n\
+                     Power_total_2_idle 1 2 3 4 5\n"
+                ),
+                8,
+                "describes 2 sockets, but section `#Mem_bw-READ` (line 6) describes 1 socket",
+            ),
+            (
+                format!(
+                    "{SMALL}#Power_measurements 1\nPower_sockt_0_idle 1 2 3 4 5\n\
+                     Power_total_3_idle 1 2 3 4 5\n"
+                ),
+                8,
+                "names 3 sockets, but the section has lines for 1 socket",
             ),
             (
                 "#h #HWCs 2 #Nodes 1 SMT 0\n0 0 0\n0 1 10\n".into(),
@@ -375,7 +450,10 @@ mod tests {
             ),
             (format!("{SMALL}#Mem_latencies 0\n"), 6, "at least 1"),
             (
-                format!("{SMALL}#Mem_bw-READ 2\n0 0 1\n0 1 1\n1 0 1\n"),
+                format!(
+                    "{}#Mem_bw-READ 2\n0 0 1\n0 1 1\n1 0 1\n",
+                    SMALL.replace("#Nodes 1", "#Nodes 2")
+                ),
                 6,
                 "multiple of 2",
             ),

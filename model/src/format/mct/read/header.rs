@@ -3,6 +3,7 @@
 use super::Parser;
 use crate::error::ModelError;
 use crate::format::lexer::shown;
+use crate::limits::{MAX_CONTEXTS, MAX_NODES};
 
 /// The header, for messages.
 const HEADER: &str = "`#<host> #HWCs <contexts> #Nodes <nodes> SMT <0|1>`";
@@ -54,8 +55,26 @@ impl Parser<'_> {
                 "bad header: `#HWCs 0`: a machine has at least one hardware context",
             ));
         }
+        if n > MAX_CONTEXTS {
+            return Err(self.err(
+                first.line,
+                format!(
+                    "bad header: `#HWCs {n}`: topoprobe reads machines of up to {MAX_CONTEXTS} \
+                     contexts (see docs/LIMITS.md)"
+                ),
+            ));
+        }
         self.keyword("#Nodes", "the number of contexts")?;
         let nodes = self.header_number("#Nodes")?;
+        if nodes > MAX_NODES {
+            return Err(self.err(
+                first.line,
+                format!(
+                    "bad header: `#Nodes {nodes}`: topoprobe reads machines of up to \
+                     {MAX_NODES} memory nodes (see docs/LIMITS.md)"
+                ),
+            ));
+        }
         self.keyword("SMT", "the number of nodes")?;
         let smt = match self.toks.next() {
             Some(t) if t.text == "0" => false,

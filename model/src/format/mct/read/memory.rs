@@ -70,7 +70,7 @@ impl<'a> Parser<'a> {
     /// The triples of a bandwidth section, one per socket and node; measured ones only.
     pub(super) fn bandwidth(
         &mut self,
-        s: &Section<'_>,
+        s: &Section<'a>,
         access: Access,
         threads: Threads,
     ) -> Result<Vec<MemoryBandwidth>, ModelError> {
@@ -121,6 +121,7 @@ impl<'a> Parser<'a> {
             ));
         }
         let sockets = raw.len() / k;
+        self.agree_on_sockets(sockets, s.name, s.line)?;
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         for (t, socket, node, gbps) in raw {

@@ -10,11 +10,13 @@ use crate::format::mct::layout::scope_key;
 use crate::ids::SocketId;
 use crate::sections::{PowerEntry, PowerScope, PowerSection, PowerState};
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     /// The lines of `#Power_measurements`: one per load state for each socket and the total.
-    pub(super) fn power(&mut self, s: &Section<'_>) -> Result<PowerSection, ModelError> {
+    pub(super) fn power(&mut self, s: &Section<'a>) -> Result<PowerSection, ModelError> {
         let mut entries: Vec<PowerEntry> = Vec::new();
         let mut first: HashMap<(PowerScope, PowerState), usize> = HashMap::new();
+        // The socket count of the first `Power_total_<sockets>_…` line, and its line.
+        let mut totals: Option<(usize, usize)> = None;
         while self.toks.peek().is_some_and(|t| !t.text.starts_with('#')) {
             let what = || format!("section `{} {}`: expected a power line", s.name, s.count);
             let t = self.data(&what)?;
@@ -59,7 +61,10 @@ impl Parser<'_> {
             })?;
             let scope = match scope {
                 None => PowerScope::Socket(SocketId(number)),
-                Some(()) => PowerScope::Total,
+                Some(()) => {
+                    totals.get_or_insert((number, t.line));
+                    PowerScope::Total
+                }
             };
             if let Some(line) = first.insert((scope, state), t.line) {
                 return Err(self.err(
@@ -133,6 +138,35 @@ impl Parser<'_> {
                     ),
                 ));
             }
+        }
+        let sockets = per_scope.keys().filter(|k| k.0 == 0).count();
+        if sockets > 0 {
+            for (i, key) in per_scope.keys().filter(|k| k.0 == 0).enumerate() {
+                if key.1 != i {
+                    return Err(self.err(
+                        s.line,
+                        format!(
+                            "section `{}`: the sockets are not numbered 0 to {}: socket {i} is \
+                             missing",
+                            s.name,
+                            sockets - 1
+                        ),
+                    ));
+                }
+            }
+            if let Some((total, line)) = totals.filter(|&(t, _)| t != sockets) {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "section `{}`: `Power_total_{total}_…` names {}, but the section has \
+                         lines for {}",
+                        s.name,
+                        plural(total, "socket"),
+                        plural(sockets, "socket")
+                    ),
+                ));
+            }
+            self.agree_on_sockets(sockets, s.name, s.line)?;
         }
         Ok(PowerSection { entries })
     }

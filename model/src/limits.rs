@@ -1,0 +1,23 @@
+//! The limits on every input topoprobe reads, in one place: each reader checks them before
+//! it allocates anything that grows with the input, and refuses larger inputs with an error
+//! naming the limit. `docs/LIMITS.md` lists them for users; `--help` points there.
+//!
+//! | limit | value | applies to |
+//! |---|---|---|
+//! | [`MAX_FILE_BYTES`] | 256 MiB | every file read (matrix CSV, `.mct`, JSON description, standard input) |
+//! | [`MAX_CONTEXTS`] | 4096 | hardware contexts of a matrix, a `.mct` file or a description |
+//! | [`MAX_NODES`] | 1024 | memory nodes (`#Nodes` of a `.mct` file, the nodes of a description) |
+//! | [`MAX_CPU`](crate::MAX_CPU) | 1 048 575 | the largest CPU number of a CPU list or mask |
+//! | [`MAX_LATENCY`](crate::format::csv::MAX_LATENCY) | 10¹² | a latency, in any unit |
+
+/// The largest file (or standard input) a reader accepts: 256 MiB. A full `.mct` file of
+/// 4096 contexts takes about 235 MB; the 512-context matrices of today's largest machines
+/// take 2 MB.
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// The most hardware contexts a topology may have: 4096, eight times the largest machine
+/// of the measured data (a latency matrix of 4096 contexts takes 256 MiB of memory).
+pub const MAX_CONTEXTS: usize = 4096;
+
+/// The most memory nodes a topology may have: 1024, Linux's largest `MAX_NUMNODES`.
+pub const MAX_NODES: usize = 1024;

@@ -1,0 +1,171 @@
+//! Regressions of the first-user hardening pass: limits checked before allocating, `.mct`
+//! sections that disagree with the header, byte-order marks, JSON given where a matrix is
+//! expected, duplicate OS ids and readable error texts.
+
+use std::path::Path;
+use std::time::Instant;
+
+use topoprobe_model::format::{csv, json, mct, read_input};
+use topoprobe_model::limits::{MAX_CONTEXTS, MAX_FILE_BYTES};
+use topoprobe_model::{parse_cpu_list, ModelError};
+
+const SMALL: &str = "#h #HWCs 2 #Nodes 1 SMT 0\n0 0 0\n0 1 10\n1 0 10\n1 1 0\n";
+
+fn parse_error(r: Result<impl std::fmt::Debug, ModelError>) -> (usize, String) {
+    match r {
+        Err(ModelError::Parse { line, message, .. }) => (line, message),
+        other => panic!("expected a parse error, got {other:?}"),
+    }
+}
+
+fn description() -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let m = csv::read_matrix(&dir.join("tests/data/nv-i7-6700k.csv")).unwrap();
+    let mut b =
+        topoprobe_model::TopologyBuilder::new((0..8).collect(), topoprobe_model::LatencyUnit::Ns);
+    let cores: Vec<_> = (0..4)
+        .map(|c| {
+            b.core(vec![
+                topoprobe_model::ContextId(2 * c),
+                topoprobe_model::ContextId(2 * c + 1),
+            ])
+        })
+        .collect();
+    b.socket(
+        cores
+            .into_iter()
+            .map(topoprobe_model::Member::Core)
+            .collect(),
+    );
+    b.latencies(m.clone(), m);
+    json::to_json_string(&b.build().unwrap())
+}
+
+/// Row 1: `#Nodes 100000000` in a tiny file is refused at once, naming the limit.
+#[test]
+fn mct_with_a_hundred_million_nodes_is_refused() {
+    let text = SMALL.replace("#Nodes 1", "#Nodes 100000000");
+    let (line, message) = parse_error(mct::parse_mct(&text, Path::new("big.mct")));
+    assert_eq!(line, 1);
+    assert!(
+        message.contains("#Nodes 100000000") && message.contains("1024"),
+        "{message}"
+    );
+    let text = SMALL.replace("#Nodes 1", "#Nodes 1000000");
+    assert!(mct::parse_mct(&text, Path::new("mid.mct")).is_err());
+}
+
+/// Row 2: a memory section whose node count disagrees with `#Nodes` is an error naming it.
+#[test]
+fn mct_sections_must_agree_with_the_header() {
+    let text = format!("{SMALL}#Mem_latencies 2\n0 0 1\n0 1 1\n1 0 1\n1 1 1\n");
+    let (line, message) = parse_error(mct::parse_mct(&text, Path::new("x.mct")));
+    assert_eq!(line, 6);
+    assert!(
+        message.contains("`#Mem_latencies 2`") && message.contains("#Nodes 1"),
+        "{message}"
+    );
+    let text = format!(
+        "{SMALL}#Mem_bw-READ 1\n0 0 1\n#Power_measurements 1\nPower_sockt_0_idle 1 2 3 4 5\n\
+         Power_sockt_1_idle 1 2 3 4 5\nPower_total_2_idle 1 2 3 4 5\n"
+    );
+    let (_, message) = parse_error(mct::parse_mct(&text, Path::new("x.mct")));
+    assert!(
+        message.contains("#Power_measurements") && message.contains("#Mem_bw-READ"),
+        "{message}"
+    );
+}
+
+/// Row 15: two contexts with one OS CPU number are refused, naming both and the number.
+#[test]
+fn duplicate_os_ids_are_refused() {
+    let text = description();
+    let dup = text.replacen("\"os_id\": 1,", "\"os_id\": 0,", 1);
+    assert_ne!(dup, text, "the fixture names os_id 1");
+    let (_, message) = parse_error(json::from_json_str(&dup, Path::new("d.json")));
+    assert!(
+        message.contains("contexts 0 and 1") && message.contains("os_id) 0"),
+        "{message}"
+    );
+}
+
+/// Row 17: a UTF-8 byte-order mark is skipped in JSON and `.mct` as in CSV.
+#[test]
+fn byte_order_marks_are_skipped() {
+    let text = format!("\u{feff}{}", description());
+    assert!(json::from_json_str(&text, Path::new("d.json")).is_ok());
+    let text = format!("\u{feff}{SMALL}");
+    assert_eq!(
+        mct::parse_mct(&text, Path::new("x.mct")).unwrap().contexts,
+        2
+    );
+}
+
+/// Row 18: JSON given as a matrix says so; non-object JSON says what a description is.
+#[test]
+fn json_where_a_matrix_is_expected_says_so() {
+    let (line, message) = parse_error(csv::parse_matrix(&description(), Path::new("d.json")));
+    assert_eq!(line, 1);
+    assert!(
+        message.contains("this is JSON") && message.contains("--topology"),
+        "{message}"
+    );
+    let (_, message) = parse_error(json::from_json_str("[1, 2]", Path::new("a.json")));
+    assert!(
+        message.contains("JSON object") && message.contains("array"),
+        "{message}"
+    );
+}
+
+/// Row 19: no `file:0:`, no Rust debug dumps of model types.
+#[test]
+fn error_texts_are_readable() {
+    let text = description().replacen("\"socket\": 0", "\"socket\": 1", 1);
+    let e = json::from_json_str(&text, Path::new("d.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(!e.contains("d.json:0:"), "{e}");
+    assert!(!e.contains("HwContext") && !e.contains("ContextId("), "{e}");
+    assert!(
+        e.starts_with("d.json: inconsistent description: context 0"),
+        "{e}"
+    );
+    assert!(
+        e.contains("`socket` is 1 in the file, 0 from the structure"),
+        "{e}"
+    );
+}
+
+/// Row 22: a file without end (`/dev/zero`) is refused at its first bytes; a large one at
+/// the size limit, before it is read.
+#[test]
+fn endless_and_huge_inputs_are_refused_early() {
+    if Path::new("/dev/zero").exists() {
+        let started = Instant::now();
+        let (_, message) = parse_error(read_input(Path::new("/dev/zero")));
+        assert!(message.contains("binary data"), "{message}");
+        assert!(started.elapsed().as_secs() < 60);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.csv");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(MAX_FILE_BYTES + 1).unwrap();
+    let (line, message) = parse_error(csv::read_matrix(&big));
+    assert_eq!(line, 0);
+    assert!(
+        message.contains("256 MiB") && message.contains("LIMITS"),
+        "{message}"
+    );
+    let e = csv::read_matrix(&big).unwrap_err().to_string();
+    assert!(!e.contains(":0:"), "{e}");
+    let rows = ",\n".repeat(MAX_CONTEXTS + 1);
+    let (_, message) = parse_error(csv::parse_matrix(&rows, Path::new("rows.csv")));
+    assert!(message.contains("4096"), "{message}");
+}
+
+/// A CPU list that repeats a large range holds each CPU once while it is parsed.
+#[test]
+fn repeated_cpu_ranges_stay_small() {
+    let list = vec!["0-1048575"; 50].join(",");
+    assert_eq!(parse_cpu_list(&list).unwrap().len(), 1 << 20);
+}
