@@ -20,12 +20,13 @@ pub enum FileKind {
     Matrix,
 }
 
-/// Guesses the kind of a file from its first non-blank character: `{` for a description,
-/// `#` for a `.mct` file, anything else for a matrix.
+/// Guesses the kind of a file from its first non-blank character (after a byte-order
+/// mark): `{` or `[` for JSON (a description), `#` for a `.mct` file, anything else for a
+/// matrix.
 #[must_use]
 pub fn sniff(text: &str) -> FileKind {
-    match text.trim_start().chars().next() {
-        Some('{') => FileKind::Description,
+    match text.trim_start_matches('\u{feff}').trim_start().chars().next() {
+        Some('{' | '[') => FileKind::Description,
         Some('#') => FileKind::Mct,
         _ => FileKind::Matrix,
     }
@@ -118,9 +119,7 @@ pub enum LoadError {
 /// Returns [`LoadError`] when the file cannot be read or parsed (naming the file, line and
 /// problem) or when inference fails.
 pub fn load_topology(path: &Path, opts: &InferOptions) -> Result<Topology, LoadError> {
-    let bytes = std::fs::read(path).map_err(|e| ModelError::io(path, e))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|e| ModelError::parse(path, 0, format!("not UTF-8 text: {e}")))?;
+    let text = topoprobe_model::format::read_input(path)?;
     let infer_err = |source| LoadError::Infer {
         path: path.display().to_string(),
         source,

@@ -41,6 +41,7 @@ mod os_view;
 mod probe;
 mod query;
 mod sections;
+mod size;
 mod topology;
 mod units;
 
@@ -66,5 +67,6 @@ pub use sections::{
     MemoryBandwidth, MemoryLatency, MemorySection, PowerEntry, PowerScope, PowerSection,
     PowerState, ScalingPoint, Threads,
 };
+pub use size::{parse_size, SizeError, MAX_SIZE};
 pub use topology::{LatencyTables, Topology, TopologyBuilder, FORMAT};
 pub use units::{LatencyUnit, UnknownUnit};

@@ -13,33 +13,13 @@ pub(crate) fn positive(s: &str) -> Result<f64, String> {
 }
 
 /// Parses a size such as `4096`, `64K`, `512M`, `2G` (binary units; a trailing `B` or
-/// `iB` is accepted).
+/// `iB` is accepted): see [`topoprobe_model::parse_size`].
 ///
 /// # Errors
 ///
 /// A message naming the value when it is not a positive size.
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let t = t
-        .strip_suffix("iB")
-        .or_else(|| t.strip_suffix('B'))
-        .unwrap_or(t);
-    let (num, shift) = match t.chars().last() {
-        Some('K' | 'k') => (&t[..t.len() - 1], 10),
-        Some('M' | 'm') => (&t[..t.len() - 1], 20),
-        Some('G' | 'g') => (&t[..t.len() - 1], 30),
-        Some('T' | 't') => (&t[..t.len() - 1], 40),
-        _ => (t, 0),
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (examples: 4096, 64K, 512M, 2G)"))?;
-    let bytes = v * (1u64 << shift) as f64;
-    if !(1.0..1e18).contains(&bytes) {
-        return Err(format!("{s:?} is not a positive size"));
-    }
-    Ok(bytes as u64)
+    topoprobe_model::parse_size(s).map_err(|e| e.to_string())
 }
 
 /// Parses a duration in seconds: positive, at most an hour.

@@ -1,0 +1,164 @@
+//! Fuzz targets of every input topoprobe reads: the `.mct` reader, the matrix CSV reader,
+//! the JSON description loader, the sysfs files the OS view reads, and CPU-list, CPU-mask
+//! and size arguments.
+//!
+//! Each target is a function taking arbitrary bytes; it must return without panicking,
+//! hanging or allocating without bound whatever the bytes are. The AFL++ entry points in
+//! `src/bin/` call them (`cargo afl build --features afl`), and `tests/replay.rs` runs every
+//! file of the minimized corpus (`corpus/<target>/`) through them in `cargo test`.
+//! `docs/FUZZING.md` has the commands.
+
+use std::path::{Path, PathBuf};
+
+use topoprobe_model::format::{csv, json, mct, tsv};
+
+/// The targets, by name: the corpus of target `name` is in `corpus/name/`.
+pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+    ("mct", mct),
+    ("csv", csv),
+    ("json", json),
+    ("sysfs", sysfs),
+    ("args", args),
+];
+
+/// The bytes as text, as the readers see a file: invalid UTF-8 is refused by the reader
+/// before any parser runs, so it is not interesting here.
+fn text(data: &[u8]) -> Option<&str> {
+    std::str::from_utf8(data).ok()
+}
+
+/// The `.mct` reader; a file it accepts is written back (with the views of its latency
+/// table) and read again.
+pub fn mct(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let path = Path::new("fuzz.mct");
+    if let Ok(file) = mct::parse_mct(text, path) {
+        assert!(file.contexts <= topoprobe_model::limits::MAX_CONTEXTS);
+        assert!(file.nodes <= topoprobe_model::limits::MAX_NODES);
+        assert_eq!(file.latency.len(), file.contexts);
+    }
+}
+
+/// The latency-matrix CSV reader; a matrix it accepts is written and read back unchanged.
+pub fn csv(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let path = Path::new("fuzz.csv");
+    if let Ok(m) = csv::parse_matrix(text, path) {
+        let mut out = Vec::new();
+        csv::write_matrix(&m, &mut out).expect("writing to memory");
+        let again = String::from_utf8(out).expect("the writer writes text");
+        let back = csv::parse_matrix(&again, path).expect("a written matrix reads back");
+        assert_eq!(back.len(), m.len());
+    }
+}
+
+/// The JSON description loader (syntax, shape and every consistency check); a description
+/// it accepts is rendered in the formats that need no frequency and read back.
+pub fn json(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let path = Path::new("fuzz.json");
+    if let Ok(topo) = json::from_json_str(text, path) {
+        let again = json::to_json_string(&topo);
+        let back = json::from_json_str(&again, path).expect("a written description reads back");
+        assert_eq!(back, topo);
+        let _ = tsv::partition_string(&topo);
+        let _ = topoprobe_model::format::hwloc_xml::render(&topo);
+    }
+}
+
+/// The files of a sysfs capture the OS view reads, in the order the bytes give them: the
+/// input is split at each 0xFF byte (never in UTF-8 text) and the pieces fill these files
+/// in turn; the files without a piece are absent.
+pub const SYSFS_FILES: [&str; 27] = [
+    "sys/devices/system/cpu/online",
+    "sys/devices/system/cpu/cpu0/topology/physical_package_id",
+    "sys/devices/system/cpu/cpu0/topology/core_id",
+    "sys/devices/system/cpu/cpu0/topology/thread_siblings_list",
+    "sys/devices/system/cpu/cpu0/topology/core_siblings",
+    "sys/devices/system/cpu/cpu0/topology/die_id",
+    "sys/devices/system/cpu/cpu0/topology/cluster_id",
+    "sys/devices/system/cpu/cpu0/cache/index0/level",
+    "sys/devices/system/cpu/cpu0/cache/index0/type",
+    "sys/devices/system/cpu/cpu0/cache/index0/size",
+    "sys/devices/system/cpu/cpu0/cache/index0/shared_cpu_list",
+    "sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size",
+    "sys/devices/system/cpu/cpu0/cache/index0/ways_of_associativity",
+    "sys/devices/system/cpu/cpu0/cpu_capacity",
+    "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq",
+    "sys/devices/system/cpu/cpu1/online",
+    "sys/devices/system/cpu/cpu1/topology/physical_package_id",
+    "sys/devices/system/cpu/cpu1/topology/core_id",
+    "sys/devices/system/cpu/cpu1/topology/thread_siblings",
+    "sys/devices/system/cpu/cpu1/topology/core_cpus_list",
+    "sys/devices/system/node/online",
+    "sys/devices/system/node/node0/cpulist",
+    "sys/devices/system/node/node0/distance",
+    "sys/devices/system/node/node0/meminfo",
+    "sys/devices/system/node/node1/cpumap",
+    "sys/devices/cpu_core/cpus",
+    "proc/cpuinfo",
+];
+
+/// The scratch tree of this process (in `/dev/shm` when it exists: fast, and no disk).
+fn sysfs_root() -> PathBuf {
+    let base = if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    base.join(format!("topoprobe-fuzz-sysfs-{}", std::process::id()))
+}
+
+/// Removes the scratch tree of [`sysfs`] (left in place between inputs while fuzzing).
+pub fn sysfs_cleanup() {
+    let _ = std::fs::remove_dir_all(sysfs_root());
+}
+
+/// The OS view reader on a sysfs tree made of the input (see [`SYSFS_FILES`]).
+pub fn sysfs(data: &[u8]) {
+    let root = sysfs_root();
+    let mut pieces = data.split(|&b| b == 0xff);
+    for rel in SYSFS_FILES {
+        let path = root.join(rel);
+        match pieces.next() {
+            Some(content) => {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir).expect("creating the scratch tree");
+                }
+                std::fs::write(&path, content).expect("writing the scratch tree");
+            }
+            None => {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+    if let Ok(view) = topoprobe_measure::os::read_os_view(&root) {
+        let _ = (view.num_packages(), view.num_cores(), view.num_pus(), view.smt());
+    }
+}
+
+/// Command-line arguments: the first byte picks the parser (CPU list, CPU mask or size),
+/// the rest is the argument.
+pub fn args(data: &[u8]) {
+    let Some((&which, rest)) = data.split_first() else { return };
+    let Some(s) = text(rest) else { return };
+    match which % 3 {
+        0 => {
+            if let Ok(cpus) = topoprobe_model::parse_cpu_list(s) {
+                assert!(cpus.windows(2).all(|w| w[0] < w[1]));
+                let again = topoprobe_model::format_cpu_list(&cpus);
+                assert_eq!(topoprobe_model::parse_cpu_list(&again).as_ref(), Ok(&cpus));
+            }
+        }
+        1 => {
+            if let Ok(cpus) = topoprobe_model::parse_cpu_mask(s) {
+                assert!(cpus.iter().all(|&c| c <= topoprobe_model::MAX_CPU));
+            }
+        }
+        _ => {
+            if let Ok(n) = topoprobe_model::parse_size(s) {
+                assert!((1..=topoprobe_model::MAX_SIZE).contains(&n));
+            }
+        }
+    }
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of every input reader with AFL++ (cargo afl, stable toolchain).
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 600 s each, every target)
+# For each target: seeds from scripts/fuzz-seeds.py, a run of SECONDS under nice -n 19
+# (hang: an input over 2 s; memory limit 1 GiB), then the queue minimized with afl-cmin
+# into fuzz/corpus/<target>/ (replayed by `cargo test -p topoprobe-fuzz`). Prints the
+# executions per second, the edges and the bitmap coverage reached, and any crash or hang.
+# See docs/FUZZING.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-600}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(mct csv json sysfs args)
+command -v cargo-afl >/dev/null || cargo install cargo-afl --version '^0.18'
+cargo afl config --build >/dev/null 2>&1 || true
+cargo build -q -p topoprobe-cli
+python3 scripts/fuzz-seeds.py
+nice -n 19 cargo afl build -q --release -p topoprobe-fuzz --features afl
+export AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 AFL_NO_AFFINITY=1
+mkdir -p target/fuzz-out fuzz/corpus
+for t in "${targets[@]}"; do
+    out=target/fuzz-out/$t
+    rm -rf "$out"
+    nice -n 19 cargo afl fuzz -i "fuzz/seeds/$t" -o "$out" -V "$secs" -t 2000 -m 1024 \
+        -- "target/release/fuzz_$t" > "target/fuzz-$t.log" 2>&1 || true
+    stats=$out/default/fuzzer_stats
+    crashes=$(find "$out/default/crashes" -type f -name 'id*' | wc -l)
+    hangs=$(find "$out/default/hangs" -type f -name 'id*' | wc -l)
+    rm -rf "fuzz/corpus/$t.new"
+    nice -n 19 cargo afl cmin -i "$out/default/queue" -o "fuzz/corpus/$t.new" -t 2000 -m 1024 \
+        -- "target/release/fuzz_$t" > "target/fuzz-$t-cmin.log" 2>&1
+    rm -rf "fuzz/corpus/$t" && mv "fuzz/corpus/$t.new" "fuzz/corpus/$t"
+    get() { grep "^$1 " "$stats" | sed 's/.*: //'; }
+    echo "$t: $(get execs_done) executions in $(get run_time) s, $(get execs_per_sec) exec/s," \
+        "edges $(get edges_found)/$(get total_edges) (bitmap $(get bitmap_cvg))," \
+        "corpus $(get corpus_count) -> $(ls "fuzz/corpus/$t" | wc -l) minimized," \
+        "crashes $crashes, hangs $hangs, peak RSS $(get peak_rss_mb) MB"
+done
