@@ -1,7 +1,11 @@
 //! Errors at the command line: which are usage errors (exit status 2) and which are
-//! runtime failures (exit status 1), and how usage errors are printed.
+//! runtime failures (exit status 1), and how usage errors are printed: as clap prints its
+//! own, with the usage line of the command that was run.
+
+use std::sync::OnceLock;
 
 use clap::CommandFactory;
+use topoprobe_infer::{InferError, LoadError};
 use topoprobe_place::PlaceError;
 
 use crate::args::Cli;
@@ -18,23 +22,68 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
-/// The exit status for an error: 2 for an invalid request, 1 otherwise.
-pub(crate) fn exit_code(e: &anyhow::Error) -> u8 {
-    let usage = e.chain().any(|c| {
+/// The command being run (`show`, `infer`…), for the usage line of usage errors.
+static COMMAND: OnceLock<String> = OnceLock::new();
+
+/// Records the command being run; usage errors then print its usage line.
+pub(crate) fn set_command(name: &str) {
+    let _ = COMMAND.set(name.to_string());
+}
+
+/// Whether an error is a usage error: a [`Usage`], a placement request that cannot be
+/// planned, or an inference option out of range (`--sockets 1000` on 8 contexts).
+fn is_usage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
         c.downcast_ref::<Usage>().is_some()
             || c.downcast_ref::<PlaceError>()
                 .is_some_and(PlaceError::is_usage)
-    });
-    if usage {
+            || matches!(
+                c.downcast_ref::<InferError>(),
+                Some(InferError::InvalidOption(_))
+            )
+            || matches!(
+                c.downcast_ref::<LoadError>(),
+                Some(LoadError::Infer {
+                    source: InferError::InvalidOption(_),
+                    ..
+                })
+            )
+    })
+}
+
+/// The exit status for an error: 2 for an invalid request, 1 otherwise.
+pub(crate) fn exit_code(e: &anyhow::Error) -> u8 {
+    if is_usage(e) {
         2
     } else {
         1
     }
 }
 
+/// Prints an error (a usage error as clap prints its own, with the command's usage line)
+/// and returns its exit status.
+pub(crate) fn report(e: &anyhow::Error) -> u8 {
+    let code = exit_code(e);
+    if code == 2 {
+        usage_message(&format!("{e:#}")).print().ok();
+    } else {
+        eprintln!("topoprobe: error: {e:#}");
+    }
+    code
+}
+
+/// A clap usage error carrying `message`, with the usage line of the command being run.
+fn usage_message(message: &str) -> clap::Error {
+    let mut cli = Cli::command();
+    cli.build();
+    let kind = clap::error::ErrorKind::ArgumentConflict;
+    match COMMAND.get().and_then(|name| cli.find_subcommand_mut(name)) {
+        Some(sub) => sub.error(kind, message),
+        None => cli.error(kind, message),
+    }
+}
+
 /// Exits with a usage error (status 2), formatted as clap formats its own.
 pub(crate) fn usage_error(message: &str) -> ! {
-    Cli::command()
-        .error(clap::error::ErrorKind::ArgumentConflict, message)
-        .exit()
+    usage_message(message).exit()
 }

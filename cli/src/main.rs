@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 mod args;
 mod commands;
@@ -20,7 +20,14 @@ mod render;
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    if let Some(name) = matches.subcommand_name() {
+        error::set_command(name);
+    }
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Infer(a) => commands::infer::run(&a),
         Command::Show(a) => commands::show::run(&a),
@@ -37,9 +44,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("topoprobe: error: {e:#}");
-            ExitCode::from(error::exit_code(&e))
-        }
+        Err(e) => ExitCode::from(error::report(&e)),
     }
 }

@@ -1,6 +1,7 @@
 //! Writing a topology in the chosen format, to a file (atomically) or standard output.
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use topoprobe_model::format::{hwloc_xml, json, mct, tsv, write_atomic};
@@ -10,6 +11,7 @@ use topoprobe_view::dot;
 use topoprobe_view::text::{self, TextOptions};
 
 use crate::args::{Format, Output};
+use crate::error::Usage;
 
 /// Renders a topology in a format; `ghz` converts ns into the cycles of a `.mct` file,
 /// `text` says how to render the text view.
@@ -40,7 +42,7 @@ pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()
         color: use_color(ColorWhen::Auto, out.output.is_none()),
         verbose: false,
     };
-    let bytes = render(topo, out.format(), ghz, text)?;
+    let bytes = render(topo, out.format()?, ghz, text)?;
     write_to(out.output.as_deref(), &bytes)
 }
 
@@ -71,5 +73,104 @@ pub(crate) fn write_to(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<(
             Ok(())
         }
         None => write_stdout(bytes),
+    }
+}
+
+/// The format a file's extension names: `.json`, `.tsv`, `.mct`, `.dot`/`.gv`, `.xml`,
+/// `.txt`; `None` for any other extension.
+fn format_of_extension(path: &std::path::Path) -> Option<Format> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "json" => Format::Json,
+        "tsv" => Format::Tsv,
+        "mct" => Format::Mct,
+        "dot" | "gv" => Format::Dot,
+        "xml" => Format::HwlocXml,
+        "txt" | "text" => Format::Text,
+        _ => return None,
+    })
+}
+
+/// The name of a format on the command line.
+pub(crate) fn format_name(f: Format) -> String {
+    use clap::ValueEnum;
+    f.to_possible_value()
+        .map_or_else(|| format!("{f:?}"), |v| v.get_name().to_string())
+}
+
+impl Output {
+    /// The chosen format: `--format` (or `--json`), else the extension of `-o FILE`, else
+    /// text.
+    ///
+    /// # Errors
+    ///
+    /// A usage error when `--format` and the extension of the file name different formats.
+    pub(crate) fn format(&self) -> Result<Format, Usage> {
+        let given = if self.json {
+            Some(Format::Json)
+        } else {
+            self.format
+        };
+        let by_ext = self.output.as_deref().and_then(format_of_extension);
+        match (given, by_ext) {
+            (Some(g), Some(e)) if g != e => Err(Usage(format!(
+                "--format {} conflicts with -o {}, whose extension means {}: drop one, or \
+                 name the file to match",
+                format_name(g),
+                self.output
+                    .as_deref()
+                    .unwrap_or_else(|| Path::new(""))
+                    .display(),
+                format_name(e)
+            ))),
+            (Some(g), _) => Ok(g),
+            (None, Some(e)) => Ok(e),
+            (None, None) => Ok(Format::Text),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(format: Option<Format>, json: bool, path: Option<&str>) -> Output {
+        Output {
+            format,
+            json,
+            output: path.map(std::path::PathBuf::from),
+        }
+    }
+
+    #[test]
+    fn the_extension_picks_the_format() {
+        assert_eq!(
+            out(None, false, Some("m.json")).format().unwrap(),
+            Format::Json
+        );
+        assert_eq!(
+            out(None, false, Some("m.MCT")).format().unwrap(),
+            Format::Mct
+        );
+        assert_eq!(
+            out(None, false, Some("m.out")).format().unwrap(),
+            Format::Text
+        );
+        assert_eq!(out(None, false, None).format().unwrap(), Format::Text);
+        assert_eq!(
+            out(None, true, Some("m.json")).format().unwrap(),
+            Format::Json
+        );
+        assert_eq!(
+            out(Some(Format::Tsv), false, Some("m")).format().unwrap(),
+            Format::Tsv
+        );
+        let e = out(Some(Format::Tsv), false, Some("m.json"))
+            .format()
+            .unwrap_err();
+        assert!(
+            e.0.contains("--format tsv") && e.0.contains("means json"),
+            "{e}"
+        );
     }
 }

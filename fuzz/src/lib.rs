@@ -133,14 +133,21 @@ pub fn sysfs(data: &[u8]) {
         }
     }
     if let Ok(view) = topoprobe_measure::os::read_os_view(&root) {
-        let _ = (view.num_packages(), view.num_cores(), view.num_pus(), view.smt());
+        let _ = (
+            view.num_packages(),
+            view.num_cores(),
+            view.num_pus(),
+            view.smt(),
+        );
     }
 }
 
 /// Command-line arguments: the first byte picks the parser (CPU list, CPU mask or size),
 /// the rest is the argument.
 pub fn args(data: &[u8]) {
-    let Some((&which, rest)) = data.split_first() else { return };
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
     let Some(s) = text(rest) else { return };
     match which % 3 {
         0 => {

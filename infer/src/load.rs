@@ -25,7 +25,12 @@ pub enum FileKind {
 /// matrix.
 #[must_use]
 pub fn sniff(text: &str) -> FileKind {
-    match text.trim_start_matches('\u{feff}').trim_start().chars().next() {
+    match text
+        .trim_start_matches('\u{feff}')
+        .trim_start()
+        .chars()
+        .next()
+    {
         Some('{' | '[') => FileKind::Description,
         Some('#') => FileKind::Mct,
         _ => FileKind::Matrix,

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use topoprobe_model::format::{json, write_atomic};
+use topoprobe_model::format::{create_parent, json, write_atomic};
 use topoprobe_model::{Machine, ModelError, Topology};
 
 /// Why this machine's description could not be loaded.
@@ -128,6 +128,7 @@ pub fn load_checked(path: &Path) -> Result<Topology, DescriptionError> {
 ///
 /// [`ModelError`] when the file cannot be written.
 pub fn save(topo: &Topology, path: &Path) -> Result<(), ModelError> {
+    create_parent(path)?;
     write_atomic(path, json::to_json_string(topo).as_bytes())
 }
 

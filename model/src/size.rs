@@ -17,7 +17,11 @@ pub struct SizeError {
 impl fmt::Display for SizeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let shown: String = self.text.chars().take(24).collect();
-        let more = if self.text.chars().count() > 24 { "…" } else { "" };
+        let more = if self.text.chars().count() > 24 {
+            "…"
+        } else {
+            ""
+        };
         write!(f, "{shown:?}{more} {}", self.reason)
     }
 }
@@ -79,7 +83,9 @@ mod tests {
         assert_eq!(parse_size("4096"), Ok(4096));
         assert_eq!(parse_size(" 2g "), Ok(2 << 30));
         assert_eq!(parse_size("1TB"), Ok(1 << 40));
-        for bad in ["", "K", "0", "-1K", "1e3", "nan", "inf", "lots", "1.2.3M", "9999999T", "ÄK"] {
+        for bad in [
+            "", "K", "0", "-1K", "1e3", "nan", "inf", "lots", "1.2.3M", "9999999T", "ÄK",
+        ] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
         assert!(parse_size(&"9".repeat(400))

@@ -2,7 +2,7 @@
 //! status becomes ours (128 + signal when it was killed).
 
 use std::io;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -84,12 +84,44 @@ pub fn exit_code(status: ExitStatus) -> i32 {
 }
 
 /// Runs `cmd`, passing SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to this
-/// process on to it, and returns its exit code ([`exit_code`]).
+/// process on to it, and returns its exit code ([`exit_code`]). The command is killed
+/// when this process dies first (see [`run_forwarding_with`]).
 ///
 /// # Errors
 ///
 /// When the command cannot be started or waited for, or the handlers cannot be installed.
 pub fn run_forwarding(cmd: &mut Command) -> io::Result<i32> {
+    run_forwarding_with(cmd, true)
+}
+
+/// [`run_forwarding`], choosing whether the command ends with this process: with
+/// `end_with_parent`, the kernel sends it SIGKILL when this thread dies (even by SIGKILL,
+/// which cannot be passed on: `PR_SET_PDEATHSIG`), so that no command runs on unwatched
+/// with a placement nobody restores. Call it from a thread that lives until the command
+/// ends (the kernel watches the thread that started it).
+///
+/// # Errors
+///
+/// When the command cannot be started or waited for, or the handlers cannot be installed.
+pub fn run_forwarding_with(cmd: &mut Command, end_with_parent: bool) -> io::Result<i32> {
+    if end_with_parent {
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: the closure runs in the child between fork and exec and calls only
+        // async-signal-safe functions (prctl, getppid, raise).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The parent may have died before the request: then end now.
+                if libc::getppid() != parent {
+                    libc::raise(libc::SIGKILL);
+                }
+                Ok(())
+            });
+        }
+    }
     PENDING.store(0, Ordering::SeqCst);
     let old = install()?;
     let mut child = match cmd.spawn() {

@@ -19,6 +19,7 @@ mod sets;
 
 pub mod affinity;
 pub mod buffer;
+pub mod elf;
 pub mod launch;
 pub mod memory;
 pub mod pin_env;

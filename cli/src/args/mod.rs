@@ -16,7 +16,6 @@ mod views;
 pub(crate) use measuring::{
     CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
 };
-use parsers::positive;
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
 pub(crate) use views::{HeatmapArgs, Input, ReportArgs, ShowArgs};
 
@@ -124,7 +123,7 @@ pub(crate) struct Hints {
     pub(crate) smt: Option<YesNo>,
     /// Clock frequency in GHz, to turn the physical bounds of the SMT and socket decisions
     /// into cycles (default 2.5), and ns into the cycles of a .mct file.
-    #[arg(long, value_name = "GHZ", value_parser = positive)]
+    #[arg(long, value_name = "GHZ", value_parser = parsers::ghz)]
     pub(crate) ghz: Option<f64>,
 }
 
@@ -144,24 +143,14 @@ impl Hints {
 /// Where and how to write a topology.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Output {
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    pub(crate) format: Format,
+    /// Output format (default: from the extension of -o FILE — .json, .tsv, .mct, .dot,
+    /// .xml, .txt — else text).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
     /// Shorthand for `--format json`.
     #[arg(long, conflicts_with = "format")]
     pub(crate) json: bool,
-    /// Write to FILE (atomically) instead of standard output.
+    /// Write to FILE (atomically; its directory must exist) instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
-}
-
-impl Output {
-    /// The chosen format.
-    pub(crate) fn format(&self) -> Format {
-        if self.json {
-            Format::Json
-        } else {
-            self.format
-        }
-    }
 }

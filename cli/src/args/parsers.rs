@@ -12,6 +12,21 @@ pub(crate) fn positive(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The clock frequencies `--ghz` accepts, in GHz.
+pub(crate) const GHZ_RANGE: std::ops::RangeInclusive<f64> = 0.05..=20.0;
+
+/// Parses a clock frequency in GHz, within [`GHZ_RANGE`].
+pub(crate) fn ghz(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if GHZ_RANGE.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a clock frequency between {} and {} GHz",
+            GHZ_RANGE.start(),
+            GHZ_RANGE.end()
+        )),
+    }
+}
+
 /// Parses a size such as `4096`, `64K`, `512M`, `2G` (binary units; a trailing `B` or
 /// `iB` is accepted): see [`topoprobe_model::parse_size`].
 ///
@@ -79,6 +94,10 @@ mod tests {
         assert!(seconds("0").is_err());
         assert_eq!(seconds("0.5"), Ok(0.5));
         assert!(positive("nan").is_err());
+        assert_eq!(ghz("2.5"), Ok(2.5));
+        for bad in ["1e308", "0.01", "0", "-3", "nan", "x"] {
+            assert!(ghz(bad).is_err(), "{bad}");
+        }
         assert!(plugin_list("cache,bogus").unwrap_err().contains("bogus"));
     }
 

@@ -91,6 +91,10 @@ pub(crate) struct RunArgs {
     /// Print the placement's summary on standard error first.
     #[arg(short, long)]
     pub(crate) verbose: bool,
+    /// Let the command run on when topoprobe itself is killed (by default the kernel ends
+    /// it with SIGKILL then: PR_SET_PDEATHSIG).
+    #[arg(long)]
+    pub(crate) keep_child: bool,
     /// The command and its arguments (after `--`).
     #[arg(
         required = true,

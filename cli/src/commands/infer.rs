@@ -4,13 +4,14 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use topoprobe_infer::infer_mct;
 use topoprobe_machine::{measure_this_machine, plugins, stamp, MeasureOptions};
 use topoprobe_model::format::mct;
 use topoprobe_model::Topology;
 
 use crate::args::InferArgs;
+use crate::error::Usage;
 use crate::inputs::infer_matrix_file;
 use crate::output::emit;
 use crate::progress::MeasureProgress;
@@ -55,7 +56,7 @@ pub(crate) fn run(args: &InferArgs) -> Result<()> {
     if (args.from_matrix.is_some() || args.from_mct.is_some())
         && (args.measure.any() || args.plugins.is_some())
     {
-        bail!("--cpus, --reps, --max-stdev, --full, --seed and --plugins apply to measuring this machine, not to --from-matrix or --from-mct");
+        return Err(Usage("--cpus, --reps, --max-stdev, --full, --seed and --plugins apply to measuring this machine, not to --from-matrix or --from-mct".into()).into());
     }
     let mut topo = match (&args.from_matrix, &args.from_mct) {
         (Some(p), _) => infer_matrix_file(p, &args.hints)?,

@@ -2,22 +2,24 @@
 
 use std::fmt::Write as _;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use topoprobe_machine::pairs::{select_cpus, Repetitions};
 use topoprobe_measure::pair::{PairProbe, ProbeConfig};
 use topoprobe_measure::smt;
 use topoprobe_measure::timer::Timer;
 
 use crate::args::LatencyArgs;
+use crate::error::Usage;
 use crate::output::write_stdout;
 
 /// Runs the command.
 pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
     if args.a == args.b {
-        bail!(
+        return Err(Usage(format!(
             "CPU {} cannot be measured against itself: name two different CPUs",
             args.a
-        );
+        ))
+        .into());
     }
     select_cpus(Some(&format!("{},{}", args.a, args.b)))?;
     let timer = Timer::calibrate();

@@ -41,7 +41,11 @@ fn table(m: &LatencyMatrix, cpus: &[u32]) -> String {
 pub(crate) fn run(args: &MatrixArgs) -> Result<()> {
     let cpus = select_cpus(args.measure.cpus.as_deref())?;
     if cpus.len() < 2 {
-        bail!("a latency matrix needs at least two CPUs; this process may use only {cpus:?}");
+        let only = match cpus.first() {
+            Some(c) => format!("only CPU {c}"),
+            None => "no CPU".to_string(),
+        };
+        bail!("a latency matrix needs at least two CPUs; this process may use {only}");
     }
     let mut p = pair_probe(cpus.clone(), args.measure.repetitions.into());
     let hint = topoprobe_measure::os::current()

@@ -42,7 +42,10 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
             .max()
             .unwrap_or(0);
         if t as usize > max {
-            anyhow::bail!("--threads {t}: a socket of this machine has at most {max} contexts");
+            return Err(crate::error::Usage(format!(
+                "--threads {t}: a socket of this machine has at most {max} contexts"
+            ))
+            .into());
         }
     }
     let bar = crate::progress::spinner("memory");

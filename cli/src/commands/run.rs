@@ -4,14 +4,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
+use topoprobe_model::format_cpu_list;
 use topoprobe_model::Topology;
 use topoprobe_place::{export, Plan};
+use topoprobe_sys::affinity::allowed_cpus;
+use topoprobe_sys::elf::{program_linking, Linking};
 use topoprobe_sys::launch;
 use topoprobe_sys::memory::{set_policy, MemPolicy};
 use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_SKIP_VAR, PRELOAD_LIBRARY};
 
 use crate::args::{Mem, RunArgs};
-use crate::error::{exit_code, Usage};
+use crate::error::{report, Usage};
 
 /// Where the preload library is: `$TOPOPROBE_PRELOAD`, else next to this executable, in
 /// `../lib` from it, or in `deps/` below it (cargo's build directory).
@@ -44,6 +47,29 @@ fn nodes_of(topo: &Topology, plan: &Plan) -> Option<Vec<u32>> {
         .or_else(|| export::nodes(topo, plan).filter(|v| !v.is_empty()))
 }
 
+/// Checks that this process may run on every CPU of a placement: a description of
+/// another machine names CPUs this one does not have (a usage error, before starting).
+fn check_cpus(cpus: &[u32]) -> Result<()> {
+    let allowed = allowed_cpus().context("reading the CPUs this process may use")?;
+    let missing: Vec<u32> = cpus
+        .iter()
+        .copied()
+        .filter(|&c| !allowed.contains(c))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Usage(format!(
+        "the placement uses {} {} that this process may not run on (it may use {}): is the \
+         topology of another machine? Measure this one with `topoprobe infer`, or choose \
+         CPUs with --cpus",
+        if missing.len() == 1 { "CPU" } else { "CPUs" },
+        format_cpu_list(&missing),
+        format_cpu_list(&allowed.to_vec())
+    ))
+    .into())
+}
+
 fn run_inner(args: &RunArgs) -> Result<i32> {
     let (topo, plan) = args.placement.plan()?;
     let skip = args.skip.clone();
@@ -51,10 +77,30 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
         .command
         .split_first()
         .ok_or_else(|| Usage("no command given".into()))?;
+    if plan.pinned {
+        check_cpus(&export::cpus(&topo, &plan))?;
+        if program_linking(Path::new(program)) == Linking::Static {
+            eprintln!(
+                "topoprobe: warning: {} is statically linked: its threads will not be pinned \
+                 (only a dynamically linked program loads the pinning library); the OMP_* \
+                 variables are still set",
+                Path::new(program).display()
+            );
+        }
+    }
     let mut cmd = Command::new(program);
     cmd.args(rest);
     for (k, v) in export::omp_env(&topo, &plan) {
-        cmd.env(k, v);
+        match std::env::var(&k) {
+            Ok(user) if user != v => eprintln!(
+                "topoprobe: note: keeping {k}={user} from the environment (the placement \
+                 would set {v})"
+            ),
+            Ok(_) => {}
+            Err(_) => {
+                cmd.env(k, v);
+            }
+        }
     }
     if plan.pinned {
         let lib = preload_library()?;
@@ -88,7 +134,7 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
             set_policy(&MemPolicy::Interleave(nodes.into()))?;
         }
     }
-    launch::run_forwarding(&mut cmd)
+    launch::run_forwarding_with(&mut cmd, !args.keep_child)
         .with_context(|| format!("cannot run {}", Path::new(program).display()))
 }
 
@@ -96,9 +142,6 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
 pub(crate) fn main(args: &RunArgs) -> ExitCode {
     match run_inner(args) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-        Err(e) => {
-            eprintln!("topoprobe: error: {e:#}");
-            ExitCode::from(exit_code(&e))
-        }
+        Err(e) => ExitCode::from(report(&e)),
     }
 }

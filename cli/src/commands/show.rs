@@ -21,14 +21,30 @@ use crate::render::sibling;
 
 /// Runs the command.
 pub(crate) fn run(args: &ShowArgs) -> Result<()> {
-    let format = args.output.format();
-    let picture = match (args.view.svg, args.view.png) {
+    let flag = match (args.view.svg, args.view.png) {
         (true, _) => Some(Picture::Svg),
         (_, true) => Some(Picture::Png),
         _ => None,
     };
+    let by_ext = args.output.output.as_deref().and_then(Picture::of_path);
+    if let (Some(f), Some(e), Some(path)) = (flag, by_ext, args.output.output.as_deref()) {
+        if f != e {
+            usage_error(&format!(
+                "--{} conflicts with -o {}: the file would hold {} bytes under a .{} name",
+                f.ext(),
+                path.display(),
+                f.ext().to_uppercase(),
+                e.ext()
+            ));
+        }
+    }
+    let picture = flag.or(by_ext);
+    let format = match (picture, args.output.format, args.output.json) {
+        (Some(_), None, false) => Format::Dot,
+        _ => args.output.format().unwrap_or_else(|e| usage_error(&e.0)),
+    };
     if picture.is_some() && format != Format::Dot {
-        usage_error("--svg and --png render the graphs of --format dot");
+        usage_error("--svg and --png (or -o FILE.svg, FILE.png) render the graphs of --format dot");
     }
     if args.view.socket != 0 && format != Format::Dot {
         usage_error("--socket chooses the intra-socket graph of --format dot");

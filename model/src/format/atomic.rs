@@ -1,27 +1,51 @@
 //! Atomic file writes: readers see either the old file or the complete new one.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::ModelError;
 
+/// How many symbolic links [`write_atomic`] follows before giving up (Linux's limit).
+const MAX_LINKS: usize = 40;
+
 /// Writes `bytes` to `path` atomically.
 ///
-/// Missing parent directories are created; the bytes are written to a temporary file in
-/// the target's directory, flushed and synced to disk, then renamed over the target. The
-/// new file gets the permissions a newly created file gets (`0o666` less the umask on Unix).
+/// The bytes are written to a temporary file in the target's directory, flushed and
+/// synced to disk, then renamed over the target. When `path` is a symbolic link, the file
+/// it points to is replaced and the link kept. A file that is replaced keeps its
+/// permissions; a new file gets those a newly created file gets (`0o666` less the umask
+/// on Unix). The directory must exist: it is not created (see [`create_parent`]).
 ///
 /// # Errors
 ///
-/// Returns [`ModelError::Io`] naming the directory when it cannot be created, and naming
+/// Returns [`ModelError::Io`] naming the directory when it does not exist, and naming
 /// `path` when the temporary file cannot be created, written, synced or renamed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| ModelError::io(dir, e))?;
+    let target = follow_links(path)?;
+    let dir = parent(&target);
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(ModelError::io(
+                dir,
+                std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ModelError::io(
+                dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such directory (it is not created: make it first)",
+                ),
+            ))
+        }
+        Err(e) => return Err(ModelError::io(dir, e)),
+    }
     let io = |e: std::io::Error| ModelError::io(path, e);
+    let old = std::fs::metadata(&target)
+        .ok()
+        .filter(std::fs::Metadata::is_file);
     let mut builder = tempfile::Builder::new();
     builder.prefix(".topoprobe-").suffix(".tmp");
     #[cfg(unix)]
@@ -32,8 +56,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
     let mut tmp = builder.tempfile_in(dir).map_err(io)?;
     tmp.write_all(bytes).map_err(io)?;
     tmp.flush().map_err(io)?;
+    if let Some(old) = old {
+        tmp.as_file()
+            .set_permissions(old.permissions())
+            .map_err(io)?;
+    }
     tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
+    tmp.persist(&target).map_err(|e| io(e.error))?;
     // Make the rename itself durable. Best effort: the file is complete either way, and
     // some platforms and file systems cannot sync a directory.
     #[cfg(unix)]
@@ -41,4 +70,78 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Creates the missing directories above `path`, for writers that own their place (the
+/// default place of this machine's description).
+///
+/// # Errors
+///
+/// Returns [`ModelError::Io`] naming the directory when it cannot be created.
+pub fn create_parent(path: &Path) -> Result<(), ModelError> {
+    let dir = parent(path);
+    std::fs::create_dir_all(dir).map_err(|e| ModelError::io(dir, e))
+}
+
+/// The directory of `path` (`.` for a bare file name).
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// The file `path` names once symbolic links are followed (relative links from the
+/// directory of the link); `path` itself when it is not a link or does not exist.
+fn follow_links(path: &Path) -> Result<PathBuf, ModelError> {
+    let mut p = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&p).map_err(|e| ModelError::io(&p, e))?;
+                p = parent(&p).join(to);
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(ModelError::io(
+        path,
+        std::io::Error::other(format!("more than {MAX_LINKS} symbolic links")),
+    ))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn links_are_followed_and_modes_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        std::fs::write(&real, "old").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink("real.json", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        let mode = std::fs::metadata(&real).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_missing_directory_is_named_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("no/such/x.json");
+        let e = write_atomic(&path, b"x").unwrap_err();
+        assert!(e.to_string().ends_with("no/such"), "{e}");
+        assert!(!dir.path().join("no").exists());
+        create_parent(&path).unwrap();
+        write_atomic(&path, b"x").unwrap();
+    }
 }

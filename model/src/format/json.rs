@@ -110,6 +110,7 @@ pub fn read_description(path: &Path) -> Result<Topology, ModelError> {
 /// Returns [`ModelError::Io`] naming the directory when it cannot be created, and naming
 /// `path` when the temporary file cannot be created, written, synced or renamed.
 pub fn write_description(topo: &Topology, path: &Path) -> Result<(), ModelError> {
+    super::create_parent(path)?;
     super::write_atomic(path, to_json_string(topo).as_bytes())
 }
 

@@ -67,6 +67,7 @@ fn header_host(topo: &Topology) -> String {
 /// the topology is in nanoseconds and no frequency is known.
 pub fn write_mct(topo: &Topology, ghz: Option<f64>, w: &mut impl Write) -> std::io::Result<()> {
     let scale = cycles_per_unit(topo, ghz)?;
+    check_scale(topo, scale)?;
     let whole = |v: Option<f64>| whole(v.map(|x| x * scale));
     let mut w = BufWriter::new(w);
     let n = topo.num_contexts();
@@ -141,11 +142,55 @@ fn cycles_per_unit(topo: &Topology, ghz: Option<f64>) -> std::io::Result<f64> {
             .ok_or_else(|| {
                 std::io::Error::new(
                     std::io::ErrorKind::InvalidInput,
-                    "the .mct format holds latencies in cycles and this topology is in ns: \
-                     give the clock frequency (--ghz) to convert them",
+                    "the .mct format holds latencies in cycles and this topology is in ns \
+                     with no clock frequency recorded (descriptions measured by `topoprobe \
+                     infer` record it, those inferred from a matrix do not): give it with \
+                     --ghz to convert them",
                 )
             }),
     }
+}
+
+/// Checks that the latencies survive the conversion to whole cycles: none above
+/// [`MAX_LATENCY`](crate::format::csv::MAX_LATENCY), and distinct latency levels stay
+/// distinct (a frequency far too low rounds them all to 1 cycle).
+fn check_scale(topo: &Topology, scale: f64) -> std::io::Result<()> {
+    if scale == 1.0 {
+        return Ok(());
+    }
+    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
+    let ghz = format!("{:.4}", scale);
+    let ghz = ghz.trim_end_matches('0').trim_end_matches('.');
+    let t = topo.latency_tables();
+    let max = (0..t.raw.len())
+        .flat_map(|a| (0..t.raw.len()).filter_map(move |b| t.raw.get(a, b)))
+        .fold(0.0_f64, f64::max);
+    if max * scale > crate::format::lexer::MAX_LATENCY {
+        return Err(invalid(format!(
+            "at {ghz} GHz the largest latency ({max:.1} ns) is {:.3e} cycles, more than a \
+             .mct reader accepts: is the frequency right?",
+            max * scale
+        )));
+    }
+    let mut cycles: Vec<u64> = topo
+        .levels()
+        .iter()
+        .map(|l| whole(Some(l.latency.median * scale)))
+        .collect();
+    let levels = cycles.len();
+    cycles.dedup();
+    if cycles.len() < levels {
+        return Err(invalid(format!(
+            "at {ghz} GHz distinct latency levels round to the same number of cycles \
+             ({}): is the frequency right?",
+            cycles
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(())
 }
 
 fn write_memory(
