@@ -17,6 +17,7 @@ cargo afl config --build >/dev/null 2>&1 || true
 cargo build -q -p topoprobe-cli
 python3 scripts/fuzz-seeds.py
 nice -n 19 cargo afl build -q --release -p topoprobe-fuzz --features afl
+afl_bin=$(dirname "$(find "${XDG_DATA_HOME:-$HOME/.local/share}/afl.rs" -name afl-fuzz -path '*/bin/*' | head -1)")
 export AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 AFL_NO_AFFINITY=1
 mkdir -p target/fuzz-out fuzz/corpus
 for t in "${targets[@]}"; do
@@ -28,12 +29,14 @@ for t in "${targets[@]}"; do
     crashes=$(find "$out/default/crashes" -type f -name 'id*' | wc -l)
     hangs=$(find "$out/default/hangs" -type f -name 'id*' | wc -l)
     rm -rf "fuzz/corpus/$t.new"
-    nice -n 19 cargo afl cmin -i "$out/default/queue" -o "fuzz/corpus/$t.new" -t 2000 -m 1024 \
-        -- "target/release/fuzz_$t" > "target/fuzz-$t-cmin.log" 2>&1
+    # afl-cmin.bash: the Python afl-cmin finds no tuples in afl.rs's persistent targets.
+    AFL_MAP_SIZE=65536 nice -n 19 "$afl_bin/afl-cmin.bash" -i "$out/default/queue" \
+        -o "fuzz/corpus/$t.new" -t 2000 -m 1024 -- "target/release/fuzz_$t" \
+        > "target/fuzz-$t-cmin.log" 2>&1
     rm -rf "fuzz/corpus/$t" && mv "fuzz/corpus/$t.new" "fuzz/corpus/$t"
     get() { grep "^$1 " "$stats" | sed 's/.*: //'; }
     echo "$t: $(get execs_done) executions in $(get run_time) s, $(get execs_per_sec) exec/s," \
         "edges $(get edges_found)/$(get total_edges) (bitmap $(get bitmap_cvg))," \
-        "corpus $(get corpus_count) -> $(ls "fuzz/corpus/$t" | wc -l) minimized," \
+        "queue $(get corpus_count) -> $(ls "fuzz/corpus/$t" | wc -l) minimized," \
         "crashes $crashes, hangs $hangs, peak RSS $(get peak_rss_mb) MB"
 done

@@ -101,8 +101,12 @@ fn with_causes(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
+        let part = c.to_string();
+        // Wrappers that only repeat their cause (or show an empty file name) add nothing.
+        let part = part.trim();
+        if !part.is_empty() && !text.contains(part) {
+            text = format!("{}: {part}", text.trim_end());
+        }
         cause = c.source();
     }
     text
@@ -143,6 +147,13 @@ pub extern "C" fn tp_last_error() -> *const c_char {
 pub unsafe extern "C" fn tp_topology_load(path: *const c_char) -> *mut TpTopology {
     // SAFETY: the caller passes NULL or a NUL-terminated string.
     let path = unsafe { text_arg(path) };
+    if path.as_deref() == Some("") {
+        set_error(format!(
+            "loading the topology: the path is empty: {}",
+            std::io::Error::from_raw_os_error(2) // ENOENT
+        ));
+        return std::ptr::null_mut();
+    }
     let topo = topoprobe_machine::load::topology(path.as_deref().map(Path::new))
         .map_err(|e| with_causes(&e));
     recorded(topo).map_or(std::ptr::null_mut(), |t| {

@@ -8,7 +8,8 @@
 //!
 //! Fixtures (copies of `shared/data`): `lpdxeon2680.mct` (libmctop, 2 sockets × 10 cores ×
 //! 2 SMT, with memory, cache and power sections), `nv-2x-power7.csv` (2 sockets × 8 cores)
-//! and `nv-ryzen9-5950x.csv` (2 CCDs × 8 cores × 2 SMT).
+//! and `nv-ryzen9-5950x.csv` (2 CCDs × 8 cores × 2 SMT); `nv-2x-epyc-7742.csv` (256 contexts)
+//! for the width of the report.
 
 use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
@@ -414,4 +415,49 @@ fn report_opens_in_chromium() {
     .unwrap();
     let console = chromium(&bad, &dir.path().join("bad.png"));
     assert!(!console.is_empty(), "a console error went unnoticed");
+}
+
+/// The report of the 256-context matrix fits a 1400 px window: no horizontal scrolling
+/// (document width ≤ viewport), with the screenshot taken and the width measured by a
+/// script added to a copy of the page (the report itself has no script).
+#[test]
+fn report_of_256_contexts_fits_the_window() {
+    if !have("/usr/bin/chromium", &["--version"], "chromium") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    bin()
+        .args(["report", "--topology", &data("nv-2x-epyc-7742.csv"), "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let probe = "<script>console.log('widths ' + document.documentElement.scrollWidth + ' ' + \
+                 window.innerWidth)</script></body>";
+    let measured = dir.path().join("measured.html");
+    std::fs::write(&measured, html.replacen("</body>", probe, 1)).unwrap();
+    let png = dir.path().join("report.png");
+    let console = chromium(&measured, &png);
+    let line = console
+        .iter()
+        .find(|l| l.contains("widths "))
+        .unwrap_or_else(|| panic!("no width logged: {console:?}"));
+    let nums: Vec<u32> = line
+        .split("widths ")
+        .nth(1)
+        .unwrap()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|t| !t.is_empty())
+        .take(2)
+        .map(|t| t.parse().unwrap())
+        .collect();
+    let (document, viewport) = (nums[0], nums[1]);
+    assert!(viewport > 1000, "{line}");
+    assert!(
+        document <= viewport,
+        "the page scrolls sideways: document {document} px in a {viewport} px window"
+    );
+    let shot = resvg::tiny_skia::Pixmap::load_png(&png).unwrap();
+    assert!(non_white_fraction(&shot) > 0.05, "the screenshot is blank");
 }

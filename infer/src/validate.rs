@@ -133,8 +133,15 @@ pub(crate) fn validation(
         warn(
             "outlier",
             format!(
-                "{} pairs lie far outside their latency level and were left out of the inference: {}{}",
-                outliers.len(),
+                "{} left out of the inference: {}{}",
+                if outliers.len() == 1 {
+                    "1 pair lies far outside its latency level and was".to_string()
+                } else {
+                    format!(
+                        "{} pairs lie far outside their latency level and were",
+                        outliers.len()
+                    )
+                },
                 shown.join("; "),
                 if outliers.len() > 4 { "; ..." } else { "" }
             ),
@@ -306,8 +313,8 @@ pub(crate) fn validation(
         (
             0.6,
             format!(
-                "{} groups, {} of them from latency profiles only",
-                topo.num_groups(),
+                "{}, {} of them from latency profiles only",
+                topoprobe_model::format::plural(topo.num_groups(), "group"),
                 profile_only.len()
             ),
         )
@@ -315,8 +322,8 @@ pub(crate) fn validation(
         (
             0.9,
             format!(
-                "{} groups, each separated by a latency gap",
-                topo.num_groups()
+                "{}, each separated by a latency gap",
+                topoprobe_model::format::plural(topo.num_groups(), "group")
             ),
         )
     };

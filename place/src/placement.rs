@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use serde::Serialize;
 use topoprobe_model::Topology;
@@ -36,9 +36,39 @@ pub struct ThreadInfo {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The state of a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// No thread holds it.
+    Free,
+    /// A thread holds it.
+    Taken,
+    /// The kernel refused its CPU: it is skipped from then on.
+    Unusable,
+}
+
+/// The slots of a placement, shared with the threads that hold them.
+type Slots = Arc<Mutex<Vec<Slot>>>;
+
+/// The slots a thread holds: given back when the thread exits, pinned or not.
+struct Held(Vec<(u64, usize, Weak<Mutex<Vec<Slot>>>)>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        for (_, slot, slots) in self.0.drain(..) {
+            if let Some(slots) = slots.upgrade() {
+                let mut s = slots.lock().unwrap_or_else(PoisonError::into_inner);
+                if s[slot] == Slot::Taken {
+                    s[slot] = Slot::Free;
+                }
+            }
+        }
+    }
+}
+
 thread_local! {
-    /// `(placement id, slot)` of every placement that pinned this thread.
-    static PINNED: RefCell<Vec<(u64, usize)>> = const { RefCell::new(Vec::new()) };
+    /// `(placement id, slot, slots)` of every placement that pinned this thread.
+    static PINNED: RefCell<Held> = const { RefCell::new(Held(Vec::new())) };
 }
 
 /// A placement: a plan, the state of its slots, and per-thread information.
@@ -51,7 +81,7 @@ pub struct Placement {
     plan: Plan,
     infos: Vec<ThreadInfo>,
     summary: Summary,
-    taken: Mutex<Vec<bool>>,
+    taken: Slots,
     restore: CpuSet,
 }
 
@@ -123,7 +153,7 @@ impl Placement {
             plan,
             infos,
             summary,
-            taken: Mutex::new(vec![false; slots]),
+            taken: Arc::new(Mutex::new(vec![Slot::Free; slots])),
             restore,
         }
     }
@@ -152,43 +182,60 @@ impl Placement {
         let id = self.id;
         PINNED.with(|p| {
             p.borrow()
+                .0
                 .iter()
-                .find(|(pid, _)| *pid == id)
-                .map(|&(_, s)| self.infos[s])
+                .find(|(pid, _, _)| *pid == id)
+                .map(|&(_, s, _)| self.infos[s])
         })
     }
 
     /// Pins the calling thread to the next free context and returns its information;
     /// `Ok(None)` when every context is taken or the policy does not pin. A thread that
-    /// already holds a slot keeps it.
+    /// already holds a slot keeps it. A slot is given back when its thread exits, even
+    /// without [`Placement::unpin`].
     ///
     /// # Errors
     ///
-    /// [`PlaceError::Affinity`] when the kernel refuses the CPU (the slot stays free).
+    /// [`PlaceError::Affinity`] when the kernel refuses the CPU of the next slot (a CPU
+    /// taken offline or outside this process's cpuset): that slot is skipped from then on,
+    /// so the error is reported once and the next call moves on to the following slot.
     pub fn pin(&self) -> Result<Option<ThreadInfo>, PlaceError> {
         if let Some(info) = self.current() {
             return Ok(Some(info));
         }
         let slot = {
             let mut taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
-            let Some(slot) = taken.iter().position(|t| !t) else {
+            let Some(slot) = taken.iter().position(|t| *t == Slot::Free) else {
                 return Ok(None);
             };
-            taken[slot] = true;
+            taken[slot] = Slot::Taken;
             slot
         };
         if let Err(e) = affinity::pin_current_thread(self.infos[slot].context) {
-            self.release(slot);
+            self.set(slot, Slot::Unusable);
             return Err(e.into());
         }
         let id = self.id;
-        PINNED.with(|p| p.borrow_mut().push((id, slot)));
+        let slots = Arc::downgrade(&self.taken);
+        PINNED.with(|p| p.borrow_mut().0.push((id, slot, slots)));
         Ok(Some(self.infos[slot]))
     }
 
-    fn release(&self, slot: usize) {
+    fn set(&self, slot: usize, state: Slot) {
         let mut taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
-        taken[slot] = false;
+        taken[slot] = state;
+    }
+
+    /// The slots skipped because the kernel refused their CPU, in placement order.
+    #[must_use]
+    pub fn unusable(&self) -> Vec<ThreadInfo> {
+        let taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
+        taken
+            .iter()
+            .zip(&self.infos)
+            .filter(|(t, _)| **t == Slot::Unusable)
+            .map(|(_, i)| *i)
+            .collect()
     }
 
     /// Gives this thread's slot back without touching its affinity; whether it held one.
@@ -196,10 +243,10 @@ impl Placement {
         let id = self.id;
         let slot = PINNED.with(|p| {
             let mut p = p.borrow_mut();
-            let i = p.iter().position(|(pid, _)| *pid == id)?;
-            Some(p.swap_remove(i).1)
+            let i = p.0.iter().position(|(pid, _, _)| *pid == id)?;
+            Some(p.0.swap_remove(i).1)
         });
-        slot.inspect(|&s| self.release(s)).is_some()
+        slot.inspect(|&s| self.set(s, Slot::Free)).is_some()
     }
 
     /// Gives this thread's context back and lets it run on the CPUs it was allowed when
@@ -223,7 +270,7 @@ impl Placement {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .filter(|t| !**t)
+            .filter(|t| **t == Slot::Free)
             .count()
     }
 

@@ -267,7 +267,7 @@ impl Summary {
         }
         match self.max_latency {
             Some(l) => {
-                let _ = writeln!(s, "# Max latency          : {l} {}", self.latency_unit);
+                let _ = writeln!(s, "# Max latency          : {l:.1} {}", self.latency_unit);
             }
             None => {
                 let _ = writeln!(s, "# Max latency          : - (fewer than two contexts)");

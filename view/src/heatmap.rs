@@ -362,19 +362,27 @@ fn legend(s: &mut String, topo: &Topology, scale: Scale, x: f64, y: f64) {
         }
     }
     ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
-    // Keep labels at least 12 px apart.
-    let mut last_y = f64::NEG_INFINITY;
-    for (v, label) in ticks {
-        let ty = y + scale.pos(v) * h;
-        let _ = writeln!(s, "<path d=\"M{:.1} {ty:.1}h6\" stroke=\"#000\"/>", x + w);
-        let label_y = (ty + 4.0).max(last_y + 12.0);
+    let wanted: Vec<f64> = ticks
+        .iter()
+        .map(|(v, _)| y + scale.pos(*v) * h + 4.0)
+        .collect();
+    let placed = spread_labels(&wanted, 12.0, y + 4.0, y + h + 4.0);
+    for ((v, label), label_y) in ticks.iter().zip(placed) {
+        let ty = y + scale.pos(*v) * h;
+        // A tick, and a leader to its label when the label had to move away from it.
+        let _ = writeln!(
+            s,
+            "<path d=\"M{:.1} {ty:.1}h6L{:.1} {:.1}\" stroke=\"#000\" fill=\"none\" stroke-width=\"0.7\"/>",
+            x + w,
+            x + w + 9.0,
+            label_y - 4.0
+        );
         let _ = writeln!(
             s,
             "<text x=\"{:.1}\" y=\"{label_y:.1}\" font-size=\"10\">{}</text>",
-            x + w + 9.0,
-            escape_xml(&label)
+            x + w + 11.0,
+            escape_xml(label)
         );
-        last_y = label_y;
     }
     let _ = writeln!(
         s,
@@ -384,9 +392,44 @@ fn legend(s: &mut String, topo: &Topology, scale: Scale, x: f64, y: f64) {
     );
 }
 
+/// Positions for labels that want to sit at `wanted` (ascending): at least `gap` apart and
+/// within `lo..=hi` when there is room (labels are pushed down past their neighbours,
+/// then back up from `hi`).
+fn spread_labels(wanted: &[f64], gap: f64, lo: f64, hi: f64) -> Vec<f64> {
+    let mut out: Vec<f64> = Vec::with_capacity(wanted.len());
+    for &w in wanted {
+        let y = out
+            .last()
+            .map_or(w.max(lo), |&prev: &f64| w.max(prev + gap));
+        out.push(y);
+    }
+    let mut limit = hi;
+    for y in out.iter_mut().rev() {
+        *y = y.min(limit);
+        limit = *y - gap;
+    }
+    if let Some(&first) = out.first() {
+        if first < lo {
+            // No room: keep the gaps from the top instead.
+            let shift = lo - first;
+            for y in &mut out {
+                *y += shift;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn legend_labels_do_not_overlap() {
+        let placed = spread_labels(&[10.0, 200.0, 243.0, 244.0, 244.0], 12.0, 4.0, 244.0);
+        assert_eq!(placed, [10.0, 200.0, 220.0, 232.0, 244.0]);
+        assert!(placed.windows(2).all(|p| p[1] - p[0] >= 12.0));
+    }
 
     #[test]
     fn colours_span_viridis() {

@@ -14,6 +14,7 @@ use topoprobe_model::format::{escape_xml as e, plural};
 use topoprobe_model::{Access, NodeId, PowerScope, SocketId, Threads, Topology};
 
 use crate::common::{lat, machine_name};
+use crate::text::kib;
 
 /// A graph of the report, rendered or not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,10 +78,10 @@ h2{font-size:17px;margin:4px 0 10px 0;color:#243b53}
 .card{border:1px solid #d9e2ec;border-radius:6px;padding:8px 14px;min-width:110px;background:#f9fbfd}
 .card b{display:block;font-size:20px}
 .card span{font-size:12px;color:#52606d}
-table{border-collapse:collapse;font-size:13px;margin:6px 0}
+table{border-collapse:collapse;font-size:13px;margin:6px 0;max-width:100%}
 th,td{border:1px solid #d9e2ec;padding:3px 8px;text-align:right}
 th{background:#f0f4f8}
-td.l,th.l{text-align:left}
+td.l,th.l{text-align:left;overflow-wrap:anywhere}
 td.local{background:#e3f2e1;font-weight:bold}
 pre{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px;background:#f9fbfd;border:1px solid #e4e9f0;padding:10px;overflow:auto;max-height:640px}
 .figure{overflow:auto;border:1px solid #e4e9f0;padding:6px;background:#fff}
@@ -370,32 +371,45 @@ fn caches(topo: &Topology, s: &mut String) -> std::fmt::Result {
         )?;
         return Ok(());
     };
+    // Columns that no level fills (a .mct file has neither) are left out.
+    let lines = c.levels.iter().any(|l| l.line_bytes.is_some());
+    let shared = c.levels.iter().any(|l| !l.shared_by.is_empty());
     writeln!(
         s,
-        "<table><tr><th class=\"l\">cache</th><th class=\"l\">kind</th><th>measured size</th><th>OS size</th><th>latency</th><th>line</th><th class=\"l\">shared by</th></tr>"
+        "<table><tr><th class=\"l\">cache</th><th class=\"l\">kind</th><th>measured size</th><th>OS size</th><th>latency</th>{}{}</tr>",
+        if lines { "<th>line</th>" } else { "" },
+        if shared { "<th class=\"l\">shared by</th>" } else { "" }
     )?;
-    let kib = |v: Option<u64>| v.map_or_else(|| "–".to_string(), |k| format!("{k} KiB"));
+    let size = |v: Option<u64>| v.map_or_else(|| "–".to_string(), kib);
     for l in &c.levels {
-        let shared = match l.shared_by.first() {
-            Some(first) => format!(
-                "{} of {}",
-                plural(l.shared_by.len(), "instance"),
-                plural(first.len(), "context")
-            ),
-            None => "–".to_string(),
-        };
+        let mut extra = String::new();
+        if lines {
+            let b = l
+                .line_bytes
+                .map_or_else(|| "–".to_string(), |b| format!("{b} B"));
+            let _ = write!(extra, "<td>{b}</td>");
+        }
+        if shared {
+            let by = match l.shared_by.first() {
+                Some(first) => format!(
+                    "{} of {}",
+                    plural(l.shared_by.len(), "instance"),
+                    plural(first.len(), "context")
+                ),
+                None => "–".to_string(),
+            };
+            let _ = write!(extra, "<td class=\"l\">{}</td>", e(&by));
+        }
         writeln!(
             s,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>{extra}</tr>",
             e(&l.name()),
             l.kind.map_or_else(|| "–".to_string(), |k| format!("{k:?}").to_lowercase()),
-            kib(l.measured_size_kib),
-            kib(l.os_size_kib),
+            size(l.measured_size_kib),
+            size(l.os_size_kib),
             l.latency
                 .filter(|v| *v > 0.0)
                 .map_or_else(|| "–".to_string(), |v| lat(topo, v)),
-            l.line_bytes.map_or_else(|| "–".to_string(), |b| format!("{b} B")),
-            e(&shared)
         )?;
     }
     writeln!(s, "</table></section>")

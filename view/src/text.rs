@@ -168,12 +168,12 @@ impl View<'_> {
             );
             writeln!(
                 self.out,
-                "  level {:<2} {median}  {:<12}  min {}  max {}  ({} pairs)",
+                "  level {:<2} {median}  {:<12}  min {}  max {}  ({})",
                 l.id,
                 l.role.as_str(),
                 lat(self.topo, l.latency.min),
                 lat(self.topo, l.latency.max),
-                l.latency.count
+                plural(l.latency.count, "pair")
             )?;
         }
         Ok(())
@@ -663,7 +663,7 @@ impl View<'_> {
 }
 
 /// A size in KiB, as KiB or MiB.
-fn kib(k: u64) -> String {
+pub(crate) fn kib(k: u64) -> String {
     if k >= 1024 && k.is_multiple_of(1024) {
         format!("{} MiB", k / 1024)
     } else if k >= 4096 {
