@@ -74,15 +74,43 @@ pub(crate) struct InferArgs {
 /// `topoprobe matrix`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MatrixArgs {
-    /// Print CSV (N lines of N values in ns, diagonal empty: core-to-core-latency's
-    /// layout, full square) instead of a table.
-    #[arg(long)]
+    /// Output format: a table, or CSV (N lines of N values in ns, diagonal empty:
+    /// core-to-core-latency's layout, full square); default: from the extension of -o
+    /// (.csv), else the table.
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<MatrixFormat>,
+    /// Same as `--format csv` (kept for scripts).
+    #[arg(long, conflicts_with = "format")]
     pub(crate) csv: bool,
     #[command(flatten)]
     pub(crate) measure: Measure,
     /// Write to FILE (atomically) instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+}
+
+/// Output forms of `matrix`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MatrixFormat {
+    /// An aligned table.
+    Table,
+    /// CSV, the input of `--from-matrix`.
+    Csv,
+}
+
+impl MatrixArgs {
+    /// Whether to write CSV: `--csv`, `--format csv`, or an `-o` file ending in `.csv`.
+    pub(crate) fn wants_csv(&self) -> bool {
+        match self.format {
+            Some(f) => f == MatrixFormat::Csv,
+            None => {
+                self.csv
+                    || self.output.as_deref().is_some_and(|p| {
+                        p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+                    })
+            }
+        }
+    }
 }
 
 /// `topoprobe latency`.

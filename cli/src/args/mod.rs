@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use topoprobe_infer::InferOptions;
 use topoprobe_model::LatencyUnit;
 
+mod examples;
 mod measuring;
 pub(crate) mod parsers;
 mod placing;
@@ -25,7 +26,7 @@ pub(crate) use views::{HeatmapArgs, Input, ReportArgs, ShowArgs};
 /// their latencies from core-to-core latency measurements, and stores them in a
 /// description file that placement, pinning and tuning use.
 #[derive(Debug, Parser)]
-#[command(name = "topoprobe", version, propagate_version = true)]
+#[command(name = "topoprobe", version, propagate_version = true, after_help = examples::TOP)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -36,32 +37,44 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Measure this machine (or read a latency matrix or libmctop file), infer its topology
     /// and print or save it.
+    #[command(after_help = examples::INFER)]
     Infer(InferArgs),
     /// Show a topology from a description, a libmctop file or a latency matrix.
+    #[command(after_help = examples::SHOW)]
     Show(ShowArgs),
     /// Measure and print the core-to-core latency matrix of this machine.
+    #[command(after_help = examples::MATRIX)]
     Matrix(MatrixArgs),
     /// Measure the latency between two hardware contexts and print its statistics.
+    #[command(after_help = examples::LATENCY)]
     Latency(LatencyArgs),
     /// Measure cache sizes and latencies (and with --shared, which contexts share them).
+    #[command(after_help = examples::CACHE)]
     Cache(CacheArgs),
     /// Measure memory latency and read/write/copy bandwidth from every socket to every node.
+    #[command(after_help = examples::MEM)]
     Mem(MemArgs),
     /// Measure memory-access overhead groups (pairs copying together) and how bandwidth
     /// scales with threads.
+    #[command(after_help = examples::CONTENTION)]
     Contention(ContentionArgs),
     /// Draw the latency matrix as a heatmap (SVG or PNG), contexts ordered by topology.
+    #[command(after_help = examples::HEATMAP)]
     Heatmap(HeatmapArgs),
     /// Write a self-contained HTML report of a topology.
+    #[command(after_help = examples::REPORT)]
     Report(ReportArgs),
     /// Print where a placement policy puts threads (a CPU list, a mask, taskset, numactl,
     /// OpenMP or likwid-pin arguments, or JSON), with its summary on standard error.
+    #[command(after_help = examples::PLACE)]
     Place(PlaceArgs),
     /// Run a command with every thread it creates pinned by a placement policy, the main
     /// thread first; exits with the command's status.
+    #[command(after_help = examples::RUN)]
     Run(RunArgs),
     /// Measure the power of every socket (RAPL) when idle, with one context, a second core,
     /// a second context, all cores and all contexts busy.
+    #[command(after_help = examples::POWER)]
     Power(PowerArgs),
 }
 

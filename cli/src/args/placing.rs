@@ -21,8 +21,8 @@ pub(crate) struct PlacementArgs {
     #[arg(short = 'n', long = "threads", value_name = "N")]
     pub(crate) threads: Option<usize>,
     /// Number of sockets to use (default: as many as the threads need; round-robin
-    /// policies: all).
-    #[arg(long, value_name = "S")]
+    /// policies: all). `--sockets` is accepted too.
+    #[arg(long = "use-sockets", alias = "sockets", value_name = "S")]
     pub(crate) sockets: Option<usize>,
     /// Only cores of this kind on a hybrid processor: p (performance) or e (efficiency).
     #[arg(long, value_name = "p|e", value_parser = kind)]

@@ -58,7 +58,7 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<()> {
     })?;
     bar.finish_and_clear();
     let m = &measured.collected.latency;
-    let bytes = if args.csv {
+    let bytes = if args.wants_csv() {
         let mut v = Vec::new();
         csv::write_matrix(m, &mut v).context("writing the CSV")?;
         v

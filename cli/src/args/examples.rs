@@ -1,0 +1,74 @@
+//! The examples at the end of each command's `--help`.
+
+/// After the top-level help: where the limits are.
+pub(crate) const TOP: &str = "Examples:
+  topoprobe infer                                  measure this machine, save and print it
+  topoprobe show --topology m.json                 show a saved description
+  topoprobe place --policy rr_core -n 8            where 8 threads go
+
+Inputs are limited (files 256 MiB, 4096 contexts, 1024 nodes): see docs/LIMITS.md.
+Exit status: 0 success, 1 runtime failure, 2 usage error.";
+
+/// `infer`.
+pub(crate) const INFER: &str = "Examples:
+  topoprobe infer                                   measure this machine, save and print it
+  topoprobe infer --cpus 0-15 --full --json         only these CPUs, every pair, JSON
+  topoprobe infer --from-matrix m.csv -o m.json     infer from a matrix, write JSON (by extension)
+  cat m.csv | topoprobe infer --from-matrix -       a matrix on standard input
+  topoprobe infer --from-mct lpdxeon2680.mct --format tsv";
+
+/// `show`.
+pub(crate) const SHOW: &str = "Examples:
+  topoprobe show --topology m.json -v               the tree, one line per core
+  topoprobe show --topology m.json -o m.mct --ghz 2.8   libmctop's format (cycles at 2.8 GHz)
+  topoprobe show --topology m.json -o g.svg         the graphs, rendered by Graphviz
+  topoprobe show --topology m.json -o m.xml         hwloc XML for lstopo --input m.xml";
+
+/// `matrix`.
+pub(crate) const MATRIX: &str = "Examples:
+  topoprobe matrix                                  a table of every pair
+  topoprobe matrix --format csv -o m.csv            CSV for --from-matrix (also: -o m.csv)";
+
+/// `latency`.
+pub(crate) const LATENCY: &str = "Examples:
+  topoprobe latency 0 1                             median, min, spread, samples
+  topoprobe latency 0 1 --smt --json";
+
+/// `cache`.
+pub(crate) const CACHE: &str = "Examples:
+  topoprobe cache                                   sizes and latencies beside the OS's
+  topoprobe cache --max-size 512M --curve --json";
+
+/// `mem`.
+pub(crate) const MEM: &str = "Examples:
+  topoprobe mem                                     latency and bandwidth, socket to node
+  topoprobe mem --threads 4 --size 2G --json";
+
+/// `contention`.
+pub(crate) const CONTENTION: &str = "Examples:
+  topoprobe contention --size 256M --json";
+
+/// `heatmap`.
+pub(crate) const HEATMAP: &str = "Examples:
+  topoprobe heatmap --from-matrix m.csv -o m.png
+  topoprobe heatmap --topology m.json > m.svg";
+
+/// `report`.
+pub(crate) const REPORT: &str = "Examples:
+  topoprobe report --topology m.json -o report.html
+  topoprobe report --from-matrix m.csv -o report.html";
+
+/// `place`.
+pub(crate) const PLACE: &str = "Examples:
+  topoprobe place --policy con_hwc -n 12 --topology m.json
+  topoprobe place --policy rr_core -n 8 --format omp
+  topoprobe place --policy balance_core --sockets 2 --format numactl";
+
+/// `run`.
+pub(crate) const RUN: &str = "Examples:
+  topoprobe run --policy rr_core -n 8 -- ./prog args
+  topoprobe run --policy con_hwc --mem interleave --skip 0x1 -- ./omp_prog";
+
+/// `power`.
+pub(crate) const POWER: &str = "Examples:
+  topoprobe power --duration 1 --json";
