@@ -12,8 +12,11 @@ use std::path::{Path, PathBuf};
 
 use topoprobe_model::format::{csv, json, mct, tsv};
 
+/// A fuzz target: a function of arbitrary bytes.
+pub type Target = fn(&[u8]);
+
 /// The targets, by name: the corpus of target `name` is in `corpus/name/`.
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+pub const TARGETS: [(&str, Target); 5] = [
     ("mct", mct),
     ("csv", csv),
     ("json", json),

@@ -50,8 +50,11 @@ enum Slot {
 /// The slots of a placement, shared with the threads that hold them.
 type Slots = Arc<Mutex<Vec<Slot>>>;
 
+/// The slots of a placement, as a thread that holds one sees them.
+type WeakSlots = Weak<Mutex<Vec<Slot>>>;
+
 /// The slots a thread holds: given back when the thread exits, pinned or not.
-struct Held(Vec<(u64, usize, Weak<Mutex<Vec<Slot>>>)>);
+struct Held(Vec<(u64, usize, WeakSlots)>);
 
 impl Drop for Held {
     fn drop(&mut self) {

@@ -107,7 +107,7 @@ fn too_large(path: &Path, len: u64, max_bytes: u64) -> ModelError {
 /// A byte count in the largest binary unit that divides it (`256 MiB`).
 fn human_bytes(n: u64) -> String {
     for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("{} {unit}", n >> shift);
         }
     }
