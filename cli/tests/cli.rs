@@ -557,10 +557,25 @@ fn mct_output_reparses() {
 }
 
 #[test]
-fn output_file_creates_parents_and_keeps_stdout_empty() {
+fn output_file_keeps_stdout_empty_and_refuses_missing_directories() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("a").join("b").join("c").join("p7.json");
     let p = data("nv-2x-power7.csv");
+    // A missing directory is named, not created silently.
+    let missing = dir.path().join("a").join("b").join("p7.json");
+    let out = bin()
+        .args(["infer", "--from-matrix", arg(&p), "--json", "-o"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains(&dir.path().join("a").join("b").display().to_string())
+            && err.contains("no such directory"),
+        "{err}"
+    );
+    assert!(!dir.path().join("a").exists(), "no directory is created");
+    let file = dir.path().join("p7.json");
     let out = bin()
         .args(["infer", "--from-matrix", arg(&p), "--json", "-o"])
         .arg(&file)
@@ -896,13 +911,13 @@ fn one_by_one_matrix_is_rejected() {
 #[test]
 fn zero_sockets_is_rejected() {
     let p = data("nv-i7-6700k.csv");
-    // Zero is a usage error; more sockets than contexts a runtime one.
+    // Both are usage errors (exit 2): the option does not fit the input.
     let err = run_fail(&["infer", "--from-matrix", arg(&p), "--sockets", "0"], 2);
     assert!(
         err.contains("invalid value '0' for '--sockets <N>'"),
         "{err}"
     );
-    let err = run_fail(&["infer", "--from-matrix", arg(&p), "--sockets", "9"], 1);
+    let err = run_fail(&["infer", "--from-matrix", arg(&p), "--sockets", "9"], 2);
     assert!(
         err.contains("--sockets 9 is out of range for 8 contexts"),
         "{err}"
