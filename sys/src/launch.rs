@@ -157,8 +157,7 @@ impl Supervised {
     /// process or by the terminal), in increasing order.
     #[must_use]
     pub fn signals(&self) -> Vec<i32> {
-        let bits = RECEIVED.load(Ordering::SeqCst);
-        (1..64).filter(|s| bits & (1 << s) != 0).collect()
+        received()
     }
 
     /// The child's exit code ([`exit_code`]) if it has ended, without waiting.
@@ -207,6 +206,54 @@ impl Drop for Supervised {
     }
 }
 
+/// The forwarded signals (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) caught and
+/// recorded instead of ending this process, while no child is supervised: a tool that
+/// works on another process stops cleanly on Ctrl-C. The handlers are restored on drop.
+#[derive(Debug)]
+pub struct SignalWatch {
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SignalWatch {
+    /// Installs the handlers.
+    ///
+    /// # Errors
+    ///
+    /// When a handler cannot be installed.
+    pub fn install() -> io::Result<Self> {
+        CHILD.store(0, Ordering::SeqCst);
+        RECEIVED.store(0, Ordering::SeqCst);
+        Ok(Self { old: install()? })
+    }
+
+    /// The signals that arrived since [`SignalWatch::install`], in increasing order.
+    #[must_use]
+    pub fn signals(&self) -> Vec<i32> {
+        received()
+    }
+}
+
+impl Drop for SignalWatch {
+    fn drop(&mut self) {
+        PENDING.store(0, Ordering::SeqCst);
+        restore(&self.old);
+    }
+}
+
+/// The recorded signals, in increasing order.
+fn received() -> Vec<i32> {
+    let bits = RECEIVED.load(Ordering::SeqCst);
+    (1..64).filter(|s| bits & (1 << s) != 0).collect()
+}
+
+/// Whether any of `signals` asks a program to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT).
+#[must_use]
+pub fn asks_to_stop(signals: &[i32]) -> bool {
+    signals
+        .iter()
+        .any(|s| [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT].contains(s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +273,16 @@ mod tests {
             libc::kill(libc::getpid(), libc::SIGUSR1);
         }
         assert_eq!(s.wait().expect("wait"), 128 + libc::SIGUSR1);
+        let w = SignalWatch::install().expect("watch");
+        // SAFETY: sends SIGTERM to this process, whose handler only records it.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGTERM);
+        }
+        // The handler may run on another thread a moment later.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while w.signals().is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(asks_to_stop(&w.signals()), "{:?}", w.signals());
     }
 }
