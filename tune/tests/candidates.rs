@@ -126,15 +126,17 @@ fn schedules_and_policies() {
     let e = parse_schedule("0:x").unwrap_err().to_string();
     assert!(e.contains("position 1") && e.contains("0:1:2:3"), "{e}");
     assert!(parse_schedule("").is_err());
-    let c = from_schedules(&t, None, &[vec![0, 0], vec![0, 1]]).expect("valid");
+    let online = from_schedules(None, None, &[vec![0]]).expect("CPU 0 is online");
+    assert_eq!(online[0].name, "0");
+    let c = from_schedules(Some(&t), None, &[vec![0, 0], vec![0, 1]]).expect("valid");
     assert_eq!(c[0].name, "0:0");
     assert_eq!(c[1].cpus, vec![0, 1]);
-    let e = from_schedules(&t, None, &[vec![0, 200]])
+    let e = from_schedules(Some(&t), None, &[vec![0, 200]])
         .unwrap_err()
         .to_string();
     assert!(e.contains("CPU 200") && e.contains("0:200"), "{e}");
     let allowed: CpuSet = [0].into();
-    let e = from_schedules(&t, Some(&allowed), &[vec![1]])
+    let e = from_schedules(Some(&t), Some(&allowed), &[vec![1]])
         .unwrap_err()
         .to_string();
     assert!(e.contains("not allowed"), "{e}");

@@ -11,6 +11,7 @@ use topoprobe_model::LatencyUnit;
 mod measuring;
 pub(crate) mod parsers;
 mod placing;
+mod tuning;
 mod views;
 
 pub(crate) use measuring::{
@@ -18,6 +19,7 @@ pub(crate) use measuring::{
 };
 use parsers::positive;
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
+pub(crate) use tuning::AutopinArgs;
 pub(crate) use views::{HeatmapArgs, Input, ReportArgs, ShowArgs};
 
 /// Measure a multi-core machine's topology instead of trusting the OS.
@@ -64,6 +66,9 @@ pub(crate) enum Command {
     /// Measure the power of every socket (RAPL) when idle, with one context, a second core,
     /// a second context, all cores and all contexts busy.
     Power(PowerArgs),
+    /// Find the best pinning of a program by trying candidate pinnings from the topology
+    /// on it while it runs, then keep it (autopin); exits with the program's status.
+    Autopin(AutopinArgs),
 }
 
 /// Unit of latencies on the command line.

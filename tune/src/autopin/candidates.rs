@@ -378,18 +378,28 @@ pub fn parse_schedule(text: &str) -> Result<Vec<u32>, TuneError> {
         .collect()
 }
 
-/// Candidates from schedules, checked against the topology's CPUs and the allowed ones.
+/// Candidates from schedules, checked against the topology's CPUs (without a topology:
+/// the CPUs the kernel has online) and the allowed ones.
 ///
 /// # Errors
 ///
 /// [`TuneError::Usage`] naming the schedule and the CPU that is not in the topology or not
-/// allowed.
+/// allowed; [`TuneError::Io`] when there is no topology and the online CPUs cannot be read.
 pub fn from_schedules(
-    topo: &Topology,
+    topo: Option<&Topology>,
     allowed: Option<&CpuSet>,
     schedules: &[Vec<u32>],
 ) -> Result<Vec<Candidate>, TuneError> {
-    let known: HashSet<u32> = topo.contexts().iter().map(|c| c.os_id).collect();
+    let known: HashSet<u32> = match topo {
+        Some(t) => t.contexts().iter().map(|c| c.os_id).collect(),
+        None => topoprobe_sys::affinity::online_cpus()
+            .map_err(|source| TuneError::Io {
+                what: "reading the online CPUs".into(),
+                source,
+            })?
+            .iter()
+            .collect(),
+    };
     schedules
         .iter()
         .map(|s| {

@@ -18,7 +18,7 @@
 //!
 //! # fn demo(topo: &topoprobe_model::Topology) -> Result<(), topoprobe_tune::TuneError> {
 //! let mut cmd = Command::new("./my-program");
-//! let report = autopin::run(topo, Program::Launch(cmd), &Options::default(), &mut ())?;
+//! let report = autopin::run(Some(topo), Program::Launch(cmd), &Options::default(), &mut ())?;
 //! println!("best: {:?}, exit {:?}", report.best, report.exit_status);
 //! # Ok(()) }
 //! ```
@@ -111,7 +111,7 @@ pub enum Program {
 }
 
 /// Tunes `program` on `topo` with the metric `opts.metric`; `observer` sees the live
-/// events.
+/// events. Without a topology only schedules can be candidates.
 ///
 /// # Errors
 ///
@@ -122,7 +122,7 @@ pub enum Program {
 /// [`TuneError::Launch`] when the command cannot be started. Errors while tuning do not
 /// end the program: they are in [`Report::error`].
 pub fn run(
-    topo: &Topology,
+    topo: Option<&Topology>,
     program: Program,
     opts: &Options,
     observer: &mut dyn Observer,
@@ -137,7 +137,7 @@ pub fn run(
 ///
 /// As [`run`].
 pub fn run_with_metric(
-    topo: &Topology,
+    topo: Option<&Topology>,
     program: Program,
     opts: &Options,
     metric: Box<dyn Metric>,
@@ -229,28 +229,33 @@ fn allowed_cpus(pid: i32) -> Option<CpuSet> {
 
 /// Makes the candidates of a round for `threads` threads.
 fn make_candidates(
-    topo: &Topology,
+    topo: Option<&Topology>,
     opts: &Options,
     threads: usize,
     allowed: Option<&CpuSet>,
 ) -> Result<(Vec<Candidate>, Vec<Dropped>), TuneError> {
-    match &opts.candidates {
-        CandidateSource::Topology { max } => {
+    match (&opts.candidates, topo) {
+        (CandidateSource::Topology { max }, Some(topo)) => {
             let g = candidates::generate(topo, threads.max(1), allowed, *max)?;
             Ok((g.candidates, g.dropped))
         }
-        CandidateSource::Policies(p) => Ok((
+        (CandidateSource::Policies(p), Some(topo)) => Ok((
             candidates::from_policies(topo, threads.max(1), allowed, p)?,
             Vec::new(),
         )),
-        CandidateSource::Schedules(s) => {
+        (CandidateSource::Topology { .. } | CandidateSource::Policies(_), None) => {
+            Err(TuneError::Usage(
+                "candidates from the topology or from policies need a topology (a description made by `topoprobe infer`, or --topology FILE); --schedule works without one".into(),
+            ))
+        }
+        (CandidateSource::Schedules(s), _) => {
             Ok((candidates::from_schedules(topo, allowed, s)?, Vec::new()))
         }
     }
 }
 
 /// Checks what can be checked before the program is touched.
-fn precheck(topo: &Topology, opts: &Options, pid: Option<i32>) -> Result<(), TuneError> {
+fn precheck(topo: Option<&Topology>, opts: &Options, pid: Option<i32>) -> Result<(), TuneError> {
     if opts.phases.measure <= 0.0 || opts.phases.warmup < 0.0 || opts.phases.initial_wait < 0.0 {
         return Err(TuneError::Usage(
             "the measurement must be positive, the waits not negative".into(),
@@ -258,20 +263,14 @@ fn precheck(topo: &Topology, opts: &Options, pid: Option<i32>) -> Result<(), Tun
     }
     let allowed = pid.and_then(allowed_cpus);
     match &opts.candidates {
-        CandidateSource::Schedules(s) => {
-            if s.is_empty() {
-                return Err(TuneError::Usage("no --schedule given".into()));
-            }
-            candidates::from_schedules(topo, allowed.as_ref(), s)?;
+        CandidateSource::Schedules(s) if s.is_empty() => {
+            return Err(TuneError::Usage("no --schedule given".into()));
         }
-        CandidateSource::Policies(p) => {
-            if p.is_empty() {
-                return Err(TuneError::Usage("--policies names no policy".into()));
-            }
-            candidates::from_policies(topo, opts.threads.unwrap_or(1), allowed.as_ref(), p)?;
+        CandidateSource::Policies(p) if p.is_empty() => {
+            return Err(TuneError::Usage("--policies names no policy".into()));
         }
-        CandidateSource::Topology { max } => {
-            candidates::generate(topo, opts.threads.unwrap_or(1), allowed.as_ref(), *max)?;
+        _ => {
+            make_candidates(topo, opts, opts.threads.unwrap_or(1), allowed.as_ref())?;
         }
     }
     if opts.metric == MetricChoice::Instructions {
@@ -357,7 +356,7 @@ enum Mode {
 
 /// The state of one tuning session.
 struct Driver<'a> {
-    topo: &'a Topology,
+    topo: Option<&'a Topology>,
     opts: &'a Options,
     observer: &'a mut dyn Observer,
     tracker: ThreadTracker,
@@ -636,7 +635,7 @@ impl Driver<'_> {
 }
 
 fn run_inner(
-    topo: &Topology,
+    topo: Option<&Topology>,
     program: Program,
     opts: &Options,
     custom: Option<Box<dyn Metric>>,
