@@ -1,8 +1,8 @@
 //! Readers of `/proc` for running processes and their threads (tasks): which threads a
 //! process has, their scheduler statistics, CPU time, last CPU, context switches and
 //! affinity; in submodules, a process's environment ([`environ`]), its memory per node
-//! ([`numa_maps`]) and cgroup cpuset ([`cgroup`]), and the interrupts of every CPU
-//! ([`interrupts`]). Every read is bounded ([`MAX_PROC_FILE`]) and a task that has exited is
+//! ([`numa_maps`]) and cgroup cpuset ([`cgroup`]), the interrupts of every CPU
+//! ([`interrupts`]) and the busy time of every CPU ([`cpu_stat`]). Every read is bounded ([`MAX_PROC_FILE`]) and a task that has exited is
 //! reported as [`ProcError::Gone`], not as a failure of the reader.
 
 use std::io::Read;
@@ -11,9 +11,11 @@ use std::path::{Path, PathBuf};
 use crate::CpuSet;
 
 pub mod cgroup;
+pub mod cpu_stat;
 pub mod environ;
 pub mod interrupts;
 pub mod numa_maps;
+pub mod sched;
 
 /// Largest `/proc` file these readers accept, in bytes (the files read here are a few
 /// hundred bytes; `status` of a process with many CPUs a few KiB).

@@ -12,6 +12,7 @@
 //! leaves it with a valid placement when it stops.
 
 pub mod autopin;
+pub mod balance;
 mod error;
 pub mod perf;
 pub mod stats;

@@ -99,6 +99,18 @@ impl ThreadCounters {
     ///
     /// The reason, in words, when a counter cannot be opened on a live thread.
     pub fn total(&mut self, tids: &[i32]) -> Result<u64, String> {
+        let each = self.per_thread(tids)?;
+        Ok(each
+            .values()
+            .fold(self.retired, |a, &b| a.saturating_add(b)))
+    }
+
+    /// As [`ThreadCounters::total`], the count of each live thread of `tids`.
+    ///
+    /// # Errors
+    ///
+    /// The reason, in words, when a counter cannot be opened on a live thread.
+    pub fn per_thread(&mut self, tids: &[i32]) -> Result<HashMap<i32, u64>, String> {
         let gone: Vec<i32> = self
             .counters
             .keys()
@@ -121,8 +133,8 @@ impl ThreadCounters {
                 }
             }
         }
-        let mut sum = self.retired;
-        for (c, last) in self.counters.values_mut() {
+        let mut out = HashMap::new();
+        for (&tid, (c, last)) in &mut self.counters {
             if let Ok(d) = c.read_full() {
                 let raw = d.count();
                 let scaled = match (d.time_enabled(), d.time_running()) {
@@ -133,9 +145,9 @@ impl ThreadCounters {
                 };
                 *last = (*last).max(scaled);
             }
-            sum = sum.saturating_add(*last);
+            out.insert(tid, *last);
         }
-        Ok(sum)
+        Ok(out)
     }
 }
 
