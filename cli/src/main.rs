@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         Command::Run(a) => return commands::run::main(&a),
         Command::Power(a) => commands::power::run(&a),
         Command::Autopin(a) => return commands::autopin::main(&a),
+        Command::Balance(a) => commands::balance::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -19,7 +19,7 @@ pub(crate) use measuring::{
 };
 use parsers::positive;
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
-pub(crate) use tuning::AutopinArgs;
+pub(crate) use tuning::{AutopinArgs, BalanceArgs};
 pub(crate) use views::{HeatmapArgs, Input, ReportArgs, ShowArgs};
 
 /// Measure a multi-core machine's topology instead of trusting the OS.
@@ -69,6 +69,9 @@ pub(crate) enum Command {
     /// Find the best pinning of a program by trying candidate pinnings from the topology
     /// on it while it runs, then keep it (autopin); exits with the program's status.
     Autopin(AutopinArgs),
+    /// Monitor running processes and move their threads to less loaded CPUs, cores,
+    /// caches or nodes of the topology (or, with --advise, say which moves would help).
+    Balance(BalanceArgs),
 }
 
 /// Unit of latencies on the command line.

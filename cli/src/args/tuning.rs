@@ -110,3 +110,56 @@ pub(crate) struct AutopinArgs {
     )]
     pub(crate) command: Vec<OsString>,
 }
+
+/// Parses a `--name` pattern.
+fn pattern(s: &str) -> Result<regex::Regex, String> {
+    if s.len() > 1000 {
+        return Err("--name: a pattern of at most 1000 characters".into());
+    }
+    regex::Regex::new(s).map_err(|e| format!("--name {s:?}: {e}"))
+}
+
+/// `topoprobe balance`.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:\n  \
+    topoprobe balance --pid 4242 --pid 4243 --duration 60\n  \
+    topoprobe balance --name '^worker' --interval 1 --advise\n  \
+    topoprobe balance --cgroup /sys/fs/cgroup/jobs/a --keep-affinity --json")]
+pub(crate) struct BalanceArgs {
+    /// A process to balance (of your user). Repeatable.
+    #[arg(long = "pid", value_name = "PID")]
+    pub(crate) pids: Vec<i32>,
+    /// Processes whose command name or command line matches this regular expression
+    /// (rescanned every interval).
+    #[arg(long, value_name = "REGEX", value_parser = pattern)]
+    pub(crate) name: Option<regex::Regex>,
+    /// The processes of this cgroup directory (its cgroup.procs, read every interval).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) cgroup: Option<PathBuf>,
+    /// Seconds between two looks.
+    #[arg(long, value_name = "S", default_value = "0.5", value_parser = seconds)]
+    pub(crate) interval: f64,
+    /// Stop after this many seconds (default: until Ctrl-C or every given process exited).
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(f64))]
+    pub(crate) duration: Option<f64>,
+    /// Print the moves and their reasons; apply none.
+    #[arg(long)]
+    pub(crate) advise: bool,
+    /// Keep every thread inside the CPU mask it had when first seen (by default the
+    /// balancer owns the masks; the cgroup cpuset always bounds them).
+    #[arg(long)]
+    pub(crate) keep_affinity: bool,
+    /// Consecutive intervals a move must be called for before it is made.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub(crate) hold: u32,
+    /// Most thread moves per minute.
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub(crate) max_moves: u32,
+    /// Print the result as JSON on standard output at the end.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// A JSON description, a libmctop .mct file or a latency matrix (default: this
+    /// machine's description; without one every CPU counts as its own core).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) topology: Option<PathBuf>,
+}

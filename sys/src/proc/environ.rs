@@ -1,4 +1,5 @@
-//! `/proc/<pid>/environ`: the environment a process was started with.
+//! `/proc/<pid>/environ` and `cmdline`: the environment and arguments a process was
+//! started with.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
@@ -15,6 +16,21 @@ pub fn environ_var(pid: i32, name: &str) -> Result<Option<OsString>, ProcError> 
     let path = task_dir(pid, None).join("environ");
     let bytes = read_bytes(&path, pid, None)?;
     Ok(find_var(&bytes, name))
+}
+
+/// The command line of process `pid` (empty for a kernel thread).
+///
+/// # Errors
+///
+/// [`ProcError::Gone`] for an exited process.
+pub fn cmdline(pid: i32) -> Result<Vec<OsString>, ProcError> {
+    let path = task_dir(pid, None).join("cmdline");
+    let bytes = read_bytes(&path, pid, None)?;
+    Ok(bytes
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| OsString::from_vec(a.to_vec()))
+        .collect())
 }
 
 /// Finds `name=value` among NUL-separated entries.

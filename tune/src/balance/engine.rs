@@ -71,6 +71,8 @@ pub enum Kind {
 pub struct Record {
     /// Seconds since the monitor started.
     pub time_s: f64,
+    /// The interval of the decision, from 1 (the first with rates).
+    pub interval: usize,
     /// The process.
     pub pid: i32,
     /// The thread.
@@ -114,6 +116,7 @@ pub struct Engine {
     capped: HashSet<String>,
     notes: Vec<String>,
     rolled_back: usize,
+    interval: usize,
 }
 
 impl Engine {
@@ -152,10 +155,18 @@ impl Engine {
             .map_or(0.0, |v| v.iter().sum::<f64>() / v.len() as f64)
     }
 
-    fn records(p: &[Move], time_s: f64, reason: &str, rule: &str, kind: Kind) -> Vec<Record> {
+    fn records(
+        &self,
+        p: &[Move],
+        time_s: f64,
+        reason: &str,
+        rule: &str,
+        kind: Kind,
+    ) -> Vec<Record> {
         p.iter()
             .map(|m| Record {
                 time_s,
+                interval: self.interval,
                 pid: m.pid,
                 tid: m.tid,
                 from: m.from.to_vec(),
@@ -178,6 +189,7 @@ impl Engine {
         mover: &mut dyn Mover,
     ) -> Vec<Record> {
         let now = snap.time_s;
+        self.interval += 1;
         let hold = self.opts.hold.max(1);
         let live: HashMap<i32, f64> = snap
             .threads
@@ -242,14 +254,10 @@ impl Engine {
                 continue;
             }
             if self.opts.advise {
-                if self.advised.insert(key) {
-                    out.extend(Self::records(
-                        &p.moves,
-                        now,
-                        &p.reason,
-                        p.rule,
-                        Kind::Advice,
-                    ));
+                // The advice stands for the move: the same change with another thread is
+                // not advised again.
+                if self.advised.insert(pattern.clone()) && self.advised.insert(key) {
+                    out.extend(self.records(&p.moves, now, &p.reason, p.rule, Kind::Advice));
                 }
                 touched_cpus.extend(cpus);
                 touched_tids.extend(p.moves.iter().map(|m| m.tid));
@@ -292,7 +300,7 @@ impl Engine {
             }
             touched_cpus.extend(cpus);
             touched_tids.extend(p.moves.iter().map(|m| m.tid));
-            out.extend(Self::records(&p.moves, now, &p.reason, p.rule, Kind::Move));
+            out.extend(self.records(&p.moves, now, &p.reason, p.rule, Kind::Move));
             self.pending.remove(&key);
             self.watching.push(Watch {
                 key,
@@ -344,7 +352,7 @@ impl Engine {
                     "rollback: after the move the threads ran {after:.2} s/s, before {:.2} s/s",
                     w.before
                 );
-                out.extend(Self::records(&undo, now, &reason, w.rule, Kind::Rollback));
+                out.extend(self.records(&undo, now, &reason, w.rule, Kind::Rollback));
                 self.rolled_back += 1;
                 self.banned.insert(w.key, now + self.opts.ban_s);
                 self.banned.insert(w.pattern, now + self.opts.ban_s);
