@@ -5,41 +5,11 @@
 //! requests. How much CPU time the move gains is a measurement (the shared machine may
 //! be loaded): `scripts/bench/balance-2cpu.sh`.
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_topoprobe")
-}
+mod common;
 
-fn tmp() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("balance-tests")
-}
-
-/// A description of a 2-CPU machine (CPUs 0 and 1).
-fn two_cpus() -> &'static str {
-    static P: OnceLock<String> = OnceLock::new();
-    P.get_or_init(|| {
-        std::fs::create_dir_all(tmp()).expect("tmp dir");
-        let m = tmp().join("m2.csv");
-        std::fs::write(&m, ",50\n50,\n").expect("matrix");
-        let out = tmp().join("m2.json");
-        let st = Command::new(exe())
-            .args(["infer", "--from-matrix"])
-            .arg(&m)
-            .args(["--json", "-o"])
-            .arg(&out)
-            .output()
-            .expect("infer");
-        assert!(
-            st.status.success(),
-            "{}",
-            String::from_utf8_lossy(&st.stderr)
-        );
-        out.to_string_lossy().into_owned()
-    })
-}
+use common::{exe, two_cpus};
 
 /// A busy shell loop pinned to CPU 0, killed on drop.
 struct Busy(Child);
@@ -88,6 +58,14 @@ fn balance(args: &[&str]) -> (Output, serde_json::Value) {
     (o, v)
 }
 
+/// `balance` on the two busy processes, with `extra` arguments.
+fn on_pair(a: &Busy, b: &Busy, extra: &[&str]) -> (Output, serde_json::Value) {
+    let (pa, pb) = (a.pid(), b.pid());
+    let mut args = vec!["--pid", pa.as_str(), "--pid", pb.as_str()];
+    args.extend(extra);
+    balance(&args)
+}
+
 fn moves(report: &serde_json::Value) -> Vec<serde_json::Value> {
     report["moves"].as_array().cloned().unwrap_or_default()
 }
@@ -95,11 +73,7 @@ fn moves(report: &serde_json::Value) -> Vec<serde_json::Value> {
 #[test]
 fn one_of_two_processes_on_one_cpu_moves_and_stays() {
     let (a, b) = (Busy::start(), Busy::start());
-    let (o, r) = balance(&[
-        "--pid",
-        &a.pid(),
-        "--pid",
-        &b.pid(),
+    let (o, r) = on_pair(&a, &b, &[
         "--duration",
         "5",
         "--interval",
@@ -138,11 +112,7 @@ fn one_of_two_processes_on_one_cpu_moves_and_stays() {
 #[test]
 fn advise_reports_the_same_decision_and_moves_nothing() {
     let (a, b) = (Busy::start(), Busy::start());
-    let (o, r) = balance(&[
-        "--pid",
-        &a.pid(),
-        "--pid",
-        &b.pid(),
+    let (o, r) = on_pair(&a, &b, &[
         "--duration",
         "3",
         "--advise",

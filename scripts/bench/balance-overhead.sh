@@ -2,7 +2,9 @@
 # Overhead of the balancer's monitor: CPU time per second of `topoprobe balance` watching
 # one process of 100 threads (each wakes every 10 ms for a little work) at a 0.5 s
 # interval, with every metric, for DURATION seconds (default 20); several runs. Also the
-# same with 10 threads, to show how the cost grows with threads.
+# same with 10 threads, to show how the cost grows with threads. Beside it, in the same
+# window, `top -b -H -d 0.5` watching the same threads for as long (procps top reads the
+# same per-thread /proc files every interval): the nearest existing monitor.
 #
 #   scripts/bench/balance-overhead.sh [RUNS] [DURATION]
 set -euo pipefail
@@ -45,6 +47,10 @@ r = json.load(open(sys.argv[1]))
 print(f"threads {sys.argv[2]:>3} run {sys.argv[3]}: monitor {r['self_cpu_s_per_s']*1000:.2f} ms CPU per s "
       f"({r['intervals']} intervals, {len(r['moves'])} decisions)")
 PY
+    n=$(python3 -c "print(int($DURATION / 0.5))")
+    /usr/bin/time -f "%U %S %e" -o "$dir/top.time" top -b -H -d 0.5 -n "$n" -p "$prog" > /dev/null
+    read -r u s e < "$dir/top.time"
+    python3 -c "print(f'threads {$threads:>3} run $run: top -H  {($u + $s) / $e * 1000:.2f} ms CPU per s')"
   done
   kill "$prog"; wait "$prog" 2>/dev/null || true; prog=""
 done

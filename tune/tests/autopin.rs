@@ -235,6 +235,38 @@ fn the_program_ends_pinned_by_the_best() {
     }
 }
 
+#[test]
+fn skipped_threads_may_run_on_every_cpu_of_the_pinning() {
+    let (a, b) = two_cpus();
+    if a == b {
+        return;
+    }
+    let mut opts = quick(CandidateSource::Schedules(vec![vec![a, b]]));
+    // The first created thread (bit 0) is a helper: positions go to the main thread and
+    // the second created one.
+    opts.skip = 0b1;
+    let out_path = tempfile_path("skip.out");
+    let mut cmd = Command::new(example());
+    cmd.args(["3", "2"])
+        .stdout(std::fs::File::create(&out_path).expect("out file"));
+    let r = autopin::run_with_metric(None, Program::Launch(cmd), &opts, scripted(None), &mut ())
+        .expect("runs");
+    assert_eq!(r.exit_status, Some(0));
+    let out = std::fs::read_to_string(&out_path).expect("output");
+    let line = |i: usize| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("thread{i} ")))
+            .map(|l| l.split_once(' ').map_or("", |x| x.1).to_string())
+            .unwrap_or_default()
+    };
+    let both = topoprobe_model::format_cpu_list(&{
+        let mut v = vec![a, b];
+        v.sort_unstable();
+        v
+    });
+    assert_eq!((line(0), line(1), line(2)), (a.to_string(), both, b.to_string()), "{out}");
+}
+
 fn tempfile_path(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tp-autopin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
