@@ -7,7 +7,7 @@
 //! script `scripts/bench/autopin-2cpu.sh`, not a test.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 

@@ -73,12 +73,7 @@ fn moves(report: &serde_json::Value) -> Vec<serde_json::Value> {
 #[test]
 fn one_of_two_processes_on_one_cpu_moves_and_stays() {
     let (a, b) = (Busy::start(), Busy::start());
-    let (o, r) = on_pair(&a, &b, &[
-        "--duration",
-        "5",
-        "--interval",
-        "0.5",
-    ]);
+    let (o, r) = on_pair(&a, &b, &["--duration", "5", "--interval", "0.5"]);
     let err = String::from_utf8_lossy(&o.stderr);
     let m = moves(&r);
     assert!(!m.is_empty(), "{err}");
@@ -112,11 +107,7 @@ fn one_of_two_processes_on_one_cpu_moves_and_stays() {
 #[test]
 fn advise_reports_the_same_decision_and_moves_nothing() {
     let (a, b) = (Busy::start(), Busy::start());
-    let (o, r) = on_pair(&a, &b, &[
-        "--duration",
-        "3",
-        "--advise",
-    ]);
+    let (o, r) = on_pair(&a, &b, &["--duration", "3", "--advise"]);
     let err = String::from_utf8_lossy(&o.stderr);
     let m = moves(&r);
     assert_eq!(m.len(), 1, "{err}");

@@ -159,7 +159,7 @@ impl Page {
 
     /// The atomic word at `offset` (a multiple of 8 inside the page).
     fn word(&self, offset: usize) -> &AtomicU64 {
-        debug_assert!(offset % 8 == 0 && offset + 8 <= PAGE_BYTES);
+        debug_assert!(offset.is_multiple_of(8) && offset + 8 <= PAGE_BYTES);
         // SAFETY: the mapping is PAGE_BYTES long and page-aligned, so `base + offset` is
         // in bounds and 8-byte aligned; the memory is only accessed atomically and lives
         // as long as `self`.

@@ -124,7 +124,11 @@ impl Metric for Scripted {
         let now = Instant::now();
         if let Some(last) = self.last {
             let dt = now.duration_since(last).as_secs_f64();
-            let ripple = if self.reads % 2 == 0 { 0.01 } else { -0.01 };
+            let ripple = if self.reads.is_multiple_of(2) {
+                0.01
+            } else {
+                -0.01
+            };
             self.total += ((self.rate)(&masks) + ripple) * dt;
         }
         self.last = Some(now);
@@ -264,7 +268,11 @@ fn skipped_threads_may_run_on_every_cpu_of_the_pinning() {
         v.sort_unstable();
         v
     });
-    assert_eq!((line(0), line(1), line(2)), (a.to_string(), both, b.to_string()), "{out}");
+    assert_eq!(
+        (line(0), line(1), line(2)),
+        (a.to_string(), both, b.to_string()),
+        "{out}"
+    );
 }
 
 fn tempfile_path(name: &str) -> PathBuf {

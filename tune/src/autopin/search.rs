@@ -317,7 +317,11 @@ mod tests {
         while !s.done() {
             k += 1;
             t = k as f64 * dt;
-            let ripple = if (k / 7) % 2 == 0 { noise } else { -noise };
+            let ripple = if (k / 7).is_multiple_of(2) {
+                noise
+            } else {
+                -noise
+            };
             value += (rates[cur] + ripple) * dt;
             match s.step(t, value) {
                 Step::Apply(i) => {

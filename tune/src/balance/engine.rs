@@ -512,9 +512,9 @@ mod tests {
         let mut e = Engine::new(EngineOptions::default());
         let mut rec = Recorder::default();
         let mut all = Vec::new();
-        for i in 1..=20 {
+        for i in 1..=20_u32 {
             // Contended on odd intervals only: never two in a row.
-            let s = if i % 2 == 1 {
+            let s = if !i.is_multiple_of(2) {
                 contended(f64::from(i) * 0.5, &rec, (1.0, 1.0))
             } else {
                 snap(

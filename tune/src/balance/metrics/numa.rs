@@ -27,7 +27,7 @@ impl Metric for Numa {
     }
 
     fn collect(&mut self, snap: &mut Snapshot) -> Result<(), String> {
-        let read_now = self.calls % Self::EVERY == 0;
+        let read_now = self.calls.is_multiple_of(Self::EVERY);
         self.calls += 1;
         for p in &mut snap.procs {
             if read_now || !self.last.contains_key(&p.pid) {
