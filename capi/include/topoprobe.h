@@ -358,6 +358,22 @@ int tp_pool_unpin(const struct TpPool *p);
  */
 void tp_pool_free(struct TpPool *p);
 
+/*
+ Counts `n` units of work done by this program (any thread). The first call maps the
+ page named by `TOPOPROBE_HEARTBEAT`; later calls are one atomic add.
+ */
+void tp_heartbeat(uint64_t n);
+
+/*
+ Declares that the program entered phase `id`.
+ */
+void tp_heartbeat_phase(uint64_t id);
+
+/*
+ 1 when heartbeats are published (`TOPOPROBE_HEARTBEAT` names a usable file), else 0.
+ */
+int tp_heartbeat_enabled(void);
+
 #ifdef __cplusplus
 } // extern "C"
 #endif // __cplusplus

@@ -6,6 +6,10 @@
 //! returning an `int` a negative value; [`tp_last_error`] then says why (per thread).
 //! Objects are freed with their `_free` function; strings with [`tp_string_free`].
 
+mod heartbeat;
+
+pub use heartbeat::{tp_heartbeat, tp_heartbeat_enabled, tp_heartbeat_phase};
+
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::path::Path;

@@ -151,3 +151,19 @@ fn openmp_example_switches_policy_between_regions() {
     }
     assert!(!text.contains("NOT PINNED"), "{text}");
 }
+
+#[test]
+fn heartbeats_reach_shared_memory() {
+    use topoprobe_sys::heartbeat::{HeartbeatReader, HEARTBEAT_VAR};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page = dir.path().join("hb");
+    let reader = HeartbeatReader::open(&page).expect("page");
+    let page_s = page.to_string_lossy().into_owned();
+    let out = build_and_run("heartbeat.c", &["-O1"], &[(HEARTBEAT_VAR, &page_s)]);
+    assert!(out.contains("heartbeats on, 2000 beats"), "{out}");
+    let hb = reader.read();
+    assert_eq!((hb.beats, hb.phase), (2000, 2));
+    // Without the variable the calls do nothing.
+    let out = build_and_run("heartbeat.c", &["-O1"], &[]);
+    assert!(out.contains("heartbeats off"), "{out}");
+}

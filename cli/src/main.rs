@@ -41,6 +41,8 @@ fn main() -> ExitCode {
         Command::Place(a) => commands::place::run(&a),
         Command::Run(a) => return commands::run::main(&a),
         Command::Power(a) => commands::power::run(&a),
+        Command::Autopin(a) => return commands::autopin::main(&a),
+        Command::Balance(a) => commands::balance::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -165,6 +165,22 @@ pub fn thread_affinity(tid: i32) -> Result<CpuSet, AffinityError> {
     })
 }
 
+/// The CPUs the kernel has online (`/sys/devices/system/cpu/online`).
+///
+/// # Errors
+///
+/// When the file cannot be read or is not a CPU list.
+pub fn online_cpus() -> io::Result<CpuSet> {
+    let path = "/sys/devices/system/cpu/online";
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(std::fs::File::open(path)?, 1 << 16),
+        &mut text,
+    )?;
+    CpuSet::parse_list(text.trim())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{path}: {e}")))
+}
+
 /// How a thread is named in messages.
 fn who(tid: i32) -> String {
     if tid == 0 {
@@ -232,6 +248,11 @@ mod tests {
             set_current_thread_affinity(&CpuSet::new()),
             Err(AffinityError::Empty)
         ));
+        let online = online_cpus().expect("online CPUs");
+        assert!(allowed_cpus()
+            .expect("affinity")
+            .iter()
+            .all(|c| online.contains(c)));
         let gone = thread_affinity(i32::MAX).unwrap_err();
         assert!(gone.to_string().contains(&format!("thread {}", i32::MAX)));
         assert_eq!(

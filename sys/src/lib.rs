@@ -9,6 +9,8 @@
 //! - [`memory`]: memory policies (`set_mempolicy`) and the kernel's online nodes.
 //! - [`launch`]: running a command with signals passed on and its exit status kept.
 //! - [`pin_env`]: the environment variables of the preload library.
+//! - [`heartbeat`]: application heartbeats in shared memory (a count and a phase a tuner
+//!   reads, with no system call per beat).
 //! - [`proc`]: `/proc` readers for processes and their threads (scheduler statistics, CPU
 //!   time, last CPU, context switches, affinity).
 //!
@@ -20,6 +22,7 @@ mod sets;
 pub mod affinity;
 pub mod buffer;
 pub mod elf;
+pub mod heartbeat;
 pub mod launch;
 pub mod memory;
 pub mod pin_env;

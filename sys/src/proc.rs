@@ -1,12 +1,21 @@
 //! Readers of `/proc` for running processes and their threads (tasks): which threads a
 //! process has, their scheduler statistics, CPU time, last CPU, context switches and
-//! affinity. Every read is bounded ([`MAX_PROC_FILE`]) and a task that has exited is
+//! affinity; in submodules, a process's environment ([`environ`]), its memory per node
+//! ([`numa_maps`]) and cgroup cpuset ([`cgroup`]), the interrupts of every CPU
+//! ([`interrupts`]) and the busy time of every CPU ([`cpu_stat`]). Every read is bounded ([`MAX_PROC_FILE`]) and a task that has exited is
 //! reported as [`ProcError::Gone`], not as a failure of the reader.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::CpuSet;
+
+pub mod cgroup;
+pub mod cpu_stat;
+pub mod environ;
+pub mod interrupts;
+pub mod numa_maps;
+pub mod sched;
 
 /// Largest `/proc` file these readers accept, in bytes (the files read here are a few
 /// hundred bytes; `status` of a process with many CPUs a few KiB).
@@ -57,8 +66,17 @@ fn task_dir(pid: i32, tid: Option<i32>) -> PathBuf {
     }
 }
 
-/// Reads a `/proc` file of at most [`MAX_PROC_FILE`] bytes.
+/// Reads a `/proc` file of at most [`MAX_PROC_FILE`] bytes as text.
 fn read_file(path: &Path, pid: i32, tid: Option<i32>) -> Result<String, ProcError> {
+    let bytes = read_bytes(path, pid, tid)?;
+    String::from_utf8(bytes).map_err(|_| ProcError::Parse {
+        path: path.to_path_buf(),
+        what: "UTF-8 text".into(),
+    })
+}
+
+/// Reads a `/proc` file of at most [`MAX_PROC_FILE`] bytes.
+fn read_bytes(path: &Path, pid: i32, tid: Option<i32>) -> Result<Vec<u8>, ProcError> {
     let map = |source: std::io::Error| match source.kind() {
         std::io::ErrorKind::NotFound => ProcError::Gone { pid, tid },
         std::io::ErrorKind::PermissionDenied => ProcError::Denied {
@@ -71,9 +89,9 @@ fn read_file(path: &Path, pid: i32, tid: Option<i32>) -> Result<String, ProcErro
         },
     };
     let file = std::fs::File::open(path).map_err(map)?;
-    let mut text = String::new();
+    let mut text = Vec::new();
     file.take(MAX_PROC_FILE as u64 + 1)
-        .read_to_string(&mut text)
+        .read_to_end(&mut text)
         .map_err(map)?;
     if text.len() > MAX_PROC_FILE {
         return Err(ProcError::Parse {

@@ -12,12 +12,14 @@ mod examples;
 mod measuring;
 pub(crate) mod parsers;
 mod placing;
+mod tuning;
 mod views;
 
 pub(crate) use measuring::{
     CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
 };
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
+pub(crate) use tuning::{AutopinArgs, BalanceArgs};
 pub(crate) use views::{HeatmapArgs, Input, ReportArgs, ShowArgs};
 
 /// Measure a multi-core machine's topology instead of trusting the OS.
@@ -76,6 +78,12 @@ pub(crate) enum Command {
     /// a second context, all cores and all contexts busy.
     #[command(after_help = examples::POWER)]
     Power(PowerArgs),
+    /// Find the best pinning of a program by trying candidate pinnings from the topology
+    /// on it while it runs, then keep it (autopin); exits with the program's status.
+    Autopin(AutopinArgs),
+    /// Monitor running processes and move their threads to less loaded CPUs, cores,
+    /// caches or nodes of the topology (or, with --advise, say which moves would help).
+    Balance(BalanceArgs),
 }
 
 /// Unit of latencies on the command line.

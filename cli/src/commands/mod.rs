@@ -1,5 +1,7 @@
 //! One module per command.
 
+pub(crate) mod autopin;
+pub(crate) mod balance;
 pub(crate) mod cache;
 pub(crate) mod contention;
 pub(crate) mod heatmap;

@@ -1,0 +1,102 @@
+//! `topoprobe balance`: monitor processes and move their threads, a line per decision on
+//! standard error and the result as JSON at the end.
+
+use std::io::Write;
+
+use anyhow::{bail, Result};
+use topoprobe_tune::balance::engine::{EngineOptions, Kind};
+use topoprobe_tune::balance::layout::Layout;
+use topoprobe_tune::balance::monitor::Selection;
+use topoprobe_tune::balance::{self, Event, Observer, Options};
+use topoprobe_tune::TuneError;
+
+use crate::args::BalanceArgs;
+use crate::error::Usage;
+
+/// The per-decision lines on standard error.
+struct Lines;
+
+impl Observer for Lines {
+    fn event(&mut self, e: &Event<'_>) {
+        let mut err = std::io::stderr().lock();
+        match e {
+            Event::Decision { record: r, name } => {
+                let what = match r.kind {
+                    Kind::Move => "move",
+                    Kind::Advice => "advise",
+                    Kind::Rollback => "rollback",
+                };
+                let list = |v: &[u32]| topoprobe_model::format_cpu_list(v);
+                let _ = writeln!(
+                    err,
+                    "balance: [{:7.2} s] {what} process {} ({name}) thread {}: CPUs {} -> {}: {}",
+                    r.time_s,
+                    r.pid,
+                    r.tid,
+                    list(&r.from),
+                    list(&r.to),
+                    r.reason
+                );
+            }
+            Event::Note(n) => {
+                let _ = writeln!(err, "balance: {n}");
+            }
+        }
+    }
+}
+
+/// The layout: the description's, or a flat machine of the online CPUs.
+fn layout(args: &BalanceArgs) -> Result<Layout> {
+    if let Some(p) = &args.topology {
+        return Ok(Layout::from_topology(&crate::inputs::topology(Some(p))?));
+    }
+    match crate::inputs::topology(None) {
+        Ok(t) => Ok(Layout::from_topology(&t)),
+        Err(e) => {
+            let online = topoprobe_sys::affinity::online_cpus()?;
+            eprintln!(
+                "balance: note: no topology ({e:#}); every CPU counts as its own core of one socket"
+            );
+            Ok(Layout::flat(&online.to_vec()))
+        }
+    }
+}
+
+/// Runs `topoprobe balance`.
+pub(crate) fn run(args: &BalanceArgs) -> Result<()> {
+    if let Some(d) = args.duration {
+        if !(d.is_finite() && d > 0.0) {
+            bail!(Usage(format!(
+                "--duration {d}: a positive number of seconds"
+            )));
+        }
+    }
+    let layout = layout(args)?;
+    let opts = Options {
+        selection: Selection {
+            pids: args.pids.clone(),
+            name: args.name.clone(),
+            cgroup: args.cgroup.clone(),
+        },
+        interval: args.interval,
+        duration: args.duration,
+        engine: EngineOptions {
+            hold: args.hold as usize,
+            max_moves_per_minute: args.max_moves as usize,
+            advise: args.advise,
+            ..EngineOptions::default()
+        },
+        keep_affinity: args.keep_affinity,
+    };
+    let report = balance::run(&layout, &opts, &mut Lines).map_err(|e: TuneError| {
+        if e.is_usage() {
+            anyhow::Error::from(Usage(e.to_string()))
+        } else {
+            e.into()
+        }
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    Ok(())
+}

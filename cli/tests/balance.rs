@@ -1,0 +1,226 @@
+//! Tests of `topoprobe balance` on this machine: two busy processes started with
+//! `taskset -c 0` (one is moved to CPU 1 at the third look, and nothing moves after
+//! that), `--advise` (the same decision, nothing moved), a process that exits mid-run, one
+//! that has its affinity changed under the balancer, one of another user, and bad
+//! requests. How much CPU time the move gains is a measurement (the shared machine may
+//! be loaded): `scripts/bench/balance-2cpu.sh`.
+
+use std::process::{Child, Command, Output, Stdio};
+
+mod common;
+
+use common::{exe, two_cpus};
+
+/// A busy shell loop pinned to CPU 0, killed on drop.
+struct Busy(Child);
+
+impl Busy {
+    fn start() -> Self {
+        Self(
+            Command::new("taskset")
+                .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+                .spawn()
+                .expect("taskset"),
+        )
+    }
+
+    fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+
+    fn cpus(&self) -> String {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.0.id())).expect("status");
+        s.lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn balance(args: &[&str]) -> (Output, serde_json::Value) {
+    let m2 = two_cpus();
+    let o = Command::new(exe())
+        .args(["balance", "--topology", m2, "--json"])
+        .args(args)
+        .output()
+        .expect("balance runs");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let v = serde_json::from_slice(&o.stdout).expect("JSON report");
+    (o, v)
+}
+
+/// `balance` on the two busy processes, with `extra` arguments.
+fn on_pair(a: &Busy, b: &Busy, extra: &[&str]) -> (Output, serde_json::Value) {
+    let (pa, pb) = (a.pid(), b.pid());
+    let mut args = vec!["--pid", pa.as_str(), "--pid", pb.as_str()];
+    args.extend(extra);
+    balance(&args)
+}
+
+fn moves(report: &serde_json::Value) -> Vec<serde_json::Value> {
+    report["moves"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn one_of_two_processes_on_one_cpu_moves_and_stays() {
+    let (a, b) = (Busy::start(), Busy::start());
+    let (o, r) = on_pair(&a, &b, &["--duration", "5", "--interval", "0.5"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let m = moves(&r);
+    assert!(!m.is_empty(), "{err}");
+    // The first decision: one process from CPU 0 to CPU 1, at the third look (the first
+    // only reads counters, the move must be called for twice).
+    assert_eq!(m[0]["kind"], "move", "{err}");
+    assert_eq!(m[0]["from"], serde_json::json!([0]));
+    assert_eq!(m[0]["to"], serde_json::json!([1]));
+    assert_eq!(m[0]["interval"], 2, "{err}");
+    let moved = m[0]["pid"].to_string();
+    assert!(moved == a.pid() || moved == b.pid());
+    for k in ["time_s", "tid", "reason"] {
+        assert!(!m[0][k].is_null(), "{k}");
+    }
+    // Nothing moves afterwards (a rollback is the only other decision there may be).
+    assert!(m[1..].iter().all(|x| x["kind"] == "rollback"), "{err}");
+    assert!(r["rolled_back"].as_u64().is_some_and(|n| n <= 1));
+    assert!(r["intervals"].as_u64().is_some_and(|n| n >= 8), "{r}");
+    let (pa, pb) = (a.cpus(), b.cpus());
+    if r["rolled_back"] == 0 {
+        let mut both = [pa, pb];
+        both.sort();
+        assert_eq!(both, ["0".to_string(), "1".to_string()]);
+    }
+    assert!(
+        err.contains("CPUs 0 -> 1") && err.contains("contention"),
+        "{err}"
+    );
+}
+
+#[test]
+fn advise_reports_the_same_decision_and_moves_nothing() {
+    let (a, b) = (Busy::start(), Busy::start());
+    let (o, r) = on_pair(&a, &b, &["--duration", "3", "--advise"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let m = moves(&r);
+    assert_eq!(m.len(), 1, "{err}");
+    assert_eq!(m[0]["kind"], "advice");
+    assert_eq!(
+        (m[0]["from"].clone(), m[0]["to"].clone()),
+        (serde_json::json!([0]), serde_json::json!([1]))
+    );
+    assert_eq!(m[0]["interval"], 2);
+    assert_eq!(r["advise"], true);
+    assert_eq!((a.cpus(), b.cpus()), ("0".to_string(), "0".to_string()));
+    assert!(err.contains("advise process"), "{err}");
+}
+
+#[test]
+fn exiting_and_self_repinning_processes_are_noted_once() {
+    let a = Busy::start();
+    let short = Command::new("sleep").arg("1").spawn().expect("sleep");
+    let short_pid = short.id().to_string();
+    let pid = a.pid();
+    // Change the busy process's affinity from outside while the balancer watches it.
+    let repin = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1300));
+        Command::new("taskset")
+            .args(["-p", "-c", "1", &pid])
+            .stdout(Stdio::null())
+            .status()
+            .expect("taskset");
+    });
+    let (o, r) = balance(&[
+        "--pid",
+        &a.pid(),
+        "--pid",
+        &short_pid,
+        "--duration",
+        "3",
+        "--interval",
+        "0.25",
+    ]);
+    repin.join().expect("thread");
+    let mut short = short;
+    short.wait().ok();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("exited").count(), 1, "{err}");
+    assert_eq!(
+        err.matches("changed its own CPU affinity").count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(r["stopped_by"], "duration");
+    assert_eq!(a.cpus(), "1", "the process's own choice is left alone");
+}
+
+#[test]
+fn given_processes_that_all_exit_end_the_run() {
+    let mut short = Command::new("sleep").arg("0.6").spawn().expect("sleep");
+    let (_, r) = balance(&["--pid", &short.id().to_string(), "--interval", "0.2"]);
+    short.wait().ok();
+    assert_eq!(r["stopped_by"], "every process exited");
+}
+
+#[test]
+fn bad_requests_and_other_users_processes_are_clear() {
+    let m2 = two_cpus();
+    let run = |args: &[&str]| {
+        Command::new(exe())
+            .args(["balance", "--topology", m2])
+            .args(args)
+            .output()
+            .expect("runs")
+    };
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--pid, --name or --cgroup"));
+    let o = run(&["--name", "("]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["--pid", "2147483647"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("process 2147483647 does not exist"));
+    let o = run(&["--cgroup", "/nonexistent", "--duration", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cgroup"));
+    // Another user's process: as root, run the balancer as nobody against root's.
+    let mut victim = Command::new("sleep").arg("30").spawn().expect("sleep");
+    let pid = victim.id().to_string();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", exe()])
+        .args([
+            "balance",
+            "--topology",
+            m2,
+            "--pid",
+            &pid,
+            "--duration",
+            "1",
+        ])
+        .output();
+    victim.kill().ok();
+    victim.wait().ok();
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if let (true, Ok(o)) = (root, o) {
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        if !err.contains("setpriv:") {
+            assert_eq!(o.status.code(), Some(1), "{err}");
+            assert!(
+                err.contains(&format!("process {pid}"))
+                    && err.contains("not permitted")
+                    && err.contains("belongs to user 0"),
+                "{err}"
+            );
+        }
+    }
+}

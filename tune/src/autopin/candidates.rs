@@ -1,0 +1,436 @@
+//! Candidate pinnings: generated from the topology (the distinct placements of the
+//! MCTOP policies), from named policies, or given as schedules (`0:1:2:3`, autopin's
+//! "CPU of thread i at position i").
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+use topoprobe_model::{ContextId, Topology};
+use topoprobe_place::{core_kinds, export, plan, CoreKind, Policy, Request};
+use topoprobe_sys::CpuSet;
+
+use crate::error::TuneError;
+
+/// One pinning to try: the CPU of thread `i` at position `i`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Candidate {
+    /// Its name (`CON_HWC`, `BALANCE_CORE/2s`, `CON_HWC@e`, or the schedule `0:1`).
+    pub name: String,
+    /// Operating-system CPUs in thread order.
+    pub cpus: Vec<u32>,
+    /// Why it is a candidate (what it shares and spreads).
+    pub why: String,
+}
+
+/// A placement left out of the generated candidates, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dropped {
+    /// The placement's name.
+    pub name: String,
+    /// Why it was left out (a duplicate of which candidate, not plannable, beyond the
+    /// maximum).
+    pub reason: String,
+}
+
+/// The candidates generated from a topology, and the placements left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Generated {
+    /// The candidates, in the order they are tried.
+    pub candidates: Vec<Candidate>,
+    /// The placements left out.
+    pub dropped: Vec<Dropped>,
+}
+
+/// A policy to try, with an optional socket count, and what it is for.
+struct Spec {
+    policy: Policy,
+    sockets: Option<usize>,
+    why: &'static str,
+}
+
+/// The policies in the order candidates are tried: the most compact, one per core in a
+/// socket, spread over every socket, balanced over 2..S sockets, then the rest (which
+/// usually repeat one of these).
+fn specs(sockets: usize) -> Vec<Spec> {
+    let mut v = vec![
+        Spec {
+            policy: Policy::ConHwc,
+            sockets: None,
+            why: "compact: threads share cores (SMT) and their caches",
+        },
+        Spec {
+            policy: Policy::ConCoreHwc,
+            sockets: None,
+            why: "one thread per core of a socket: threads share the socket's caches, not cores",
+        },
+        Spec {
+            policy: Policy::RrCore,
+            sockets: None,
+            why: "round robin over all sockets: most caches and memory bandwidth",
+        },
+    ];
+    for s in 2..sockets {
+        v.push(Spec {
+            policy: Policy::BalanceCore,
+            sockets: Some(s),
+            why: "one thread per core, balanced over fewer sockets",
+        });
+    }
+    for (policy, why) in [
+        (
+            Policy::ConCore,
+            "one thread per core of as few sockets as the cores need",
+        ),
+        (
+            Policy::BalanceHwc,
+            "compact inside each socket, balanced across sockets",
+        ),
+        (
+            Policy::BalanceCoreHwc,
+            "one thread per core inside each socket, balanced across sockets",
+        ),
+        (
+            Policy::RrHwc,
+            "round robin over sockets, compact inside each",
+        ),
+        (Policy::Power, "least estimated power"),
+        (
+            Policy::RrScale,
+            "round robin up to each socket's bandwidth saturation",
+        ),
+        (Policy::Sequential, "the OS's CPU numbering"),
+    ] {
+        v.push(Spec {
+            policy,
+            sockets: None,
+            why,
+        });
+    }
+    for s in 2..=sockets {
+        v.push(Spec {
+            policy: Policy::BalanceHwc,
+            sockets: Some(s),
+            why: "compact inside each socket, balanced over this many sockets",
+        });
+    }
+    v
+}
+
+/// What makes two placements equivalent on a symmetric machine: threads per socket,
+/// per innermost group and per core (sorted), the kinds of cores used, and the latency
+/// levels between the threads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Shape {
+    per_socket: Vec<usize>,
+    per_group: Vec<usize>,
+    per_core: Vec<usize>,
+    kinds: Vec<(u8, usize)>,
+    levels: Vec<Option<usize>>,
+}
+
+fn counts<K: Eq + std::hash::Hash>(keys: impl Iterator<Item = K>) -> Vec<usize> {
+    let mut m: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
+    for k in keys {
+        *m.entry(k).or_insert(0) += 1;
+    }
+    let mut v: Vec<usize> = m.into_values().collect();
+    v.sort_unstable_by(|a, b| b.cmp(a));
+    v
+}
+
+fn shape(topo: &Topology, ctxs: &[ContextId], kinds: Option<&[CoreKind]>) -> Shape {
+    let per_socket = counts(ctxs.iter().map(|&c| topo.socket_of(c)));
+    let per_group = counts(
+        ctxs.iter()
+            .map(|&c| (topo.groups_of(c).first().copied(), topo.socket_of(c))),
+    );
+    let per_core = counts(ctxs.iter().map(|&c| topo.core_of(c)));
+    let mut k: Vec<(u8, usize)> = Vec::new();
+    for (kind, code) in [(CoreKind::Performance, 0_u8), (CoreKind::Efficiency, 1)] {
+        let n = ctxs
+            .iter()
+            .filter(|&&c| {
+                topo.core_of(c)
+                    .and_then(|core| kinds.and_then(|k| k.get(core.index())))
+                    == Some(&kind)
+            })
+            .count();
+        if n > 0 {
+            k.push((code, n));
+        }
+    }
+    let mut levels = Vec::new();
+    for (i, &a) in ctxs.iter().enumerate() {
+        for &b in &ctxs[i + 1..] {
+            levels.push(topo.level_of(a, b));
+        }
+    }
+    levels.sort_unstable();
+    Shape {
+        per_socket,
+        per_group,
+        per_core,
+        kinds: k,
+        levels,
+    }
+}
+
+/// The request for `spec` with `threads` threads on the allowed CPUs and core kind.
+fn request(
+    spec: &Spec,
+    threads: usize,
+    allowed: Option<&CpuSet>,
+    kind: Option<CoreKind>,
+) -> Request {
+    Request {
+        policy: spec.policy,
+        threads: Some(threads),
+        sockets: spec.sockets,
+        kind,
+        cpus: allowed.map(CpuSet::to_vec),
+    }
+}
+
+/// Generates the default candidates for `threads` threads: the distinct placements of the
+/// MCTOP policies (on a hybrid processor, also on P-cores only and E-cores only), on the
+/// `allowed` CPUs, deduplicated by CPU set and by shape (threads per socket, group and
+/// core, core kinds, latency levels between them), at most `max`.
+///
+/// # Errors
+///
+/// [`TuneError::Usage`] when `threads` or `max` is 0 or no policy can place the threads.
+pub fn generate(
+    topo: &Topology,
+    threads: usize,
+    allowed: Option<&CpuSet>,
+    max: usize,
+) -> Result<Generated, TuneError> {
+    if threads == 0 || max == 0 {
+        return Err(TuneError::Usage(
+            "candidates need at least one thread and --max-candidates of at least 1".into(),
+        ));
+    }
+    let kinds = core_kinds(topo);
+    let kind_options: Vec<Option<CoreKind>> = if kinds.is_some() {
+        vec![
+            None,
+            Some(CoreKind::Performance),
+            Some(CoreKind::Efficiency),
+        ]
+    } else {
+        vec![None]
+    };
+    let mut out = Generated {
+        candidates: Vec::new(),
+        dropped: Vec::new(),
+    };
+    let mut by_set: Vec<(Vec<u32>, String)> = Vec::new();
+    let mut by_shape: Vec<(Shape, String)> = Vec::new();
+    let mut names = HashSet::new();
+    for spec in specs(topo.num_sockets()) {
+        for &kind in &kind_options {
+            let mut name = spec.policy.name().to_string();
+            if let Some(s) = spec.sockets {
+                name.push_str(&format!("/{s}s"));
+            }
+            if let Some(k) = kind {
+                name.push('@');
+                name.push_str(k.short());
+            }
+            if !names.insert(name.clone()) {
+                continue;
+            }
+            let p = match plan(topo, &request(&spec, threads, allowed, kind)) {
+                Ok(p) => p,
+                Err(e) => {
+                    out.dropped.push(Dropped {
+                        name,
+                        reason: format!("not plannable: {e}"),
+                    });
+                    continue;
+                }
+            };
+            let cpus = export::cpus(topo, &p);
+            let mut set = cpus.clone();
+            set.sort_unstable();
+            if let Some((_, same)) = by_set.iter().find(|(s, _)| *s == set) {
+                out.dropped.push(Dropped {
+                    name,
+                    reason: format!("the same CPUs as {same}"),
+                });
+                continue;
+            }
+            let sh = shape(topo, &p.contexts, kinds.as_deref());
+            if let Some((_, same)) = by_shape.iter().find(|(s, _)| *s == sh) {
+                out.dropped.push(Dropped {
+                    name,
+                    reason: format!("the same shape as {same} (symmetric)"),
+                });
+                continue;
+            }
+            if out.candidates.len() >= max {
+                out.dropped.push(Dropped {
+                    name,
+                    reason: format!("beyond --max-candidates {max}"),
+                });
+                continue;
+            }
+            by_set.push((set, name.clone()));
+            by_shape.push((sh, name.clone()));
+            let why = match kind {
+                Some(k) => format!("{} (on {k} only)", spec.why),
+                None => spec.why.to_string(),
+            };
+            out.candidates.push(Candidate { name, cpus, why });
+        }
+    }
+    if out.candidates.is_empty() {
+        let reasons: Vec<String> = out
+            .dropped
+            .iter()
+            .map(|d| format!("{}: {}", d.name, d.reason))
+            .collect();
+        return Err(TuneError::Usage(format!(
+            "no placement of {threads} threads on the allowed CPUs: {}",
+            reasons.join("; ")
+        )));
+    }
+    Ok(out)
+}
+
+/// Candidates from named policies (`--policies con_core,rr_core`), in the order given;
+/// the same CPU list twice is kept once.
+///
+/// # Errors
+///
+/// [`TuneError::Usage`] naming the policy that cannot place `threads` threads.
+pub fn from_policies(
+    topo: &Topology,
+    threads: usize,
+    allowed: Option<&CpuSet>,
+    policies: &[Policy],
+) -> Result<Vec<Candidate>, TuneError> {
+    let mut out: Vec<Candidate> = Vec::new();
+    for &policy in policies {
+        let spec = Spec {
+            policy,
+            sockets: None,
+            why: policy.description(),
+        };
+        let p = plan(topo, &request(&spec, threads, allowed, None)).map_err(|e| {
+            TuneError::Usage(format!(
+                "--policies: {} cannot place {threads} threads: {e}",
+                policy.name()
+            ))
+        })?;
+        if !p.pinned {
+            return Err(TuneError::Usage(format!(
+                "--policies: {} does not pin threads; it cannot be a candidate",
+                policy.name()
+            )));
+        }
+        let cpus = export::cpus(topo, &p);
+        if out.iter().any(|c| c.cpus == cpus) {
+            continue;
+        }
+        out.push(Candidate {
+            name: policy.name().to_string(),
+            cpus,
+            why: spec.why.to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Longest schedule accepted (positions).
+pub const MAX_SCHEDULE: usize = 4096;
+
+/// Parses a schedule in autopin's format: the CPU of thread `i` at position `i`,
+/// separated by colons (`0:1:2:3`); a single CPU is a one-thread schedule.
+///
+/// # Errors
+///
+/// [`TuneError::Usage`] naming the schedule and the position that is not a CPU number.
+pub fn parse_schedule(text: &str) -> Result<Vec<u32>, TuneError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(TuneError::Usage(
+            "--schedule: empty; give the CPU of each thread, as 0:1:2:3".into(),
+        ));
+    }
+    let parts: Vec<&str> = t.split(':').collect();
+    if parts.len() > MAX_SCHEDULE {
+        return Err(TuneError::Usage(format!(
+            "--schedule: {} positions, more than {MAX_SCHEDULE}",
+            parts.len()
+        )));
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            p.trim().parse::<u32>().map_err(|_| {
+                TuneError::Usage(format!(
+                    "--schedule {t:?}: position {i} ({p:?}) is not a CPU number; the format is the CPU of each thread separated by colons, as 0:1:2:3"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Candidates from schedules, checked against the topology's CPUs (without a topology:
+/// the CPUs the kernel has online) and the allowed ones.
+///
+/// # Errors
+///
+/// [`TuneError::Usage`] naming the schedule and the CPU that is not in the topology or not
+/// allowed; [`TuneError::Io`] when there is no topology and the online CPUs cannot be read.
+pub fn from_schedules(
+    topo: Option<&Topology>,
+    allowed: Option<&CpuSet>,
+    schedules: &[Vec<u32>],
+) -> Result<Vec<Candidate>, TuneError> {
+    let known: HashSet<u32> = match topo {
+        Some(t) => t.contexts().iter().map(|c| c.os_id).collect(),
+        None => topoprobe_sys::affinity::online_cpus()
+            .map_err(|source| TuneError::Io {
+                what: "reading the online CPUs".into(),
+                source,
+            })?
+            .iter()
+            .collect(),
+    };
+    schedules
+        .iter()
+        .map(|s| {
+            let name = s
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(":");
+            for &cpu in s {
+                if !known.contains(&cpu) {
+                    return Err(TuneError::Usage(format!(
+                        "--schedule {name}: CPU {cpu} is not in the topology (its CPUs: {})",
+                        topoprobe_model::format_cpu_list(&{
+                            let mut k: Vec<u32> = known.iter().copied().collect();
+                            k.sort_unstable();
+                            k
+                        })
+                    )));
+                }
+                if allowed.is_some_and(|a| !a.contains(cpu)) {
+                    return Err(TuneError::Usage(format!(
+                        "--schedule {name}: CPU {cpu} is not allowed for the program (allowed: {})",
+                        allowed.map(ToString::to_string).unwrap_or_default()
+                    )));
+                }
+            }
+            Ok(Candidate {
+                name,
+                cpus: s.clone(),
+                why: "given with --schedule".into(),
+            })
+        })
+        .collect()
+}
