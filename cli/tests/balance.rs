@@ -6,10 +6,19 @@
 //! be loaded): `scripts/bench/balance-2cpu.sh`.
 
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
 
 mod common;
 
 use common::{exe, two_cpus};
+
+/// The tests run one at a time: each judges the load of both CPUs, which the busy
+/// processes of another test would change.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// A busy shell loop pinned to CPU 0, killed on drop.
 struct Busy(Child);
@@ -72,6 +81,7 @@ fn moves(report: &serde_json::Value) -> Vec<serde_json::Value> {
 
 #[test]
 fn one_of_two_processes_on_one_cpu_moves_and_stays() {
+    let _serial = one_at_a_time();
     let (a, b) = (Busy::start(), Busy::start());
     let (o, r) = on_pair(&a, &b, &["--duration", "5", "--interval", "0.5"]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -106,6 +116,7 @@ fn one_of_two_processes_on_one_cpu_moves_and_stays() {
 
 #[test]
 fn advise_reports_the_same_decision_and_moves_nothing() {
+    let _serial = one_at_a_time();
     let (a, b) = (Busy::start(), Busy::start());
     let (o, r) = on_pair(&a, &b, &["--duration", "3", "--advise"]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -124,15 +135,17 @@ fn advise_reports_the_same_decision_and_moves_nothing() {
 
 #[test]
 fn exiting_and_self_repinning_processes_are_noted_once() {
+    let _serial = one_at_a_time();
     let a = Busy::start();
     let short = Command::new("sleep").arg("1").spawn().expect("sleep");
     let short_pid = short.id().to_string();
     let pid = a.pid();
-    // Change the busy process's affinity from outside while the balancer watches it.
+    // Change the busy process's affinity from outside while the balancer watches it (to
+    // both CPUs: a change whether or not the balancer has moved it to CPU 1 by then).
     let repin = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(1300));
         Command::new("taskset")
-            .args(["-p", "-c", "1", &pid])
+            .args(["-p", "-c", "0,1", &pid])
             .stdout(Stdio::null())
             .status()
             .expect("taskset");
@@ -158,11 +171,12 @@ fn exiting_and_self_repinning_processes_are_noted_once() {
         "{err}"
     );
     assert_eq!(r["stopped_by"], "duration");
-    assert_eq!(a.cpus(), "1", "the process's own choice is left alone");
+    assert_eq!(a.cpus(), "0-1", "the process's own choice is left alone");
 }
 
 #[test]
 fn given_processes_that_all_exit_end_the_run() {
+    let _serial = one_at_a_time();
     let mut short = Command::new("sleep").arg("0.6").spawn().expect("sleep");
     let (_, r) = balance(&["--pid", &short.id().to_string(), "--interval", "0.2"]);
     short.wait().ok();

@@ -192,19 +192,19 @@ fn latency_prints_statistics_and_json() {
 fn bad_cpu_lists_and_pairs_are_clear_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (code, _, err) = run(dir.path(), &["infer", "--cpus", "0-x"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("--cpus") && err.contains('x'), "{err}");
     let (code, _, err) = run(dir.path(), &["matrix", "--cpus", "0,99999"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("CPU 99999 not available"), "{err}");
     let (code, _, err) = run(dir.path(), &["latency", "0", "0"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("against itself"), "{err}");
     let (code, _, err) = run(dir.path(), &["infer", "--cpus", &cpus()[0].to_string()]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("at least two CPUs"), "{err}");
     let (code, _, err) = run(dir.path(), &["infer", "--from-matrix", "x.csv", "--full"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("apply to measuring this machine"), "{err}");
 }
 

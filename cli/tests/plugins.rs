@@ -121,7 +121,7 @@ fn mem_json_has_the_documented_shape() {
     assert!(v["results"][0]["read_gbps"].is_null());
     // Too many threads, a bad size: usage errors that say what is wrong.
     let (code, _, err) = run(&["mem", "--threads", "999", "--topology", &topo]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("--threads 999"), "{err}");
     let (code, _, err) = run(&["mem", "--size", "lots"]);
     assert_eq!(code, 2);
@@ -153,7 +153,7 @@ fn plugins_are_checked_before_measuring() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown plugin \"bogus\""), "{err}");
     let (code, _, err) = run(&["infer", "--from-matrix", "x.csv", "--plugins", "cache"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(
         err.contains("--plugins apply to measuring this machine"),
         "{err}"

@@ -267,7 +267,12 @@ impl Summary {
         }
         match self.max_latency {
             Some(l) => {
-                let _ = writeln!(s, "# Max latency          : {l:.1} {}", self.latency_unit);
+                let _ = writeln!(
+                    s,
+                    "# Max latency          : {} {}",
+                    topoprobe_model::format::short_latency(l),
+                    self.latency_unit
+                );
             }
             None => {
                 let _ = writeln!(s, "# Max latency          : - (fewer than two contexts)");

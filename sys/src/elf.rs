@@ -52,6 +52,13 @@ pub fn linking_of(bytes: &[u8]) -> Linking {
     let (Some(phoff), Some(phentsize), Some(phnum)) = (phoff, phentsize, phnum) else {
         return Linking::Other;
     };
+    // A table that does not fit in the bytes read is not trusted, even in part.
+    let end = phnum
+        .checked_mul(phentsize)
+        .and_then(|len| len.checked_add(phoff));
+    if end.is_none_or(|end| end > bytes.len() as u64) {
+        return Linking::Other;
+    }
     for i in 0..phnum {
         let Some(at) = phoff
             .checked_add(i * phentsize)

@@ -187,7 +187,11 @@ fn finds_the_compact_best_and_stops_the_spread_one_early() {
         "{r:#?}"
     );
     let best = r.best.expect("a best");
-    assert_eq!(best.cpus, vec![a, a], "the first compact candidate wins");
+    // The two compact candidates score the same (up to the timing of the reads).
+    assert!(
+        best.cpus == vec![a, a] || best.cpus == vec![b, b],
+        "a compact candidate wins: {best:?}"
+    );
     assert!(r.time_saved_s > 0.0);
     assert_eq!(r.exit_status, Some(0));
 }

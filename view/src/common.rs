@@ -14,11 +14,7 @@ pub(crate) fn lat(topo: &Topology, v: f64) -> String {
 
 /// A latency without its unit (see [`lat`]).
 pub(crate) fn num(v: f64) -> String {
-    if v >= 100.0 || (v - v.round()).abs() < 1e-9 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
+    topoprobe_model::format::short_latency(v)
 }
 
 /// A short name of the described machine for titles: its host name, else its CPU model,

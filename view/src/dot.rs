@@ -189,7 +189,12 @@ pub fn intra_socket(topo: &Topology, socket: SocketId) -> Result<String, ModelEr
         full,
         tables: 0,
     };
-    g.members(&root, &s.members, s.latency.map(|l| l.median));
+    g.members(
+        &root,
+        &format!("Socket {}", s.id.0),
+        &s.members,
+        s.latency.map(|l| l.median),
+    );
     let mut out = g.out;
     out.push_str("}\n");
     Ok(out)
@@ -203,27 +208,46 @@ struct Graph<'a> {
 }
 
 impl Graph<'_> {
-    /// Draws the direct members of a component under `parent`; `between` is the latency
-    /// between them (the label of the edges to them).
-    fn members(&mut self, parent: &str, members: &[Member], between: Option<f64>) {
+    /// Draws the direct members of a component under `parent` (whose label is
+    /// `parent_label`); `between` is the latency between them. It labels the edges to them,
+    /// or, when [`FAN_LABELS`] edges or more leave the parent, the parent itself (one line,
+    /// instead of a crowd of identical labels around it).
+    fn members(
+        &mut self,
+        parent: &str,
+        parent_label: &str,
+        members: &[Member],
+        between: Option<f64>,
+    ) {
         let topo = self.topo;
-        let label = between.map_or_else(String::new, num);
         let cores: Vec<CoreId> = core_members(members);
+        let groups = members.len() - cores.len();
+        let edges = groups
+            + if self.full {
+                cores.len()
+            } else {
+                usize::from(!cores.is_empty())
+            };
+        let label = match between {
+            Some(v) if edges >= FAN_LABELS => {
+                let word = members_word(members);
+                self.relabel(
+                    parent,
+                    &format!("{parent_label}\n{} between {word}", num(v)),
+                );
+                String::new()
+            }
+            Some(v) => num(v),
+            None => String::new(),
+        };
         for m in members {
             if let Member::Group(gid) = *m {
                 let group = &topo.groups()[gid.0];
                 let id = format!("g{}", gid.0);
-                let _ = writeln!(
-                    self.out,
-                    "  {id} [label={}];",
-                    q(&format!(
-                        "Group {}\n{}",
-                        gid.0,
-                        plural(group.cores.len(), "core")
-                    ))
-                );
+                let name = format!("Group {}\n{}", gid.0, plural(group.cores.len(), "core"));
+                let _ = writeln!(self.out, "  {id} [label={}];", q(&name));
                 let _ = writeln!(self.out, "  {parent} -> {id} [label={}];", q(&label));
-                self.members(&id, &group.members, group.latency.map(|l| l.median));
+                self.members(&id, &name, &group.members, group.latency.map(|l| l.median));
             }
         }
         if cores.is_empty() {
@@ -235,11 +259,17 @@ impl Graph<'_> {
                 let ctxs = topo.core_contexts(c);
                 let _ = writeln!(self.out, "  {id} [label={}];", q(&format!("Core {}", c.0)));
                 let _ = writeln!(self.out, "  {parent} -> {id} [label={}];", q(&label));
-                let smt = if ctxs.len() > 1 {
-                    topo.context_latency(ctxs[0], ctxs[1])
-                        .map_or_else(String::new, num)
-                } else {
-                    String::new()
+                let core_name = format!("Core {}", c.0);
+                let smt = match ctxs {
+                    [a, b, ..] => match topo.context_latency(*a, *b) {
+                        Some(v) if ctxs.len() >= FAN_LABELS => {
+                            self.relabel(&id, &format!("{core_name}\n{} between contexts", num(v)));
+                            String::new()
+                        }
+                        Some(v) => num(v),
+                        None => String::new(),
+                    },
+                    _ => String::new(),
                 };
                 for x in ctxs {
                     let os = topo.contexts()[x.0].os_id;
@@ -295,6 +325,17 @@ impl Graph<'_> {
         let _ = writeln!(self.out, "  {parent} -> {id} [label={}];", q(&edge));
     }
 }
+
+impl Graph<'_> {
+    /// Gives node `id`, already declared, a new label (a later attribute wins in DOT).
+    fn relabel(&mut self, id: &str, label: &str) {
+        let _ = writeln!(self.out, "  {id} [label={}];", q(label));
+    }
+}
+
+/// From this many edges with the same latency leaving one node, the latency is written once,
+/// in that node, instead of on every edge (where the labels crowd and overlap).
+const FAN_LABELS: usize = 3;
 
 /// ` · contexts of a core: N` for cores with several contexts.
 fn smt_label(topo: &Topology, cores: &[CoreId]) -> String {
@@ -386,6 +427,59 @@ pub fn cross_socket(topo: &Topology) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use topoprobe_model::{ContextId, LatencyMatrix, LatencyUnit, TopologyBuilder};
+
+    /// One socket of `cores` cores with `smt` contexts each: 5 ns between the contexts of a
+    /// core, 40 between cores.
+    fn socket_of(cores: usize, smt: usize) -> Topology {
+        let n = cores * smt;
+        let mut b = TopologyBuilder::new((0..u32::try_from(n).unwrap()).collect(), LatencyUnit::Ns);
+        let ids: Vec<_> = (0..cores)
+            .map(|c| b.core((0..smt).map(|x| ContextId(c * smt + x)).collect()))
+            .collect();
+        let s = b.socket(ids.into_iter().map(Member::Core).collect());
+        b.node(None, None, vec![s]);
+        let m = LatencyMatrix::from_fn(n, |a, b| Some(if a / smt == b / smt { 5.0 } else { 40.0 }));
+        b.latencies(m.clone(), m);
+        b.build().unwrap()
+    }
+
+    /// The labels of the edges leaving `from`.
+    fn edge_labels<'a>(dot: &'a str, from: &str) -> Vec<&'a str> {
+        let prefix = format!("  {from} -> ");
+        dot.lines()
+            .filter(|l| l.starts_with(&prefix))
+            .filter_map(|l| l.split("label=\"").nth(1)?.split('"').next())
+            .collect()
+    }
+
+    #[test]
+    fn a_fan_of_equal_latencies_is_labelled_once_in_its_parent() {
+        // Eight cores of four contexts: the socket and every core have a fan of edges.
+        let dot = intra_socket(&socket_of(8, 4), SocketId(0)).unwrap();
+        assert!(
+            edge_labels(&dot, "s0").iter().all(|l| l.is_empty()),
+            "{dot}"
+        );
+        assert!(
+            dot.contains("s0 [label=\"Socket 0\\n40 between cores\"]"),
+            "{dot}"
+        );
+        assert!(
+            edge_labels(&dot, "c0").iter().all(|l| l.is_empty()),
+            "{dot}"
+        );
+        assert!(
+            dot.contains("c0 [label=\"Core 0\\n5 between contexts\"]"),
+            "{dot}"
+        );
+        // Two cores of two contexts: two edges each, labelled where they are.
+        let dot = intra_socket(&socket_of(2, 2), SocketId(0)).unwrap();
+        assert_eq!(edge_labels(&dot, "s0"), ["40", "40"], "{dot}");
+        assert_eq!(edge_labels(&dot, "c0"), ["5", "5"], "{dot}");
+        assert!(!dot.contains("between"), "{dot}");
+    }
 
     #[test]
     fn quotes_and_escapes() {

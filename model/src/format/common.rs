@@ -18,6 +18,25 @@ pub fn plural(n: usize, thing: &str) -> String {
     }
 }
 
+/// A latency for people, without its unit: whole numbers from 100 up or when integral,
+/// else one decimal.
+///
+/// ```
+/// use topoprobe_model::format::short_latency;
+/// assert_eq!(short_latency(308.0), "308");
+/// assert_eq!(short_latency(241.251_019_275), "241");
+/// assert_eq!(short_latency(17.63), "17.6");
+/// assert_eq!(short_latency(8.0), "8");
+/// ```
+#[must_use]
+pub fn short_latency(v: f64) -> String {
+    if v >= 100.0 || (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
 /// Escapes text for XML and HTML (`&`, `<`, `>`, `"`, `'`); control characters other than
 /// newline and tab become spaces.
 ///

@@ -7,7 +7,7 @@
 //! one lexer (module `lexer`: a size limit, the byte-order mark, lines and tokens with
 //! their line numbers, latency tokens and tokens quoted for messages).
 //!
-//! [`plural`] and [`escape_xml`] are the text helpers the formats here share with the
+//! [`plural`], [`short_latency`] and [`escape_xml`] are the text helpers the formats here share with the
 //! views.
 
 pub mod csv;
@@ -35,4 +35,4 @@ pub use atomic::{create_parent, write_atomic};
 pub fn read_input(path: &std::path::Path) -> Result<String, crate::ModelError> {
     lexer::read_text(path, crate::limits::MAX_FILE_BYTES)
 }
-pub use common::{escape_xml, plural};
+pub use common::{escape_xml, plural, short_latency};
