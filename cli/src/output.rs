@@ -10,7 +10,7 @@ use topoprobe_view::color::{use_color, ColorWhen};
 use topoprobe_view::dot;
 use topoprobe_view::text::{self, TextOptions};
 
-use crate::args::{Format, Output};
+use crate::args::{Format, Output, ReportOutput};
 use crate::error::Usage;
 
 /// Renders a topology in a format; `ghz` converts ns into the cycles of a `.mct` file,
@@ -99,6 +99,20 @@ pub(crate) fn format_name(f: Format) -> String {
 }
 
 impl Output {
+    /// Checks the request before measuring: the format, and that the `-o` file's directory
+    /// exists.
+    ///
+    /// # Errors
+    ///
+    /// A usage error for conflicting formats; an error naming a missing directory.
+    pub(crate) fn check(&self) -> Result<()> {
+        self.format()?;
+        if let Some(path) = &self.output {
+            topoprobe_model::format::check_place(path)?;
+        }
+        Ok(())
+    }
+
     /// The chosen format: `--format` (or `--json`), else the extension of `-o FILE`, else
     /// text.
     ///
@@ -127,6 +141,50 @@ impl Output {
             (None, Some(e)) => Ok(e),
             (None, None) => Ok(Format::Text),
         }
+    }
+}
+
+impl ReportOutput {
+    /// Whether the report is JSON: `--json`, or an `-o` file whose name ends in `.json`.
+    ///
+    /// # Errors
+    ///
+    /// A usage error for `--json` with a file named for another format (`-o r.txt`).
+    pub(crate) fn is_json(&self) -> Result<bool, Usage> {
+        let path = self.output.as_deref();
+        match (self.json, path.and_then(format_of_extension)) {
+            (_, Some(Format::Json)) => Ok(true),
+            (true, Some(other)) => Err(Usage(format!(
+                "--json conflicts with -o {}, whose extension means {}: drop one, or name the \
+                 file .json",
+                path.unwrap_or_else(|| Path::new("")).display(),
+                format_name(other)
+            ))),
+            (json, _) => Ok(json),
+        }
+    }
+
+    /// Checks the request before measuring: the format, and that the `-o` file's directory
+    /// exists (a measurement is not thrown away at the end for a typing error).
+    ///
+    /// # Errors
+    ///
+    /// A usage error for conflicting formats; an error naming a missing directory.
+    pub(crate) fn check(&self) -> Result<()> {
+        self.is_json()?;
+        if let Some(path) = &self.output {
+            topoprobe_model::format::check_place(path)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the report to the `-o` file (atomically), or to standard output.
+    ///
+    /// # Errors
+    ///
+    /// Fails when the file or standard output cannot be written.
+    pub(crate) fn write(&self, bytes: &[u8]) -> Result<()> {
+        write_to(self.output.as_deref(), bytes)
     }
 }
 

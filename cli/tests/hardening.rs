@@ -434,3 +434,37 @@ fn ctrl_c_reaches_the_command_once() {
     let n = std::fs::read_to_string(&count).unwrap_or_default();
     assert_eq!(n.trim(), "1", "SIGINT delivered {n:?} times");
 }
+
+/// Row 23: the measuring commands write their report with `-o` as the others do: JSON for
+/// a `.json` name, atomically, nothing on standard output; `--json` with a file named for
+/// text is a usage error.
+#[test]
+fn measuring_commands_write_their_report_with_o() {
+    let dir = tempfile::tempdir().unwrap();
+    let cpus = topoprobe_sys::affinity::allowed_cpus().unwrap();
+    let ids: Vec<String> = cpus.iter().take(2).map(|c| c.to_string()).collect();
+    if ids.len() == 2 {
+        let file = dir.path().join("pair.json");
+        let (code, out, err) = run(&["latency", &ids[0], &ids[1], "--reps", "50", "-o", s(&file)]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.is_empty(), "{out}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert!(v["median_ns"].as_f64().is_some(), "{v}");
+    }
+    // power is unavailable on most machines and says so, in the file too.
+    let file = dir.path().join("power.txt");
+    let (code, out, err) = run(&["power", "-o", s(&file)]);
+    assert!(out.is_empty(), "{out}");
+    if code == 0 {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with("power"), "{text}");
+    }
+    let (code, _, err2) = run(&["power", "--json", "-o", s(&file)]);
+    assert_eq!(code, 2, "{err} {err2}");
+    assert!(err2.contains("--json conflicts with -o"), "{err2}");
+    let missing = dir.path().join("no").join("cache.json");
+    let (code, _, err) = run(&["cache", "-o", s(&missing)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no such directory"), "{err}");
+}

@@ -125,9 +125,8 @@ pub(crate) struct LatencyArgs {
     /// Also run the SMT probe on the pair (slowdown of two compute-bound threads).
     #[arg(long)]
     pub(crate) smt: bool,
-    /// Print JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) report: ReportOutput,
 }
 
 /// `topoprobe cache`.
@@ -154,9 +153,8 @@ pub(crate) struct CacheArgs {
     /// Print the measured curve (size, ns per access) as well.
     #[arg(long)]
     pub(crate) curve: bool,
-    /// Print JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) report: ReportOutput,
 }
 
 /// Vector units the bandwidth kernels may use.
@@ -194,9 +192,8 @@ pub(crate) struct MemArgs {
     /// Topology giving the sockets (default: this machine's description).
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
-    /// Print JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) report: ReportOutput,
 }
 
 /// `topoprobe contention`.
@@ -210,9 +207,8 @@ pub(crate) struct ContentionArgs {
     /// description).
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
-    /// Print JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) report: ReportOutput,
 }
 
 /// `topoprobe power`.
@@ -229,9 +225,8 @@ pub(crate) struct PowerArgs {
     /// The powercap tree to read RAPL zones from (default /sys/class/powercap).
     #[arg(long, value_name = "DIR")]
     pub(crate) powercap_root: Option<PathBuf>,
-    /// Print JSON: the power section of the description, or `{"unavailable": REASON}`.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) report: ReportOutput,
 }
 
 impl From<Repetitions> for topoprobe_machine::pairs::Repetitions {
@@ -251,4 +246,16 @@ impl Measure {
             seed: self.seed,
         }
     }
+}
+
+/// Where the report of a measurement goes: text or JSON, on standard output or in a file.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ReportOutput {
+    /// Print JSON (also chosen by an `-o` file name ending in `.json`).
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Write the report to FILE (atomically; its directory must exist) instead of standard
+    /// output: JSON for `FILE.json`, else text.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
 }

@@ -9,10 +9,10 @@ use topoprobe_model::{CacheLevel, ContextId};
 use topoprobe_sys::affinity;
 
 use crate::args::CacheArgs;
-use crate::output::write_stdout;
 
 /// Runs the command.
 pub(crate) fn run(args: &CacheArgs) -> Result<()> {
+    args.report.check()?;
     let cpu = match args.cpu {
         Some(c) => c,
         None => affinity::allowed_cpus()
@@ -35,12 +35,12 @@ pub(crate) fn run(args: &CacheArgs) -> Result<()> {
         let topo = crate::inputs::topology(args.topology.as_deref())?;
         tests = topoprobe_machine::plugins::measure_sharing(&topo, &mut report.section)?;
     }
-    let text = if args.json {
+    let text = if args.report.is_json()? {
         json(&report, &tests, args.curve)?
     } else {
         text(&report, &tests, cpu, args.curve)
     };
-    write_stdout(text.as_bytes())
+    args.report.write(text.as_bytes())
 }
 
 fn kib(v: Option<u64>) -> String {

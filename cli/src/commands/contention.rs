@@ -7,10 +7,10 @@ use topoprobe_measure::contention::{self, ContentionOptions};
 use topoprobe_model::{ContentionSection, ContextId};
 
 use crate::args::ContentionArgs;
-use crate::output::write_stdout;
 
 /// Runs the command.
 pub(crate) fn run(args: &ContentionArgs) -> Result<()> {
+    args.report.check()?;
     let topo = crate::inputs::topology(args.topology.as_deref())?;
     let opts = ContentionOptions {
         bytes_per_thread: args.size,
@@ -20,12 +20,12 @@ pub(crate) fn run(args: &ContentionArgs) -> Result<()> {
     let section = contention::measure_contention(&topo, &opts, |s| bar.set_message(s.to_string()))
         .context("measuring memory-access contention")?;
     bar.finish_and_clear();
-    let out = if args.json {
+    let out = if args.report.is_json()? {
         format!("{}\n", serde_json::to_string_pretty(&section)?)
     } else {
         text(&section)
     };
-    write_stdout(out.as_bytes())
+    args.report.write(out.as_bytes())
 }
 
 fn ids(g: &[ContextId]) -> String {

@@ -25,6 +25,7 @@ fn from_mct(path: &Path, args: &InferArgs) -> Result<Topology> {
 /// Measures this machine, saves its description and prints it (even when saving failed,
 /// which is then reported).
 fn measure(args: &InferArgs) -> Result<()> {
+    args.output.check()?;
     let opts = MeasureOptions {
         cpus: args.measure.cpus.clone(),
         repetitions: args.measure.repetitions.into(),

@@ -10,10 +10,10 @@ use topoprobe_measure::timer::Timer;
 
 use crate::args::LatencyArgs;
 use crate::error::Usage;
-use crate::output::write_stdout;
 
 /// Runs the command.
 pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
+    args.report.check()?;
     if args.a == args.b {
         return Err(Usage(format!(
             "CPU {} cannot be measured against itself: name two different CPUs",
@@ -39,7 +39,7 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
     } else {
         None
     };
-    if args.json {
+    if args.report.is_json()? {
         let mut v = serde_json::json!({
             "a": m.a,
             "b": m.b,
@@ -59,7 +59,9 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
             v["smt_slowdown"] = serde_json::json!(t.slowdown);
             v["shares_core"] = serde_json::json!(t.shares_core());
         }
-        return write_stdout(format!("{}\n", serde_json::to_string_pretty(&v)?).as_bytes());
+        return args
+            .report
+            .write(format!("{}\n", serde_json::to_string_pretty(&v)?).as_bytes());
     }
     let mut out = String::new();
     let _ = writeln!(
@@ -104,5 +106,5 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
         );
     }
     let _ = writeln!(out, "  timer: {}", timer.describe());
-    write_stdout(out.as_bytes())
+    args.report.write(out.as_bytes())
 }

@@ -8,7 +8,6 @@ use topoprobe_measure::memory::{self, MemOptions, MemReport};
 use topoprobe_measure::timer::{Timer, TimerKind};
 
 use crate::args::{IsaArg, MemArgs};
-use crate::output::write_stdout;
 
 /// The measurement options the arguments ask for.
 fn options(args: &MemArgs) -> MemOptions {
@@ -32,6 +31,7 @@ fn options(args: &MemArgs) -> MemOptions {
 
 /// Runs the command.
 pub(crate) fn run(args: &MemArgs) -> Result<()> {
+    args.report.check()?;
     let topo = crate::inputs::topology(args.topology.as_deref())?;
     let opts = options(args);
     if let Some(t) = args.threads {
@@ -52,12 +52,12 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
     let report = memory::measure_memory(&topo, &opts, |step| bar.set_message(step.to_string()))
         .context("measuring memory")?;
     bar.finish_and_clear();
-    let out = if args.json {
+    let out = if args.report.is_json()? {
         json(&report, &opts)?
     } else {
         text(&report, &opts)
     };
-    write_stdout(out.as_bytes())
+    args.report.write(out.as_bytes())
 }
 
 fn cycles(ns: f64, opts: &MemOptions) -> Option<f64> {

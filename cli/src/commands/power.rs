@@ -16,11 +16,11 @@ use anyhow::Result;
 use topoprobe_measure::power::{self, PowerError, PowerOptions, PowerReport};
 use topoprobe_model::{PowerScope, PowerState, Topology};
 
-use crate::args::PowerArgs;
-use crate::output::write_stdout;
+use crate::args::{PowerArgs, ReportOutput};
 
 /// Runs the command.
 pub(crate) fn run(args: &PowerArgs) -> Result<()> {
+    args.report.check()?;
     let mut opts = PowerOptions {
         duration: Duration::from_secs_f64(args.duration),
         ..PowerOptions::default()
@@ -29,19 +29,19 @@ pub(crate) fn run(args: &PowerArgs) -> Result<()> {
         opts.powercap_root.clone_from(root);
     }
     if let Err(e) = power::check_available(&opts) {
-        return outcome(e, args.json);
+        return outcome(e, &args.report);
     }
     let topo = topology(args)?;
     match power::measure_power_report(&topo, &opts) {
         Ok(report) => {
-            if args.json {
+            if args.report.is_json()? {
                 let text = serde_json::to_string_pretty(&report.section)?;
-                write_stdout(format!("{text}\n").as_bytes())
+                args.report.write(format!("{text}\n").as_bytes())
             } else {
-                write_stdout(render(&report).as_bytes())
+                args.report.write(render(&report).as_bytes())
             }
         }
-        Err(e) => outcome(e, args.json),
+        Err(e) => outcome(e, &args.report),
     }
 }
 
@@ -51,15 +51,15 @@ fn topology(args: &PowerArgs) -> Result<Topology> {
 }
 
 /// Prints an unavailable measurement (success), or returns the error.
-fn outcome(e: PowerError, json: bool) -> Result<()> {
+fn outcome(e: PowerError, report: &ReportOutput) -> Result<()> {
     let Some(reason) = e.unavailable_reason() else {
         return Err(anyhow::Error::new(e).context("measuring power"));
     };
-    if json {
+    if report.is_json()? {
         let v = serde_json::json!({ "unavailable": reason });
-        write_stdout(format!("{}\n", serde_json::to_string_pretty(&v)?).as_bytes())
+        report.write(format!("{}\n", serde_json::to_string_pretty(&v)?).as_bytes())
     } else {
-        write_stdout(format!("power: unavailable: {reason}\n").as_bytes())
+        report.write(format!("power: unavailable: {reason}\n").as_bytes())
     }
 }
 

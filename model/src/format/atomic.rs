@@ -23,25 +23,7 @@ const MAX_LINKS: usize = 40;
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
     let target = follow_links(path)?;
     let dir = parent(&target);
-    match std::fs::metadata(dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(ModelError::io(
-                dir,
-                std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
-            ))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ModelError::io(
-                dir,
-                std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    "no such directory (it is not created: make it first)",
-                ),
-            ))
-        }
-        Err(e) => return Err(ModelError::io(dir, e)),
-    }
+    existing_directory(dir)?;
     let io = |e: std::io::Error| ModelError::io(path, e);
     let old = std::fs::metadata(&target)
         .ok()
@@ -68,6 +50,41 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
     #[cfg(unix)]
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Checks, before work whose result goes there, that [`write_atomic`] can place `path`:
+/// its directory (after following links) exists.
+///
+/// # Errors
+///
+/// Returns [`ModelError::Io`] naming the directory when it does not exist or is not a
+/// directory, or naming `path` when a link cannot be followed.
+pub fn check_place(path: &Path) -> Result<(), ModelError> {
+    existing_directory(parent(&follow_links(path)?))
+}
+
+/// `Ok` when `dir` is an existing directory.
+fn existing_directory(dir: &Path) -> Result<(), ModelError> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(ModelError::io(
+                dir,
+                std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ModelError::io(
+                dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such directory (it is not created: make it first)",
+                ),
+            ))
+        }
+        Err(e) => return Err(ModelError::io(dir, e)),
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ mod atomic;
 mod common;
 mod lexer;
 
-pub use atomic::{create_parent, write_atomic};
+pub use atomic::{check_place, create_parent, write_atomic};
 
 /// Reads a file as text for any reader here, or standard input when `path` is `-`: at
 /// most [`MAX_FILE_BYTES`](crate::limits::MAX_FILE_BYTES), refused before it is allocated
