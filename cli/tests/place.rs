@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_topoprobe")
-}
+mod common;
+
+use common::{exe, two_cpus};
 
 fn tmp() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("place-tests")
@@ -24,30 +24,6 @@ fn ivy() -> String {
         .join("tests/data/lpdxeon2680.mct")
         .to_string_lossy()
         .into_owned()
-}
-
-/// A description of a 2-CPU machine (CPUs 0 and 1, one socket, no SMT).
-fn two_cpus() -> &'static str {
-    static P: OnceLock<String> = OnceLock::new();
-    P.get_or_init(|| {
-        std::fs::create_dir_all(tmp()).expect("tmp dir");
-        let m = tmp().join("m2.csv");
-        std::fs::write(&m, ",50\n50,\n").expect("matrix");
-        let out = tmp().join("m2.json");
-        let st = Command::new(exe())
-            .args(["infer", "--from-matrix"])
-            .arg(&m)
-            .args(["--json", "-o"])
-            .arg(&out)
-            .output()
-            .expect("infer");
-        assert!(
-            st.status.success(),
-            "{}",
-            String::from_utf8_lossy(&st.stderr)
-        );
-        out.to_string_lossy().into_owned()
-    })
 }
 
 /// The preload library: next to the binary when the workspace was built, otherwise

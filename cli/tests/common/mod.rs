@@ -1,6 +1,6 @@
 #![allow(dead_code)] // each test file uses a part of the helpers
-//! Helpers shared by the tests of the tuning commands: the binary, a scratch directory and
-//! a 2-CPU description.
+//! Helpers shared by the tests of the commands that run programs (place, run, autopin,
+//! balance): the binary, a scratch directory and a 2-CPU description.
 
 use std::path::PathBuf;
 use std::process::Command;
