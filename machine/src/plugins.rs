@@ -192,11 +192,16 @@ pub fn run(
         let report = cache::measure_caches(
             os,
             &CacheOptions {
-                cpu,
-                ..CacheOptions::default()
+                ghz,
+                ..CacheOptions::quick(cpu, os)
             },
         )
         .map_err(failed(Plugin::Cache))?;
+        for n in &report.notes {
+            topo.validation_mut()
+                .warnings
+                .push(Warning::new("cache", n.clone()));
+        }
         let mut section = report.section;
         if want(Plugin::SharedCaches) {
             progress(Progress::Step("shared caches"));

@@ -112,10 +112,13 @@ pub(crate) struct CacheArgs {
     /// reports, between 64 MiB and 1 GiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_size: Option<u64>,
-    /// Walk arrays backed by transparent huge pages (physically indexed levels then rise
-    /// in one step, as with page colouring).
-    #[arg(long)]
+    /// Walk on transparent huge pages only (default: huge pages where the kernel gives
+    /// them, then 4 KiB pages, whose difference is the TLB's reach).
+    #[arg(long, conflicts_with = "small_pages")]
     pub(crate) huge_pages: bool,
+    /// Walk on 4 KiB pages only (TLB reach and cache capacity are then not told apart).
+    #[arg(long)]
+    pub(crate) small_pages: bool,
     /// Also find which contexts share each level (concurrent walks on contexts chosen
     /// from the topology; needs this machine's description or --topology).
     #[arg(long)]
