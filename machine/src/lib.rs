@@ -10,6 +10,8 @@
 //! - [`pairs`]: the pieces of a live latency measurement (CPU selection, the probe's
 //!   settings, collecting a table), for commands that print a matrix or one pair.
 //! - [`plugins`]: the plugins by name and the sections they add.
+//! - [`hints`]: what the OS says about the measured CPUs (the socket hint is the package
+//!   count; the NUMA node count is a separate fact).
 //!
 //! ```no_run
 //! use topoprobe_machine::{measure_and_save, MeasureOptions};
@@ -23,6 +25,7 @@
 
 pub mod description;
 mod error;
+pub mod hints;
 pub mod load;
 mod measurement;
 pub mod pairs;

@@ -13,6 +13,7 @@ use topoprobe_model::{
     format_cpu_list, LatencyUnit, NodeId, Origin, OsView, SocketId, Source, Topology, Warning,
 };
 
+use crate::hints;
 use crate::pairs::{self, MeasuredTable, Repetitions, Sampling};
 use crate::plugins::{self, Plugin};
 use crate::{description, stamp, MachineError, Progress};
@@ -88,19 +89,6 @@ impl Measurement {
     }
 }
 
-/// Number of NUMA nodes holding the measured CPUs, when the OS knows.
-fn node_count(os: &OsView, cpus: &[u32]) -> Option<usize> {
-    let nodes = os.node_cpus();
-    if nodes.is_empty() {
-        return None;
-    }
-    let count = nodes
-        .values()
-        .filter(|node_cpus| node_cpus.iter().any(|c| cpus.contains(c)))
-        .count();
-    (count > 0).then_some(count)
-}
-
 /// Sets the memory nodes as the OS reports them: every OS node (CPU-less ones included),
 /// and as each socket's local node the one holding most of its CPUs. Measuring which node
 /// is local (memory latency) is the memory probe's job; this records the OS's claim.
@@ -130,6 +118,7 @@ fn apply_os_nodes(topo: &mut Topology, os: &OsView) -> Result<(), MachineError> 
     topo.set_nodes(nodes.len(), &local)?;
     for (i, n) in nodes.iter().enumerate() {
         topo.set_node_identity(NodeId(i), Some(n.id), n.memory_bytes)?;
+        topo.set_node_free(NodeId(i), os::node_free_bytes(n.id))?;
     }
     topo.provenance_mut()
         .parameters
@@ -222,7 +211,7 @@ fn prepare_path(path: Option<&PathBuf>) -> Result<PathBuf, MachineError> {
 
 /// Measures this machine: selects the CPUs, measures core-to-core latencies (the pairs
 /// the structure needs, or all), runs the SMT probe, infers the topology with the OS's
-/// node count as the socket hint, records the OS's memory nodes and the differences from
+/// package count as the socket hint ([`hints::os_hints`]), records the OS's memory nodes and the differences from
 /// the OS view, adds the plugins' sections and stamps the provenance. Progress goes to
 /// `progress`. The description is not saved: call [`Measurement::save`] (or use
 /// [`measure_and_save`]).
@@ -271,8 +260,9 @@ pub fn measure_this_machine(
         infer_opts.smt = Some(smt_tests.iter().any(SmtTest::shares_core));
         infer_opts.smt_origin = Origin::Measured;
     }
+    let os_hints = os_view.as_ref().ok().map(|v| hints::os_hints(v, &cpus));
     if infer_opts.sockets.is_none() {
-        if let Some(k) = os_view.as_ref().ok().and_then(|v| node_count(v, &cpus)) {
+        if let Some(k) = os_hints.and_then(|h| h.sockets) {
             infer_opts.sockets = Some(k);
             infer_opts.sockets_origin = Origin::Os;
         }
@@ -283,6 +273,15 @@ pub fn measure_this_machine(
         .map_err(MachineError::Infer)?;
     topo.set_spread(table.collected.spread.clone())?;
     record(&mut topo, opts, &cpus, &table, &probe, &smt_tests);
+    if let Some(h) = os_hints {
+        let p = &mut topo.provenance_mut().parameters;
+        if let Some(s) = h.sockets {
+            p.insert("os_packages".into(), s.to_string());
+        }
+        if let Some(n) = h.numa_nodes {
+            p.insert("os_numa_nodes".into(), n.to_string());
+        }
+    }
     match &os_view {
         Ok(v) => {
             apply_os_nodes(&mut topo, v)?;

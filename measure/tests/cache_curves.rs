@@ -146,30 +146,25 @@ fn the_zen3_curves_checked_against_the_os() {
 
 #[test]
 fn a_wrong_os_size_is_a_disagreement() {
-    // The Zen 3 curve against an OS that claimed a 2 MiB L2.
-    let a = analyse(
-        Some(&os(2 << 20)),
-        0,
-        &load("amd-zen3-vm-randhuge.tsv", 1),
-        None,
-        &GRANTED,
-        None,
-    );
-    assert_eq!(
-        a.checked.checks[2].agreement,
-        Agreement::Differs,
-        "{:?}",
-        a.checked
-    );
-    assert_eq!(a.checked.section.levels[2].measured_size_kib, Some(512));
-    assert!(
-        a.checked
-            .notes
-            .iter()
-            .any(|n| n.starts_with("L2: measured 512 KiB where the OS lists 2 MiB")),
-        "{:?}",
-        a.checked.notes
-    );
+    // The Zen 3 curves against an OS that claimed half or four times its 512 KiB L2.
+    for file in ["amd-zen3-vm-rand.tsv", "amd-zen3-vm-randhuge.tsv"] {
+        for (claim, text) in [(256u64 << 10, "256 KiB"), (2 << 20, "2 MiB")] {
+            let a = analyse(Some(&os(claim)), 0, &load(file, 1), None, &GRANTED, None);
+            assert_eq!(
+                a.checked.checks[2].agreement,
+                Agreement::Differs,
+                "{file} {text}: {:?}",
+                a.checked
+            );
+            assert_eq!(a.checked.section.levels[2].measured_size_kib, Some(512));
+            let start = format!("L2: measured 512 KiB where the OS lists {text}");
+            assert!(
+                a.checked.notes.iter().any(|n| n.starts_with(&start)),
+                "{:?}",
+                a.checked.notes
+            );
+        }
+    }
 }
 
 #[test]

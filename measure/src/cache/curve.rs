@@ -56,13 +56,15 @@ pub struct FoundLevel {
 pub const FULL: f64 = 0.9;
 
 /// Miss rate that marks the beginning of a level's rise.
-pub const ONSET: f64 = 0.1;
+pub const ONSET: f64 = 0.05;
 
 impl FoundLevel {
     /// Whether a cache of `bytes` bytes explains this rise: its misses begin by 1.5 ×
     /// `bytes` (a cache holds what fits, so a rise that begins later belongs to a larger
-    /// cache), and they are not half-way before 0.75 × `bytes` (random page placement
-    /// makes a physically indexed cache miss before it is full, but not that early). Any
+    /// cache), they are half-way between 0.75 × and 2.5 × `bytes` (random page placement
+    /// makes a physically indexed cache miss before it is full, but not that early;
+    /// thrash-resistant replacement keeps some lines of a cyclic walk twice its size, but
+    /// not half of a walk much larger). Any
     /// of the page-set model, LRU or random replacement, and thrash-resistant insertion
     /// keeps a real cache inside these bounds; nor can nearly every access miss
     /// ([`FULL`]) before 0.9 × `bytes`, which a share of a cache taken by other programs
@@ -77,6 +79,7 @@ impl FoundLevel {
         let width = (half / onset).max(1.0);
         onset <= b * (1.1 * width).min(1.5)
             && half >= b * (0.9 / width).max(0.75)
+            && half <= 2.5 * b
             && self.full_bytes as f64 >= 0.9 * b
     }
 }

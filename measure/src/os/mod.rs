@@ -125,6 +125,14 @@ pub fn read_os_view(root: &Path) -> Result<OsView, OsError> {
     })
 }
 
+/// Free memory of NUMA node `id` of this machine now (`MemFree` of
+/// `/sys/devices/system/node/node<id>/meminfo`), in bytes; `None` when the OS does not say.
+/// It changes from moment to moment, unlike the node's total ([`OsView::nodes`]).
+#[must_use]
+pub fn node_free_bytes(id: u32) -> Option<u64> {
+    nodes::free_bytes(Path::new("/"), id)
+}
+
 /// Reads the OS view of this machine (root `/`).
 ///
 /// # Errors
