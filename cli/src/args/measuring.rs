@@ -97,6 +97,11 @@ pub(crate) struct LatencyArgs {
     /// Also run the SMT probe on the pair (slowdown of two compute-bound threads).
     #[arg(long)]
     pub(crate) smt: bool,
+    /// How each side waits for its turn: `cas` retries the compare-and-swap (one line
+    /// transfer per hop, as core-to-core-latency), `load` spins on loads then swaps (a
+    /// transfer and an invalidation per hop: the probe's first form, for comparison).
+    #[arg(long, value_enum, default_value = "cas")]
+    pub(crate) wait: WaitArg,
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -132,6 +137,15 @@ pub(crate) struct CacheArgs {
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// How each side of the ping-pong waits (`topoprobe latency --wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WaitArg {
+    /// Retry the compare-and-swap.
+    Cas,
+    /// Spin on loads, then swap.
+    Load,
 }
 
 /// Vector units the bandwidth kernels may use.

@@ -15,6 +15,7 @@ mod views;
 
 pub(crate) use measuring::{
     CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
+    WaitArg,
 };
 use parsers::positive;
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
