@@ -322,3 +322,21 @@ fn garbage_never_panics() {
         }
     }
 }
+
+#[test]
+fn the_hypervisor_flag_says_virtual_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(super::is_virtual_machine(dir.path()), None);
+    write(
+        dir.path(),
+        "proc/cpuinfo",
+        b"processor\t: 0\nflags\t\t: fpu vme hypervisor lahf_lm\n\n",
+    );
+    assert_eq!(super::is_virtual_machine(dir.path()), Some(true));
+    write(
+        dir.path(),
+        "proc/cpuinfo",
+        b"processor\t: 0\nflags\t\t: fpu vme hypervisorx\n\n",
+    );
+    assert_eq!(super::is_virtual_machine(dir.path()), Some(false));
+}
