@@ -10,6 +10,11 @@
 //! - [`pairs`]: the pieces of a live latency measurement (CPU selection, the probe's
 //!   settings, collecting a table), for commands that print a matrix or one pair.
 //! - [`plugins`]: the plugins by name and the sections they add.
+//! - [`stability`]: guests whose vCPUs the host moves: reference pairs re-measured
+//!   between phases, the SMT probe repeated, the saved description compared; an unstable
+//!   topology said as such.
+//! - [`hints`]: what the OS says about the measured CPUs (the socket hint is the package
+//!   count; the NUMA node count is a separate fact).
 //!
 //! ```no_run
 //! use topoprobe_machine::{measure_and_save, MeasureOptions};
@@ -23,10 +28,15 @@
 
 pub mod description;
 mod error;
+pub mod hints;
 pub mod load;
 mod measurement;
 pub mod pairs;
 pub mod plugins;
+pub mod stability;
+
+#[cfg(test)]
+mod scripted_tests;
 
 use std::time::Instant;
 

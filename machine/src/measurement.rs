@@ -2,7 +2,7 @@
 //! OS's hints, the OS's memory nodes, the comparison with the OS view, the plugins'
 //! sections, provenance — one call.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use topoprobe_infer::InferOptions;
@@ -10,11 +10,14 @@ use topoprobe_measure::os;
 use topoprobe_measure::pair::PairProbe;
 use topoprobe_measure::smt::{self, SmtTest};
 use topoprobe_model::{
-    format_cpu_list, LatencyUnit, NodeId, Origin, OsView, SocketId, Source, Topology, Warning,
+    format_cpu_list, LatencyUnit, NodeId, Origin, OsView, PairLatency, SocketId, Source, Topology,
+    Warning,
 };
 
+use crate::hints;
 use crate::pairs::{self, MeasuredTable, Repetitions, Sampling};
 use crate::plugins::{self, Plugin};
+use crate::stability::{self, Monitor};
 use crate::{description, stamp, MachineError, Progress};
 
 /// SMT candidate pairs tested at most.
@@ -37,6 +40,11 @@ pub struct MeasureOptions {
     pub hints: InferOptions,
     /// Where the description is saved (`None`: [`description::default_path`]).
     pub path: Option<PathBuf>,
+    /// Whether to watch for vCPUs the host moves ([`crate::stability`]): re-measure
+    /// reference pairs between the phases, repeat the SMT probe at the end and compare
+    /// with the saved description. `None`: in virtual machines only (the `hypervisor` CPU
+    /// flag).
+    pub watch_stability: Option<bool>,
 }
 
 impl Default for MeasureOptions {
@@ -49,6 +57,7 @@ impl Default for MeasureOptions {
             plugins: plugins::parse(plugins::DEFAULT).unwrap_or_default(),
             hints: InferOptions::default(),
             path: None,
+            watch_stability: None,
         }
     }
 }
@@ -88,23 +97,14 @@ impl Measurement {
     }
 }
 
-/// Number of NUMA nodes holding the measured CPUs, when the OS knows.
-fn node_count(os: &OsView, cpus: &[u32]) -> Option<usize> {
-    let nodes = os.node_cpus();
-    if nodes.is_empty() {
-        return None;
-    }
-    let count = nodes
-        .values()
-        .filter(|node_cpus| node_cpus.iter().any(|c| cpus.contains(c)))
-        .count();
-    (count > 0).then_some(count)
-}
-
 /// Sets the memory nodes as the OS reports them: every OS node (CPU-less ones included),
 /// and as each socket's local node the one holding most of its CPUs. Measuring which node
 /// is local (memory latency) is the memory probe's job; this records the OS's claim.
-fn apply_os_nodes(topo: &mut Topology, os: &OsView) -> Result<(), MachineError> {
+fn apply_os_nodes(
+    topo: &mut Topology,
+    os: &OsView,
+    free: &dyn Fn(u32) -> Option<u64>,
+) -> Result<(), MachineError> {
     let Some(nodes) = &os.nodes else {
         return Ok(());
     };
@@ -130,6 +130,7 @@ fn apply_os_nodes(topo: &mut Topology, os: &OsView) -> Result<(), MachineError> 
     topo.set_nodes(nodes.len(), &local)?;
     for (i, n) in nodes.iter().enumerate() {
         topo.set_node_identity(NodeId(i), Some(n.id), n.memory_bytes)?;
+        topo.set_node_free(NodeId(i), free(n.id))?;
     }
     topo.provenance_mut()
         .parameters
@@ -138,11 +139,15 @@ fn apply_os_nodes(topo: &mut Topology, os: &OsView) -> Result<(), MachineError> 
 }
 
 /// Runs the SMT probe on the table's candidate pairs (OS CPU numbers in the results).
-fn smt_probe(table: &MeasuredTable, cpus: &[u32]) -> Result<Vec<SmtTest>, MachineError> {
+fn smt_probe(
+    table: &MeasuredTable,
+    cpus: &[u32],
+    smt: &mut SmtFn<'_>,
+) -> Result<Vec<SmtTest>, MachineError> {
     smt::candidates(&table.collected.latency, SMT_PAIRS)
         .into_iter()
         .map(|(a, b)| {
-            smt::test_pair(cpus[a], cpus[b]).map_err(|message| MachineError::Smt {
+            smt(cpus[a], cpus[b]).map_err(|message| MachineError::Smt {
                 a: cpus[a],
                 b: cpus[b],
                 message,
@@ -157,7 +162,6 @@ fn record(
     opts: &MeasureOptions,
     cpus: &[u32],
     table: &MeasuredTable,
-    probe: &PairProbe,
     smt_tests: &[SmtTest],
 ) {
     let n = cpus.len();
@@ -176,8 +180,6 @@ fn record(
         "strategy",
         if opts.sampling.full { "full" } else { "sparse" }.to_string(),
     );
-    set("timer", probe.timer().describe());
-    set("pairs_retried", probe.retried().to_string());
     if let Some(r) = opts.repetitions.reps {
         set("reps", r.to_string());
     }
@@ -192,6 +194,15 @@ fn record(
         .map(|t| format!("{}-{}: {:.2}x", t.a, t.b, t.slowdown))
         .collect();
     set("smt_probe", smt_text.join(", "));
+}
+
+/// Records what the live pair probe saw: its timer, retried pairs, frequency ramps.
+fn record_probe(topo: &mut Topology, probe: &PairProbe) {
+    let p = topo.provenance_mut();
+    p.parameters
+        .insert("timer".to_string(), probe.timer().describe());
+    p.parameters
+        .insert("pairs_retried".to_string(), probe.retried().to_string());
     if let Some(worst) = probe.ramps().iter().copied().reduce(f64::max) {
         topo.validation_mut().warnings.push(Warning::new(
             "frequency_ramp",
@@ -220,12 +231,153 @@ fn prepare_path(path: Option<&PathBuf>) -> Result<PathBuf, MachineError> {
     Ok(path)
 }
 
+/// The SMT probe on two OS CPUs.
+pub(crate) type SmtFn<'a> = dyn FnMut(u32, u32) -> Result<SmtTest, String> + 'a;
+/// The plugins' run: fills the sections of a topology, reporting each step.
+pub(crate) type PluginsFn<'a> =
+    dyn FnMut(&mut Topology, &mut dyn FnMut(Progress<'_>)) -> Result<(), MachineError> + 'a;
+
+/// What a measurement knows of the machine besides its probes.
+pub(crate) struct Context {
+    /// The OS view, or why it could not be read.
+    pub(crate) os: Result<OsView, String>,
+    /// Whether to watch for moving vCPUs.
+    pub(crate) watch: bool,
+    /// The description the last run saved for this machine, when there is one.
+    pub(crate) saved: Option<Topology>,
+    /// Free memory of an OS node now.
+    pub(crate) free: Box<dyn Fn(u32) -> Option<u64>>,
+}
+
+/// The measurement itself, on whatever probes it is given (the live ones, or scripted ones
+/// in tests): the table, the SMT probe, the inference with the OS's hints, the OS's nodes
+/// and differences, the plugins, and, when watching, the reference pairs between phases,
+/// the SMT probe again at the end and the comparison with the saved description.
+pub(crate) fn measure_with(
+    opts: &MeasureOptions,
+    cpus: &[u32],
+    ctx: &Context,
+    probe: &mut dyn PairLatency,
+    smt: &mut SmtFn<'_>,
+    plugins: &mut PluginsFn<'_>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<(Topology, MeasuredTable), MachineError> {
+    let started = Instant::now();
+    let os_view = ctx.os.as_ref().ok();
+    let hint = os_view.map(|os| pairs::sibling_hint(os, cpus));
+    let table = pairs::collect(probe, opts.sampling, hint, &mut |done, total| {
+        progress(Progress::Pairs { done, total });
+    })?;
+    progress(Progress::PairsDone);
+    let mut monitor = ctx
+        .watch
+        .then(|| Monitor::new(&table.collected.measured, cpus));
+    if let Some(m) = monitor.as_mut() {
+        m.check(probe, "after pairs");
+    }
+    let smt_tests = smt_probe(&table, cpus, smt)?;
+    if let Some(m) = monitor.as_mut() {
+        m.check(probe, "smt");
+    }
+
+    let mut infer_opts = opts.hints.clone();
+    infer_opts.source = Source::Measured;
+    // The probe reports nanoseconds (units describe matrix files).
+    infer_opts.units = LatencyUnit::Ns;
+    infer_opts.os_ids = Some(cpus.to_vec());
+    // The OS view read above identifies the machine; read it again only if it failed.
+    infer_opts.machine = match os_view {
+        Some(v) => v.machine(),
+        None => description::this_machine(),
+    };
+    if infer_opts.smt.is_none() && !smt_tests.is_empty() {
+        infer_opts.smt = Some(smt_tests.iter().any(SmtTest::shares_core));
+        infer_opts.smt_origin = Origin::Measured;
+    }
+    let os_hints = os_view.map(|v| hints::os_hints(v, cpus));
+    if infer_opts.sockets.is_none() {
+        if let Some(k) = os_hints.and_then(|h| h.sockets) {
+            infer_opts.sockets = Some(k);
+            infer_opts.sockets_origin = Origin::Os;
+        }
+    }
+    let mut topo = table
+        .collected
+        .infer(&infer_opts)
+        .map_err(MachineError::Infer)?;
+    topo.set_spread(table.collected.spread.clone())?;
+    record(&mut topo, opts, cpus, &table, &smt_tests);
+    if let Some(h) = os_hints {
+        let p = &mut topo.provenance_mut().parameters;
+        if let Some(s) = h.sockets {
+            p.insert("os_packages".into(), s.to_string());
+        }
+        if let Some(n) = h.numa_nodes {
+            p.insert("os_numa_nodes".into(), n.to_string());
+        }
+    }
+    match &ctx.os {
+        Ok(v) => {
+            apply_os_nodes(&mut topo, v, &*ctx.free)?;
+            topoprobe_infer::compare::record_os_differences(&mut topo, v);
+        }
+        Err(e) => topo.validation_mut().warnings.push(Warning::new(
+            "os_view",
+            format!("unavailable: the OS view could not be read ({e}); no comparison was made"),
+        )),
+    }
+    {
+        let mut between = |p: Progress<'_>| {
+            if let (Progress::Step(step), Some(m)) = (p, monitor.as_mut()) {
+                m.check(probe, step);
+            }
+            progress(p);
+        };
+        plugins(&mut topo, &mut between)?;
+    }
+    if let Some(m) = monitor.as_mut() {
+        m.check(probe, "end");
+        let mut findings = m.findings(&topo);
+        if !smt_tests.is_empty() {
+            let again = smt_probe(&table, cpus, smt)?;
+            findings.extend(stability::smt_findings(&smt_tests, &again, os_view));
+        }
+        if let Some(saved) = &ctx.saved {
+            findings.extend(stability::compare_saved(saved, &topo));
+        }
+        let checks: Vec<String> = m
+            .references()
+            .iter()
+            .map(|r| {
+                let v: Vec<String> = r
+                    .checks
+                    .iter()
+                    .map(|c| match &c.ns {
+                        Ok(ns) => format!("{ns:.1}"),
+                        Err(_) => "failed".into(),
+                    })
+                    .collect();
+                format!("{}-{}: {} ns", r.cpus.0, r.cpus.1, v.join(" "))
+            })
+            .collect();
+        topo.provenance_mut()
+            .parameters
+            .insert("reference_pairs".into(), checks.join("; "));
+        stability::apply(&mut topo, &findings);
+    }
+    stamp(&mut topo, started);
+    Ok((topo, table))
+}
+
 /// Measures this machine: selects the CPUs, measures core-to-core latencies (the pairs
 /// the structure needs, or all), runs the SMT probe, infers the topology with the OS's
-/// node count as the socket hint, records the OS's memory nodes and the differences from
-/// the OS view, adds the plugins' sections and stamps the provenance. Progress goes to
-/// `progress`. The description is not saved: call [`Measurement::save`] (or use
-/// [`measure_and_save`]).
+/// package count as the socket hint ([`hints::os_hints`]), records the OS's memory nodes
+/// and the differences from the OS view, adds the plugins' sections and stamps the
+/// provenance. In a virtual machine (or when [`MeasureOptions::watch_stability`] asks) it
+/// also re-measures reference pairs between the phases, repeats the SMT probe at the end
+/// and compares with the saved description, and reports an unstable topology when the
+/// host moved the vCPUs ([`crate::stability`]). Progress goes to `progress`. The
+/// description is not saved: call [`Measurement::save`] (or use [`measure_and_save`]).
 ///
 /// # Errors
 ///
@@ -236,7 +388,6 @@ pub fn measure_this_machine(
     opts: &MeasureOptions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Measurement, MachineError> {
-    let started = Instant::now();
     let cpus = pairs::select_cpus(opts.cpus.as_deref())?;
     if cpus.len() < 2 {
         return Err(MachineError::Cpus(format!(
@@ -245,58 +396,43 @@ pub fn measure_this_machine(
         )));
     }
     let path = prepare_path(opts.path.as_ref())?;
-    let os_view = os::current();
-    let mut probe = pairs::pair_probe(cpus.clone(), opts.repetitions);
-    let hint = os_view
-        .as_ref()
-        .ok()
-        .map(|os| pairs::sibling_hint(os, &cpus));
-    let table = pairs::collect(&mut probe, opts.sampling, hint, &mut |done, total| {
-        progress(Progress::Pairs { done, total });
-    })?;
-    progress(Progress::PairsDone);
-    let smt_tests = smt_probe(&table, &cpus)?;
-
-    let mut infer_opts = opts.hints.clone();
-    infer_opts.source = Source::Measured;
-    // The probe reports nanoseconds (units describe matrix files).
-    infer_opts.units = LatencyUnit::Ns;
-    infer_opts.os_ids = Some(cpus.clone());
-    // The OS view read above identifies the machine; read it again only if it failed.
-    infer_opts.machine = match &os_view {
-        Ok(v) => v.machine(),
-        Err(_) => description::this_machine(),
+    let os_view = os::current().map_err(|e| e.to_string());
+    let guest = os::is_virtual_machine(Path::new("/")).unwrap_or(false);
+    let watch = opts.watch_stability.unwrap_or(guest);
+    let ctx = Context {
+        os: os_view.clone(),
+        watch,
+        saved: if watch {
+            description::load_checked(&path).ok()
+        } else {
+            None
+        },
+        free: Box::new(os::node_free_bytes),
     };
-    if infer_opts.smt.is_none() && !smt_tests.is_empty() {
-        infer_opts.smt = Some(smt_tests.iter().any(SmtTest::shares_core));
-        infer_opts.smt_origin = Origin::Measured;
+    let mut probe = pairs::pair_probe(cpus.clone(), opts.repetitions);
+    let os_ref = os_view.as_ref().ok();
+    let mut smt = |a: u32, b: u32| smt::test_pair(a, b);
+    let mut run_plugins = |topo: &mut Topology, p: &mut dyn FnMut(Progress<'_>)| {
+        plugins::run(topo, os_ref, &opts.plugins, p)
+    };
+    let (mut topology, table) = measure_with(
+        opts,
+        &cpus,
+        &ctx,
+        &mut probe,
+        &mut smt,
+        &mut run_plugins,
+        progress,
+    )?;
+    record_probe(&mut topology, &probe);
+    if guest {
+        topology
+            .provenance_mut()
+            .parameters
+            .insert("virtual_machine".into(), "yes (hypervisor CPU flag)".into());
     }
-    if infer_opts.sockets.is_none() {
-        if let Some(k) = os_view.as_ref().ok().and_then(|v| node_count(v, &cpus)) {
-            infer_opts.sockets = Some(k);
-            infer_opts.sockets_origin = Origin::Os;
-        }
-    }
-    let mut topo = table
-        .collected
-        .infer(&infer_opts)
-        .map_err(MachineError::Infer)?;
-    topo.set_spread(table.collected.spread.clone())?;
-    record(&mut topo, opts, &cpus, &table, &probe, &smt_tests);
-    match &os_view {
-        Ok(v) => {
-            apply_os_nodes(&mut topo, v)?;
-            topoprobe_infer::compare::record_os_differences(&mut topo, v);
-        }
-        Err(e) => topo.validation_mut().warnings.push(Warning::new(
-            "os_view",
-            format!("unavailable: the OS view could not be read ({e}); no comparison was made"),
-        )),
-    }
-    plugins::run(&mut topo, os_view.as_ref().ok(), &opts.plugins, progress)?;
-    stamp(&mut topo, started);
     Ok(Measurement {
-        topology: topo,
+        topology,
         path,
         pairs_measured: table.collected.pairs,
         cpus,

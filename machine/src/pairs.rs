@@ -8,7 +8,7 @@ use topoprobe_infer::{collect_full, Collected};
 use topoprobe_measure::pair::{PairProbe, ProbeConfig};
 use topoprobe_measure::stats::RepetitionPolicy;
 use topoprobe_measure::timer::Timer;
-use topoprobe_model::{format_cpu_list, parse_cpu_list, OsView};
+use topoprobe_model::{format_cpu_list, parse_cpu_list, OsView, PairLatency};
 use topoprobe_sys::affinity;
 
 use crate::MachineError;
@@ -125,7 +125,7 @@ pub struct MeasuredTable {
 ///
 /// [`MachineError::Collect`] when a pair cannot be measured (the error names it).
 pub fn collect(
-    probe: &mut PairProbe,
+    probe: &mut dyn PairLatency,
     sampling: Sampling,
     hint: Option<Vec<Vec<usize>>>,
     progress: &mut dyn FnMut(usize, usize),

@@ -5,6 +5,7 @@ use topoprobe_measure::cache::{self, shared, CacheOptions};
 use topoprobe_measure::contention::{self, ContentionOptions};
 use topoprobe_measure::memory::{self, MemOptions, MemReport};
 use topoprobe_measure::power::{self, PowerOptions};
+use topoprobe_measure::steady::SteadyRule;
 use topoprobe_model::{
     Access, CacheSection, LatencyUnit, MemoryBandwidth, MemoryLatency, MemorySection, NodeId,
     OsView, SocketId, Threads, Topology, Warning,
@@ -152,6 +153,62 @@ pub fn measure_sharing(
     Ok(out)
 }
 
+/// The working set of the memory and contention plugins and where its size comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkingSet {
+    /// Bytes, of all threads together.
+    pub bytes: u64,
+    /// The largest last-level cache of a socket it was sized from, when known.
+    pub llc_bytes: Option<u64>,
+}
+
+impl WorkingSet {
+    /// How the description records it: `192 MiB (6 × the 32 MiB last-level cache)`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let mib = |b: u64| format!("{} MiB", b >> 20);
+        match self.llc_bytes {
+            Some(l) if self.bytes == l * memory::WORKING_SET_FACTOR => format!(
+                "{} ({} × the {} last-level cache)",
+                mib(self.bytes),
+                memory::WORKING_SET_FACTOR,
+                mib(l)
+            ),
+            Some(l) => format!(
+                "{} ({} × the {} last-level cache, kept between {} and {})",
+                mib(self.bytes),
+                memory::WORKING_SET_FACTOR,
+                mib(l),
+                mib(memory::MIN_WORKING_SET),
+                mib(memory::MAX_WORKING_SET)
+            ),
+            None => format!("{} (the last-level cache is unknown)", mib(self.bytes)),
+        }
+    }
+}
+
+/// The working set for this machine: from the largest last-level cache of a socket
+/// (all its instances added up), as the OS reports it ([`memory::working_set`]).
+#[must_use]
+pub fn working_set(topo: &Topology, os: Option<&OsView>) -> WorkingSet {
+    let llc_bytes = os.and_then(|os| {
+        (0..topo.num_sockets())
+            .filter_map(|s| {
+                let cpus: Vec<u32> = topo
+                    .socket_contexts(SocketId(s))
+                    .iter()
+                    .map(|c| topo.contexts()[c.0].os_id)
+                    .collect();
+                memory::last_level_bytes(os, &cpus)
+            })
+            .max()
+    });
+    WorkingSet {
+        bytes: memory::working_set(llc_bytes),
+        llc_bytes,
+    }
+}
+
 /// Wraps a plugin's error.
 fn failed<E: std::error::Error + Send + Sync + 'static>(
     plugin: Plugin,
@@ -192,11 +249,16 @@ pub fn run(
         let report = cache::measure_caches(
             os,
             &CacheOptions {
-                cpu,
-                ..CacheOptions::default()
+                ghz,
+                ..CacheOptions::quick(cpu, os)
             },
         )
         .map_err(failed(Plugin::Cache))?;
+        for n in &report.notes {
+            topo.validation_mut()
+                .warnings
+                .push(Warning::new("cache", n.clone()));
+        }
         let mut section = report.section;
         if want(Plugin::SharedCaches) {
             progress(Progress::Step("shared caches"));
@@ -204,10 +266,27 @@ pub fn run(
         }
         topo.set_caches(Some(section));
     }
+    let working_set = working_set(topo, os);
+    let mut recorded = false;
+    let mut record_working_set = |topo: &mut Topology| {
+        if !recorded {
+            recorded = true;
+            topo.provenance_mut()
+                .parameters
+                .insert("memory_working_set".into(), working_set.describe());
+        }
+    };
     if want(Plugin::Mem) || want(Plugin::MemLatency) {
+        record_working_set(topo);
         let opts = MemOptions {
-            bytes: 512 << 20,
-            chase_steps: 1 << 21,
+            bytes: working_set.bytes,
+            chase_steps: 1 << 20,
+            small_pages: false,
+            rule: SteadyRule {
+                max_rounds: 10,
+                max_seconds: 1.0,
+                ..SteadyRule::default()
+            },
             latency_only: !want(Plugin::Mem),
             ghz,
             ..MemOptions::default()
@@ -223,7 +302,12 @@ pub fn run(
         topo.set_memory(Some(section));
     }
     if want(Plugin::Contention) {
-        let section = contention::measure_contention(topo, &ContentionOptions::default(), |s| {
+        record_working_set(topo);
+        let opts = ContentionOptions {
+            total_bytes: Some(working_set.bytes),
+            ..ContentionOptions::default()
+        };
+        let section = contention::measure_contention(topo, &opts, |s| {
             progress(Progress::Step(s));
         })
         .map_err(failed(Plugin::Contention))?;

@@ -24,8 +24,11 @@ use crate::memory::MemError;
 pub struct ContentionOptions {
     /// Working set of each thread, bytes (larger than the last-level cache's share).
     pub bytes_per_thread: u64,
-    /// Timed passes per measurement.
-    pub passes: usize,
+    /// Working set of all threads together, bytes, when it is to stay the same whatever
+    /// the thread count (`None`: `bytes_per_thread` times the threads).
+    pub total_bytes: Option<u64>,
+    /// When the rounds of a measurement stop.
+    pub rule: crate::steady::SteadyRule,
     /// Largest thread count of the scalability curve.
     pub max_threads: usize,
 }
@@ -34,7 +37,8 @@ impl Default for ContentionOptions {
     fn default() -> Self {
         Self {
             bytes_per_thread: 512 << 20,
-            passes: 3,
+            total_bytes: None,
+            rule: crate::steady::SteadyRule::default(),
             max_threads: 64,
         }
     }
@@ -47,11 +51,14 @@ fn copy(cpus: &[u32], opts: &ContentionOptions) -> Result<f64, MemError> {
             kernel: Kernel::Copy,
             isa: Isa::detect(),
             non_temporal: false,
-            bytes: opts.bytes_per_thread * cpus.len() as u64,
+            bytes: opts
+                .total_bytes
+                .unwrap_or(opts.bytes_per_thread * cpus.len() as u64),
             node: None,
-            passes: opts.passes,
+            rule: opts.rule,
         },
     )
+    .map(|f| f.value)
 }
 
 /// Measures the overhead levels and the scalability of one group per level.

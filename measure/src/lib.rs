@@ -3,6 +3,7 @@
 //! - [`timer`]: a calibrated cycle counter (TSC on x86_64, the generic counter on aarch64)
 //!   with granularity checks, and `CLOCK_MONOTONIC` as the fallback.
 //! - [`stats`]: outlier rejection, adaptive repetitions and DVFS warm-up detection.
+//! - [`steady`]: repeating a throughput measurement until its last rounds agree.
 //! - [`pair`]: the core-to-core latency probe (CAS ping-pong), a
 //!   [`PairLatency`](topoprobe_model::PairLatency) the inference collects tables from.
 //! - [`smt`]: SMT detection by the slowdown of two compute-bound siblings.
@@ -28,4 +29,5 @@ pub mod pair;
 pub mod power;
 pub mod smt;
 pub mod stats;
+pub mod steady;
 pub mod timer;

@@ -11,10 +11,11 @@ use std::process::Command;
 use topoprobe_measure::os::{current, read_os_view};
 use topoprobe_model::{parse_cpu_mask, OsView};
 
-const CAPTURES: [&str; 5] = [
+const CAPTURES: [&str; 6] = [
     "128arm-2pa2n8cluster4co",
     "16em64t-4s2c2t",
     "20em64t-hybrid-1p6c2t+2ca4co1t",
+    "amd-zen3-vm-2c",
     "memorysidecaches",
     "offline-cpu0-node0",
 ];

@@ -179,9 +179,13 @@ pub struct Node {
     /// The operating system's node number, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os_id: Option<u32>,
-    /// Capacity in bytes, when known.
+    /// Capacity in bytes (the OS's total for the node), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_bytes: Option<u64>,
+    /// Free memory in bytes when the description was made (it changes from moment to
+    /// moment), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_bytes: Option<u64>,
     /// Sockets for which this node is the local one.
     pub local_sockets: Vec<SocketId>,
 }

@@ -65,7 +65,7 @@ pub use query::{Component, Level};
 pub use sections::{
     Access, CacheLevel, CacheSection, ContentionLevel, ContentionPair, ContentionSection,
     MemoryBandwidth, MemoryLatency, MemorySection, PowerEntry, PowerScope, PowerSection,
-    PowerState, ScalingPoint, Threads,
+    PowerState, ScalingPoint, Threads, TlbReach,
 };
 pub use size::{parse_size, SizeError, MAX_SIZE};
 pub use topology::{LatencyTables, Topology, TopologyBuilder, FORMAT};

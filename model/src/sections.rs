@@ -107,6 +107,22 @@ pub struct CacheSection {
     /// One entry per cache level.
     #[serde(default)]
     pub levels: Vec<CacheLevel>,
+    /// Where walks on small pages start paying for TLB misses, measured beside the
+    /// levels (a TLB's reach is not a cache, and is kept apart from them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tlb: Vec<TlbReach>,
+}
+
+/// The reach of the TLB with one page size: past it, every access of a random walk pays
+/// a TLB miss (a page walk, or a second-level TLB hit).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TlbReach {
+    /// Page size the reach is measured with, in KiB.
+    pub page_kib: u64,
+    /// Largest array whose walk still costs what it costs on huge pages, in KiB.
+    pub reach_kib: u64,
+    /// Extra time of an access past the reach, in ns.
+    pub extra_ns: f64,
 }
 
 /// One cache level.
@@ -121,6 +137,9 @@ pub struct CacheLevel {
     /// Load-to-use latency, in the topology's latency unit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<f64>,
+    /// The same latency in cycles of the timer's clock, when its frequency is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<f64>,
     /// Size the operating system reports, in KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os_size_kib: Option<u64>,
@@ -145,6 +164,7 @@ impl CacheLevel {
             level,
             kind,
             latency: None,
+            cycles: None,
             os_size_kib: None,
             measured_size_kib: None,
             line_bytes: None,

@@ -124,6 +124,7 @@ impl TopologyBuilder {
             id,
             os_id,
             capacity_bytes,
+            free_bytes: None,
             local_sockets,
         });
         id
@@ -495,6 +496,25 @@ impl Topology {
         Ok(())
     }
 
+    /// Records a node's free memory at the time of the measurement.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ModelError::NoSuchComponent`] when the node does not exist.
+    pub fn set_node_free(
+        &mut self,
+        node: NodeId,
+        free_bytes: Option<u64>,
+    ) -> Result<(), ModelError> {
+        let n = self
+            .d
+            .nodes
+            .get_mut(node.0)
+            .ok_or_else(|| ModelError::NoSuchComponent(format!("node {node}")))?;
+        n.free_bytes = free_bytes;
+        Ok(())
+    }
+
     /// Records the relative spread of every measured pair (a live measurement knows it;
     /// a matrix file does not).
     ///
@@ -543,6 +563,7 @@ impl Topology {
                 id: NodeId(i),
                 os_id: old.get(i).and_then(|n| n.os_id),
                 capacity_bytes: old.get(i).and_then(|n| n.capacity_bytes),
+                free_bytes: old.get(i).and_then(|n| n.free_bytes),
                 local_sockets: Vec::new(),
             })
             .collect();

@@ -176,6 +176,58 @@ impl Buffer {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<u8>(), self.bytes) }
     }
 
+    /// Bytes of this buffer the kernel backs with transparent huge pages now: the
+    /// `AnonHugePages` of the mappings that overlap it in `/proc/self/smaps` (a mapping
+    /// merged with a neighbour counts the neighbour's huge pages too; the result never
+    /// exceeds the buffer's size). Lines are read one at a time, each at most 4 KiB.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error when `/proc/self/smaps` cannot be read (no `/proc`), or
+    /// [`std::io::ErrorKind::InvalidData`] for a line longer than 4 KiB.
+    pub fn huge_page_bytes(&self) -> std::io::Result<u64> {
+        use std::io::BufRead;
+        let start = self.ptr.as_ptr() as usize;
+        let end = start + self.bytes;
+        let file = std::fs::File::open("/proc/self/smaps")?;
+        let mut reader = std::io::BufReader::new(file);
+        let mut line = String::new();
+        let mut inside = false;
+        let mut total = 0u64;
+        loop {
+            line.clear();
+            let n = std::io::Read::take(&mut reader, 4097).read_line(&mut line)?;
+            if n == 0 {
+                break;
+            }
+            if n > 4096 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "/proc/self/smaps: a line longer than 4 KiB",
+                ));
+            }
+            if let Some(kib) = line.strip_prefix("AnonHugePages:") {
+                if inside {
+                    let kib: u64 = kib
+                        .split_whitespace()
+                        .next()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    total = total.saturating_add(kib.saturating_mul(1024));
+                }
+            } else if let Some((range, _)) = line.split_once(' ') {
+                if let Some((a, b)) = range.split_once('-') {
+                    if let (Ok(a), Ok(b)) =
+                        (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                    {
+                        inside = a < end && b > start;
+                    }
+                }
+            }
+        }
+        Ok(total.min(self.bytes as u64))
+    }
+
     /// The buffer as words.
     #[must_use]
     pub fn words(&self) -> &[u64] {
@@ -224,6 +276,35 @@ mod tests {
         // A kernel without NUMA support refuses mbind; that is reported, not hidden.
         if let Err(e) = &bound {
             assert!(matches!(e, BufferError::Bind { .. }), "{e}");
+        }
+    }
+
+    #[test]
+    fn huge_pages_are_counted_within_the_buffer() {
+        let mut small = Buffer::new(
+            8 << 20,
+            PagePlacement {
+                node: None,
+                huge_pages: Some(false),
+            },
+        )
+        .unwrap();
+        small.touch();
+        // Refused huge pages: none, wherever /proc is readable.
+        if let Ok(b) = small.huge_page_bytes() {
+            assert_eq!(b, 0);
+        }
+        let mut huge = Buffer::new(
+            8 << 20,
+            PagePlacement {
+                node: None,
+                huge_pages: Some(true),
+            },
+        )
+        .unwrap();
+        huge.touch();
+        if let Ok(b) = huge.huge_page_bytes() {
+            assert!(b <= 8 << 20 && b % (4096) == 0, "{b}");
         }
     }
 

@@ -253,8 +253,14 @@ impl View<'_> {
                 if let Some(os) = node.os_id {
                     parts.push(format!("OS node {os}"));
                 }
-                if let Some(bytes) = node.capacity_bytes {
-                    parts.push(format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30)));
+                let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+                match (node.capacity_bytes, node.free_bytes) {
+                    (Some(t), Some(f)) => {
+                        parts.push(format!("{:.1} GiB total, {:.1} GiB free", gib(t), gib(f)));
+                    }
+                    (Some(t), None) => parts.push(format!("{:.1} GiB total", gib(t))),
+                    (None, Some(f)) => parts.push(format!("{:.1} GiB free", gib(f))),
+                    (None, None) => {}
                 }
             }
             if !parts.is_empty() {
@@ -744,6 +750,25 @@ mod tests {
         assert!(text.contains("Node 0 (local)"), "{text}");
         assert!(text.contains("- quantized: coarse timer"), "{text}");
         assert!(!text.contains('\x1b'));
+    }
+
+    #[test]
+    fn node_memory_is_total_and_free_labelled() {
+        let mut topo = two_sockets();
+        topo.set_node_identity(NodeId(0), Some(0), Some(16 << 30))
+            .unwrap();
+        topo.set_node_free(NodeId(0), Some(5 << 29)).unwrap();
+        topo.set_node_identity(NodeId(1), Some(1), Some(8 << 30))
+            .unwrap();
+        let text = render(&topo);
+        assert!(
+            text.contains("Node 0 (local): OS node 0, 16.0 GiB total, 2.5 GiB free"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Node 1 (local): OS node 1, 8.0 GiB total"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -125,6 +125,11 @@ pub(crate) struct LatencyArgs {
     /// Also run the SMT probe on the pair (slowdown of two compute-bound threads).
     #[arg(long)]
     pub(crate) smt: bool,
+    /// How each side waits for its turn: `cas` retries the compare-and-swap (one line
+    /// transfer per hop, as core-to-core-latency), `load` spins on loads then swaps (a
+    /// transfer and an invalidation per hop: the probe's first form, for comparison).
+    #[arg(long, value_enum, default_value = "cas")]
+    pub(crate) wait: WaitArg,
     #[command(flatten)]
     pub(crate) report: ReportOutput,
 }
@@ -139,10 +144,13 @@ pub(crate) struct CacheArgs {
     /// reports, between 64 MiB and 1 GiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_size: Option<u64>,
-    /// Walk arrays backed by transparent huge pages (physically indexed levels then rise
-    /// in one step, as with page colouring).
-    #[arg(long)]
+    /// Walk on transparent huge pages only (default: huge pages where the kernel gives
+    /// them, then 4 KiB pages, whose difference is the TLB's reach).
+    #[arg(long, conflicts_with = "small_pages")]
     pub(crate) huge_pages: bool,
+    /// Walk on 4 KiB pages only (TLB reach and cache capacity are then not told apart).
+    #[arg(long)]
+    pub(crate) small_pages: bool,
     /// Also find which contexts share each level (concurrent walks on contexts chosen
     /// from the topology; needs this machine's description or --topology).
     #[arg(long)]
@@ -155,6 +163,15 @@ pub(crate) struct CacheArgs {
     pub(crate) curve: bool,
     #[command(flatten)]
     pub(crate) report: ReportOutput,
+}
+
+/// How each side of the ping-pong waits (`topoprobe latency --wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WaitArg {
+    /// Retry the compare-and-swap.
+    Cas,
+    /// Spin on loads, then swap.
+    Load,
 }
 
 /// Vector units the bandwidth kernels may use.
@@ -174,9 +191,10 @@ pub(crate) struct MemArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) threads: Option<u32>,
     /// Working set: the latency buffer, and all bandwidth buffers together (e.g. 512M,
-    /// 2G). Peak memory stays close to it.
-    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
-    pub(crate) size: u64,
+    /// 2G). Peak memory stays close to it. Default: 6 × the socket's last-level cache, at
+    /// least 64 MiB and at most 1 GiB.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) size: Option<u64>,
     /// Measure latency from every context, not one per socket.
     #[arg(long)]
     pub(crate) all: bool,

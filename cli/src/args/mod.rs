@@ -17,7 +17,7 @@ mod views;
 
 pub(crate) use measuring::{
     CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
-    ReportOutput,
+    ReportOutput, WaitArg,
 };
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
 pub(crate) use tuning::{AutopinArgs, BalanceArgs};

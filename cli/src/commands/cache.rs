@@ -3,9 +3,11 @@
 use std::fmt::Write as _;
 
 use anyhow::{Context, Result};
-use topoprobe_measure::cache::{self, shared, CacheOptions, CacheReport, Method};
+use topoprobe_measure::cache::check::size_text;
+use topoprobe_measure::cache::{self, shared, CacheOptions, CacheReport, HugePages, Method};
 use topoprobe_measure::os;
-use topoprobe_model::{CacheLevel, ContextId};
+use topoprobe_measure::timer::{Timer, TimerKind};
+use topoprobe_model::ContextId;
 use topoprobe_sys::affinity;
 
 use crate::args::CacheArgs;
@@ -22,10 +24,16 @@ pub(crate) fn run(args: &CacheArgs) -> Result<()> {
             .context("this process may use no CPU")?,
     };
     let view = os::current().ok();
+    let timer = Timer::calibrate();
     let opts = CacheOptions {
         cpu,
         max_bytes: args.max_size,
-        huge_pages: args.huge_pages,
+        ghz: (timer.kind() != TimerKind::Monotonic).then(|| timer.ghz()),
+        pages: match (args.huge_pages, args.small_pages) {
+            (true, _) => cache::Pages::Huge,
+            (false, true) => cache::Pages::Small,
+            (false, false) => cache::Pages::Both,
+        },
         ..CacheOptions::default()
     };
     let mut report = cache::measure_caches(view.as_ref(), &opts)
@@ -51,20 +59,39 @@ fn kib(v: Option<u64>) -> String {
     }
 }
 
-fn method(report: &CacheReport, level: &CacheLevel) -> &'static str {
-    let Some(size) = level.measured_size_kib else {
-        return "OS only";
+/// How a level's size was found and how it compares with the OS's.
+fn method(report: &CacheReport, index: usize) -> String {
+    let Some(check) = report.checks.get(index) else {
+        return String::new();
     };
-    match report
-        .found
-        .iter()
-        .find(|f| f.bytes / 1024 == size)
-        .map(|f| f.method)
-    {
+    let how = match check.found.map(|f| f.method) {
+        None => return check.agreement.describe().to_string(),
         Some(Method::Step) => "step",
         Some(Method::Probabilistic) => "probabilistic",
         Some(Method::Incomplete) => "probabilistic (curve still rising)",
-        None => "",
+    };
+    match (check.agreement, check.found) {
+        (cache::check::Agreement::Explains, Some(f)) => format!(
+            "{how}, {} (fit alone: {})",
+            check.agreement.describe(),
+            size_text(f.bytes)
+        ),
+        (a, _) => format!("{how}, {}", a.describe()),
+    }
+}
+
+fn pages(report: &CacheReport) -> String {
+    match &report.huge_pages {
+        HugePages::Granted { fraction } => format!(
+            "huge pages ({:.0}% of the array){}",
+            fraction * 100.0,
+            if report.small_pages.is_some() {
+                ", then 4 KiB pages"
+            } else {
+                ""
+            }
+        ),
+        HugePages::Unavailable(_) => "4 KiB pages".into(),
     }
 }
 
@@ -77,27 +104,33 @@ fn text(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "caches of CPU {cpu} ({} sizes walked with a 1 KiB stride up to {}, {:.1} s)",
+        "caches of CPU {cpu} ({} sizes up to {}, 1 KiB positions in a random cyclic order, {}; {:.1} s)",
         report.samples.len(),
-        kib(report.samples.last().map(|s| s.bytes / 1024)),
+        size_text(report.max_bytes),
+        pages(report),
         report.seconds
     );
     let _ = writeln!(
         out,
-        "{:<5} {:<12} {:>10} {:>10} {:>10} {:>6}  found by",
+        "{:<5} {:<12} {:>10} {:>10} {:>22} {:>6}  found by",
         "level", "kind", "measured", "OS", "latency", "line"
     );
-    for l in &report.section.levels {
+    for (i, l) in report.section.levels.iter().enumerate() {
+        let latency = match (l.latency, l.cycles) {
+            (Some(ns), Some(c)) => format!("{ns:.1} ns = {c:.0} cycles"),
+            (Some(ns), None) => format!("{ns:.1} ns"),
+            _ => "-".into(),
+        };
         let _ = writeln!(
             out,
-            "{:<5} {:<12} {:>10} {:>10} {:>10} {:>6}  {}",
+            "{:<5} {:<12} {:>10} {:>10} {:>22} {:>6}  {}",
             l.name(),
             l.kind.map_or("-", |k| k.as_str()),
             kib(l.measured_size_kib),
             kib(l.os_size_kib),
-            l.latency.map_or("-".into(), |v| format!("{v:.1} ns")),
+            latency,
             l.line_bytes.map_or("-".into(), |b| format!("{b} B")),
-            method(report, l)
+            method(report, i)
         );
     }
     if let Some(mem) = report.found.last() {
@@ -130,9 +163,14 @@ fn text(
         let _ = writeln!(out, "note: {n}");
     }
     if curve {
-        let _ = writeln!(out, "\nsize_bytes\tns_per_access");
-        for s in &report.samples {
-            let _ = writeln!(out, "{}\t{:.3}", s.bytes, s.ns);
+        let _ = writeln!(out, "\nsize_bytes\tns_per_access\tns_4k_pages");
+        for (i, s) in report.samples.iter().enumerate() {
+            let small = report
+                .small_pages
+                .as_ref()
+                .and_then(|v| v.get(i))
+                .map_or("-".to_string(), |x| format!("{:.3}", x.ns));
+            let _ = writeln!(out, "{}\t{:.3}\t{small}", s.bytes, s.ns);
         }
     }
     out
@@ -161,7 +199,8 @@ fn json(
         .section
         .levels
         .iter()
-        .map(|l| {
+        .enumerate()
+        .map(|(i, l)| {
             serde_json::json!({
                 "level": l.level,
                 "kind": l.kind.map(|k| k.as_str()),
@@ -169,7 +208,9 @@ fn json(
                 "os_size_bytes": l.os_size_kib.map(|k| k * 1024),
                 "latency_ns": l.latency,
                 "line_bytes": l.line_bytes,
-                "method": method(report, l),
+                "latency_cycles": l.cycles,
+                "method": method(report, i),
+                "agreement": report.checks.get(i).map(|c| format!("{:?}", c.agreement).to_lowercase()),
                 "shared_by": l.shared_by.iter().map(|i| i.iter().map(|c| c.0).collect::<Vec<_>>()).collect::<Vec<_>>(),
             })
         })
@@ -179,6 +220,14 @@ fn json(
         "memory_ns": report.found.last().map(|f| f.miss_ns),
         "notes": report.notes,
         "seconds": report.seconds,
+        "max_bytes": report.max_bytes,
+        "pages": pages(report),
+        "tlb": report.tlb.iter().map(|t| serde_json::json!({
+            "page_bytes": t.page_bytes,
+            "reach_bytes": t.reach_bytes,
+            "entries": t.entries(),
+            "extra_ns": t.extra_ns,
+        })).collect::<Vec<_>>(),
     });
     if !tests.is_empty() {
         v["sharing_tests"] = tests
@@ -195,7 +244,15 @@ fn json(
         v["curve"] = report
             .samples
             .iter()
-            .map(|s| serde_json::json!({"size_bytes": s.bytes, "ns": s.ns}))
+            .enumerate()
+            .map(|(i, s)| {
+                let small = report
+                    .small_pages
+                    .as_ref()
+                    .and_then(|v| v.get(i))
+                    .map(|x| x.ns);
+                serde_json::json!({"size_bytes": s.bytes, "ns": s.ns, "ns_4k_pages": small})
+            })
             .collect();
     }
     Ok(format!("{}\n", serde_json::to_string_pretty(&v)?))

@@ -33,6 +33,7 @@ fn measure(args: &InferArgs) -> Result<()> {
         plugins: plugins::parse(args.plugins.as_deref().unwrap_or(plugins::DEFAULT))?,
         hints: args.hints.options(),
         path: None,
+        ..MeasureOptions::default()
     };
     let mut progress = MeasureProgress::new();
     let m = measure_this_machine(&opts, &mut |p| progress.show(p))?;
@@ -46,6 +47,16 @@ fn measure(args: &InferArgs) -> Result<()> {
             m.elapsed.as_secs_f64(),
             m.path.display()
         );
+    }
+    // Whatever the format (a TSV partition has no room for it), an unstable guest is said.
+    for w in m
+        .topology
+        .validation()
+        .warnings
+        .iter()
+        .filter(|w| w.kind == "unstable_topology")
+    {
+        eprintln!("topoprobe: unstable topology: {}", w.message);
     }
     emit(&m.topology, &args.output, args.hints.ghz)?;
     Ok(saved?)

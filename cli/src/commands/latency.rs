@@ -4,11 +4,11 @@ use std::fmt::Write as _;
 
 use anyhow::{Context, Result};
 use topoprobe_machine::pairs::{select_cpus, Repetitions};
-use topoprobe_measure::pair::{PairProbe, ProbeConfig};
+use topoprobe_measure::pair::{PairProbe, ProbeConfig, Wait};
 use topoprobe_measure::smt;
 use topoprobe_measure::timer::Timer;
 
-use crate::args::LatencyArgs;
+use crate::args::{LatencyArgs, WaitArg};
 use crate::error::Usage;
 
 /// Runs the command.
@@ -25,6 +25,10 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
     let timer = Timer::calibrate();
     let config = ProbeConfig {
         policy: Repetitions::from(args.repetitions).policy(),
+        wait: match args.wait {
+            WaitArg::Cas => Wait::Cas,
+            WaitArg::Load => Wait::Load,
+        },
         ..ProbeConfig::default()
     };
     let mut probe = PairProbe::new(timer.clone(), vec![args.a, args.b], config);
@@ -52,6 +56,7 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
             "batches": m.batches,
             "warmup_batches": m.warmup_batches,
             "frequency_ramp": m.ramp,
+            "wait": format!("{:?}", args.wait).to_lowercase(),
             "timer": timer.describe(),
             "ghz": timer.ghz(),
         });

@@ -9,11 +9,12 @@ use topoprobe_measure::timer::{Timer, TimerKind};
 
 use crate::args::{IsaArg, MemArgs};
 
-/// The measurement options the arguments ask for.
-fn options(args: &MemArgs) -> MemOptions {
+/// The measurement options the arguments ask for (`auto`: the working set sized from the
+/// last-level cache, used when `--size` is not given).
+fn options(args: &MemArgs, auto: u64) -> MemOptions {
     let timer = Timer::calibrate();
     MemOptions {
-        bytes: args.size,
+        bytes: args.size.unwrap_or(auto),
         threads: args.threads.map(|t| t as usize),
         all_contexts: args.all,
         non_temporal: args.nt,
@@ -33,7 +34,14 @@ fn options(args: &MemArgs) -> MemOptions {
 pub(crate) fn run(args: &MemArgs) -> Result<()> {
     args.report.check()?;
     let topo = crate::inputs::topology(args.topology.as_deref())?;
-    let opts = options(args);
+    let os = topoprobe_measure::os::current().ok();
+    let auto = topoprobe_machine::plugins::working_set(&topo, os.as_ref());
+    let opts = options(args, auto.bytes);
+    let size_note = if args.size.is_some() {
+        "given with --size".to_string()
+    } else {
+        auto.describe()
+    };
     if let Some(t) = args.threads {
         let max = topo
             .sockets()
@@ -53,9 +61,9 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
         .context("measuring memory")?;
     bar.finish_and_clear();
     let out = if args.report.is_json()? {
-        json(&report, &opts)?
+        json(&report, &opts, &size_note)?
     } else {
-        text(&report, &opts)
+        text(&report, &opts, &size_note)
     };
     args.report.write(out.as_bytes())
 }
@@ -64,8 +72,9 @@ fn cycles(ns: f64, opts: &MemOptions) -> Option<f64> {
     opts.ghz.map(|g| ns * g)
 }
 
-fn text(r: &MemReport, opts: &MemOptions) -> String {
+fn text(r: &MemReport, opts: &MemOptions, size_note: &str) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "working set: {size_note}");
     let _ = writeln!(
         out,
         "memory latency (random chase over {} MiB; huge pages / 4 KiB pages)",
@@ -74,14 +83,15 @@ fn text(r: &MemReport, opts: &MemOptions) -> String {
     for l in &r.latency {
         let cyc = cycles(l.ns(), opts).map_or(String::new(), |c| format!(" = {c:.0} cycles"));
         let huge = l.huge_ns.map_or("-".into(), |h| format!("{h:.1} ns"));
+        let small = match (l.small_ns, l.huge_ns) {
+            (Some(s), Some(h)) => format!(" / {s:.1} ns (+{:.1} ns of page walks)", s - h),
+            (Some(s), None) => format!(" / {s:.1} ns"),
+            (None, _) => String::new(),
+        };
         let _ = writeln!(
             out,
-            "  socket {} (CPU {}) -> node {}: {huge}{cyc} / {:.1} ns (+{:.1} ns of page walks)",
-            l.socket,
-            l.cpu,
-            l.node,
-            l.small_ns,
-            l.small_ns - l.ns()
+            "  socket {} (CPU {}) -> node {}: {huge}{cyc}{small}",
+            l.socket, l.cpu, l.node
         );
     }
     if !r.bandwidth.is_empty() {
@@ -96,12 +106,22 @@ fn text(r: &MemReport, opts: &MemOptions) -> String {
             },
             opts.bytes >> 20
         );
-        let _ = writeln!(out, "  socket  node  threads     read    write     copy");
+        let _ = writeln!(
+            out,
+            "  socket  node  threads     read    write     copy  spread  rounds"
+        );
         for b in &r.bandwidth {
             let _ = writeln!(
                 out,
-                "  {:>6}  {:>4}  {:>7}  {:>7.1}  {:>7.1}  {:>7.1}",
-                b.socket, b.node, b.threads, b.read, b.write, b.copy
+                "  {:>6}  {:>4}  {:>7}  {:>7.1}  {:>7.1}  {:>7.1}  {:>5.1}%  {:>6}",
+                b.socket,
+                b.node,
+                b.threads,
+                b.read,
+                b.write,
+                b.copy,
+                b.spread * 100.0,
+                b.rounds
             );
         }
     }
@@ -114,7 +134,7 @@ fn text(r: &MemReport, opts: &MemOptions) -> String {
     out
 }
 
-fn json(r: &MemReport, opts: &MemOptions) -> Result<String> {
+fn json(r: &MemReport, opts: &MemOptions, size_note: &str) -> Result<String> {
     let mut results = Vec::new();
     for b in &r.bandwidth {
         let lat = r
@@ -127,6 +147,7 @@ fn json(r: &MemReport, opts: &MemOptions) -> Result<String> {
             "socket": b.socket, "node": b.node, "threads": b.threads,
             "latency_ns": lat, "latency_cycles": lat.and_then(|l| cycles(l, opts)),
             "read_gbps": b.read, "write_gbps": b.write, "copy_gbps": b.copy,
+            "spread": b.spread, "rounds": b.rounds,
         }));
     }
     if r.bandwidth.is_empty() {
@@ -154,6 +175,7 @@ fn json(r: &MemReport, opts: &MemOptions) -> Result<String> {
         "local_nodes": r.local_nodes.iter().map(|(s, n)| serde_json::json!({"socket": s, "node": n})).collect::<Vec<_>>(),
         "isa": opts.isa.name(),
         "working_set_bytes": opts.bytes,
+        "working_set": size_note,
         "ghz": opts.ghz,
         "notes": r.notes,
     });

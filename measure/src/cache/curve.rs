@@ -34,23 +34,71 @@ pub enum Method {
 pub struct FoundLevel {
     /// Estimated size, bytes.
     pub bytes: u64,
+    /// The level's access time: the median of the first half of its plateau, before the
+    /// TLB misses that a plateau can drift up with (ns).
+    pub latency_ns: f64,
     /// Access time when the array fits in this level, ns.
     pub hit_ns: f64,
     /// Access time once it no longer fits (the next level's, or memory's), ns.
     pub miss_ns: f64,
     /// How the size was found.
     pub method: Method,
+    /// Largest size whose miss rate (relative to `hit_ns` and `miss_ns`) is still under
+    /// [`ONSET`]: where the misses begin.
+    pub onset_bytes: u64,
+    /// Size where the miss rate reaches one half (interpolated on a log scale).
+    pub half_bytes: u64,
+    /// Size where the miss rate reaches [`FULL`]: nearly every access misses.
+    pub full_bytes: u64,
+}
+
+/// Miss rate at which nearly every access misses.
+pub const FULL: f64 = 0.9;
+
+/// Miss rate that marks the beginning of a level's rise.
+pub const ONSET: f64 = 0.05;
+
+impl FoundLevel {
+    /// Whether a cache of `bytes` bytes explains this rise: its misses begin by 1.5 ×
+    /// `bytes` (a cache holds what fits, so a rise that begins later belongs to a larger
+    /// cache), they are half-way between 0.75 × and 2.5 × `bytes` (random page placement
+    /// makes a physically indexed cache miss before it is full, but not that early;
+    /// thrash-resistant replacement keeps some lines of a cyclic walk twice its size, but
+    /// not half of a walk much larger). Any
+    /// of the page-set model, LRU or random replacement, and thrash-resistant insertion
+    /// keeps a real cache inside these bounds; nor can nearly every access miss
+    /// ([`FULL`]) before 0.9 × `bytes`, which a share of a cache taken by other programs
+    /// shows (the last level of a shared host). A sharp rise (a virtually indexed level, or
+    /// huge pages) places the size more precisely, and the bounds narrow with it: to 1.1 ×
+    /// and 0.9 × the width of the rise (half-way size over onset).
+    #[must_use]
+    pub fn explained_by(&self, bytes: u64) -> bool {
+        let b = bytes as f64;
+        let onset = self.onset_bytes.max(1) as f64;
+        let half = self.half_bytes.max(1) as f64;
+        let width = (half / onset).max(1.0);
+        onset <= b * (1.1 * width).min(1.5)
+            && half >= b * (0.9 / width).max(0.75)
+            && half <= 2.5 * b
+            && self.full_bytes as f64 >= 0.9 * b
+    }
 }
 
 /// Rise between plateaus that makes a cache level (smaller rises are TLB and prefetch
 /// effects).
 pub const LEVEL_RISE: f64 = 1.3;
+/// Rise from the last plateau to the end of a curve that makes a last level whose rise
+/// has not ended (the end is memory, the noisiest part of the curve).
+const INCOMPLETE_RISE: f64 = 1.5;
 /// Smallest ratio of the last to the first size of a plateau.
 const MIN_SPAN: f64 = 1.41;
 /// Fewest flat points in a row that make a plateau.
 const MIN_PLATEAU: usize = 4;
 /// Largest max/min ratio inside a flat window.
 const FLAT: f64 = 1.12;
+/// Largest slope (d ln t / d ln size) inside a flat window whose sizes are far apart:
+/// coarse grids (quarter octaves) see a slow drift inside a level as a larger ratio.
+const FLAT_SLOPE: f64 = 0.25;
 
 /// Finds the cache levels of a curve sorted by size.
 #[must_use]
@@ -60,7 +108,8 @@ pub fn levels(samples: &[Sample]) -> Vec<FoundLevel> {
     if n < 5 {
         return Vec::new();
     }
-    // A point is flat when its neighbourhood varies by less than FLAT.
+    // A point is flat when its neighbourhood varies by less than FLAT, or rises slowly
+    // over a wide span of sizes.
     let flat: Vec<bool> = (0..n)
         .map(|k| {
             let lo = k.saturating_sub(2);
@@ -68,7 +117,8 @@ pub fn levels(samples: &[Sample]) -> Vec<FoundLevel> {
             let w = &c[lo..=hi];
             let max = w.iter().copied().fold(f64::MIN, f64::max);
             let min = w.iter().copied().fold(f64::MAX, f64::min);
-            max / min < FLAT
+            let span = (samples[hi].bytes as f64 / samples[lo].bytes as f64).ln();
+            max / min < FLAT || (span > 0.0 && (max / min).ln() / span < FLAT_SLOPE)
         })
         .collect();
     // Plateaus: runs of flat points; neighbouring runs closer than LEVEL_RISE are one.
@@ -107,29 +157,43 @@ pub fn levels(samples: &[Sample]) -> Vec<FoundLevel> {
         let hi = (b.0 + 3).min(b.1);
         if let Some(level) = fit(&sizes[lo..=hi], &c[lo..=hi], hit, miss) {
             out.push(FoundLevel {
-                hit_ns: hit,
-                miss_ns: miss,
+                latency_ns: first_half_median(&c[a.0..=a.1]),
                 ..level
             });
         }
     }
-    // Still rising at the end: the last level is fitted on the largest sizes.
+    // Still rising at the end: the last level is fitted on the largest sizes. The end of
+    // the curve is the median of its last points, so that one slow walk there (memory is
+    // the noisiest level) does not make a level.
     if let Some(&last) = plateaus.last() {
-        let top = c[n - 1];
+        let tail = (n / 20).max(3).min(n - last.1 - 1);
         let hit = edge_median(&c[last.0..=last.1], true);
-        if last.1 + 3 < n && top / hit >= LEVEL_RISE {
+        if last.1 + 3 < n && tail >= 3 {
+            let mut end: Vec<f64> = c[n - tail..].to_vec();
+            end.sort_by(f64::total_cmp);
+            let top = end[end.len() / 2];
             let lo = last.1.saturating_sub(3).max(last.0);
-            if let Some(level) = fit(&sizes[lo..], &c[lo..], hit, top) {
-                out.push(FoundLevel {
-                    hit_ns: hit,
-                    miss_ns: top,
-                    method: Method::Incomplete,
-                    ..level
-                });
+            // Above the plateau's own noise, not only above its edge.
+            let highest = c[last.0..=last.1].iter().copied().fold(hit, f64::max);
+            if top / hit >= INCOMPLETE_RISE && top / highest >= LEVEL_RISE {
+                if let Some(level) = fit(&sizes[lo..], &c[lo..], hit, top) {
+                    out.push(FoundLevel {
+                        method: Method::Incomplete,
+                        latency_ns: first_half_median(&c[last.0..=last.1]),
+                        ..level
+                    });
+                }
             }
         }
     }
     out
+}
+
+/// Median of the first half of a plateau.
+fn first_half_median(run: &[f64]) -> f64 {
+    let mut v = run[..run.len().div_ceil(2)].to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// Median of the three values at the inner edge of a plateau: its end (`end`) or start.
@@ -158,13 +222,16 @@ fn fit(sizes: &[u64], c: &[f64], hit: f64, miss: f64) -> Option<FoundLevel> {
         .collect();
     let first = *sizes.first()?;
     let last = *sizes.last()?;
+    let onset_bytes = onset(&points).unwrap_or(first);
+    let half_bytes = crossing(&points, 0.5).map_or(last, |b| b as u64);
+    let full_bytes = crossing(&points, FULL).map_or(last, |b| b as u64);
     let partway = points
         .iter()
         .filter(|p| p.miss_rate > 0.1 && p.miss_rate < 0.9)
         .count();
     if partway <= 1 {
         // Where the miss rate crosses one half, snapped to the nearest tentative size.
-        let cross = crossing(&points)?;
+        let cross = crossing(&points, 0.5)?;
         let nearest = probabilistic::tentative_sizes(first / 2, last * 2)
             .into_iter()
             .map(|(b, _)| b)
@@ -175,26 +242,40 @@ fn fit(sizes: &[u64], c: &[f64], hit: f64, miss: f64) -> Option<FoundLevel> {
             })?;
         return Some(FoundLevel {
             bytes: nearest,
+            latency_ns: hit,
             hit_ns: hit,
             miss_ns: miss,
             method: Method::Step,
+            onset_bytes,
+            half_bytes,
+            full_bytes,
         });
     }
     let est = probabilistic::estimate(&points, first / 2, last.saturating_mul(2))?;
     Some(FoundLevel {
         bytes: est.bytes,
+        latency_ns: hit,
         hit_ns: hit,
         miss_ns: miss,
         method: Method::Probabilistic,
+        onset_bytes,
+        half_bytes,
+        full_bytes,
     })
 }
 
-/// The size (interpolated on a log scale) where the miss rate first reaches one half.
-fn crossing(points: &[MissPoint]) -> Option<f64> {
+/// The largest size before the miss rate stays at or above [`ONSET`].
+fn onset(points: &[MissPoint]) -> Option<u64> {
+    let after = points.iter().rposition(|p| p.miss_rate < ONSET)?;
+    Some(points[after].bytes)
+}
+
+/// The size (interpolated on a log scale) where the miss rate first reaches `level`.
+fn crossing(points: &[MissPoint], level: f64) -> Option<f64> {
     points.windows(2).find_map(|w| {
         let (a, b) = (w[0], w[1]);
-        (a.miss_rate < 0.5 && b.miss_rate >= 0.5).then(|| {
-            let t = (0.5 - a.miss_rate) / (b.miss_rate - a.miss_rate);
+        (a.miss_rate < level && b.miss_rate >= level).then(|| {
+            let t = (level - a.miss_rate) / (b.miss_rate - a.miss_rate);
             let (la, lb) = ((a.bytes as f64).ln(), (b.bytes as f64).ln());
             (la + t * (lb - la)).exp()
         })

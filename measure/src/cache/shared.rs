@@ -188,7 +188,12 @@ fn walk_together(cpus: &[u32], bytes: u64, rounds: usize) -> Result<Vec<f64>, Ca
                     });
                     barrier.wait();
                     let (b, n) = ready?;
-                    Ok(traverse::ns_per_access(b.words(), n, rounds, 1 << 20))
+                    Ok(traverse::ns_per_access(
+                        b.words(),
+                        n,
+                        rounds,
+                        n.max(1 << 20),
+                    ))
                 })
             })
             .collect();

@@ -1,10 +1,19 @@
 //! Memory bandwidth of one or more pinned threads streaming through node-bound buffers.
+//!
+//! The threads run in rounds: a barrier starts every round, each thread times its own pass,
+//! and the round's bandwidth is the bytes of all passes over the slowest pass. Rounds are
+//! added until the last few agree ([`SteadyRule`]); the figure is their median. A round in
+//! which the host took a virtual CPU away is slow and is left out by the median, instead of
+//! weighing on one long timed run (what made two threads read at 0.65× likwid-bench on a
+//! busy AMD guest, whose vCPUs are descheduled often).
 
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Barrier, Mutex};
 use std::time::Instant;
 
 use super::kernels::{self, Isa, Kernel};
 use super::MemError;
+use crate::steady::{Steady, SteadyFigure, SteadyRule};
 use topoprobe_sys::affinity::pin_current_thread;
 use topoprobe_sys::buffer::{Buffer, PagePlacement};
 
@@ -22,18 +31,26 @@ pub struct Stream {
     pub bytes: u64,
     /// Node the buffers are bound to (`None`: first touch).
     pub node: Option<u32>,
-    /// Timed passes over the buffers.
-    pub passes: usize,
+    /// When to stop adding rounds.
+    pub rule: SteadyRule,
+}
+
+/// What one round of one thread did.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pass {
+    seconds: f64,
+    bytes: u64,
 }
 
 /// Runs `stream` on every CPU of `cpus` at once (one thread each, buffers first touched
-/// by their thread); returns the bandwidth of all of them together in GB/s (10^9 bytes
-/// per second; copy counts the bytes read and the bytes written).
+/// by their thread), in rounds until the rule is met; returns the bandwidth of all of them
+/// together in GB/s (10^9 bytes per second; copy counts the bytes read and the bytes
+/// written), with its spread and the rounds it took.
 ///
 /// # Errors
 ///
 /// [`MemError`] when a thread cannot be pinned or its buffers allocated or bound.
-pub fn measure(cpus: &[u32], stream: &Stream) -> Result<f64, MemError> {
+pub fn measure(cpus: &[u32], stream: &Stream) -> Result<SteadyFigure, MemError> {
     if cpus.is_empty() {
         return Err(MemError::NoCpus);
     }
@@ -43,24 +60,50 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<f64, MemError> {
         node: stream.node,
         huge_pages: Some(false),
     };
-    let results: Vec<Result<(f64, u64), MemError>> = std::thread::scope(|s| {
+    let passes = Mutex::new(vec![Pass::default(); cpus.len()]);
+    let steady = Mutex::new(Steady::new(stream.rule));
+    let stop = AtomicBool::new(false);
+    let failed = AtomicBool::new(false);
+    let results: Vec<Result<(), MemError>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus
             .iter()
-            .map(|&cpu| {
-                let barrier = &barrier;
+            .enumerate()
+            .map(|(i, &cpu)| {
+                let (barrier, passes, steady, stop, failed) =
+                    (&barrier, &passes, &steady, &stop, &failed);
                 s.spawn(move || {
                     let ready = prepare(cpu, share, stream.kernel, placement);
+                    if ready.is_err() {
+                        failed.store(true, Ordering::Release);
+                    }
                     barrier.wait();
+                    if failed.load(Ordering::Acquire) {
+                        return ready.map(|_| ());
+                    }
                     let (mut src, mut dst) = ready?;
                     // One untimed pass brings every page and TLB entry in.
-                    let mut moved = 0u64;
                     pass(stream, &mut src, &mut dst);
-                    barrier.wait();
-                    let t = Instant::now();
-                    for _ in 0..stream.passes.max(1) {
-                        moved += pass(stream, &mut src, &mut dst);
+                    loop {
+                        barrier.wait();
+                        let t = Instant::now();
+                        let bytes = pass(stream, &mut src, &mut dst);
+                        let seconds = t.elapsed().as_secs_f64();
+                        if let Ok(mut p) = passes.lock() {
+                            p[i] = Pass { seconds, bytes };
+                        }
+                        if barrier.wait().is_leader() {
+                            let round = passes.lock().map(|p| p.clone()).unwrap_or_default();
+                            let slowest = round.iter().map(|p| p.seconds).fold(0.0, f64::max);
+                            let bytes: u64 = round.iter().map(|p| p.bytes).sum();
+                            let gbps = bytes as f64 / slowest.max(1e-9) / 1e9;
+                            let done = steady.lock().map_or(true, |mut s| s.push(gbps, slowest));
+                            stop.store(done, Ordering::Release);
+                        }
+                        barrier.wait();
+                        if stop.load(Ordering::Acquire) {
+                            return Ok(());
+                        }
                     }
-                    Ok((t.elapsed().as_secs_f64(), moved))
                 })
             })
             .collect();
@@ -69,14 +112,11 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<f64, MemError> {
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    let mut slowest = 0f64;
-    let mut bytes = 0u64;
     for r in results {
-        let (secs, moved) = r?;
-        slowest = slowest.max(secs);
-        bytes += moved;
+        r?;
     }
-    Ok(bytes as f64 / slowest.max(1e-9) / 1e9)
+    let figure = steady.lock().ok().and_then(|s| s.figure());
+    figure.ok_or(MemError::NoCpus)
 }
 
 type Buffers = (Buffer, Buffer);

@@ -10,19 +10,26 @@
 //!   ([`kernels`]), one thread and one per context of the socket (or a given count).
 //!
 //! One buffer per running thread, released after each measurement: memory use stays at
-//! the configured working set (libmctop kept contexts × nodes × 2 GB).
+//! the configured working set (libmctop kept contexts × nodes × 2 GB). The working set is
+//! sized from the last-level cache ([`working_set`]: 6 × the socket's last-level cache, at
+//! least 64 MiB and at most 1 GiB), large enough that neither the chase nor the streams hit
+//! in it, small enough for a login node. Bandwidth is repeated in rounds until the last
+//! three agree within 3% ([`crate::steady`]).
 
 pub mod bandwidth;
 pub mod chase;
 pub mod kernels;
 
-use topoprobe_model::Topology;
+use topoprobe_model::{CacheType, OsView, Topology};
 
+use crate::steady::SteadyRule;
 use bandwidth::Stream;
 use kernels::{Isa, Kernel};
 use topoprobe_sys::affinity::AffinityError;
 use topoprobe_sys::buffer::{Buffer, BufferError, PagePlacement};
 use topoprobe_sys::memory::online_nodes;
+
+pub use crate::steady::SteadyFigure;
 
 /// Why memory could not be measured.
 #[derive(Debug, thiserror::Error)]
@@ -52,8 +59,11 @@ pub struct MemOptions {
     pub non_temporal: bool,
     /// Loads per latency measurement.
     pub chase_steps: usize,
-    /// Timed passes per bandwidth measurement.
-    pub passes: usize,
+    /// Also measure latency on 4 KiB pages when huge pages are available (the page walks
+    /// a program with small pages pays, beside the memory's own latency).
+    pub small_pages: bool,
+    /// When the bandwidth rounds stop.
+    pub rule: SteadyRule,
     /// Instruction set of the bandwidth kernels.
     pub isa: Isa,
     /// Cycles per ns of the timer, to report latencies in cycles too.
@@ -70,7 +80,8 @@ impl Default for MemOptions {
             all_contexts: false,
             non_temporal: false,
             chase_steps: 1 << 22,
-            passes: 4,
+            small_pages: true,
+            rule: SteadyRule::default(),
             isa: Isa::detect(),
             ghz: None,
             latency_only: false,
@@ -90,15 +101,15 @@ pub struct LatencyResult {
     /// ns per load on huge pages (`None` when the kernel refused them: then `small_ns` is
     /// the figure).
     pub huge_ns: Option<f64>,
-    /// ns per load on 4 KiB pages.
-    pub small_ns: f64,
+    /// ns per load on 4 KiB pages (`None` when not asked for beside huge pages).
+    pub small_ns: Option<f64>,
 }
 
 impl LatencyResult {
     /// The memory latency: on huge pages when there were, else on 4 KiB pages.
     #[must_use]
     pub fn ns(&self) -> f64 {
-        self.huge_ns.unwrap_or(self.small_ns)
+        self.huge_ns.or(self.small_ns).unwrap_or(f64::NAN)
     }
 }
 
@@ -117,6 +128,10 @@ pub struct BandwidthResult {
     pub write: f64,
     /// Copy GB/s (bytes read + bytes written).
     pub copy: f64,
+    /// Largest spread of the last rounds of the three, (max − min) / median.
+    pub spread: f64,
+    /// Most rounds one of the three took.
+    pub rounds: usize,
 }
 
 /// Everything [`measure_memory`] found.
@@ -162,12 +177,59 @@ pub fn latency(cpu: u32, node: Option<u32>, opts: &MemOptions) -> Result<Latency
     } else {
         None
     };
+    let small_ns = if huge_ns.is_none() || opts.small_pages {
+        Some(run(false)?)
+    } else {
+        None
+    };
     Ok(LatencyResult {
         cpu,
         socket: 0,
         node: node.unwrap_or(0),
         huge_ns,
-        small_ns: run(false)?,
+        small_ns,
+    })
+}
+
+/// Bytes of the last-level cache that `cpus` use: the sizes of every instance of the
+/// highest data or unified level the OS lists that holds one of them, added up (a socket of
+/// several dies has one instance per die). `None` when the OS lists no cache for them.
+#[must_use]
+pub fn last_level_bytes(os: &OsView, cpus: &[u32]) -> Option<u64> {
+    let relevant = |c: &&topoprobe_model::OsCache| {
+        c.kind != CacheType::Instruction && c.cpus.iter().any(|x| cpus.contains(x))
+    };
+    let top = os.caches.iter().filter(relevant).map(|c| c.level).max()?;
+    let mut seen: Vec<&[u32]> = Vec::new();
+    let mut total = 0u64;
+    for c in os.caches.iter().filter(relevant).filter(|c| c.level == top) {
+        if seen.contains(&c.cpus.as_slice()) {
+            continue;
+        }
+        seen.push(&c.cpus);
+        total = total.saturating_add(c.size_bytes?);
+    }
+    (total > 0).then_some(total)
+}
+
+/// Times the last-level cache that makes the working set.
+pub const WORKING_SET_FACTOR: u64 = 6;
+/// Smallest working set, bytes.
+pub const MIN_WORKING_SET: u64 = 64 << 20;
+/// Largest working set, bytes.
+pub const MAX_WORKING_SET: u64 = 1 << 30;
+/// Working set when the last-level cache is unknown, bytes.
+pub const UNKNOWN_WORKING_SET: u64 = 256 << 20;
+
+/// The working set of the memory probes for a last-level cache of `llc` bytes:
+/// [`WORKING_SET_FACTOR`] times it, between [`MIN_WORKING_SET`] and [`MAX_WORKING_SET`]
+/// ([`UNKNOWN_WORKING_SET`] when unknown). A random chase over it hits the cache on at most
+/// one access in six; a stream finds none of its lines left from the pass before.
+#[must_use]
+pub fn working_set(llc: Option<u64>) -> u64 {
+    llc.map_or(UNKNOWN_WORKING_SET, |b| {
+        b.saturating_mul(WORKING_SET_FACTOR)
+            .clamp(MIN_WORKING_SET, MAX_WORKING_SET)
     })
 }
 
@@ -178,7 +240,8 @@ pub fn thp_available() -> bool {
         .is_ok_and(|s| s.contains("[always]") || s.contains("[madvise]"))
 }
 
-/// Read, write and copy bandwidth of `cpus` together to `node`.
+/// Read, write and copy bandwidth of `cpus` together to `node`, each repeated until it is
+/// steady.
 ///
 /// # Errors
 ///
@@ -187,7 +250,7 @@ pub fn bandwidth_of(
     cpus: &[u32],
     node: Option<u32>,
     opts: &MemOptions,
-) -> Result<[f64; 3], MemError> {
+) -> Result<[SteadyFigure; 3], MemError> {
     let run = |kernel| {
         bandwidth::measure(
             cpus,
@@ -197,7 +260,7 @@ pub fn bandwidth_of(
                 non_temporal: opts.non_temporal,
                 bytes: opts.bytes,
                 node,
-                passes: opts.passes,
+                rule: opts.rule,
             },
         )
     };
@@ -282,9 +345,11 @@ pub fn measure_memory(
                     socket: si,
                     node,
                     threads: n,
-                    read,
-                    write,
-                    copy,
+                    read: read.value,
+                    write: write.value,
+                    copy: copy.value,
+                    spread: read.spread.max(write.spread).max(copy.spread),
+                    rounds: read.rounds.max(write.rounds).max(copy.rounds),
                 });
             }
         }

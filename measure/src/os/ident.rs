@@ -45,6 +45,19 @@ pub(super) fn cpu_model(cpuinfo: &str) -> Option<String> {
     Some(format!("{who} CPU part {part}"))
 }
 
+/// Whether `/proc/cpuinfo` content lists the `hypervisor` CPU flag (x86: the OS runs in a
+/// virtual machine).
+pub(super) fn has_hypervisor_flag(cpuinfo: &str) -> bool {
+    field(cpuinfo, "flags").is_some_and(|f| f.split_whitespace().any(|w| w == "hypervisor"))
+}
+
+/// Whether the machine under `root` is a virtual machine by its CPU flags; `None` when
+/// `/proc/cpuinfo` cannot be read.
+pub(super) fn hypervisor(root: &Path) -> Option<bool> {
+    let s = read_optional(&root.join("proc/cpuinfo"), &mut Notes::default())?;
+    Some(has_hypervisor_flag(&s))
+}
+
 /// The identity read under `root`: (CPU model, kernel release, host name).
 pub(super) fn read_identity(
     root: &Path,

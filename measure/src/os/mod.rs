@@ -125,6 +125,23 @@ pub fn read_os_view(root: &Path) -> Result<OsView, OsError> {
     })
 }
 
+/// Whether the machine whose `/proc` lies under `root` is a virtual machine (the
+/// `hypervisor` CPU flag of `/proc/cpuinfo`); `None` when that file cannot be read. A
+/// guest's vCPUs may be moved by the host between its cores, dies and SMT siblings: what a
+/// measurement sees is the placement of the moment.
+#[must_use]
+pub fn is_virtual_machine(root: &Path) -> Option<bool> {
+    ident::hypervisor(root)
+}
+
+/// Free memory of NUMA node `id` of this machine now (`MemFree` of
+/// `/sys/devices/system/node/node<id>/meminfo`), in bytes; `None` when the OS does not say.
+/// It changes from moment to moment, unlike the node's total ([`OsView::nodes`]).
+#[must_use]
+pub fn node_free_bytes(id: u32) -> Option<u64> {
+    nodes::free_bytes(Path::new("/"), id)
+}
+
 /// Reads the OS view of this machine (root `/`).
 ///
 /// # Errors

@@ -61,10 +61,15 @@ fn distances(dir: &Path, notes: &mut Notes) -> Vec<u32> {
 
 /// `MemTotal` of the node's `meminfo` (`Node 0 MemTotal:  16772456 kB`), in bytes.
 fn memory(dir: &Path, notes: &mut Notes) -> Option<u64> {
+    meminfo_field(dir, "MemTotal:", notes)
+}
+
+/// A field of the node's `meminfo` (`Node 0 MemFree:  5916068 kB`), in bytes.
+fn meminfo_field(dir: &Path, field: &str, notes: &mut Notes) -> Option<u64> {
     let path = dir.join("meminfo");
     let s = read_optional(&path, notes)?;
-    let line = s.lines().find(|l| l.contains("MemTotal:"))?;
-    let value = line.split("MemTotal:").nth(1)?;
+    let line = s.lines().find(|l| l.contains(field))?;
+    let value = line.split(field).nth(1)?;
     let mut parts = value.split_whitespace();
     let n: Option<u64> = parts.next().and_then(|v| v.parse().ok());
     let bytes = match (n, parts.next()) {
@@ -74,12 +79,21 @@ fn memory(dir: &Path, notes: &mut Notes) -> Option<u64> {
     };
     if bytes.is_none() {
         notes.add(format!(
-            "{}: cannot parse {:?}; memory size unknown",
+            "{}: cannot parse {:?}; {} unknown",
             path.display(),
-            excerpt(line)
+            excerpt(line),
+            field.trim_end_matches(':')
         ));
     }
     bytes
+}
+
+/// Free memory of node `id` now (`MemFree` of its `meminfo` under `root`), in bytes;
+/// `None` when the file or the field is missing or malformed.
+#[must_use]
+pub fn free_bytes(root: &Path, id: u32) -> Option<u64> {
+    let dir = root.join(format!("sys/devices/system/node/node{id}"));
+    meminfo_field(&dir, "MemFree:", &mut Notes::default())
 }
 
 /// The NUMA nodes under `<root>/sys/devices/system/node`, or `None` (with a note) when the

@@ -117,6 +117,8 @@ fn reads_masks_nul_bytes_and_offline_cpus() {
     assert!(nodes[2].cpus.is_empty());
     assert_eq!(nodes[0].distances, vec![10, 20, 30]);
     assert_eq!(nodes[0].memory_bytes, Some(1 << 20));
+    assert_eq!(super::nodes::free_bytes(dir.path(), 0), Some(1024));
+    assert_eq!(super::nodes::free_bytes(dir.path(), 1), None);
     // Node 0's mask names offline CPUs 8 and 9; only online ones count per node.
     assert_eq!(v.node_cpus()[&0], vec![0, 1, 4, 5]);
     assert_eq!(v.cache_groups(1).len(), 4);
@@ -319,4 +321,22 @@ fn garbage_never_panics() {
             let _ = read_os_view(root);
         }
     }
+}
+
+#[test]
+fn the_hypervisor_flag_says_virtual_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(super::is_virtual_machine(dir.path()), None);
+    write(
+        dir.path(),
+        "proc/cpuinfo",
+        b"processor\t: 0\nflags\t\t: fpu vme hypervisor lahf_lm\n\n",
+    );
+    assert_eq!(super::is_virtual_machine(dir.path()), Some(true));
+    write(
+        dir.path(),
+        "proc/cpuinfo",
+        b"processor\t: 0\nflags\t\t: fpu vme hypervisorx\n\n",
+    );
+    assert_eq!(super::is_virtual_machine(dir.path()), Some(false));
 }

@@ -90,6 +90,9 @@ impl<'a> Parser<'a> {
                 ..CacheLevel::new(number, Some(kind))
             });
         }
-        Ok(CacheSection { levels })
+        Ok(CacheSection {
+            levels,
+            tlb: Vec::new(),
+        })
     }
 }

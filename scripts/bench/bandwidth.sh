@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Read bandwidth with 1 and 2 threads beside likwid-bench (Debian package `likwid`), run
+# alternately ROUNDS times (default 5): `likwid-bench -t load_avx -w S0:1GB:N` and
+# `topoprobe mem --json` with its default working set (sized from the last-level cache),
+# plus `topoprobe mem --size 1G` to show that the smaller working set does not gain from
+# cache hits. Ratios topoprobe / likwid-bench and their medians.
+#
+#   scripts/bench/bandwidth.sh [ROUNDS]    # log: docs/bench/bandwidth-DATE.log
+source "$(dirname "$0")/common.sh" bandwidth
+ROUNDS=${1:-5}
+TOPO=$(mktemp -d)/machine.json
+TOPOPROBE_FILE=$TOPO "$TP" infer --plugins none > /dev/null 2>&1
+likwid() { # threads -> GB/s (likwid's MByte/s is 10^6 bytes/s)
+    likwid-bench -t load_avx -w "S0:1GB:$1" 2>/dev/null | awk '/^MByte\/s/ {printf "%.2f", $2 / 1000}'
+}
+tp() { # extra args -> "read1 read2 working_set_MiB"
+    "$TP" mem --json --topology "$TOPO" "$@" 2>/dev/null | python3 -c '
+import json, sys
+v = json.load(sys.stdin); r = {x["threads"]: x["read_gbps"] for x in v["results"]}
+print("%.2f %.2f %d" % (r.get(1, 0), r.get(max(r), 0), v["working_set_bytes"] >> 20))'
+}
+log "# commands: likwid-bench -t load_avx -w S0:1GB:1 | :2 ; $TP mem --json ; $TP mem --json --size 1G"
+log "round  likwid1  likwid2 | topoprobe1 topoprobe2 (MiB) ratio1 ratio2 | 1G: tp1 tp2"
+ratios=()
+for r in $(seq 1 "$ROUNDS"); do
+    l1=$(likwid 1); l2=$(likwid 2)
+    read -r t1 t2 ws < <(tp)
+    read -r g1 g2 _ < <(tp --size 1G)
+    q1=$(python3 -c "print(f'{$t1 / $l1:.3f}')"); q2=$(python3 -c "print(f'{$t2 / $l2:.3f}')")
+    ratios+=("$q1:$q2")
+    log "$(printf '%5s  %7s  %7s | %10s %10s (%s) %6s %6s | %s %s' "$r" "$l1" "$l2" "$t1" "$t2" "$ws" "$q1" "$q2" "$g1" "$g2")"
+done
+python3 - "${ratios[@]}" <<'PY' | tee -a "$LOG"
+import statistics, sys
+one = [float(a.split(":")[0]) for a in sys.argv[1:]]; two = [float(a.split(":")[1]) for a in sys.argv[1:]]
+for name, v in (("1 thread", one), ("2 threads", two)):
+    print(f"read, {name}: topoprobe/likwid-bench median {statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f}), within 10%: {sum(1 for x in v if abs(x - 1) <= 0.1)}/{len(v)}")
+PY
+finish
