@@ -148,7 +148,11 @@ pub fn levels(samples: &[Sample]) -> Vec<FoundLevel> {
     let sizes: Vec<u64> = samples.iter().map(|s| s.bytes).collect();
     for pair in plateaus.windows(2) {
         let (a, b) = (pair[0], pair[1]);
-        let hit = edge_median(&c[a.0..=a.1], true);
+        // The level's own access time (the first half of its plateau), not the plateau's
+        // end: misses that begin inside the plateau (a victim level behind it, random
+        // replacement, a guest's nested page walks) lift its end, and measured from there
+        // they would seem to begin later than they do.
+        let hit = first_half_median(&c[a.0..=a.1]);
         let miss = edge_median(&c[b.0..=b.1], false);
         if miss / hit < LEVEL_RISE {
             continue;
