@@ -151,3 +151,15 @@ fn openmp_example_switches_policy_between_regions() {
     }
     assert!(!text.contains("NOT PINNED"), "{text}");
 }
+
+#[test]
+fn locks_example_counts_every_section() {
+    let text = build_and_run("locks.c", &["-O1"], &[]);
+    for kind in ["tas", "ttas", "ticket", "mcs", "clh", "cohort"] {
+        assert!(text.contains(&format!("{kind}: 80000 of 80000")), "{text}");
+    }
+    assert!(
+        text.contains("no topology: the cohort lock needs a topology"),
+        "{text}"
+    );
+}

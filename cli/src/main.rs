@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         Command::Place(a) => commands::place::run(&a),
         Command::Run(a) => return commands::run::main(&a),
         Command::Power(a) => commands::power::run(&a),
+        Command::Bench(a) => commands::bench::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use topoprobe_infer::InferOptions;
 use topoprobe_model::LatencyUnit;
 
+pub(crate) mod bench;
 mod measuring;
 pub(crate) mod parsers;
 mod placing;
@@ -64,6 +65,9 @@ pub(crate) enum Command {
     /// Measure the power of every socket (RAPL) when idle, with one context, a second core,
     /// a second context, all cores and all contexts busy.
     Power(PowerArgs),
+    /// Run one of the papers' experiments on this machine (locks, false sharing, cache-line
+    /// operations), with the strongest alternatives in the same run.
+    Bench(bench::BenchArgs),
 }
 
 /// Unit of latencies on the command line.

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub(crate) mod bench;
 pub(crate) mod cache;
 pub(crate) mod contention;
 pub(crate) mod heatmap;
