@@ -16,6 +16,8 @@ pub mod clock;
 mod error;
 pub mod locks;
 mod prim;
+pub mod sort;
+pub mod trees;
 
 pub use backoff::{Backoff, BackoffKind, Educated, Wait};
 pub use error::SyncError;
