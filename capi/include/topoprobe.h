@@ -457,6 +457,19 @@ int tp_lock_release(const struct TpLock *lock);
  */
 void tp_lock_free(struct TpLock *lock);
 
+/*
+ The `OMP_PLACES` value for `threads` threads (0: every context) placed by `policy`
+ (`TP_POLICY_*`): one place per thread in the policy's order, `{3},{7},{4}`; empty for
+ `TP_POLICY_NONE`. For a program run once per phase (OpenMP runtimes read `OMP_PLACES`
+ at start-up; inside one process, switch a pool's policy between regions). NULL on
+ failure; free with `tp_string_free`.
+
+ # Safety
+
+ `topo` is NULL or a live topology.
+ */
+char *tp_omp_places(const struct TpTopology *topo, int policy, int threads);
+
 #ifdef __cplusplus
 } // extern "C"
 #endif // __cplusplus

@@ -16,6 +16,7 @@ use topoprobe_model::{ContextId, Topology};
 use topoprobe_place::{Placement, Policy, Pool, Request, ThreadInfo};
 
 pub mod locks;
+pub mod omp;
 
 /// NONE: threads are not pinned.
 pub const TP_POLICY_NONE: c_int = 0;

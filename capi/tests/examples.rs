@@ -163,3 +163,21 @@ fn locks_example_counts_every_section() {
         "{text}"
     );
 }
+
+#[test]
+fn omp_places_follow_the_policy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = two_cpus(dir.path());
+    let path = std::ffi::CString::new(m.to_str().expect("utf-8")).expect("path");
+    // SAFETY: a NUL-terminated path; the objects are freed once.
+    unsafe {
+        let t = topoprobe::tp_topology_load(path.as_ptr());
+        assert!(!t.is_null());
+        let s = topoprobe::omp::tp_omp_places(t, topoprobe::TP_POLICY_CON_CORE, 2);
+        assert!(!s.is_null());
+        assert_eq!(std::ffi::CStr::from_ptr(s).to_str().unwrap(), "{0},{1}");
+        topoprobe::tp_string_free(s);
+        assert!(topoprobe::omp::tp_omp_places(t, 99, 2).is_null());
+        topoprobe::tp_topology_free(t);
+    }
+}

@@ -15,6 +15,8 @@ pub mod bench;
 pub mod clock;
 mod error;
 pub mod locks;
+pub mod omp;
+pub mod pool;
 mod prim;
 pub mod sort;
 pub mod trees;

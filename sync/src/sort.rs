@@ -164,7 +164,7 @@ impl Sorter {
         &self.notes
     }
 
-    /// Measures on this machine (about a second): the size from which the parallel sort
+    /// Measures on this machine (one to a few seconds): the size from which the parallel sort
     /// beats the sequential one, for each path, and, where workers share cores, whether
     /// merging without the SMT siblings is faster.
     pub fn calibrate(&mut self) {
@@ -229,7 +229,7 @@ impl Sorter {
         for radix in [false, true] {
             let mut found = None;
             let mut wins = 0;
-            for k in 10..=22 {
+            for k in 10..=24 {
                 let n = 1usize << k;
                 let v = gen(n);
                 let mut w = v.clone();

@@ -138,3 +138,82 @@ proptest! {
         check(topo, &workers, root.index(workers.len()));
     }
 }
+
+#[test]
+fn the_pool_runs_every_task_once_and_steals_closest_first() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use topoprobe_place::{Policy, Request};
+    use topoprobe_sync::pool::{rayon_pool, StealPool};
+    let topo = sim(&platforms::ivy());
+    let pool = StealPool::new(&topo, &Request::new(Policy::RrCore).threads(4)).unwrap();
+    assert_eq!(pool.workers(), 4);
+    let seen: Vec<AtomicU32> = (0..5000).map(|_| AtomicU32::new(0)).collect();
+    // Worker 0's tasks are slow, so that the others steal.
+    let stats = pool.run(5000, |t| {
+        seen[t].fetch_add(1, Ordering::Relaxed);
+        if t < 1250 {
+            std::hint::black_box((0..2000).sum::<u64>());
+        }
+    });
+    assert!(seen.iter().all(|s| s.load(Ordering::Relaxed) == 1));
+    assert_eq!(stats.executed.iter().sum::<usize>(), 5000);
+    // RR_CORE alternates sockets: worker 0's closest victims share its socket.
+    let order = &pool.orders()[0];
+    assert_eq!(order.len(), 3);
+    let rp = rayon_pool(&topo, &Request::new(Policy::RrCore).threads(3)).unwrap();
+    assert_eq!(rp.current_num_threads(), 3);
+    assert_eq!(
+        rp.install(|| {
+            use rayon::prelude::*;
+            (0..1000u64).into_par_iter().sum::<u64>()
+        }),
+        499_500
+    );
+}
+
+#[test]
+fn each_region_gets_its_policys_places() {
+    use topoprobe_place::{Policy, Request};
+    let topo = sim(&platforms::ivy());
+    let r = topoprobe_sync::omp::regions(
+        &topo,
+        &[
+            ("compact".into(), Request::new(Policy::ConHwc).threads(4)),
+            ("spread".into(), Request::new(Policy::RrCore).threads(4)),
+        ],
+    )
+    .unwrap();
+    let places = |i: usize| {
+        r[i].env
+            .iter()
+            .find(|(k, _)| k == "OMP_PLACES")
+            .unwrap()
+            .1
+            .clone()
+    };
+    assert_ne!(places(0), places(1));
+    // CON_HWC fills one core's contexts first; RR_CORE alternates sockets.
+    let cpus = |s: String| -> Vec<u32> {
+        s.split(',')
+            .map(|p| p.trim_matches(|c| c == '{' || c == '}').parse().unwrap())
+            .collect()
+    };
+    let c = cpus(places(1));
+    let sockets: Vec<usize> = c
+        .iter()
+        .map(|&cpu| {
+            topo.socket_of(topo.context_by_os_id(cpu).unwrap())
+                .unwrap()
+                .0
+        })
+        .collect();
+    assert_ne!(sockets[0], sockets[1]);
+    assert_eq!(
+        topoprobe_sync::omp::places(&topo, &Request::new(Policy::RrCore).threads(4)).unwrap(),
+        places(1)
+    );
+    assert!(r.iter().all(|x| x
+        .env
+        .iter()
+        .any(|(k, v)| k == "OMP_PROC_BIND" && v == "close")));
+}

@@ -34,6 +34,15 @@ pub(crate) enum Experiment {
     ///
     /// Example: `topoprobe bench line-ops --json`
     LineOps(LineOpsArgs),
+    /// Sort the same random u32 and u64 arrays with topoprobe's sort, rayon's
+    /// par_sort_unstable and std's sort_unstable; every result is checked.
+    ///
+    /// Example: `topoprobe bench sort --size 1G --threads 2 --json`
+    Sort(SortArgs),
+    /// Sum every worker's vector into one along the topology's reduction tree and flat.
+    ///
+    /// Example: `topoprobe bench reduce --size 64M`
+    Reduce(ReduceArgs),
 }
 
 /// Where the experiment runs and how it reports.
@@ -151,4 +160,42 @@ pub(crate) struct LineOpsArgs {
     /// The measuring CPU (default: the topology's first).
     #[arg(long, value_name = "CPU")]
     pub(crate) cpu: Option<u32>,
+}
+
+/// `topoprobe bench sort`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct SortArgs {
+    #[command(flatten)]
+    pub(crate) common: BenchCommon,
+    /// Bytes of each array (u32 and u64 keys): 4096, 64M, 1G...
+    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = super::parsers::parse_size)]
+    pub(crate) size: u64,
+    /// Threads of the parallel sorts (default: every hardware context).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub(crate) threads: Option<usize>,
+    /// Runs of every sort (the median is reported; runs interleave the algorithms).
+    #[arg(long, value_name = "R", default_value = "5")]
+    pub(crate) runs: usize,
+    /// Seed of the random keys.
+    #[arg(long, value_name = "SEED", default_value = "42")]
+    pub(crate) seed: u64,
+}
+
+/// `topoprobe bench reduce`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ReduceArgs {
+    #[command(flatten)]
+    pub(crate) common: BenchCommon,
+    /// Bytes of each worker's vector.
+    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = super::parsers::parse_size)]
+    pub(crate) size: u64,
+    /// Workers (default: every hardware context).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub(crate) threads: Option<usize>,
+    /// Placement policy of the workers.
+    #[arg(long, value_name = "POLICY", default_value = "rr_core", value_parser = policy)]
+    pub(crate) policy: Policy,
+    /// Runs (the median is reported).
+    #[arg(long, value_name = "R", default_value = "5")]
+    pub(crate) runs: usize,
 }

@@ -14,6 +14,8 @@
 pub mod false_sharing;
 pub mod line_ops;
 pub mod locks;
+pub mod reduce;
+pub mod sort;
 mod workers;
 
 /// The median of some values (`NaN` for none).

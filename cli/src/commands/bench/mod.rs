@@ -12,6 +12,8 @@ use crate::output::write_stdout;
 mod false_sharing;
 mod line_ops;
 mod locks;
+mod reduce;
+mod sort;
 
 /// Runs the command.
 pub(crate) fn run(args: &BenchArgs) -> Result<()> {
@@ -19,6 +21,8 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
         Experiment::Locks(a) => locks::run(a),
         Experiment::FalseSharing(a) => false_sharing::run(a),
         Experiment::LineOps(a) => line_ops::run(a),
+        Experiment::Sort(a) => sort::run(a),
+        Experiment::Reduce(a) => reduce::run(a),
     }
 }
 
