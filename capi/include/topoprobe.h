@@ -66,6 +66,56 @@
 #define TP_POLICY_RR_SCALE 11
 
 /*
+ Test-and-set lock.
+ */
+#define TP_LOCK_TAS 0
+
+/*
+ Test-and-test-and-set lock.
+ */
+#define TP_LOCK_TTAS 1
+
+/*
+ Ticket lock (FIFO).
+ */
+#define TP_LOCK_TICKET 2
+
+/*
+ MCS queue lock (FIFO, each waiter spins on its own line).
+ */
+#define TP_LOCK_MCS 3
+
+/*
+ CLH queue lock (FIFO, each waiter spins on its predecessor's line).
+ */
+#define TP_LOCK_CLH 4
+
+/*
+ Cohort lock over the topology's sockets (or groups): needs a topology.
+ */
+#define TP_LOCK_COHORT 5
+
+/*
+ No backoff.
+ */
+#define TP_BACKOFF_NONE 0
+
+/*
+ Crossbeam's fixed constants.
+ */
+#define TP_BACKOFF_FIXED 1
+
+/*
+ Waits derived from the topology's measured latencies: needs a topology.
+ */
+#define TP_BACKOFF_EDUCATED 2
+
+/*
+ A spin lock.
+ */
+typedef struct TpLock TpLock;
+
+/*
  A placement (one policy).
  */
 typedef struct TpPlacement TpPlacement;
@@ -373,6 +423,68 @@ void tp_heartbeat_phase(uint64_t id);
  1 when heartbeats are published (`TOPOPROBE_HEARTBEAT` names a usable file), else 0.
  */
 int tp_heartbeat_enabled(void);
+
+/*
+ Creates a free lock of `kind` (`TP_LOCK_*`) with `backoff` (`TP_BACKOFF_*`); `topo` is
+ needed for educated backoff and the cohort lock, and may be NULL otherwise. NULL on
+ failure (unknown kind or backoff, missing topology, a topology in cycles without a
+ recorded frequency).
+
+ # Safety
+
+ `topo` is NULL or a live topology.
+ */
+struct TpLock *tp_lock_create(int kind, int backoff, const struct TpTopology *topo);
+
+/*
+ Takes the lock, waiting as long as needed; -1 when `lock` is NULL, else 0.
+
+ # Safety
+
+ `lock` is NULL or a live lock.
+ */
+int tp_lock_acquire(const struct TpLock *lock);
+
+/*
+ Takes the lock if it is free: 1 when taken, 0 when not, -1 when `lock` is NULL.
+
+ # Safety
+
+ `lock` is NULL or a live lock.
+ */
+int tp_lock_try_acquire(const struct TpLock *lock);
+
+/*
+ Releases the lock; -1 when `lock` is NULL, else 0.
+
+ # Safety
+
+ `lock` is NULL or a live lock that the calling thread holds (releasing a lock nobody
+ holds, or one another thread holds, breaks it).
+ */
+int tp_lock_release(const struct TpLock *lock);
+
+/*
+ Frees a lock (NULL is ignored).
+
+ # Safety
+
+ `lock` is NULL or a live lock that no thread holds or waits for; it is not used again.
+ */
+void tp_lock_free(struct TpLock *lock);
+
+/*
+ The `OMP_PLACES` value for `threads` threads (0: every context) placed by `policy`
+ (`TP_POLICY_*`): one place per thread in the policy's order, `{3},{7},{4}`; empty for
+ `TP_POLICY_NONE`. For a program run once per phase (OpenMP runtimes read `OMP_PLACES`
+ at start-up; inside one process, switch a pool's policy between regions). NULL on
+ failure; free with `tp_string_free`.
+
+ # Safety
+
+ `topo` is NULL or a live topology.
+ */
+char *tp_omp_places(const struct TpTopology *topo, int policy, int threads);
 
 #ifdef __cplusplus
 } // extern "C"

@@ -1,6 +1,7 @@
 //! The C API of topoprobe (`libtopoprobe.so`, `libtopoprobe.a`, header `topoprobe.h`):
 //! measure this machine or load a topology description, query it, place and pin threads
-//! by policy, and switch the policy of a pool between parallel regions.
+//! by policy, and switch the policy of a pool between parallel regions; spin locks with
+//! educated backoff ([`locks`]).
 //!
 //! Conventions: functions returning a pointer return NULL on failure and functions
 //! returning an `int` a negative value; [`tp_last_error`] then says why (per thread).
@@ -17,6 +18,9 @@ use std::path::Path;
 use topoprobe_machine::{measure_and_save, plugins, MachineError, MeasureOptions};
 use topoprobe_model::{ContextId, Topology};
 use topoprobe_place::{Placement, Policy, Pool, Request, ThreadInfo};
+
+pub mod locks;
+pub mod omp;
 
 /// NONE: threads are not pinned.
 pub const TP_POLICY_NONE: c_int = 0;

@@ -167,3 +167,33 @@ fn heartbeats_reach_shared_memory() {
     let out = build_and_run("heartbeat.c", &["-O1"], &[]);
     assert!(out.contains("heartbeats off"), "{out}");
 }
+
+#[test]
+fn locks_example_counts_every_section() {
+    let text = build_and_run("locks.c", &["-O1"], &[]);
+    for kind in ["tas", "ttas", "ticket", "mcs", "clh", "cohort"] {
+        assert!(text.contains(&format!("{kind}: 80000 of 80000")), "{text}");
+    }
+    assert!(
+        text.contains("no topology: the cohort lock needs a topology"),
+        "{text}"
+    );
+}
+
+#[test]
+fn omp_places_follow_the_policy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = two_cpus(dir.path());
+    let path = std::ffi::CString::new(m.to_str().expect("utf-8")).expect("path");
+    // SAFETY: a NUL-terminated path; the objects are freed once.
+    unsafe {
+        let t = topoprobe::tp_topology_load(path.as_ptr());
+        assert!(!t.is_null());
+        let s = topoprobe::omp::tp_omp_places(t, topoprobe::TP_POLICY_CON_CORE, 2);
+        assert!(!s.is_null());
+        assert_eq!(std::ffi::CStr::from_ptr(s).to_str().unwrap(), "{0},{1}");
+        topoprobe::tp_string_free(s);
+        assert!(topoprobe::omp::tp_omp_places(t, 99, 2).is_null());
+        topoprobe::tp_topology_free(t);
+    }
+}

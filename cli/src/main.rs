@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Command::Power(a) => commands::power::run(&a),
         Command::Autopin(a) => return commands::autopin::main(&a),
         Command::Balance(a) => commands::balance::run(&a),
+        Command::Bench(a) => commands::bench::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -234,66 +234,24 @@ pub fn granularity(deltas: &[u64]) -> u64 {
     deltas.iter().copied().filter(|&d| d > 0).min().unwrap_or(1)
 }
 
-#[cfg(target_arch = "x86_64")]
+/// The cycle counter of `topoprobe_sys::counter`, as this module reads it.
 mod counter {
     use super::{Reader, TimerKind};
+    use topoprobe_sys::counter::{self as sys, CounterKind};
 
-    /// Reads the time-stamp counter.
+    /// Reads the counter.
     #[inline]
     pub(super) fn read() -> u64 {
-        // SAFETY: rdtsc exists on every x86_64 CPU and only reads the counter.
-        unsafe { core::arch::x86_64::_rdtsc() }
+        sys::read()
     }
 
-    /// The TSC when the kernel reports it invariant.
+    /// The counter, when it runs at a constant rate.
     pub(super) fn probe() -> Result<(TimerKind, Reader), String> {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo")
-            .map_err(|e| format!("cannot read /proc/cpuinfo to check the TSC: {e}"))?;
-        let flags = cpuinfo
-            .lines()
-            .find(|l| l.starts_with("flags"))
-            .unwrap_or_default();
-        let has = |f: &str| flags.split_whitespace().any(|x| x == f);
-        if has("constant_tsc") && has("nonstop_tsc") {
-            Ok((TimerKind::Tsc, read))
-        } else {
-            Err("the TSC is not invariant (no constant_tsc and nonstop_tsc flags)".to_string())
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod counter {
-    use super::{Reader, TimerKind};
-
-    /// Reads the virtual count register.
-    #[inline]
-    pub(super) fn read() -> u64 {
-        let v: u64;
-        // SAFETY: cntvct_el0 is readable from user space on Linux (the kernel enables
-        // EL0 access) and reading it has no side effects.
-        unsafe {
-            core::arch::asm!("isb", "mrs {}, cntvct_el0", out(reg) v, options(nomem, nostack))
+        let kind = match sys::probe()? {
+            CounterKind::Tsc => TimerKind::Tsc,
+            CounterKind::ArmCounter => TimerKind::ArmCounter,
         };
-        v
-    }
-
-    /// The generic timer (constant frequency by architecture).
-    pub(super) fn probe() -> Result<(TimerKind, Reader), String> {
-        Ok((TimerKind::ArmCounter, read))
-    }
-}
-
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-mod counter {
-    use super::{Reader, TimerKind};
-
-    pub(super) fn read() -> u64 {
-        0
-    }
-
-    pub(super) fn probe() -> Result<(TimerKind, Reader), String> {
-        Err("no cycle counter is supported on this architecture".to_string())
+        Ok((kind, read))
     }
 }
 

@@ -6,6 +6,8 @@
 //!   affinity masks, the CPU a thread runs on.
 //! - [`buffer`]: page-aligned buffers bound to a memory node (`mbind`), with or without
 //!   transparent huge pages.
+//! - [`counter`]: the cycle counter and cache-line flushes (timing and cache-state
+//!   experiments).
 //! - [`memory`]: memory policies (`set_mempolicy`) and the kernel's online nodes.
 //! - [`launch`]: running a command with signals passed on and its exit status kept.
 //! - [`pin_env`]: the environment variables of the preload library.
@@ -21,6 +23,7 @@ mod sets;
 
 pub mod affinity;
 pub mod buffer;
+pub mod counter;
 pub mod elf;
 pub mod heartbeat;
 pub mod launch;

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use topoprobe_infer::InferOptions;
 use topoprobe_model::LatencyUnit;
 
+pub(crate) mod bench;
 mod examples;
 mod measuring;
 pub(crate) mod parsers;
@@ -85,6 +86,9 @@ pub(crate) enum Command {
     /// Monitor running processes and move their threads to less loaded CPUs, cores,
     /// caches or nodes of the topology (or, with --advise, say which moves would help).
     Balance(BalanceArgs),
+    /// Run one of the papers' experiments on this machine (locks, false sharing, cache-line
+    /// operations), with the strongest alternatives in the same run.
+    Bench(bench::BenchArgs),
 }
 
 /// Unit of latencies on the command line.

@@ -2,6 +2,7 @@
 
 pub(crate) mod autopin;
 pub(crate) mod balance;
+pub(crate) mod bench;
 pub(crate) mod cache;
 pub(crate) mod contention;
 pub(crate) mod heatmap;

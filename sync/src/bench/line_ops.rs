@@ -1,0 +1,572 @@
+//! ccbench-style latency of one operation on a cache line, by the line's coherence state
+//! and by where its owner runs (the talk's true-sharing costs, libmctop's measurements).
+//!
+//! A measuring context B and an owner context A at a given distance (`core`: SMT siblings,
+//! `group`: same group, `socket`: same socket outside B's group, `other_socket`) take
+//! turns. Each round, A (and for `shared` a third context C) brings 32 lines into a state:
+//!
+//! - `modified`: A stores to each line;
+//! - `exclusive`: the lines are flushed from every cache, then A loads each;
+//! - `shared`: flushed, then A and C load each;
+//! - `invalid`: flushed; B then reads memory (scope `memory`, no owner).
+//!
+//! Then B runs one operation (`load`, `store` followed by a fence, `cas`, `fai`
+//! fetch-and-increment, `swap`) on the 32 lines, each operation's address depending on the
+//! previous one's result (a pointer chase in random order over 32 pages, so that neither
+//! out-of-order execution nor the prefetchers overlap them), and times the chain: one
+//! round gives the mean latency of one operation; the median over rounds is reported.
+
+use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+
+use serde::Serialize;
+use topoprobe_model::{ContextId, Topology};
+
+use super::median;
+use crate::clock::Clock;
+use crate::error::SyncError;
+
+/// Lines per chain.
+const LINES: usize = 32;
+/// Words per page.
+const PAGE_WORDS: usize = 512;
+
+/// An operation on a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// A load.
+    Load,
+    /// A store followed by a full fence (so that it completes before the next).
+    Store,
+    /// A successful compare-and-swap.
+    Cas,
+    /// Fetch-and-increment.
+    Fai,
+    /// Swap (exchange).
+    Swap,
+}
+
+/// The state a line is in before the operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Modified in the owner's cache.
+    Modified,
+    /// Exclusive (clean, only copy) in the owner's cache.
+    Exclusive,
+    /// Shared by the owner and a third context.
+    Shared,
+    /// In no cache (read from memory).
+    Invalid,
+}
+
+/// Where the owner runs, relative to the measuring context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The other hardware context of the same core.
+    Core,
+    /// Another core of the same group.
+    Group,
+    /// Another core of the same socket, outside the measuring context's group.
+    Socket,
+    /// A context of another socket.
+    OtherSocket,
+    /// No owner: the line comes from memory.
+    Memory,
+}
+
+impl Op {
+    /// Every operation.
+    pub const ALL: [Self; 5] = [Self::Load, Self::Store, Self::Cas, Self::Fai, Self::Swap];
+}
+
+impl State {
+    /// Every state.
+    pub const ALL: [Self; 4] = [Self::Modified, Self::Exclusive, Self::Shared, Self::Invalid];
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Rounds per operation, state and scope (the median is reported).
+    pub rounds: usize,
+    /// The measuring context's OS CPU (default: the topology's first context).
+    pub cpu: Option<u32>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            rounds: 200,
+            cpu: None,
+        }
+    }
+}
+
+/// One line of the results.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpResult {
+    /// The operation.
+    pub op: Op,
+    /// The line's state before it.
+    pub state: State,
+    /// Where the owner ran.
+    pub scope: Scope,
+    /// Median latency of one operation, ns.
+    pub latency_ns: f64,
+    /// OS CPUs: the measuring context, then the owner and the third context when there are.
+    pub cpus: Vec<u32>,
+}
+
+/// A scope or state that could not be measured here, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unavailable {
+    /// The scope (or `memory`).
+    pub scope: Scope,
+    /// The state, when only one state is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<State>,
+    /// Why.
+    pub reason: String,
+}
+
+/// Everything the experiment found.
+#[derive(Debug, Clone, Serialize)]
+pub struct LineOps {
+    /// Latencies.
+    pub results: Vec<OpResult>,
+    /// What could not be measured.
+    pub unavailable: Vec<Unavailable>,
+}
+
+/// A measuring context, an owner and a third context at one distance.
+#[derive(Debug, Clone, Copy)]
+struct Trio {
+    b: u32,
+    a: u32,
+    c: Option<u32>,
+}
+
+/// The owner (and a third context) at each scope from `me`, or why there is none.
+fn trios(topo: &Topology, me: ContextId) -> Vec<(Scope, Result<Trio, String>)> {
+    let os = |c: ContextId| topo.contexts()[c.0].os_id;
+    let core = topo.core_of(me);
+    let groups = topo.groups_of(me);
+    let socket = topo.socket_of(me);
+    let all: Vec<ContextId> = topo.contexts().iter().map(|c| c.id).collect();
+    let pick = |pred: &dyn Fn(ContextId) -> bool| all.iter().copied().find(|&c| c != me && pred(c));
+    let third = |a: ContextId| {
+        topo.closest_contexts(a, all.len())
+            .into_iter()
+            .find(|&c| c != me && c != a)
+            .map(os)
+    };
+    let trio = |a: Option<ContextId>, why: &str| match a {
+        Some(a) => Ok(Trio {
+            b: os(me),
+            a: os(a),
+            c: third(a),
+        }),
+        None => Err(why.to_string()),
+    };
+    let same_core = pick(&|c| topo.core_of(c) == core);
+    let in_group = groups.first().and_then(|&g| {
+        let members = &topo.groups()[g.0].contexts;
+        pick(&|c| members.contains(&c) && topo.core_of(c) != core)
+    });
+    let in_socket = pick(&|c| {
+        topo.socket_of(c) == socket
+            && topo.core_of(c) != core
+            && groups
+                .first()
+                .is_none_or(|&g| !topo.groups()[g.0].contexts.contains(&c))
+    });
+    let other = pick(&|c| topo.socket_of(c) != socket);
+    vec![
+        (
+            Scope::Core,
+            trio(same_core, "no SMT sibling (one context per core)"),
+        ),
+        (
+            Scope::Group,
+            trio(
+                in_group,
+                if groups.is_empty() {
+                    "no group between core and socket"
+                } else {
+                    "the group has one core"
+                },
+            ),
+        ),
+        (
+            Scope::Socket,
+            trio(in_socket, "no other core of the socket outside the group"),
+        ),
+        (Scope::OtherSocket, trio(other, "one socket")),
+    ]
+}
+
+/// The 32 lines: one per page, at a random line of the page, chained in a random order.
+struct Lines {
+    cells: Vec<AtomicU64>,
+    /// Index in `cells` of each line.
+    at: Vec<usize>,
+    /// Each line's successor in the chain.
+    next: Vec<usize>,
+}
+
+impl Lines {
+    fn new() -> Self {
+        let cells: Vec<AtomicU64> = (0..(LINES + 1) * PAGE_WORDS)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        let first = super::page_start(&cells);
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut rand = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let at: Vec<usize> = (0..LINES)
+            .map(|i| first + i * PAGE_WORDS + (rand() % 64) as usize * 8)
+            .collect();
+        let mut order: Vec<usize> = (0..LINES).collect();
+        for i in (1..LINES).rev() {
+            order.swap(i, (rand() % (i as u64 + 1)) as usize);
+        }
+        let mut next = vec![0; LINES];
+        for k in 0..LINES {
+            next[order[k]] = order[(k + 1) % LINES];
+        }
+        let l = Self { cells, at, next };
+        for i in 0..LINES {
+            l.line(i).store((l.next[i] as u64) << 32, Ordering::Relaxed);
+        }
+        l
+    }
+
+    fn line(&self, i: usize) -> &AtomicU64 {
+        &self.cells[self.at[i]]
+    }
+
+    fn flush(&self) {
+        for i in 0..LINES {
+            topoprobe_sys::counter::flush_line(self.line(i));
+        }
+        topoprobe_sys::counter::fence();
+    }
+
+    fn store_all(&self) {
+        for i in 0..LINES {
+            let l = self.line(i);
+            l.store(l.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        fence(Ordering::SeqCst);
+    }
+
+    fn load_all(&self) -> u64 {
+        let mut x = 0;
+        for i in 0..LINES {
+            x ^= self.line(i).load(Ordering::Relaxed);
+        }
+        fence(Ordering::SeqCst);
+        x
+    }
+
+    /// Runs `op` along the chain from line 0; returns the time per operation, ns.
+    #[inline(never)]
+    fn chain(&self, op: Op, clock: &Clock) -> f64 {
+        let t0 = clock.now();
+        fence(Ordering::SeqCst);
+        let mut i = 0usize;
+        for _ in 0..LINES {
+            let l = self.line(i);
+            let mine = (self.next[i] as u64) << 32;
+            let v = match op {
+                Op::Load => l.load(Ordering::Relaxed),
+                Op::Store => {
+                    l.store(mine, Ordering::Relaxed);
+                    fence(Ordering::SeqCst);
+                    mine
+                }
+                Op::Cas => match l.compare_exchange(mine, mine, Ordering::SeqCst, Ordering::SeqCst)
+                {
+                    Ok(v) | Err(v) => v,
+                },
+                Op::Fai => l.fetch_add(1, Ordering::SeqCst),
+                Op::Swap => l.swap(mine, Ordering::SeqCst),
+            };
+            i = ((v >> 32) as usize).min(LINES - 1);
+        }
+        fence(Ordering::SeqCst);
+        let t1 = clock.now();
+        std::hint::black_box(i);
+        clock.ns_between(t0, t1) / LINES as f64
+    }
+}
+
+/// Turn-taking between the measuring thread and the owners.
+struct Turns {
+    /// Round number the measuring thread asks for (0: nothing; `u64::MAX`: stop).
+    ask: AtomicU64,
+    /// Last round the owner prepared.
+    owner: AtomicU64,
+    /// Last round the third context prepared.
+    third: AtomicU64,
+    /// Index of the state of the round asked for (written before `ask`).
+    state: AtomicUsize,
+    /// Threads that started.
+    started: AtomicUsize,
+}
+
+fn wait_for(a: &AtomicU64, v: u64) {
+    while a.load(Ordering::Acquire) < v {
+        std::hint::spin_loop();
+    }
+}
+
+/// Measures every operation in every available state at one scope (or from memory).
+fn measure_trio(
+    lines: &Lines,
+    trio: Trio,
+    states: &[State],
+    rounds: usize,
+) -> Result<Vec<(Op, State, f64)>, SyncError> {
+    let clock = Clock::get();
+    let turns = Turns {
+        ask: AtomicU64::new(0),
+        owner: AtomicU64::new(0),
+        third: AtomicU64::new(0),
+        state: AtomicUsize::new(0),
+        started: AtomicUsize::new(0),
+    };
+    std::thread::scope(|s| {
+        let helper = |cpu: u32, mine: &'static str| {
+            let (turns, lines) = (&turns, lines);
+            move || -> Result<(), SyncError> {
+                let pinned = topoprobe_sys::affinity::pin_current_thread(cpu);
+                turns.started.fetch_add(1, Ordering::AcqRel);
+                let mut round = 0u64;
+                loop {
+                    let r = loop {
+                        let r = turns.ask.load(Ordering::Acquire);
+                        if r != round {
+                            break r;
+                        }
+                        std::hint::spin_loop();
+                    };
+                    if r == u64::MAX {
+                        return pinned.map_err(SyncError::from);
+                    }
+                    round = r;
+                    if mine == "third" {
+                        wait_for(&turns.owner, r);
+                    }
+                    match (states[turns.state.load(Ordering::Relaxed)], mine) {
+                        (State::Modified, "owner") => lines.store_all(),
+                        (State::Exclusive | State::Shared, "owner") => {
+                            std::hint::black_box(lines.load_all());
+                        }
+                        (State::Shared, "third") => {
+                            std::hint::black_box(lines.load_all());
+                        }
+                        _ => {}
+                    }
+                    let done = if mine == "owner" {
+                        &turns.owner
+                    } else {
+                        &turns.third
+                    };
+                    done.store(r, Ordering::Release);
+                }
+            }
+        };
+        let owner = (trio.a != trio.b).then(|| s.spawn(helper(trio.a, "owner")));
+        let third = trio.c.map(|c| s.spawn(helper(c, "third")));
+        let expected = usize::from(owner.is_some()) + usize::from(third.is_some());
+        let measured = (|| {
+            topoprobe_sys::affinity::pin_current_thread(trio.b)?;
+            while turns.started.load(Ordering::Acquire) < expected {
+                std::hint::spin_loop();
+            }
+            let mut out = Vec::new();
+            let mut round = 0u64;
+            for (ix, &state) in states.iter().enumerate() {
+                turns.state.store(ix, Ordering::Relaxed);
+                for op in Op::ALL {
+                    let mut v = Vec::with_capacity(rounds);
+                    // One unmeasured chain warms the TLB and the code.
+                    for k in 0..=rounds {
+                        round += 1;
+                        if state != State::Modified {
+                            lines.flush();
+                        }
+                        turns.ask.store(round, Ordering::Release);
+                        if owner.is_some() {
+                            wait_for(&turns.owner, round);
+                        }
+                        if third.is_some() {
+                            wait_for(&turns.third, round);
+                        }
+                        let ns = lines.chain(op, clock);
+                        if k > 0 {
+                            v.push(ns);
+                        }
+                    }
+                    out.push((op, state, median(&v)));
+                }
+            }
+            Ok::<_, SyncError>(out)
+        })();
+        turns.ask.store(u64::MAX, Ordering::Release);
+        for h in owner.into_iter().chain(third) {
+            h.join()
+                .map_err(|_| SyncError::Thread("a line owner panicked".into()))??;
+        }
+        measured
+    })
+}
+
+/// Runs the experiment.
+///
+/// # Errors
+///
+/// A parameter out of range, a CPU that is not in the topology, or a thread that cannot be
+/// pinned.
+pub fn run(topo: &Topology, config: &Config) -> Result<LineOps, SyncError> {
+    if config.rounds == 0 || config.rounds > 100_000 {
+        return Err(SyncError::parameter("rounds", config.rounds, "1 to 100000"));
+    }
+    let me = match config.cpu {
+        Some(cpu) => topo
+            .context_by_os_id(cpu)
+            .ok_or_else(|| SyncError::parameter("cpu", cpu, "a CPU of the topology"))?,
+        None => ContextId(0),
+    };
+    let b = topo.contexts()[me.0].os_id;
+    let lines = Lines::new();
+    let mut results = Vec::new();
+    let mut unavailable = Vec::new();
+    let can_flush = topoprobe_sys::counter::can_flush();
+    for (scope, trio) in trios(topo, me) {
+        let trio = match trio {
+            Ok(t) => t,
+            Err(reason) => {
+                unavailable.push(Unavailable {
+                    scope,
+                    state: None,
+                    reason,
+                });
+                continue;
+            }
+        };
+        let mut states = vec![State::Modified];
+        if can_flush {
+            states.push(State::Exclusive);
+            if trio.c.is_some() {
+                states.push(State::Shared);
+            } else {
+                unavailable.push(Unavailable {
+                    scope,
+                    state: Some(State::Shared),
+                    reason: "needs a third hardware context".into(),
+                });
+            }
+        }
+        // The third context is only needed for the shared state.
+        let t = Trio {
+            c: if states.contains(&State::Shared) {
+                trio.c
+            } else {
+                None
+            },
+            ..trio
+        };
+        for (op, state, ns) in measure_trio(&lines, t, &states, config.rounds)? {
+            let mut cpus = vec![t.b, t.a];
+            if state == State::Shared {
+                cpus.extend(t.c);
+            }
+            results.push(OpResult {
+                op,
+                state,
+                scope,
+                latency_ns: ns,
+                cpus,
+            });
+        }
+    }
+    if can_flush {
+        let alone = Trio { b, a: b, c: None };
+        for (op, state, ns) in measure_trio(&lines, alone, &[State::Invalid], config.rounds)? {
+            results.push(OpResult {
+                op,
+                state,
+                scope: Scope::Memory,
+                latency_ns: ns,
+                cpus: vec![b],
+            });
+        }
+    } else {
+        unavailable.push(Unavailable {
+            scope: Scope::Memory,
+            state: Some(State::Invalid),
+            reason: "no cache-line flush instruction on this architecture".into(),
+        });
+        unavailable.push(Unavailable {
+            scope: Scope::Memory,
+            state: Some(State::Exclusive),
+            reason: "no cache-line flush instruction on this architecture".into(),
+        });
+    }
+    Ok(LineOps {
+        results,
+        unavailable,
+    })
+}
+
+/// The latency of `op` on a line in `state` at `scope`, when measured.
+#[must_use]
+pub fn find(r: &LineOps, op: Op, state: State, scope: Scope) -> Option<&OpResult> {
+    r.results
+        .iter()
+        .find(|x| x.op == op && x.state == state && x.scope == scope)
+}
+
+/// Which lock to use here, from how much a hand-over costs at each distance.
+#[must_use]
+pub fn advice(r: &LineOps) -> Vec<String> {
+    let cas = |s| find(r, Op::Cas, State::Modified, s).map(|x| x.latency_ns);
+    let mut out = Vec::new();
+    let near = cas(Scope::Group).or(cas(Scope::Socket));
+    match (near, cas(Scope::OtherSocket)) {
+        (Some(n), Some(f)) if f >= 1.5 * n => out.push(format!(
+            "a lock handed to another socket costs {:.1}x one handed inside a socket ({f:.0} vs {n:.0} ns): \
+             use a cohort lock (locks::CohortMutex) when threads of several sockets contend",
+            f / n
+        )),
+        (Some(n), Some(f)) => out.push(format!(
+            "hand-overs across sockets cost about as much as inside ({f:.0} vs {n:.0} ns): \
+             a ticket lock with educated backoff, MCS when many threads contend"
+        )),
+        (Some(n), None) => out.push(format!(
+            "one socket, a hand-over costs {n:.0} ns: a ticket lock with educated backoff for a few \
+             threads, MCS or CLH when many contend (each waiter spins on its own line)"
+        )),
+        _ => {}
+    }
+    if let (Some(m), Some(l)) = (
+        cas(Scope::Socket).or(near),
+        find(r, Op::Load, State::Shared, Scope::Socket)
+            .or_else(|| find(r, Op::Load, State::Exclusive, Scope::Socket))
+            .map(|x| x.latency_ns),
+    ) {
+        out.push(format!(
+            "reading a line another core holds costs {l:.0} ns, taking it for a write {m:.0} ns: \
+             waiters that only read (TTAS, ticket) disturb the holder less than TAS's swaps"
+        ));
+    }
+    out
+}

@@ -1,0 +1,43 @@
+//! The contention experiments behind `topoprobe bench` (paper §7.1 and the NUMA and
+//! cache-line contention talk), as library calls that return data:
+//!
+//! - [`locks`]: libmctop's lock experiment: threads placed by a policy take K locks with
+//!   a critical section of a given length; acquisitions per second and fairness for every
+//!   lock kind and backoff, with `std`, `parking_lot` and `spin` mutexes in the same run.
+//! - [`false_sharing`]: threads incrementing counters at strides of 8 to 256 bytes.
+//! - [`line_ops`]: ccbench-style latency of load, store, CAS, fetch-and-increment and swap
+//!   on lines in each coherence state, owned by a context at each distance.
+//!
+//! Results are medians over runs that interleave the alternatives, so that a drift of the
+//! machine touches all of them alike.
+
+pub mod false_sharing;
+pub mod line_ops;
+pub mod locks;
+pub mod reduce;
+pub mod sort;
+mod workers;
+
+/// The median of some values (`NaN` for none).
+#[must_use]
+pub fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Index of the first cell of `cells` that starts a 4 KiB page (0 when none does: fewer
+/// than 512 cells).
+pub(crate) fn page_start(cells: &[std::sync::atomic::AtomicU64]) -> usize {
+    (0..cells.len().min(512))
+        .find(|&i| (std::ptr::from_ref(&cells[i]) as usize).is_multiple_of(4096))
+        .unwrap_or(0)
+}
