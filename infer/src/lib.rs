@@ -38,7 +38,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod build;
+mod assemble;
 mod collect;
 pub mod compare;
 mod error;
@@ -47,6 +47,7 @@ mod linkage;
 pub mod load;
 mod options;
 mod pipeline;
+mod profiles;
 mod quantize;
 mod roles;
 #[cfg(feature = "sim")]
@@ -55,7 +56,6 @@ pub mod sparse;
 mod table;
 mod threshold;
 mod tree;
-mod twins;
 mod validate;
 
 use topoprobe_model::{LatencyMatrix, Provenance, Topology, TopologyBuilder};
@@ -106,8 +106,8 @@ pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, In
     let (t, a, outliers) = pipeline::analyse_robustly(table::Table::new(matrix)?, opts);
 
     let mut b = TopologyBuilder::new(os_ids, opts.units);
-    let chain = build::structure(&a.tree, &a.roles, &mut b);
-    let (normalized, levels) = build::normalize(&t, &chain);
+    let chain = assemble::structure(&a.tree, &a.roles, &mut b);
+    let (normalized, levels) = assemble::normalize(&t, &chain);
     let mut provenance = Provenance::new(opts.source.clone());
     provenance
         .parameters

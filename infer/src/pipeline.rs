@@ -2,15 +2,15 @@
 
 use topoprobe_model::{LatencyUnit, TopologyBuilder};
 
-use crate::build::{self, Meet};
+use crate::assemble::{self, SharedComponent};
 use crate::levels;
 use crate::options::InferOptions;
+use crate::profiles;
 use crate::quantize::{self, Quantization};
 use crate::roles::{self, Roles};
 use crate::table::Table;
 use crate::threshold;
-use crate::tree::{self, Dropped, Tree};
-use crate::twins;
+use crate::tree::{self, ComponentTree, Dropped};
 
 /// The smallest profile discrepancy (log ratio) taken as real: 0.1%.
 const MIN_RESOLVED: f64 = 0.001;
@@ -24,7 +24,7 @@ pub(crate) struct Analysis {
     /// have nearly the same latency profile.
     pub(crate) fast_pairs: Vec<(usize, usize)>,
     pub(crate) dropped: Vec<Dropped>,
-    pub(crate) tree: Tree,
+    pub(crate) tree: ComponentTree,
     pub(crate) roles: Roles,
 }
 
@@ -47,14 +47,17 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         })
         .max(MIN_RESOLVED)
         .max(opts.resolution.map_or(0.0, |r| r.max(0.0).ln_1p()));
-    let profiles = twins::twin_sets(t, floor);
+    let profiles = profiles::profile_groups(t, floor);
     let (family, dropped) = tree::family(t, &components, &profiles);
     let tree = tree::build(t.n, &family);
     let roles = roles::assign(t, &tree, opts);
     let resolution = Resolution::of(&profiles.nearest, floor);
     let fast_pairs = components
         .iter()
-        .filter(|c| c.members.len() == 2 && genuine(&profiles, t.n, c.members[0], c.members[1]))
+        .filter(|c| {
+            c.members.len() == 2
+                && confirmed_by_profiles(&profiles, t.n, c.members[0], c.members[1])
+        })
         .map(|c| (c.members[0], c.members[1]))
         .collect();
     Analysis {
@@ -67,10 +70,16 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
     }
 }
 
-/// [`twins::genuine_pair`] on the first round of the profiles (a pair is genuine when the
+/// [`profiles::profiles_confirm_pair`] on the first round of the profiles (every pair is confirmed when the
 /// table was too small for profiles).
-pub(crate) fn genuine(profiles: &twins::Profiles, n: usize, a: usize, b: usize) -> bool {
-    profiles.first_round.len() != n * n || twins::genuine_pair(&profiles.first_round, n, a, b)
+pub(crate) fn confirmed_by_profiles(
+    profiles: &profiles::Profiles,
+    n: usize,
+    a: usize,
+    b: usize,
+) -> bool {
+    profiles.first_round.len() != n * n
+        || profiles::profiles_confirm_pair(&profiles.first_round, n, a, b)
 }
 
 /// How fine a structure the measurements can resolve.
@@ -96,7 +105,7 @@ impl Resolution {
         let discrepancy = noise.map_or(0.0, |s| 2.33 * s).max(floor);
         Self {
             noise,
-            limit: (twins::SEPARATION * discrepancy).exp() - 1.0,
+            limit: (profiles::SEPARATION * discrepancy).exp() - 1.0,
             floor,
         }
     }
@@ -107,7 +116,7 @@ const OUTLIER_PASSES: usize = 4;
 
 /// Runs the pipeline, removing outlier pairs and running it again until none is left (at
 /// most [`OUTLIER_PASSES`] times). Each pass removes only the worst outliers (within 10% of
-/// the largest deviation), because an outlier can make its neighbours' genuine pairs look
+/// the largest deviation), because an outlier can make its neighbours' well-measured pairs look
 /// out of place until it is gone. Returns the table used last, its analysis and every
 /// outlier removed.
 pub(crate) fn analyse_robustly(
@@ -162,8 +171,8 @@ const OUTLIER_SHARE: f64 = 0.02;
 /// of a first pass. Empty when none, or when there are too many to be outliers.
 pub(crate) fn outliers(t: &Table, a: &Analysis) -> Vec<Outlier> {
     let mut scratch = TopologyBuilder::new((0..t.n as u32).collect(), LatencyUnit::Ns);
-    let chain = build::structure(&a.tree, &a.roles, &mut scratch);
-    let level_of = build::level_map(t, &chain);
+    let chain = assemble::structure(&a.tree, &a.roles, &mut scratch);
+    let level_of = assemble::level_map(t, &chain);
     // Pairs inside a core that both latency and profile confirm, and pairs that are
     // mutually fastest (an SMT core whose pair is slower than the others), are
     // measurements to keep, not outliers.
@@ -186,7 +195,7 @@ pub(crate) fn outliers(t: &Table, a: &Analysis) -> Vec<Outlier> {
             {
                 continue;
             }
-            let m: Meet = build::meet(&chain, x, y);
+            let m: SharedComponent = assemble::shared_component(&chain, x, y);
             if let Some(&l) = level_of.get(&m) {
                 if by_level.len() <= l {
                     by_level.resize(l + 1, Vec::new());

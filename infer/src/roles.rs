@@ -11,7 +11,7 @@ use topoprobe_model::Origin;
 
 use crate::options::InferOptions;
 use crate::table::{median, quantile, Table};
-use crate::tree::Tree;
+use crate::tree::ComponentTree;
 
 /// Largest median latency (ns) between SMT siblings.
 pub(crate) const SMT_MAX_NS: f64 = 20.0;
@@ -55,7 +55,7 @@ pub(crate) struct Decision {
 #[derive(Debug, Clone)]
 pub(crate) struct Roles {
     pub(crate) kind: Vec<Kind>,
-    /// Tree nodes that are sockets (a single socket may be the root).
+    /// ComponentTree nodes that are sockets (a single socket may be the root).
     pub(crate) sockets: Vec<usize>,
     pub(crate) smt: Decision,
     pub(crate) socket: Decision,
@@ -86,7 +86,7 @@ fn fmt_lat(v: f64, opts: &InferOptions) -> String {
 }
 
 /// Latencies from `members` to the rest of the node's parent.
-fn external(t: &Table, tree: &Tree, node: usize) -> Vec<f64> {
+fn external(t: &Table, tree: &ComponentTree, node: usize) -> Vec<f64> {
     let Some(p) = tree.nodes[node].parent else {
         return Vec::new();
     };
@@ -101,7 +101,7 @@ fn external(t: &Table, tree: &Tree, node: usize) -> Vec<f64> {
 }
 
 /// Decides cores, sockets and groups.
-pub(crate) fn assign(t: &Table, tree: &Tree, opts: &InferOptions) -> Roles {
+pub(crate) fn assign(t: &Table, tree: &ComponentTree, opts: &InferOptions) -> Roles {
     let mut kind = vec![Kind::None; tree.nodes.len()];
     let smt = decide_smt(t, tree, opts, &mut kind);
     let (sockets, socket) = decide_sockets(t, tree, opts, &kind);
@@ -134,7 +134,7 @@ pub(crate) fn assign(t: &Table, tree: &Tree, opts: &InferOptions) -> Roles {
     }
 }
 
-fn decide_smt(t: &Table, tree: &Tree, opts: &InferOptions, kind: &mut [Kind]) -> Decision {
+fn decide_smt(t: &Table, tree: &ComponentTree, opts: &InferOptions, kind: &mut [Kind]) -> Decision {
     let bound = opts.ns_to_units(SMT_MAX_NS);
     // Candidates: innermost nodes of 2..=8 contexts, faster inside than to their neighbours.
     let mut cands: Vec<(usize, f64)> = Vec::new();
@@ -189,7 +189,7 @@ struct SmtCandidates {
 }
 
 fn smt_decision(
-    tree: &Tree,
+    tree: &ComponentTree,
     opts: &InferOptions,
     kind: &mut [Kind],
     c: &SmtCandidates,
@@ -266,7 +266,7 @@ fn smt_decision(
 
 /// The SMT verdict of the latencies alone, and the number of cores it found.
 fn latency_decision(
-    tree: &Tree,
+    tree: &ComponentTree,
     opts: &InferOptions,
     kind: &mut [Kind],
     c: &SmtCandidates,
@@ -329,7 +329,7 @@ fn latency_decision(
 }
 
 /// Number of cores in a set of contexts, given the core nodes.
-fn core_count(tree: &Tree, kind: &[Kind], node_members: &[usize]) -> usize {
+fn core_count(tree: &ComponentTree, kind: &[Kind], node_members: &[usize]) -> usize {
     let mut in_core = 0;
     let mut cores = 0;
     for (id, k) in kind.iter().enumerate() {
@@ -351,14 +351,14 @@ enum Part {
     Context(usize),
 }
 
-fn parts(tree: &Tree, node: usize) -> Vec<Part> {
+fn parts(tree: &ComponentTree, node: usize) -> Vec<Part> {
     let n = &tree.nodes[node];
     let mut p: Vec<Part> = n.children.iter().map(|&c| Part::Node(c)).collect();
     p.extend(n.leaves.iter().map(|&x| Part::Context(x)));
     p
 }
 
-fn part_members(tree: &Tree, p: Part) -> Vec<usize> {
+fn part_members(tree: &ComponentTree, p: Part) -> Vec<usize> {
     match p {
         Part::Node(i) => tree.nodes[i].members.clone(),
         Part::Context(x) => vec![x],
@@ -366,7 +366,7 @@ fn part_members(tree: &Tree, p: Part) -> Vec<usize> {
 }
 
 /// Median latency between different parts of a node.
-fn between_parts(t: &Table, tree: &Tree, ps: &[Part]) -> f64 {
+fn between_parts(t: &Table, tree: &ComponentTree, ps: &[Part]) -> f64 {
     let sets: Vec<Vec<usize>> = ps.iter().map(|&p| part_members(tree, p)).collect();
     let mut v = Vec::new();
     for i in 0..sets.len() {
@@ -379,7 +379,7 @@ fn between_parts(t: &Table, tree: &Tree, ps: &[Part]) -> f64 {
 
 fn decide_sockets(
     t: &Table,
-    tree: &Tree,
+    tree: &ComponentTree,
     opts: &InferOptions,
     kind: &[Kind],
 ) -> (Vec<usize>, Decision) {
@@ -465,7 +465,7 @@ fn decide_sockets(
 
 fn infer_sockets(
     t: &Table,
-    tree: &Tree,
+    tree: &ComponentTree,
     opts: &InferOptions,
     kind: &[Kind],
     root_parts: &[Part],

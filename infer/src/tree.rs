@@ -1,9 +1,9 @@
 //! The component tree: latency components and profile groups merged into one laminar
 //! family of context sets, with the evidence for each.
 
+use crate::profiles::{ProfileGroup, Profiles};
 use crate::table::Table;
 use crate::threshold::LatencyComponent;
-use crate::twins::{Profiles, TwinSet};
 
 /// Evidence that a profile group has: the number of components it merged and its separation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,7 +58,7 @@ pub(crate) struct TreeNode {
 
 /// The tree; node 0 is the root (every context).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Tree {
+pub(crate) struct ComponentTree {
     pub(crate) nodes: Vec<TreeNode>,
 }
 
@@ -71,7 +71,7 @@ pub(crate) fn family(
     components: &[LatencyComponent],
     profiles: &Profiles,
 ) -> (Vec<Candidate>, Vec<Dropped>) {
-    let twins: &[TwinSet] = &profiles.sets;
+    let groups: &[ProfileGroup] = &profiles.sets;
     let mut cands: Vec<Candidate> = Vec::new();
     let find = |cands: &Vec<Candidate>, m: &[usize]| cands.iter().position(|c| c.members == m);
     for c in components {
@@ -86,7 +86,7 @@ pub(crate) fn family(
             }),
         }
     }
-    for tw in twins {
+    for tw in groups {
         let ev = ProfileEvidence {
             children: tw.children,
             separation: tw.separation,
@@ -109,7 +109,7 @@ pub(crate) fn family(
         .filter(|c| c.latency.is_some() && c.profile.is_some())
         .map(|c| c.members.len())
         .collect();
-    let unmeasured: Vec<Vec<usize>> = twins
+    let unmeasured: Vec<Vec<usize>> = groups
         .iter()
         .filter(|tw| {
             tw.parts.len() == 2
@@ -129,13 +129,13 @@ pub(crate) fn family(
             Some(DropReason::ProfilePair)
         } else if c.latency.is_none()
             && c.profile
-                .is_some_and(|p| p.plain_separation < crate::twins::SEPARATION)
+                .is_some_and(|p| p.plain_separation < crate::profiles::SEPARATION)
             && !unmeasured.contains(&c.members)
         {
             Some(DropReason::PartnerOnly)
         } else if c.members.len() == 2
             && c.profile.is_none()
-            && !crate::pipeline::genuine(profiles, t.n, c.members[0], c.members[1])
+            && !crate::pipeline::confirmed_by_profiles(profiles, t.n, c.members[0], c.members[1])
         {
             Some(DropReason::OutlierPair)
         } else {
@@ -209,7 +209,7 @@ fn inverted(t: &Table, members: &[usize]) -> bool {
 }
 
 /// Builds the tree of a laminar family over `n` contexts.
-pub(crate) fn build(n: usize, family: &[Candidate]) -> Tree {
+pub(crate) fn build(n: usize, family: &[Candidate]) -> ComponentTree {
     let mut order: Vec<&Candidate> = family.iter().filter(|c| c.members.len() < n).collect();
     order.sort_by(|a, b| {
         b.members
@@ -246,10 +246,10 @@ pub(crate) fn build(n: usize, family: &[Candidate]) -> Tree {
     for (x, &o) in owner.iter().enumerate() {
         nodes[o].leaves.push(x);
     }
-    Tree { nodes }
+    ComponentTree { nodes }
 }
 
-impl Tree {
+impl ComponentTree {
     /// Nodes from the root down (parents before children).
     pub(crate) fn top_down(&self) -> Vec<usize> {
         let mut out = vec![0];

@@ -26,9 +26,9 @@ const QUANTILE: f64 = 0.9;
 /// Most rounds (each round adds one level).
 const MAX_ROUNDS: usize = 64;
 
-/// A profile group found by the twin rounds.
+/// A profile group found by the profile rounds.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct TwinSet {
+pub(crate) struct ProfileGroup {
     /// Sorted member contexts.
     pub(crate) members: Vec<usize>,
     /// Number of components merged (its children at the time it was found).
@@ -47,11 +47,11 @@ pub(crate) struct TwinSet {
     pub(crate) round: usize,
 }
 
-/// What the twin rounds find.
+/// What the profile rounds find.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Profiles {
     /// The profile groups, round by round.
-    pub(crate) sets: Vec<TwinSet>,
+    pub(crate) sets: Vec<ProfileGroup>,
     /// For every context, the profile discrepancy to its nearest other context (first
     /// round, without the partner veto): an upper bound of the measurement noise.
     pub(crate) nearest: Vec<f64>,
@@ -60,9 +60,9 @@ pub(crate) struct Profiles {
     pub(crate) first_round: Vec<f64>,
 }
 
-/// Runs the twin rounds over the table. `floor` is the smallest profile discrepancy that
+/// Runs the profile rounds over the table. `floor` is the smallest profile discrepancy that
 /// measurement can resolve (a coarse timer makes distinct profiles look identical).
-pub(crate) fn twin_sets(t: &Table, floor: f64) -> Profiles {
+pub(crate) fn profile_groups(t: &Table, floor: f64) -> Profiles {
     let mut classes: Vec<Vec<usize>> = (0..t.n).map(|i| vec![i]).collect();
     let mut found = Vec::new();
     let mut nearest = Vec::new();
@@ -101,7 +101,7 @@ pub(crate) fn twin_sets(t: &Table, floor: f64) -> Profiles {
             for &i in &leaves {
                 merged[i] = true;
             }
-            found.push(TwinSet {
+            found.push(ProfileGroup {
                 members: members.clone(),
                 children: leaves.len(),
                 separation,
@@ -639,13 +639,13 @@ fn accept(e: &[f64], plain: &[f64], k: usize, floor: f64) -> Vec<(Vec<usize>, f6
     out
 }
 
-/// Whether `a` and `b` may be a genuine pair: their profile distance is at most twice the
+/// Whether `a` and `b` may be a real pair (not an outlier measurement): their profile distance is at most twice the
 /// larger of their distances to their nearest other context. A fast pair whose two
 /// members each have a much closer twin elsewhere (each belongs to another core) is an
 /// outlier measurement, not a component; a noisy context without a closer twin is not.
 /// `plain` is the first round's profile distance between contexts (without the partner
 /// veto), see [`Profiles::first_round`].
-pub(crate) fn genuine_pair(plain: &[f64], k: usize, a: usize, b: usize) -> bool {
+pub(crate) fn profiles_confirm_pair(plain: &[f64], k: usize, a: usize, b: usize) -> bool {
     let nearest = |x: usize, other: usize| {
         (0..k)
             .filter(|&c| c != x && c != other)

@@ -10,18 +10,18 @@ use topoprobe_model::{
 use crate::levels::MIN_GAP;
 use crate::roles::{Kind, Roles};
 use crate::table::Table;
-use crate::tree::Tree;
+use crate::tree::ComponentTree;
 
 /// The smallest component containing both ends of a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Meet {
+pub(crate) enum SharedComponent {
     Core(usize),
     Group(usize),
     Socket(usize),
     Sockets(usize, usize),
 }
 
-impl Meet {
+impl SharedComponent {
     fn role(self) -> Role {
         match self {
             Self::Core(_) => Role::Smt,
@@ -34,9 +34,13 @@ impl Meet {
 
 /// Adds the structure to the builder and returns, per context, its chain of components
 /// from the core up to the socket.
-pub(crate) fn structure(tree: &Tree, roles: &Roles, b: &mut TopologyBuilder) -> Vec<Vec<Meet>> {
+pub(crate) fn structure(
+    tree: &ComponentTree,
+    roles: &Roles,
+    b: &mut TopologyBuilder,
+) -> Vec<Vec<SharedComponent>> {
     let n = tree.nodes[0].members.len();
-    let mut chain: Vec<Vec<Meet>> = vec![Vec::new(); n];
+    let mut chain: Vec<Vec<SharedComponent>> = vec![Vec::new(); n];
     let mut sockets: Vec<usize> = roles.sockets.clone();
     sockets.sort_by_key(|&s| tree.nodes[s].members[0]);
     for &s in &sockets {
@@ -47,27 +51,31 @@ pub(crate) fn structure(tree: &Tree, roles: &Roles, b: &mut TopologyBuilder) -> 
         };
         let sid = b.socket(members);
         for &x in &tree.nodes[s].members {
-            chain[x].push(Meet::Socket(sid.0));
+            chain[x].push(SharedComponent::Socket(sid.0));
         }
     }
     chain
 }
 
-fn add_core(members: Vec<usize>, b: &mut TopologyBuilder, chain: &mut [Vec<Meet>]) -> Member {
+fn add_core(
+    members: Vec<usize>,
+    b: &mut TopologyBuilder,
+    chain: &mut [Vec<SharedComponent>],
+) -> Member {
     let id = b.core(members.iter().map(|&x| ContextId(x)).collect());
     for &x in &members {
-        chain[x].push(Meet::Core(id.0));
+        chain[x].push(SharedComponent::Core(id.0));
     }
     Member::Core(id)
 }
 
 /// Adds the direct parts of a node (recursively) and returns them as members.
 fn add_parts(
-    tree: &Tree,
+    tree: &ComponentTree,
     roles: &Roles,
     node: usize,
     b: &mut TopologyBuilder,
-    chain: &mut [Vec<Meet>],
+    chain: &mut [Vec<SharedComponent>],
 ) -> Vec<Member> {
     enum P {
         Node(usize),
@@ -101,7 +109,7 @@ fn add_parts(
                     } else {
                         let g = b.group(members, evidence);
                         for &x in &cn.members {
-                            chain[x].push(Meet::Group(g.0));
+                            chain[x].push(SharedComponent::Group(g.0));
                         }
                         out.push(Member::Group(g));
                     }
@@ -113,29 +121,37 @@ fn add_parts(
 }
 
 /// The smallest component containing both contexts.
-pub(crate) fn meet(chain: &[Vec<Meet>], a: usize, b: usize) -> Meet {
+pub(crate) fn shared_component(
+    chain: &[Vec<SharedComponent>],
+    a: usize,
+    b: usize,
+) -> SharedComponent {
     for m in &chain[a] {
         if chain[b].contains(m) {
             return *m;
         }
     }
     let sa = match chain[a].last() {
-        Some(Meet::Socket(s)) => *s,
+        Some(SharedComponent::Socket(s)) => *s,
         _ => 0,
     };
     let sb = match chain[b].last() {
-        Some(Meet::Socket(s)) => *s,
+        Some(SharedComponent::Socket(s)) => *s,
         _ => 0,
     };
-    Meet::Sockets(sa.min(sb), sa.max(sb))
+    SharedComponent::Sockets(sa.min(sb), sa.max(sb))
 }
 
-/// Normalized table (every pair replaced by the median latency of its meeting component, or
+/// Normalized table (every pair replaced by the median latency of its smallest shared component, or
 /// socket pair) and the latency levels (per role, medians closer than [`MIN_GAP`] merged).
-pub(crate) fn normalize(t: &Table, chain: &[Vec<Meet>]) -> (LatencyMatrix, Vec<LatencyLevel>) {
+pub(crate) fn normalize(
+    t: &Table,
+    chain: &[Vec<SharedComponent>],
+) -> (LatencyMatrix, Vec<LatencyLevel>) {
     let n = t.n;
-    let (values, med) = meet_values(t, chain);
-    let normalized = LatencyMatrix::from_fn(n, |a, b| med.get(&meet(chain, a, b)).copied());
+    let (values, med) = values_by_component(t, chain);
+    let normalized =
+        LatencyMatrix::from_fn(n, |a, b| med.get(&shared_component(chain, a, b)).copied());
     let levels = level_groups(&med, &values, n)
         .into_iter()
         .filter_map(|(role, keys)| {
@@ -153,9 +169,12 @@ pub(crate) fn normalize(t: &Table, chain: &[Vec<Meet>]) -> (LatencyMatrix, Vec<L
     (normalized, levels)
 }
 
-/// For every meeting component (or socket pair), its latency level's index.
-pub(crate) fn level_map(t: &Table, chain: &[Vec<Meet>]) -> HashMap<Meet, usize> {
-    let (values, med) = meet_values(t, chain);
+/// For every smallest shared component (or socket pair), its latency level's index.
+pub(crate) fn level_map(
+    t: &Table,
+    chain: &[Vec<SharedComponent>],
+) -> HashMap<SharedComponent, usize> {
+    let (values, med) = values_by_component(t, chain);
     let mut out = HashMap::new();
     for (i, (_, keys)) in level_groups(&med, &values, t.n).into_iter().enumerate() {
         for k in keys {
@@ -165,18 +184,18 @@ pub(crate) fn level_map(t: &Table, chain: &[Vec<Meet>]) -> HashMap<Meet, usize> 
     out
 }
 
-/// Groups meeting components into levels: per role, medians closer than [`MIN_GAP`] merged,
+/// Groups shared components into levels: per role, medians closer than [`MIN_GAP`] merged,
 /// and levels of fewer than `max(2, n/8)` pairs merged into their nearest neighbour of the
 /// same role (a single odd core makes no level of its own).
 fn level_groups(
-    med: &HashMap<Meet, f64>,
-    values: &HashMap<Meet, Vec<f64>>,
+    med: &HashMap<SharedComponent, f64>,
+    values: &HashMap<SharedComponent, Vec<f64>>,
     n: usize,
-) -> Vec<(Role, Vec<Meet>)> {
+) -> Vec<(Role, Vec<SharedComponent>)> {
     let min_pairs = (n / 8).max(2);
     let mut out = Vec::new();
     for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
-        let mut keys: Vec<(f64, Meet)> = med
+        let mut keys: Vec<(f64, SharedComponent)> = med
             .iter()
             .filter(|(m, _)| m.role() == role)
             .map(|(m, v)| (*v, *m))
@@ -185,7 +204,7 @@ fn level_groups(
             x.0.total_cmp(&y.0)
                 .then_with(|| format!("{:?}", x.1).cmp(&format!("{:?}", y.1)))
         });
-        let mut groups: Vec<Vec<(f64, Meet)>> = Vec::new();
+        let mut groups: Vec<Vec<(f64, SharedComponent)>> = Vec::new();
         let mut start = 0;
         for i in 0..keys.len() {
             if i + 1 == keys.len() || keys[i + 1].0 / keys[i].0 >= MIN_GAP {
@@ -193,7 +212,8 @@ fn level_groups(
                 start = i + 1;
             }
         }
-        let pairs = |g: &[(f64, Meet)]| -> usize { g.iter().map(|k| values[&k.1].len()).sum() };
+        let pairs =
+            |g: &[(f64, SharedComponent)]| -> usize { g.iter().map(|k| values[&k.1].len()).sum() };
         while groups.len() > 1 {
             let Some(small) = (0..groups.len()).find(|&i| pairs(&groups[i]) < min_pairs) else {
                 break;
@@ -232,21 +252,27 @@ fn level_groups(
     out
 }
 
-/// The latencies of the pairs meeting at each component, and their medians.
-fn meet_values(t: &Table, chain: &[Vec<Meet>]) -> (HashMap<Meet, Vec<f64>>, HashMap<Meet, f64>) {
+/// The latencies of the pairs whose smallest shared component is each component, and their medians.
+fn values_by_component(
+    t: &Table,
+    chain: &[Vec<SharedComponent>],
+) -> (
+    HashMap<SharedComponent, Vec<f64>>,
+    HashMap<SharedComponent, f64>,
+) {
     let n = t.n;
-    let mut values: HashMap<Meet, Vec<f64>> = HashMap::new();
+    let mut values: HashMap<SharedComponent, Vec<f64>> = HashMap::new();
     for a in 0..n {
         for b in a + 1..n {
             let v = t.get(a, b);
-            let m = meet(chain, a, b);
+            let m = shared_component(chain, a, b);
             let e = values.entry(m).or_default();
             if !v.is_nan() {
                 e.push(v);
             }
         }
     }
-    let mut med: HashMap<Meet, f64> = HashMap::new();
+    let mut med: HashMap<SharedComponent, f64> = HashMap::new();
     for (m, v) in &values {
         if let Some(s) = LatencySummary::of(v.iter().copied()) {
             med.insert(*m, s.median);
