@@ -9,8 +9,8 @@ pub enum InferError {
     /// A context has no latency to any other context.
     #[error("context {0} (row {0}) has no latency to any other context")]
     Unmeasured(usize),
-    /// A latency is zero, negative or not finite.
-    #[error("latency of pair ({a}, {b}) is {value}: latencies must be finite and positive")]
+    /// A latency is negative or not finite, or every latency is zero.
+    #[error("latency of pair ({a}, {b}) is {value}: latencies must be finite, not negative, and not all zero")]
     BadValue {
         /// First context (row).
         a: usize,

@@ -22,14 +22,14 @@ pub(crate) struct LatencyClass {
     pub(crate) count: usize,
 }
 
-/// Clusters `values` (pair latencies, any order) for a machine of `n` contexts.
+/// Clusters `sorted` (pair latencies, ascending) for a machine of `n` contexts.
 /// `min_gap` is the ratio a boundary needs (at least [`MIN_GAP`]).
-pub(crate) fn classes(values: &[f64], n: usize, min_gap: f64) -> Vec<LatencyClass> {
-    let mut x: Vec<f64> = values.iter().copied().filter(|v| *v > 0.0).collect();
+pub(crate) fn classes(sorted: &[f64], n: usize, min_gap: f64) -> Vec<LatencyClass> {
+    let start = sorted.partition_point(|&v| v <= 0.0);
+    let x = &sorted[start..];
     if x.is_empty() {
         return Vec::new();
     }
-    x.sort_by(f64::total_cmp);
     let log_gap = min_gap.max(MIN_GAP).ln();
     let min_count = (n / 8).max(2);
     // Segments [start, end] (inclusive) split at large gaps.
@@ -99,6 +99,7 @@ mod tests {
         v.extend(std::iter::repeat_n(112.0, 180));
         v.extend([100.0, 118.0, 121.0]);
         v.extend(std::iter::repeat_n(308.0, 200));
+        v.sort_by(f64::total_cmp);
         let c = classes(&v, 40, MIN_GAP);
         assert_eq!(c.len(), 3);
         assert_eq!((c[0].lo, c[0].hi), (28.0, 28.0));
@@ -111,6 +112,7 @@ mod tests {
         let mut v = vec![50.0; 100];
         v.push(500.0);
         v.push(5.0);
+        v.sort_by(f64::total_cmp);
         let c = classes(&v, 16, MIN_GAP);
         assert_eq!(c.len(), 1);
         assert_eq!((c[0].lo, c[0].hi), (5.0, 500.0));

@@ -38,7 +38,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod build;
+mod assemble;
 mod collect;
 pub mod compare;
 mod error;
@@ -47,15 +47,16 @@ mod linkage;
 pub mod load;
 mod options;
 mod pipeline;
+mod profiles;
 mod quantize;
 mod roles;
+mod significance;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod sparse;
 mod table;
 mod threshold;
 mod tree;
-mod twins;
 mod validate;
 
 use topoprobe_model::{LatencyMatrix, Provenance, Topology, TopologyBuilder};
@@ -63,7 +64,7 @@ use topoprobe_model::{LatencyMatrix, Provenance, Topology, TopologyBuilder};
 pub use collect::{collect_full, Collected};
 pub use error::InferError;
 pub use load::{infer_mct, load_topology, LoadError};
-pub use options::{InferOptions, DEFAULT_GHZ};
+pub use options::{InferOptions, OsEvidence, SharedCache, DEFAULT_GHZ};
 
 /// Infers the topology of a machine from its latency matrix.
 ///
@@ -74,7 +75,9 @@ pub use options::{InferOptions, DEFAULT_GHZ};
 /// # Errors
 ///
 /// Returns [`InferError`] when the matrix has fewer than two contexts, a context without
-/// any latency, a latency that is not finite and positive, or when an option is out of range.
+/// any latency, a latency that is negative or not finite, only zero latencies, or when an
+/// option is out of range. A zero latency is below the resolution of the timer: it is read
+/// as one timer step, with a warning.
 pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, InferError> {
     let n = matrix.len();
     if let Some(s) = opts.sockets {
@@ -103,11 +106,21 @@ pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, In
             .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
             .collect(),
     };
-    let (t, a, outliers) = pipeline::analyse_robustly(table::Table::new(matrix)?, opts);
+    let mut clock = std::time::Instant::now();
+    pipeline::stage("start", &mut clock);
+    let table = table::Table::new(matrix)?;
+    pipeline::stage("table", &mut clock);
+    let (t, mut a, outliers) = pipeline::analyse_robustly(table, opts);
 
     let mut b = TopologyBuilder::new(os_ids, opts.units);
-    let chain = build::structure(&a.tree, &a.roles, &mut b);
-    let (normalized, levels) = build::normalize(&t, &chain);
+    let chain = assemble::structure(&a.tree, &a.roles, &mut b);
+    pipeline::stage("analysis", &mut clock);
+    let shared = match a.shared.take() {
+        Some(s) => s,
+        None => assemble::Shared::new(&t, &chain),
+    };
+    let (normalized, levels) = shared.normalized();
+    pipeline::stage("normalize", &mut clock);
     let mut provenance = Provenance::new(opts.source.clone());
     provenance
         .parameters
@@ -134,6 +147,8 @@ pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, In
         b.symmetrization("mean of both directions");
     }
     let mut topo = b.build()?;
+    pipeline::stage("build", &mut clock);
     *topo.validation_mut() = validate::validation(&t, &a, &outliers, &topo, opts);
+    pipeline::stage("validation", &mut clock);
     Ok(topo)
 }

@@ -56,8 +56,8 @@ pub(crate) struct DendroNode {
     pub(crate) children: Option<(usize, usize)>,
     /// Merge height (0 for a leaf).
     pub(crate) height: f64,
-    /// The leaves below, sorted.
-    pub(crate) leaves: Vec<usize>,
+    /// Number of leaves below.
+    pub(crate) size: usize,
 }
 
 /// A dendrogram: leaves first, then merges in increasing height; the last node is the root.
@@ -67,48 +67,63 @@ pub(crate) struct Dendrogram {
 }
 
 /// Clusters `k` items given a symmetric dissimilarity matrix (row-major, NaN = unknown)
-/// with the nearest-neighbour-chain algorithm.
+/// with the nearest-neighbour-chain algorithm: O(k²) time, one k×k working copy (two for
+/// average linkage).
 pub(crate) fn cluster(d: &[f64], k: usize, linkage: Linkage) -> Dendrogram {
     let mut nodes: Vec<DendroNode> = (0..k)
-        .map(|i| DendroNode {
+        .map(|_| DendroNode {
             children: None,
             height: 0.0,
-            leaves: vec![i],
+            size: 1,
         })
         .collect();
     if k < 2 {
         return Dendrogram { nodes };
     }
-    // Working sums and counts so that average linkage ignores missing pairs.
-    let mut sum = vec![0.0_f64; k * k];
-    let mut cnt = vec![0.0_f64; k * k];
-    for i in 0..k {
-        for j in 0..k {
-            let v = d[i * k + j];
-            if i != j && !v.is_nan() {
-                sum[i * k + j] = v;
-                cnt[i * k + j] = 1.0;
+    // Working dissimilarities: the complete linkage keeps the largest (infinite when a pair
+    // is unknown); the average keeps sums and counts so that it ignores missing pairs.
+    let average = linkage == Linkage::Average;
+    let mut sum: Vec<f64> = d
+        .iter()
+        .map(|&v| {
+            if v.is_nan() {
+                if average {
+                    0.0
+                } else {
+                    f64::INFINITY
+                }
+            } else {
+                v
             }
-        }
-    }
-    let dist = |sum: &[f64], cnt: &[f64], i: usize, j: usize| -> f64 {
-        let c = cnt[i * k + j];
-        if c == 0.0 {
-            f64::INFINITY
+        })
+        .collect();
+    let mut cnt: Vec<f32> = if average {
+        d.iter()
+            .map(|v| if v.is_nan() { 0.0 } else { 1.0 })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let dist = |sum: &[f64], cnt: &[f32], i: usize, j: usize| -> f64 {
+        if average {
+            let c = cnt[i * k + j];
+            if c == 0.0 {
+                f64::INFINITY
+            } else {
+                sum[i * k + j] / f64::from(c)
+            }
         } else {
-            match linkage {
-                Linkage::Complete => sum[i * k + j],
-                Linkage::Average => sum[i * k + j] / c,
-            }
+            sum[i * k + j]
         }
     };
     let mut active = vec![true; k];
+    let mut alive: Vec<usize> = (0..k).collect();
     let mut remaining = k;
     let mut chain: Vec<usize> = Vec::new();
     let mut merges: Vec<(usize, usize, f64)> = Vec::with_capacity(k - 1);
     while remaining > 1 {
         if chain.is_empty() {
-            let first = active.iter().position(|&a| a).unwrap_or(0);
+            let first = alive.iter().copied().find(|&c| active[c]).unwrap_or(0);
             chain.push(first);
         }
         loop {
@@ -117,8 +132,8 @@ pub(crate) fn cluster(d: &[f64], k: usize, linkage: Linkage) -> Dendrogram {
             // Nearest active neighbour of a, preferring prev on ties.
             let mut best = prev;
             let mut best_d = prev.map_or(f64::INFINITY, |p| dist(&sum, &cnt, a, p));
-            for (c, &alive) in active.iter().enumerate() {
-                if c == a || !alive || Some(c) == prev {
+            for &c in &alive {
+                if c == a || Some(c) == prev {
                     continue;
                 }
                 let dc = dist(&sum, &cnt, a, c);
@@ -134,28 +149,24 @@ pub(crate) fn cluster(d: &[f64], k: usize, linkage: Linkage) -> Dendrogram {
                 merges.push((a.min(b), a.max(b), best_d));
                 // Merge b into a (keep the smaller index as the cluster's slot).
                 let (keep, gone) = (a.min(b), a.max(b));
-                for c in 0..k {
-                    if !active[c] || c == keep || c == gone {
+                for &c in &alive {
+                    if c == keep || c == gone {
                         continue;
                     }
-                    let (s1, c1) = (sum[keep * k + c], cnt[keep * k + c]);
-                    let (s2, c2) = (sum[gone * k + c], cnt[gone * k + c]);
-                    let (s, n) = match linkage {
-                        Linkage::Average => (s1 + s2, c1 + c2),
-                        Linkage::Complete => {
-                            if c1 == 0.0 || c2 == 0.0 {
-                                (f64::INFINITY, 1.0)
-                            } else {
-                                (s1.max(s2), 1.0)
-                            }
-                        }
+                    let (s1, s2) = (sum[keep * k + c], sum[gone * k + c]);
+                    let s = if average {
+                        let n = cnt[keep * k + c] + cnt[gone * k + c];
+                        cnt[keep * k + c] = n;
+                        cnt[c * k + keep] = n;
+                        s1 + s2
+                    } else {
+                        s1.max(s2)
                     };
                     sum[keep * k + c] = s;
                     sum[c * k + keep] = s;
-                    cnt[keep * k + c] = n;
-                    cnt[c * k + keep] = n;
                 }
                 active[gone] = false;
+                alive.retain(|&c| c != gone);
                 remaining -= 1;
                 break;
             }
@@ -169,13 +180,10 @@ pub(crate) fn cluster(d: &[f64], k: usize, linkage: Linkage) -> Dendrogram {
     for (a, b, h) in merges {
         let (ra, rb) = (uf.find(a), uf.find(b));
         let (na, nb) = (node_of_root[ra], node_of_root[rb]);
-        let mut leaves = nodes[na].leaves.clone();
-        leaves.extend_from_slice(&nodes[nb].leaves);
-        leaves.sort_unstable();
         nodes.push(DendroNode {
             children: Some((na, nb)),
             height: h,
-            leaves,
+            size: nodes[na].size + nodes[nb].size,
         });
         uf.union(ra, rb);
         let r = uf.find(ra);
@@ -185,14 +193,61 @@ pub(crate) fn cluster(d: &[f64], k: usize, linkage: Linkage) -> Dendrogram {
 }
 
 impl Dendrogram {
+    /// The leaves below a node, sorted.
+    pub(crate) fn leaves(&self, node: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.nodes[node].size);
+        let mut stack = vec![node];
+        while let Some(x) = stack.pop() {
+            match self.nodes[x].children {
+                Some((a, b)) => {
+                    stack.push(a);
+                    stack.push(b);
+                }
+                None => out.push(x),
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// The `k` clusters left when the last `k - 1` merges are undone (every leaf alone when
+    /// `k` is at least the number of leaves), each sorted, ordered by their first leaf.
+    pub(crate) fn clusters(&self, k: usize) -> Vec<Vec<usize>> {
+        let leaves = self.nodes.iter().filter(|n| n.children.is_none()).count();
+        let merges = self.nodes.len() - leaves;
+        let keep = merges.saturating_sub(k.saturating_sub(1));
+        let mut uf = UnionFind::new(leaves);
+        let mut leaf = vec![0_usize; self.nodes.len()];
+        let mut done = 0;
+        for (i, n) in self.nodes.iter().enumerate() {
+            leaf[i] = match n.children {
+                None => i,
+                Some((a, _)) => leaf[a],
+            };
+            if let Some((a, b)) = n.children {
+                if done < keep {
+                    uf.union(leaf[a], leaf[b]);
+                }
+                done += 1;
+            }
+        }
+        uf.sets()
+    }
+
     /// The clusters obtained by cutting at `height` (merges at or below it are kept).
     pub(crate) fn cut(&self, height: f64) -> Vec<Vec<usize>> {
         let k = self.nodes.iter().filter(|n| n.children.is_none()).count();
         let mut uf = UnionFind::new(k);
-        for n in &self.nodes {
+        // A leaf of every node, to union clusters by.
+        let mut leaf = vec![0_usize; self.nodes.len()];
+        for (i, n) in self.nodes.iter().enumerate() {
+            leaf[i] = match n.children {
+                None => i,
+                Some((a, _)) => leaf[a],
+            };
             if let Some((a, b)) = n.children {
                 if n.height <= height {
-                    uf.union(self.nodes[a].leaves[0], self.nodes[b].leaves[0]);
+                    uf.union(leaf[a], leaf[b]);
                 }
             }
         }
@@ -233,8 +288,27 @@ mod tests {
             assert_eq!(den.nodes.len(), 15);
             assert_eq!(den.cut(1.0).len(), 4);
             assert_eq!(den.cut(5.0), vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
-            assert_eq!(den.nodes.last().unwrap().leaves.len(), 8);
+            assert_eq!(den.leaves(den.nodes.len() - 1).len(), 8);
+            assert_eq!(den.nodes.last().unwrap().size, 8);
         }
+    }
+
+    #[test]
+    fn undoing_the_last_merges_gives_k_clusters() {
+        let d = matrix(8, |i, j| {
+            if i / 2 == j / 2 {
+                1.0
+            } else if i / 4 == j / 4 {
+                5.0
+            } else {
+                20.0
+            }
+        });
+        let den = cluster(&d, 8, Linkage::Average);
+        assert_eq!(den.clusters(1).len(), 1);
+        assert_eq!(den.clusters(2), vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+        assert_eq!(den.clusters(4).len(), 4);
+        assert_eq!(den.clusters(9).len(), 8);
     }
 
     #[test]

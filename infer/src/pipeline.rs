@@ -2,15 +2,16 @@
 
 use topoprobe_model::{LatencyUnit, TopologyBuilder};
 
-use crate::build::{self, Meet};
+use crate::assemble;
 use crate::levels;
 use crate::options::InferOptions;
-use crate::quantize::{self, Quantization};
+use crate::profiles;
+use crate::quantize::Quantization;
 use crate::roles::{self, Roles};
+use crate::significance;
 use crate::table::Table;
 use crate::threshold;
-use crate::tree::{self, Dropped, Tree};
-use crate::twins;
+use crate::tree::{self, ComponentTree, Dropped};
 
 /// The smallest profile discrepancy (log ratio) taken as real: 0.1%.
 const MIN_RESOLVED: f64 = 0.001;
@@ -24,37 +25,108 @@ pub(crate) struct Analysis {
     /// have nearly the same latency profile.
     pub(crate) fast_pairs: Vec<(usize, usize)>,
     pub(crate) dropped: Vec<Dropped>,
-    pub(crate) tree: Tree,
+    pub(crate) tree: ComponentTree,
     pub(crate) roles: Roles,
+    /// The smallest shared component of every pair, once computed.
+    pub(crate) shared: Option<assemble::Shared>,
 }
+
+/// Most rounds of leaving out weak groups.
+const PRUNE_ROUNDS: usize = 4;
 
 /// Runs steps 2-4 of the pipeline on a table.
 pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
-    let values = t.upper_values();
-    let quant = quantize::detect(&values);
+    let mut clock = std::time::Instant::now();
+    let quant = t.quant;
     let min_gap = levels::MIN_GAP.max(quant.map_or(0.0, |q| 1.0 + 2.0 * q.relative));
-    let classes = levels::classes(&values, t.n, min_gap);
+    let classes = levels::classes(&t.sorted, t.n, min_gap);
     let thresholds = levels::thresholds(&classes);
+    stage("classes", &mut clock);
     let components = threshold::components(t, &thresholds);
+    stage("components", &mut clock);
     // A coarse timer makes different profiles look identical: profile discrepancies below
     // one timer step (relative to the fast end of the latencies) are not resolved.
     // Nothing is resolved below 0.1% either (printed values carry rounding).
     let floor = quant
-        .map_or(0.0, |q| {
-            let mut v = values.clone();
-            let low = crate::table::quantile(&mut v, 0.1);
-            (1.0 + q.step / low).ln()
-        })
+        .map_or(0.0, |q| (1.0 + q.step / t.value_quantile(0.1)).ln())
         .max(MIN_RESOLVED)
         .max(opts.resolution.map_or(0.0, |r| r.max(0.0).ln_1p()));
-    let profiles = twins::twin_sets(t, floor);
-    let (family, dropped) = tree::family(t, &components, &profiles);
-    let tree = tree::build(t.n, &family);
-    let roles = roles::assign(t, &tree, opts);
-    let resolution = Resolution::of(&profiles.nearest, floor);
+    let profiles = profiles::profile_groups(t, floor);
+    stage("profiles", &mut clock);
+    let resolution = Resolution::of(&profiles.nearest, floor, t.directional_noise);
+    let (mut family, mut dropped) =
+        tree::family(t, &components, &profiles, opts.os_evidence.as_ref());
+    let mut tree = tree::build(t.n, &family);
+    stage("tree", &mut clock);
+    let cx = roles::Context {
+        t,
+        opts,
+        thresholds: &thresholds,
+        profile_distance: (profiles.first_round.len() == t.n * t.n)
+            .then_some(profiles.first_round.as_slice()),
+    };
+    let (mut roles, mut choice) = roles::assign(&cx, &tree, None);
+    if !roles.pairs.is_empty() {
+        // Garbled siblings paired into cores of their kind.
+        family.extend(roles.pairs.iter().map(|m| tree::Candidate {
+            members: m.clone(),
+            latency: None,
+            profile: None,
+            os: None,
+            socket: false,
+            paired: true,
+        }));
+        let (kept, crossing) = tree::laminar(t.n, family);
+        family = kept;
+        dropped.extend(crossing);
+        tree = tree::build(t.n, &family);
+        (roles, choice) = roles::assign(&cx, &tree, None);
+    }
+    if choice.nodes(&tree).is_none() {
+        // Sockets clustered from the tree's parts: they become nodes, and the sets crossing
+        // them are left out.
+        family.extend(
+            choice
+                .sets
+                .iter()
+                .filter(|s| s.len() < t.n)
+                .map(|s| tree::Candidate {
+                    members: s.clone(),
+                    latency: None,
+                    profile: None,
+                    os: None,
+                    socket: true,
+                    paired: false,
+                }),
+        );
+        let (kept, crossing) = tree::laminar(t.n, family);
+        family = kept;
+        dropped.extend(crossing);
+        tree = tree::build(t.n, &family);
+        roles = roles::assign(&cx, &tree, Some(&choice)).0;
+    }
+    let noise = significance::Noise {
+        pair: resolution.noise,
+        tick: quant.map(|q| q.step),
+    };
+    for _ in 0..PRUNE_ROUNDS {
+        let weak = significance::weak_groups(t, &tree, &roles, &noise);
+        if weak.is_empty() {
+            break;
+        }
+        family.retain(|c| !weak.iter().any(|w| w.members == c.members));
+        dropped.extend(weak);
+        tree = tree::build(t.n, &family);
+        roles = roles::assign(&cx, &tree, Some(&choice)).0;
+    }
+    stage("roles", &mut clock);
+    trace_tree("tree", &tree, Some(&roles.kind));
     let fast_pairs = components
         .iter()
-        .filter(|c| c.members.len() == 2 && genuine(&profiles, t.n, c.members[0], c.members[1]))
+        .filter(|c| {
+            c.members.len() == 2
+                && confirmed_by_profiles(&profiles, t.n, c.members[0], c.members[1])
+        })
         .map(|c| (c.members[0], c.members[1]))
         .collect();
     Analysis {
@@ -64,13 +136,20 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         dropped,
         tree,
         roles,
+        shared: None,
     }
 }
 
-/// [`twins::genuine_pair`] on the first round of the profiles (a pair is genuine when the
+/// [`profiles::profiles_confirm_pair`] on the first round of the profiles (every pair is confirmed when the
 /// table was too small for profiles).
-pub(crate) fn genuine(profiles: &twins::Profiles, n: usize, a: usize, b: usize) -> bool {
-    profiles.first_round.len() != n * n || twins::genuine_pair(&profiles.first_round, n, a, b)
+pub(crate) fn confirmed_by_profiles(
+    profiles: &profiles::Profiles,
+    n: usize,
+    a: usize,
+    b: usize,
+) -> bool {
+    profiles.first_round.len() != n * n
+        || profiles::profiles_confirm_pair(&profiles.first_round, n, a, b)
 }
 
 /// How fine a structure the measurements can resolve.
@@ -87,16 +166,23 @@ pub(crate) struct Resolution {
 }
 
 impl Resolution {
-    fn of(nearest: &[f64], floor: f64) -> Self {
+    /// `directional`: the noise of one direction of a pair, from a directed matrix.
+    fn of(nearest: &[f64], floor: f64, directional: Option<f64>) -> Self {
         // Most contexts have a twin (an SMT sibling, a cluster mate, a mesh-stop partner)
         // whose profile differs only by noise; the 90th percentile of |difference| of two
         // noisy copies is about 2.33 sigma. Without twins this overestimates the noise.
+        // A directed matrix tells it directly: the mean of two directions has the noise of
+        // one divided by the square root of two.
         let mut near: Vec<f64> = nearest.iter().copied().filter(|x| x.is_finite()).collect();
-        let noise = (!near.is_empty()).then(|| crate::table::median(&mut near) / 2.33);
+        let from_twins = (!near.is_empty()).then(|| crate::table::median(&mut near) / 2.33);
+        let noise = match (directional, from_twins) {
+            (Some(d), _) => Some(d / std::f64::consts::SQRT_2),
+            (None, s) => s,
+        };
         let discrepancy = noise.map_or(0.0, |s| 2.33 * s).max(floor);
         Self {
             noise,
-            limit: (twins::SEPARATION * discrepancy).exp() - 1.0,
+            limit: (profiles::SEPARATION * discrepancy).exp() - 1.0,
             floor,
         }
     }
@@ -107,7 +193,7 @@ const OUTLIER_PASSES: usize = 4;
 
 /// Runs the pipeline, removing outlier pairs and running it again until none is left (at
 /// most [`OUTLIER_PASSES`] times). Each pass removes only the worst outliers (within 10% of
-/// the largest deviation), because an outlier can make its neighbours' genuine pairs look
+/// the largest deviation), because an outlier can make its neighbours' well-measured pairs look
 /// out of place until it is gone. Returns the table used last, its analysis and every
 /// outlier removed.
 pub(crate) fn analyse_robustly(
@@ -118,7 +204,11 @@ pub(crate) fn analyse_robustly(
     let mut a = analyse(&t, opts);
     let mut removed: Vec<Outlier> = Vec::new();
     for _ in 0..OUTLIER_PASSES {
-        let found = outliers(&t, &a);
+        let mut clock = std::time::Instant::now();
+        let shared = shared_components(&t, &a);
+        let found = outliers(&t, &a, &shared);
+        a.shared = Some(shared);
+        stage("outliers", &mut clock);
         let worst = found.iter().map(Outlier::deviation).fold(0.0, f64::max);
         let now: Vec<Outlier> = found
             .into_iter()
@@ -158,12 +248,16 @@ const OUTLIER_RATIO: f64 = 1.3;
 /// that is structure, not measurement error.
 const OUTLIER_SHARE: f64 = 0.02;
 
+/// The smallest shared component of every pair under an analysis's structure.
+pub(crate) fn shared_components(t: &Table, a: &Analysis) -> assemble::Shared {
+    let mut scratch = TopologyBuilder::new((0..t.n as u32).collect(), LatencyUnit::Ns);
+    let chain = assemble::structure(&a.tree, &a.roles, &mut scratch);
+    assemble::Shared::new(t, &chain)
+}
+
 /// Pairs that lie far below or above the rest of their latency level, given the structure
 /// of a first pass. Empty when none, or when there are too many to be outliers.
-pub(crate) fn outliers(t: &Table, a: &Analysis) -> Vec<Outlier> {
-    let mut scratch = TopologyBuilder::new((0..t.n as u32).collect(), LatencyUnit::Ns);
-    let chain = build::structure(&a.tree, &a.roles, &mut scratch);
-    let level_of = build::level_map(t, &chain);
+pub(crate) fn outliers(t: &Table, a: &Analysis, shared: &assemble::Shared) -> Vec<Outlier> {
     // Pairs inside a core that both latency and profile confirm, and pairs that are
     // mutually fastest (an SMT core whose pair is slower than the others), are
     // measurements to keep, not outliers.
@@ -176,55 +270,72 @@ pub(crate) fn outliers(t: &Table, a: &Analysis) -> Vec<Outlier> {
             }
         }
     }
-    let mut by_level: Vec<Vec<(f64, usize, usize)>> = Vec::new();
+    let mut fast_partner = vec![usize::MAX; t.n];
+    for &(x, y) in &a.fast_pairs {
+        fast_partner[x] = y;
+        fast_partner[y] = x;
+    }
+    let mut by_level: Vec<Vec<(f64, u32, u32)>> = vec![Vec::new(); shared.levels.len()];
     for x in 0..t.n {
         for y in x + 1..t.n {
             let v = t.get(x, y);
             if v.is_nan()
                 || (confirmed[x] != usize::MAX && confirmed[x] == confirmed[y])
-                || a.fast_pairs.contains(&(x, y))
+                || fast_partner[x] == y
             {
                 continue;
             }
-            let m: Meet = build::meet(&chain, x, y);
-            if let Some(&l) = level_of.get(&m) {
-                if by_level.len() <= l {
-                    by_level.resize(l + 1, Vec::new());
-                }
-                by_level[l].push((v, x, y));
+            let l = shared.level[shared.of(x, y)];
+            if let Some(level) = by_level.get_mut(l) {
+                level.push((v, x as u32, y as u32));
             }
         }
     }
     let mut out = Vec::new();
+    let by_value = |p: &(f64, u32, u32), q: &(f64, u32, u32)| p.0.total_cmp(&q.0);
     for mut vals in by_level {
         let m = vals.len();
         if m < 4 {
             continue;
         }
-        vals.sort_by(|p, q| p.0.total_cmp(&q.0));
-        let budget = ((OUTLIER_SHARE * m as f64).floor() as usize).max(1);
+        let budget = ((OUTLIER_SHARE * m as f64).floor() as usize)
+            .max(1)
+            .min(m - 1);
+        // Only the `budget + 1` lowest and highest values matter: put them at the ends, in
+        // order.
+        let low = budget + 1;
+        if 2 * low < m {
+            vals.select_nth_unstable_by(low, by_value);
+            vals[..low].sort_by(by_value);
+            let rest = &mut vals[low..];
+            let k = rest.len() - low;
+            rest.select_nth_unstable_by(k, by_value);
+            rest[k..].sort_by(by_value);
+        } else {
+            vals.sort_by(by_value);
+        }
         // The largest block at either end (at most `budget` values) that is separated from
         // the rest of the level by OUTLIER_RATIO.
-        let lo = (1..=budget.min(m - 1))
+        let lo = (1..=budget)
             .filter(|&k| vals[k - 1].0 * OUTLIER_RATIO < vals[k].0)
             .max()
             .unwrap_or(0);
-        let hi = (1..=budget.min(m - 1))
+        let hi = (1..=budget)
             .filter(|&k| vals[m - k].0 > vals[m - k - 1].0 * OUTLIER_RATIO)
             .max()
             .unwrap_or(0);
         for &(v, x, y) in vals.iter().take(lo) {
             out.push(Outlier {
-                a: x,
-                b: y,
+                a: x as usize,
+                b: y as usize,
                 value: v,
                 level_edge: vals[lo].0,
             });
         }
         for &(v, x, y) in vals.iter().skip(m - hi) {
             out.push(Outlier {
-                a: x,
-                b: y,
+                a: x as usize,
+                b: y as usize,
                 value: v,
                 level_edge: vals[m - 1 - hi].0,
             });
@@ -236,3 +347,108 @@ pub(crate) fn outliers(t: &Table, a: &Analysis) -> Vec<Outlier> {
     }
     out
 }
+
+/// Development aid: with the `trace` feature and `TOPOPROBE_TRACE` set, prints the
+/// wall time and the calling thread's CPU time of a stage of the inference (Linux).
+#[cfg(feature = "trace")]
+pub(crate) fn stage(name: &str, since: &mut std::time::Instant) {
+    fn cpu_ns() -> f64 {
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|s| {
+                s.split_whitespace()
+                    .next()
+                    .and_then(|x| x.parse::<f64>().ok())
+            })
+            .unwrap_or(0.0)
+    }
+    thread_local!(static LAST: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) });
+    if std::env::var_os("TOPOPROBE_TRACE").is_some() {
+        let now = cpu_ns();
+        let last = LAST.with(|l| l.replace(now));
+        eprintln!(
+            "  {name}: {:.1} ms wall, {:.1} ms cpu",
+            since.elapsed().as_secs_f64() * 1e3,
+            (now - last) / 1e6
+        );
+    }
+    *since = std::time::Instant::now();
+}
+
+/// Development aid (see the `trace` feature): nothing without it.
+#[cfg(not(feature = "trace"))]
+#[inline]
+pub(crate) fn stage(_name: &str, _since: &mut std::time::Instant) {}
+
+/// Development aid (see the `trace` feature): prints a tree with the roles of its nodes.
+#[cfg(feature = "trace")]
+pub(crate) fn trace_tree(what: &str, tree: &ComponentTree, kind: Option<&[roles::Kind]>) {
+    if std::env::var_os("TOPOPROBE_TRACE").is_none() {
+        return;
+    }
+    fn list(m: &[usize]) -> String {
+        let mut out = String::new();
+        let mut i = 0;
+        while i < m.len() {
+            let mut j = i;
+            while j + 1 < m.len() && m[j + 1] == m[j] + 1 {
+                j += 1;
+            }
+            if !out.is_empty() {
+                out.push(',');
+            }
+            if j == i {
+                out.push_str(&m[i].to_string());
+            } else {
+                out.push_str(&format!("{}-{}", m[i], m[j]));
+            }
+            i = j + 1;
+        }
+        out
+    }
+    eprintln!("{what}:");
+    let mut stack = vec![(0_usize, 0_usize)];
+    while let Some((id, depth)) = stack.pop() {
+        let node = &tree.nodes[id];
+        eprintln!(
+            "{:indent$}#{id} [{}] {} lat={:?} prof={:?} leaves={}",
+            "",
+            node.members.len(),
+            kind.map_or(String::new(), |k| format!("{:?}", k[id])),
+            node.latency,
+            node.profile
+                .map(|p| (p.children, (p.separation * 10.0).round() / 10.0)),
+            list(&node.leaves),
+            indent = 2 * depth
+        );
+        if node.members.len() <= 16 || depth < 1 {
+            for &c in node.children.iter().rev() {
+                stack.push((c, depth + 1));
+            }
+        } else {
+            let shown: Vec<String> = node
+                .children
+                .iter()
+                .take(6)
+                .map(|&c| {
+                    format!(
+                        "[{}] {}",
+                        tree.nodes[c].members.len(),
+                        list(&tree.nodes[c].members)
+                    )
+                })
+                .collect();
+            eprintln!(
+                "{:indent$}  children: {}",
+                "",
+                shown.join("; "),
+                indent = 2 * depth
+            );
+        }
+    }
+}
+
+/// Development aid (see the `trace` feature): nothing without it.
+#[cfg(not(feature = "trace"))]
+#[inline]
+pub(crate) fn trace_tree(_what: &str, _tree: &ComponentTree, _kind: Option<&[roles::Kind]>) {}

@@ -13,18 +13,18 @@
 //! It is discovered top-down:
 //!
 //! 1. **Pivot row.** A node's pivot (context 0 at the root) is measured against every
-//!    member. The values are clustered into *rings* where consecutive values differ by more
+//!    member. The values are clustered into *bands* where consecutive values differ by more
 //!    than 8% or five times the noise of a value (estimated from the probe's spreads). At
-//!    the root, a ring of one context is measured again first: one slow measurement must not
+//!    the root, a band of one context is measured again first: one slow measurement must not
 //!    make a level.
-//! 2. **Modules.** Two contexts of a ring share a module when their latency is below 0.6
+//! 2. **Modules.** Two contexts of a band share a module when their latency is below 0.6
 //!    times the smaller of their latencies from the pivot (cores of a cluster, clusters of a
 //!    socket and sockets are at most about half as far from each other as from outsiders;
 //!    neighbours on a ring or mesh are at 70–90%). Each context is compared with the
 //!    representative of a module, *predicted modules first* — those of its hinted mates
 //!    ([`SparseOptions::hint`]) and of its neighbours in the numbering at the strides seen
 //!    so far (`x ± 1`, the stride between a context and its module mates, the offset of the
-//!    root's innermost ring, such as an SMT sibling at `+N/2`) — then the others; a context
+//!    root's innermost band, such as an SMT sibling at `+N/2`) — then the others; a context
 //!    in none opens a new module. With a regular numbering most contexts cost one
 //!    comparison instead of one per module. Since every comparison is with a module's
 //!    representative, that representative's row inside its module is measured already when
@@ -32,18 +32,18 @@
 //!    pair is always measured.
 //! 3. **Second looks** against outliers (a whole measurement 3× too slow or fast): a
 //!    context much farther from a representative than the pivot's latencies allow has its
-//!    ring measured again; a lone context where modules have several, a module one larger
+//!    band measured again; a lone context where modules have several, a module one larger
 //!    than usual, and a member alone at its latency inside a module of three or more have
 //!    their placement measured again; two modules whose representatives turn out close are
 //!    merged.
-//! 4. **Ring pairs.** Nested rings predict that two modules are at the larger of the
-//!    pivot's latencies to them. Two module pairs per pair of rings are sampled (all when
-//!    they are at most half as many as the two rings' contexts); where one disagrees beyond
+//! 4. **Band pairs.** Nested bands predict that two modules are at the larger of the
+//!    pivot's latencies to them. Two module pairs per pair of bands are sampled (all when
+//!    they are at most half as many as the two bands' contexts); where one disagrees beyond
 //!    the noise (after a second measurement if it is 1.5× off), every module pair of the two
-//!    rings is measured: multi-hop links between sockets, a ring or mesh gradient, E-core
+//!    bands is measured: multi-hop links between sockets, a ring or mesh gradient, E-core
 //!    clusters slower inside than out. There, a loosely bound module (slower inside than
-//!    half the ring) that another module's representative sees at latencies apart like two
-//!    rings (confirmed) is split by that witness's row, clustered like a pivot's row (two
+//!    half the band) that another module's representative sees at latencies apart like two
+//!    bands (confirmed) is split by that witness's row, clustered like a pivot's row (two
 //!    sockets one link apart and two links from the pivot look like one module from the
 //!    pivot). A witness's readings of one latency differing by a few noise widths do not
 //!    split a module: that once split a home-node EPYC's socket, SMT siblings included.
@@ -53,8 +53,8 @@
 //!    class pair and adds two verification pairs.
 //!
 //! **Fill.** Two contexts meet at the node whose children hold them apart. Between two
-//! rings that follow the nested prediction, a pair takes the median of the measured pairs
-//! between the farther child and the closer rings (mostly the pivot's row); otherwise the
+//! bands that follow the nested prediction, a pair takes the median of the measured pairs
+//! between the farther child and the closer bands (mostly the pivot's row); otherwise the
 //! median of the measured pairs of its class pair (its own value when it is measured alone).
 //! Contexts the structure holds equivalent so get exactly the same values (were a pivot's
 //! measured row kept beside its equivalents' filled-in rows, its noise would look like a
@@ -67,7 +67,7 @@
 //! reference, so a warm-up drift (DVFS) does not make levels.
 //!
 //! **Cost.** About one comparison per context per level of the structure, plus the pivot
-//! rows, the ring pairs and the verification: 4.8–6.5·N on the simulated paper platforms
+//! rows, the band pairs and the verification: 4.8–6.5·N on the simulated paper platforms
 //! and both EPYCs, 7.5·N on the 24-context hybrid (see `examples/sparse_pairs.rs` and
 //! docs/INFERENCE.md). Identifying which of G equidistant groups a context belongs to costs
 //! up to G comparisons when neither the numbering nor a hint predicts it: a shuffled
@@ -86,14 +86,14 @@
 //! assert!(spec.truth().check(&topo).is_ok());
 //! ```
 
-mod build;
+mod discover;
 mod fill;
 mod meter;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use self::build::{log_gap, Builder, Tolerance, Tree, OUTLIER_LN};
+use self::discover::{log_gap, Discovery, ModuleTree, Tolerance, OUTLIER_LN};
 use self::fill::Fill;
 use self::meter::Meter;
 use topoprobe_model::PairLatency;
@@ -111,7 +111,7 @@ const REPAIR_VERIFY: usize = 2;
 /// Options of [`collect_sparse`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SparseOptions {
-    /// Seed of the random choices (sampled ring pairs, verification pairs).
+    /// Seed of the random choices (sampled band pairs, verification pairs).
     pub seed: u64,
     /// Number of random verification pairs; `None`: `max(16, N/2)`.
     pub verify: Option<usize>,
@@ -165,8 +165,8 @@ pub fn collect_sparse(
     let tree = if n * (n - 1) / 2 <= FULL_FACTOR * n {
         measure_everything(&mut meter)?
     } else {
-        let builder = Builder::new(&mut meter, opts.hint.as_deref(), rng.clone());
-        let tree = builder.run()?;
+        let discovery = Discovery::new(&mut meter, opts.hint.as_deref(), rng.clone());
+        let tree = discovery.run()?;
         verify_structure(&mut meter, &tree, verify, &mut rng)?;
         tree
     };
@@ -186,14 +186,14 @@ pub fn collect_sparse(
 }
 
 /// Measures every pair (small machines); the structure is empty.
-fn measure_everything(meter: &mut Meter<'_>) -> Result<Tree, InferError> {
+fn measure_everything(meter: &mut Meter<'_>) -> Result<ModuleTree, InferError> {
     let n = meter.contexts();
     for a in 0..n {
         for b in a + 1..n {
             meter.value(a, b)?;
         }
     }
-    Ok(Tree::default())
+    Ok(ModuleTree::default())
 }
 
 /// Measures `count` random unmeasured pairs and compares each with the structure's
@@ -201,7 +201,7 @@ fn measure_everything(meter: &mut Meter<'_>) -> Result<Tree, InferError> {
 /// verification pairs.
 fn verify_structure(
     meter: &mut Meter<'_>,
-    tree: &Tree,
+    tree: &ModuleTree,
     count: usize,
     rng: &mut ChaCha8Rng,
 ) -> Result<(), InferError> {

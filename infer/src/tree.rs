@@ -1,9 +1,9 @@
 //! The component tree: latency components and profile groups merged into one laminar
 //! family of context sets, with the evidence for each.
 
+use crate::profiles::{ProfileGroup, Profiles};
 use crate::table::Table;
 use crate::threshold::LatencyComponent;
-use crate::twins::{Profiles, TwinSet};
 
 /// Evidence that a profile group has: the number of components it merged and its separation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -11,6 +11,17 @@ pub(crate) struct ProfileEvidence {
     pub(crate) children: usize,
     pub(crate) separation: f64,
     pub(crate) plain_separation: f64,
+    /// Profile discrepancy (log) of the nearest outsider.
+    pub(crate) outside: f64,
+}
+
+/// What the operating system says of a set of contexts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OsSet {
+    /// The contexts are SMT siblings of one core.
+    Core,
+    /// The contexts share a cache of this level.
+    Cache(u8),
 }
 
 /// A candidate set of contexts with its evidence.
@@ -21,6 +32,13 @@ pub(crate) struct Candidate {
     pub(crate) latency: Option<usize>,
     /// Profile-group evidence.
     pub(crate) profile: Option<ProfileEvidence>,
+    /// What the operating system says of the set, when it lists it.
+    pub(crate) os: Option<OsSet>,
+    /// A socket the socket decision chose (it takes precedence over every other set).
+    pub(crate) socket: bool,
+    /// Two contexts left beside the SMT cores of their kind that every other context sees
+    /// alike: one core of that kind (garbled siblings).
+    pub(crate) paired: bool,
 }
 
 /// A candidate left out, and why.
@@ -42,12 +60,25 @@ pub(crate) enum DropReason {
     /// Its members are only set apart by lacking (or having) a close partner, such as
     /// contexts whose SMT sibling was not measured.
     PartnerOnly,
+    /// An operating-system set that crosses a set the latencies show.
+    OsConflict,
+    /// A group whose contrast with the rest of its parent is below what the noise and the
+    /// timer resolve.
+    WeakContrast,
+    /// A group that is only the rest of its parent beside one or two far cores.
+    FarCores,
 }
 
 /// A node of the component tree.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TreeNode {
     pub(crate) members: Vec<usize>,
+    /// What the operating system says of the set.
+    pub(crate) os: Option<OsSet>,
+    /// A socket the socket decision chose.
+    pub(crate) socket: bool,
+    /// Paired as garbled siblings (see [`Candidate::paired`]).
+    pub(crate) paired: bool,
     pub(crate) children: Vec<usize>,
     /// Contexts directly under this node (in no child).
     pub(crate) leaves: Vec<usize>,
@@ -58,47 +89,70 @@ pub(crate) struct TreeNode {
 
 /// The tree; node 0 is the root (every context).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Tree {
+pub(crate) struct ComponentTree {
     pub(crate) nodes: Vec<TreeNode>,
 }
 
-/// Merges latency components and profile groups into a laminar family, applying the
-/// significance rules: a profile group needs at least three parts (pairs are common
-/// artefacts such as two cores on one mesh stop), and a fast pair must also be a pair by
-/// profile (otherwise it is an outlier measurement).
+/// Merges latency components, profile groups and the operating system's sets into a
+/// laminar family, applying the significance rules: a profile group needs at least three
+/// parts (pairs are common artefacts such as two cores on one mesh stop) unless it is a
+/// pair of single contexts, which may be an SMT core (the SMT decision takes or drops it),
+/// and a fast pair must also be a pair by profile (otherwise it is an outlier measurement).
+/// Latency components come first, then profile groups, then the operating system's sets;
+/// a set crossing one kept before it is left out.
 pub(crate) fn family(
     t: &Table,
     components: &[LatencyComponent],
     profiles: &Profiles,
+    os: Option<&crate::options::OsEvidence>,
 ) -> (Vec<Candidate>, Vec<Dropped>) {
-    let twins: &[TwinSet] = &profiles.sets;
+    let groups: &[ProfileGroup] = &profiles.sets;
     let mut cands: Vec<Candidate> = Vec::new();
-    let find = |cands: &Vec<Candidate>, m: &[usize]| cands.iter().position(|c| c.members == m);
-    for c in components {
-        match find(&cands, &c.members) {
-            Some(i) => {
-                cands[i].latency = Some(cands[i].latency.map_or(c.boundary, |b| b.min(c.boundary)))
-            }
-            None => cands.push(Candidate {
-                members: c.members.clone(),
-                latency: Some(c.boundary),
+    let mut index: std::collections::HashMap<Vec<usize>, usize> = std::collections::HashMap::new();
+    let mut add = |cands: &mut Vec<Candidate>, members: &[usize]| -> usize {
+        *index.entry(members.to_vec()).or_insert_with(|| {
+            cands.push(Candidate {
+                members: members.to_vec(),
+                latency: None,
                 profile: None,
-            }),
-        }
+                os: None,
+                socket: false,
+                paired: false,
+            });
+            cands.len() - 1
+        })
+    };
+    for c in components {
+        let i = add(&mut cands, &c.members);
+        cands[i].latency = Some(cands[i].latency.map_or(c.boundary, |b| b.min(c.boundary)));
     }
-    for tw in twins {
-        let ev = ProfileEvidence {
+    for tw in groups {
+        let i = add(&mut cands, &tw.members);
+        cands[i].profile = Some(ProfileEvidence {
             children: tw.children,
             separation: tw.separation,
             plain_separation: tw.plain_separation,
-        };
-        match find(&cands, &tw.members) {
-            Some(i) => cands[i].profile = Some(ev),
-            None => cands.push(Candidate {
-                members: tw.members.clone(),
-                latency: None,
-                profile: Some(ev),
-            }),
+            outside: tw.outside,
+        });
+    }
+    if let Some(os) = os {
+        let sets = os.smt_siblings.iter().map(|s| (s, OsSet::Core)).chain(
+            os.shared_caches
+                .iter()
+                .map(|c| (&c.rows, OsSet::Cache(c.level))),
+        );
+        for (rows, what) in sets {
+            let mut m: Vec<usize> = rows.iter().copied().filter(|&x| x < t.n).collect();
+            m.sort_unstable();
+            m.dedup();
+            if m.len() < 2 || m.len() >= t.n {
+                continue;
+            }
+            let i = add(&mut cands, &m);
+            // A core's set is its siblings even when a cache is shared by exactly them.
+            if cands[i].os != Some(OsSet::Core) {
+                cands[i].os = Some(what);
+            }
         }
     }
     // Sizes of the sets that both latency and profile confirm (for example SMT cores): a
@@ -109,7 +163,7 @@ pub(crate) fn family(
         .filter(|c| c.latency.is_some() && c.profile.is_some())
         .map(|c| c.members.len())
         .collect();
-    let unmeasured: Vec<Vec<usize>> = twins
+    let unmeasured: Vec<Vec<usize>> = groups
         .iter()
         .filter(|tw| {
             tw.parts.len() == 2
@@ -121,21 +175,24 @@ pub(crate) fn family(
     let mut dropped = Vec::new();
     let mut kept: Vec<Candidate> = Vec::new();
     for c in cands {
-        let reason = if c.latency.is_none()
+        let profile_only = c.latency.is_none() && c.os.is_none();
+        let reason = if profile_only
             && c.profile.is_some_and(|p| p.children < 3)
+            && c.members.len() > 2
             && !unmeasured.contains(&c.members)
             && !inverted(t, &c.members)
         {
             Some(DropReason::ProfilePair)
-        } else if c.latency.is_none()
+        } else if profile_only
             && c.profile
-                .is_some_and(|p| p.plain_separation < crate::twins::SEPARATION)
+                .is_some_and(|p| p.plain_separation < crate::profiles::SEPARATION)
             && !unmeasured.contains(&c.members)
         {
             Some(DropReason::PartnerOnly)
         } else if c.members.len() == 2
             && c.profile.is_none()
-            && !crate::pipeline::genuine(profiles, t.n, c.members[0], c.members[1])
+            && c.os.is_none()
+            && !crate::pipeline::confirmed_by_profiles(profiles, t.n, c.members[0], c.members[1])
         {
             Some(DropReason::OutlierPair)
         } else {
@@ -149,48 +206,81 @@ pub(crate) fn family(
             None => kept.push(c),
         }
     }
-    // Priority: latency components (small first), then profile groups by separation.
-    kept.sort_by(|a, b| {
-        let ka = (a.latency.is_none(), a.members.len());
-        let kb = (b.latency.is_none(), b.members.len());
-        ka.cmp(&kb).then_with(|| {
-            let sa = a.profile.map_or(0.0, |p| p.separation);
-            let sb = b.profile.map_or(0.0, |p| p.separation);
-            sb.total_cmp(&sa)
-        })
-    });
-    let words = t.n.div_ceil(64);
-    let bits = |m: &[usize]| {
-        let mut v = vec![0_u64; words];
-        for &x in m {
-            v[x / 64] |= 1 << (x % 64);
-        }
-        v
+    let (family, crossing) = laminar(t.n, kept);
+    dropped.extend(crossing);
+    (family, dropped)
+}
+
+/// The priority of a candidate when sets cross: chosen sockets, then latency components
+/// (small first), then profile groups (best separated first), then the operating system's
+/// sets.
+fn priority(c: &Candidate) -> (u8, usize, f64) {
+    let tier = if c.socket || c.paired {
+        0
+    } else if c.latency.is_some() {
+        1
+    } else if c.profile.is_some() {
+        2
+    } else {
+        3
     };
-    let mut accepted: Vec<(Vec<u64>, Candidate)> = Vec::new();
-    for c in kept {
-        let b = bits(&c.members);
-        let crosses = accepted.iter().any(|(ab, _)| {
-            let mut inter = false;
-            let mut a_minus_b = false;
-            let mut b_minus_a = false;
-            for w in 0..words {
-                inter |= ab[w] & b[w] != 0;
-                a_minus_b |= ab[w] & !b[w] != 0;
-                b_minus_a |= b[w] & !ab[w] != 0;
+    let size = if tier == 2 { 0 } else { c.members.len() };
+    (tier, size, -c.profile.map_or(0.0, |p| p.separation))
+}
+
+/// Keeps candidates in priority order, leaving out every one that crosses a set kept
+/// before it (shares contexts without either holding the other).
+pub(crate) fn laminar(n: usize, mut cands: Vec<Candidate>) -> (Vec<Candidate>, Vec<Dropped>) {
+    cands.sort_by(|a, b| {
+        let (pa, pb) = (priority(a), priority(b));
+        pa.0.cmp(&pb.0)
+            .then(pa.1.cmp(&pb.1))
+            .then(pa.2.total_cmp(&pb.2))
+            .then_with(|| a.members.cmp(&b.members))
+    });
+    // The kept sets holding each context.
+    let mut holding: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut kept: Vec<Candidate> = Vec::new();
+    let mut dropped = Vec::new();
+    let mut count = vec![0_usize; 0];
+    for c in cands {
+        // How many of c's contexts each kept set holds.
+        count.clear();
+        count.resize(kept.len(), 0);
+        let mut touched: Vec<usize> = Vec::new();
+        for &x in &c.members {
+            for &k in &holding[x] {
+                if count[k] == 0 {
+                    touched.push(k);
+                }
+                count[k] += 1;
             }
-            inter && a_minus_b && b_minus_a
+        }
+        let m = c.members.len();
+        let crosses = touched.iter().any(|&k| {
+            let shared = count[k];
+            let size = kept[k].members.len();
+            shared < m && shared < size
         });
         if crosses {
+            let reason = if c.os.is_some() && c.latency.is_none() && c.profile.is_none() {
+                DropReason::OsConflict
+            } else {
+                DropReason::Crossing
+            };
             dropped.push(Dropped {
                 members: c.members,
-                reason: DropReason::Crossing,
+                reason,
             });
         } else {
-            accepted.push((b, c));
+            let id = kept.len();
+            for &x in &c.members {
+                holding[x].push(id);
+            }
+            kept.push(c);
         }
     }
-    (accepted.into_iter().map(|(_, c)| c).collect(), dropped)
+    (kept, dropped)
 }
 
 /// Whether the latencies inside a set are all above its latencies to every other context
@@ -209,7 +299,7 @@ fn inverted(t: &Table, members: &[usize]) -> bool {
 }
 
 /// Builds the tree of a laminar family over `n` contexts.
-pub(crate) fn build(n: usize, family: &[Candidate]) -> Tree {
+pub(crate) fn build(n: usize, family: &[Candidate]) -> ComponentTree {
     let mut order: Vec<&Candidate> = family.iter().filter(|c| c.members.len() < n).collect();
     order.sort_by(|a, b| {
         b.members
@@ -225,6 +315,9 @@ pub(crate) fn build(n: usize, family: &[Candidate]) -> Tree {
         parent: None,
         latency: root_evidence.and_then(|c| c.latency),
         profile: root_evidence.and_then(|c| c.profile),
+        os: root_evidence.and_then(|c| c.os),
+        socket: root_evidence.is_some_and(|c| c.socket),
+        paired: false,
     }];
     let mut owner = vec![0_usize; n];
     for c in order {
@@ -237,6 +330,9 @@ pub(crate) fn build(n: usize, family: &[Candidate]) -> Tree {
             parent: Some(parent),
             latency: c.latency,
             profile: c.profile,
+            os: c.os,
+            socket: c.socket,
+            paired: c.paired,
         });
         nodes[parent].children.push(id);
         for &x in &c.members {
@@ -246,10 +342,10 @@ pub(crate) fn build(n: usize, family: &[Candidate]) -> Tree {
     for (x, &o) in owner.iter().enumerate() {
         nodes[o].leaves.push(x);
     }
-    Tree { nodes }
+    ComponentTree { nodes }
 }
 
-impl Tree {
+impl ComponentTree {
     /// Nodes from the root down (parents before children).
     pub(crate) fn top_down(&self) -> Vec<usize> {
         let mut out = vec![0];

@@ -36,43 +36,43 @@ fn list(sets: &[&Dropped], max: usize) -> String {
 
 /// Profile resolution (relative) above which a warning is given.
 const RESOLUTION_WARN: f64 = 0.03;
-/// Profile resolution (relative) above which the group level is unresolved.
-const RESOLUTION_UNRESOLVED: f64 = 0.08;
 
-/// The first socket or group with at least four cores as direct members whose internal
-/// latencies spread (95th over 5th percentile) by more than `1 + limit`.
-fn unexplained_spread(t: &Table, topo: &Topology, limit: f64) -> Option<String> {
-    let spread = |members: &[Member]| -> Option<f64> {
-        let cores: Vec<usize> = members
-            .iter()
-            .filter_map(|m| match m {
-                Member::Core(c) => Some(c.0),
-                Member::Group(_) => None,
-            })
-            .collect();
-        if cores.len() < 4 {
-            return None;
-        }
-        let firsts: Vec<usize> = cores
-            .iter()
-            .map(|&c| topo.cores()[c].contexts[0].0)
-            .collect();
-        let mut v = t.within(&firsts);
-        if v.len() < 4 {
-            return None;
-        }
-        let hi = crate::table::quantile(&mut v, 0.95);
-        let lo = crate::table::quantile(&mut v, 0.05);
-        Some(hi / lo)
-    };
+/// Fewest single-thread cores beside the SMT cores of a socket, in no finer group, from
+/// which clusters the latency does not show may be missing (E-core clusters of four cores
+/// sharing an L2 on Intel hybrids).
+const HIDDEN_CLUSTER_CORES: usize = 5;
+
+/// The single-thread cores of a socket that also has SMT cores and that lie in no group
+/// of single-thread cores: `(socket, cores)` of the first socket with at least
+/// [`HIDDEN_CLUSTER_CORES`] of them.
+fn ungrouped_single_cores(topo: &Topology) -> Option<(usize, usize)> {
     for s in topo.sockets() {
-        if spread(&s.members).is_some_and(|r| r > 1.0 + limit) {
-            return Some(format!("socket {}", s.id.0));
+        let cores = &s.cores;
+        let smt = cores.iter().any(|c| topo.cores()[c.0].contexts.len() > 1);
+        if !smt {
+            continue;
         }
-    }
-    for g in topo.groups() {
-        if spread(&g.members).is_some_and(|r| r > 1.0 + limit) {
-            return Some(format!("group {}", g.id.0));
+        let single: Vec<usize> = cores
+            .iter()
+            .filter(|c| topo.cores()[c.0].contexts.len() == 1)
+            .map(|c| c.0)
+            .collect();
+        // Groups holding only single-thread cores and at most four of them: clusters found.
+        let clustered: usize = topo
+            .groups()
+            .iter()
+            .filter(|g| {
+                g.socket == s.id
+                    && g.cores.len() <= 4
+                    && g.cores
+                        .iter()
+                        .all(|c| topo.cores()[c.0].contexts.len() == 1)
+            })
+            .map(|g| g.cores.len())
+            .sum();
+        let loose = single.len().saturating_sub(clustered);
+        if loose >= HIDDEN_CLUSTER_CORES {
+            return Some((s.id.0, loose));
         }
     }
     None
@@ -113,6 +113,26 @@ pub(crate) fn validation(
             format!(
                 "the two directions of a pair differ by up to {:.0}%; each pair was symmetrized by the mean of both directions",
                 100.0 * t.asymmetry
+            ),
+        );
+    }
+    if !t.zeros.is_empty() {
+        let shown: Vec<String> = t
+            .zeros
+            .iter()
+            .take(4)
+            .map(|(a, b)| format!("({a}, {b})"))
+            .collect();
+        warn(
+            "below_resolution",
+            format!(
+                "{} pairs read as 0 ({}{}): below the resolution of the timer that measured them; \
+                 each was taken as one timer step, {}, and its latency does not count where an \
+                 absolute latency decides (the SMT bound)",
+                t.zeros.len(),
+                shown.join(", "),
+                if t.zeros.len() > 4 { ", ..." } else { "" },
+                lat(t.zero_value, opts)
             ),
         );
     }
@@ -180,6 +200,18 @@ pub(crate) fn validation(
             "pairs are faster than the rest but their latency profiles differ ({}): treated as \
              outlier measurements",
         ),
+        (
+            DropReason::WeakContrast,
+            "weak_groups",
+            "candidate groups differ from the rest of their parent by less than the noise and \
+             the timer resolve ({}): not reported as groups",
+        ),
+        (
+            DropReason::FarCores,
+            "far_cores",
+            "candidate groups are only the rest of their parent beside one or two far cores \
+             ({}): those cores are far from the others, not a group boundary",
+        ),
     ] {
         let sets: Vec<&Dropped> = dropped.iter().filter(|d| d.reason == reason).collect();
         if !sets.is_empty() {
@@ -188,6 +220,24 @@ pub(crate) fn validation(
                 format!("{} {}", sets.len(), what.replace("{}", &list(&sets, 4))),
             );
         }
+    }
+    for note in &roles.core_notes {
+        warn("core", note.clone());
+    }
+    let from_os: Vec<usize> = topo
+        .groups()
+        .iter()
+        .filter(|g| g.evidence == topoprobe_model::Evidence::Given)
+        .map(|g| g.id.0)
+        .collect();
+    if !from_os.is_empty() {
+        warn(
+            "groups_from_os",
+            format!(
+                "groups {} are the operating system's cache-sharing sets: their latency barely sets them apart",
+                from_os.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        );
     }
     let res = analysis.resolution;
     let noise_note = res.noise.map_or(String::new(), |s| {
@@ -206,7 +256,7 @@ pub(crate) fn validation(
         noise_note,
         if noise_note.is_empty() { "" } else { "; " },
     );
-    if (RESOLUTION_WARN..RESOLUTION_UNRESOLVED).contains(&res.limit) {
+    if res.limit >= RESOLUTION_WARN {
         warn("resolution", resolution.clone());
     }
     let crossing: Vec<&Dropped> = dropped
@@ -309,6 +359,16 @@ pub(crate) fn validation(
             0.85,
             "no group structure between core and socket".to_string(),
         )
+    } else if !from_os.is_empty() {
+        (
+            0.7,
+            format!(
+                "{} groups, {} of them from the OS's cache-sharing lists (origin: {})",
+                topo.num_groups(),
+                from_os.len(),
+                topoprobe_model::Origin::Os
+            ),
+        )
     } else if !profile_only.is_empty() {
         (
             0.6,
@@ -332,24 +392,32 @@ pub(crate) fn validation(
         confidence: gconf,
         basis: gbasis.clone(),
     });
-    // Structure could hide where a component's cores spread more than the resolution
-    // explains (a flat socket of a hybrid CPU, a die whose clusters are weak).
-    let unexplained = if res.limit >= RESOLUTION_UNRESOLVED {
-        // The spread (95th over 5th percentile) that noise alone gives, with 5% to spare.
-        let sigma = res.noise.unwrap_or(0.0).max(res.floor / 2.33);
-        unexplained_spread(t, topo, (2.0 * 1.645 * sigma).exp() * 1.05 - 1.0)
-    } else {
-        None
-    };
-    if res.limit >= RESOLUTION_UNRESOLVED && unexplained.is_none() {
-        warn("resolution", resolution.clone());
-    }
-    if let Some(where_) = unexplained {
+    // Clusters the latency does not show: single-thread cores beside SMT cores (the
+    // E-cores of a hybrid), many and in no finer group, unless the OS listed its caches.
+    let os_caches = opts
+        .os_evidence
+        .as_ref()
+        .is_some_and(|e| !e.shared_caches.is_empty());
+    let os_conflicts: Vec<&Dropped> = dropped
+        .iter()
+        .filter(|d| d.reason == DropReason::OsConflict)
+        .collect();
+    if let (Some((socket, loose)), false) = (ungrouped_single_cores(topo), os_caches) {
         v.unresolved.push(Unresolved {
             level: StructureLevel::Group,
             reason: format!(
-                "{resolution}, and the latencies inside {where_} spread more than that: weak clusters \
-                 (such as E-core clusters or clusters inside a die) may be missing; re-measure with more repetitions"
+                "socket {socket} has {loose} single-thread cores beside its SMT cores in no cluster: the E-cores \
+                 of a hybrid share an L2 in clusters (of four on Intel) that the latency may barely show; \
+                 the operating system's cache-sharing lists (a live run) resolve them"
+            ),
+        });
+    } else if !os_conflicts.is_empty() {
+        v.unresolved.push(Unresolved {
+            level: StructureLevel::Group,
+            reason: format!(
+                "{} sets of contexts the OS lists as sharing a cache cross groups the latencies show, and were left out: {}",
+                os_conflicts.len(),
+                list(&os_conflicts, 3)
             ),
         });
     } else if !crossing.is_empty() {

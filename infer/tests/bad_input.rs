@@ -24,8 +24,8 @@ fn a_context_without_any_latency_is_an_error() {
 }
 
 #[test]
-fn zero_negative_and_nan_latencies_are_errors() {
-    for bad in [0.0, -3.0, f64::NAN, f64::INFINITY] {
+fn negative_and_nan_latencies_are_errors() {
+    for bad in [-3.0, f64::NAN, f64::INFINITY] {
         let mut m = LatencyMatrix::from_fn(3, |_, _| Some(10.0));
         m.set(0, 1, Some(bad));
         let e = infer(&m, &InferOptions::default()).unwrap_err();
@@ -34,6 +34,33 @@ fn zero_negative_and_nan_latencies_are_errors() {
             "{bad}: {e}"
         );
     }
+}
+
+#[test]
+fn a_zero_latency_is_below_resolution_with_a_warning() {
+    // Two dies of two cores; the timer (steps of 5/3 ns) read one pair inside a die as 0.
+    let m = LatencyMatrix::from_fn(4, |a, b| {
+        Some(match (a / 2 == b / 2, a.min(b)) {
+            (true, 0) => 0.0,
+            (true, _) => 26.6667,
+            (false, _) if (a + b) % 2 == 0 => 51.6667,
+            _ => 53.3333,
+        })
+    });
+    let topo = infer(&m, &InferOptions::default()).expect("a zero is not an error");
+    let w = topo
+        .validation()
+        .warnings
+        .iter()
+        .find(|w| w.kind == "below_resolution")
+        .expect("a warning names the zero");
+    assert!(w.message.contains("(0, 1)"), "{}", w.message);
+    assert_eq!(topo.num_contexts(), 4);
+    let all_zero = LatencyMatrix::from_fn(3, |_, _| Some(0.0));
+    assert!(matches!(
+        infer(&all_zero, &InferOptions::default()),
+        Err(InferError::BadValue { .. })
+    ));
 }
 
 #[test]

@@ -3,15 +3,15 @@
 //! Two contexts meet at the node whose children hold them apart. An unmeasured pair takes
 //! the median of the measured pairs between the same two children (its *class pair*);
 //! without any, the larger of the two children's latencies from the node's pivot (exact for
-//! a tree of groups; the ring-pair checks measured every child pair where it is not);
-//! without those, the median of the measured pairs between the same two rings of that
-//! node, or the latency of the farther of the two rings.
+//! a tree of groups; the band-pair checks measured every child pair where it is not);
+//! without those, the median of the measured pairs between the same two bands of that
+//! node, or the latency of the farther of the two bands.
 
 use std::collections::HashMap;
 
 use topoprobe_model::LatencyMatrix;
 
-use super::build::Tree;
+use super::discover::ModuleTree;
 use super::meter::{median, Meter, PairValue};
 
 /// Where two contexts meet: a node and the children holding each.
@@ -20,7 +20,7 @@ type Meet = (usize, usize, usize);
 /// The class pairs of a structure with their measured values.
 #[derive(Debug, Clone)]
 pub(super) struct Fill<'t> {
-    tree: &'t Tree,
+    tree: &'t ModuleTree,
     /// Nodes from the root to each context's leaf (empty when the context is in none).
     paths: Vec<Vec<usize>>,
     /// Latency from each node's parent's pivot to its own pivot (0 for the pivot's leaf).
@@ -28,25 +28,25 @@ pub(super) struct Fill<'t> {
     /// Largest disagreement (log ratio) that counts as noise.
     tolerance: f64,
     by_child: HashMap<Meet, Vec<PairValue>>,
-    by_ring: HashMap<Meet, Vec<PairValue>>,
+    by_band: HashMap<Meet, Vec<PairValue>>,
     /// For each child node, the measured pairs between it and children of its parent in
-    /// rings closer to the pivot (all at one latency in a tree of groups).
+    /// bands closer to the pivot (all at one latency in a tree of groups).
     by_far: HashMap<usize, Vec<PairValue>>,
-    /// The medians of `by_child`, `by_ring` and `by_far`, once no more pairs are added.
+    /// The medians of `by_child`, `by_band` and `by_far`, once no more pairs are added.
     frozen: Option<Frozen>,
 }
 
-/// Medians of the class pairs, ring pairs and far children.
+/// Medians of the class pairs, band pairs and far children.
 #[derive(Debug, Clone)]
 struct Frozen {
     child: HashMap<Meet, PairValue>,
-    ring: HashMap<Meet, PairValue>,
+    band: HashMap<Meet, PairValue>,
     far: HashMap<usize, PairValue>,
 }
 
 impl<'t> Fill<'t> {
     /// An index over `tree` holding no pair, with the pivots' rows measured by `meter`.
-    fn new(tree: &'t Tree, meter: &Meter<'_>, tolerance: f64) -> Self {
+    fn new(tree: &'t ModuleTree, meter: &Meter<'_>, tolerance: f64) -> Self {
         let mut paths = vec![Vec::new(); meter.contexts()];
         let mut row = vec![None; tree.nodes.len()];
         let mut stack: Vec<Vec<usize>> = if tree.nodes.is_empty() {
@@ -82,7 +82,7 @@ impl<'t> Fill<'t> {
             row,
             tolerance,
             by_child: HashMap::new(),
-            by_ring: HashMap::new(),
+            by_band: HashMap::new(),
             by_far: HashMap::new(),
             frozen: None,
         }
@@ -90,7 +90,7 @@ impl<'t> Fill<'t> {
 
     /// An index over `tree` holding every pair measured by `meter`; disagreements up to
     /// `tolerance` (log ratio) count as noise.
-    pub(super) fn from_meter(tree: &'t Tree, meter: &Meter<'_>, tolerance: f64) -> Self {
+    pub(super) fn from_meter(tree: &'t ModuleTree, meter: &Meter<'_>, tolerance: f64) -> Self {
         let mut fill = Self::new(tree, meter, tolerance);
         for ((a, b), v) in meter.measured() {
             fill.add(a, b, v);
@@ -106,9 +106,9 @@ impl<'t> Fill<'t> {
         Some((node, *pa.get(k)?, *pb.get(k)?))
     }
 
-    /// The ring (in the meeting node) of a child node.
-    fn ring(&self, child: usize) -> usize {
-        self.tree.nodes.get(child).map_or(0, |n| n.ring)
+    /// The band (in the meeting node) of a child node.
+    fn band(&self, child: usize) -> usize {
+        self.tree.nodes.get(child).map_or(0, |n| n.band)
     }
 
     /// Records a measured pair.
@@ -116,12 +116,12 @@ impl<'t> Fill<'t> {
         let Some((node, ca, cb)) = self.meet(a, b) else {
             return;
         };
-        let (ra, rb) = (self.ring(ca), self.ring(cb));
+        let (ra, rb) = (self.band(ca), self.band(cb));
         self.by_child
             .entry((node, ca.min(cb), ca.max(cb)))
             .or_default()
             .push(value);
-        self.by_ring
+        self.by_band
             .entry((node, ra.min(rb), ra.max(rb)))
             .or_default()
             .push(value);
@@ -130,21 +130,21 @@ impl<'t> Fill<'t> {
         }
     }
 
-    /// Of two children in different rings, the one in the farther ring.
+    /// Of two children in different bands, the one in the farther band.
     fn far_child(&self, node: usize, ca: usize, cb: usize) -> Option<usize> {
         let levels = &self.tree.nodes.get(node)?.levels;
-        let la = *levels.get(self.ring(ca))?;
-        let lb = *levels.get(self.ring(cb))?;
-        if !(la.is_finite() && lb.is_finite()) || self.ring(ca) == self.ring(cb) {
+        let la = *levels.get(self.band(ca))?;
+        let lb = *levels.get(self.band(cb))?;
+        if !(la.is_finite() && lb.is_finite()) || self.band(ca) == self.band(cb) {
             return None;
         }
         Some(if la > lb { ca } else { cb })
     }
 
-    /// Whether the rings of two children were found irregular (each child pair has its own
-    /// value) or are one ring.
+    /// Whether the bands of two children were found irregular (each child pair has its own
+    /// value) or are one band.
     fn own_values(&self, node: usize, ca: usize, cb: usize) -> bool {
-        let (ra, rb) = (self.ring(ca), self.ring(cb));
+        let (ra, rb) = (self.band(ca), self.band(cb));
         ra == rb
             || self
                 .tree
@@ -164,19 +164,19 @@ impl<'t> Fill<'t> {
         self.tree.nodes.get(node).map_or(&[], |n| &n.members)
     }
 
-    /// The value the structure gives the pair of `a` and `b`. Between two rings that
-    /// follow the nested-rings prediction: the median of the measured pairs between the
-    /// farther child and any child of a closer ring (the pivot's row to it, mostly), so that
+    /// The value the structure gives the pair of `a` and `b`. Between two bands that
+    /// follow the nested-bands prediction: the median of the measured pairs between the
+    /// farther child and any child of a closer band (the pivot's row to it, mostly), so that
     /// all the contexts the structure holds equivalent get the same value. Otherwise: the
-    /// median of the measured pairs of its class pair; without any, the nested-rings value;
-    /// without that, the median of the ring pair, or the farther ring's latency.
+    /// median of the measured pairs of its class pair; without any, the nested-bands value;
+    /// without that, the median of the band pair, or the farther band's latency.
     pub(super) fn predict(&self, a: usize, b: usize) -> Option<PairValue> {
         let (node, ca, cb) = self.meet(a, b)?;
         let own = self.child_value(node, ca, cb);
         let far = self.far_value(node, ca, cb);
         match (own, far) {
             (Some(o), Some(f)) if self.own_values(node, ca, cb) => {
-                // Within the noise of the nested-rings value, take it: contexts held
+                // Within the noise of the nested-bands value, take it: contexts held
                 // equivalent get the same values.
                 let same = self.far_child(node, ca, cb).is_some()
                     && (o.value / f.value).ln().abs() <= self.tolerance;
@@ -187,8 +187,8 @@ impl<'t> Fill<'t> {
             (None, Some(f)) => return Some(f),
             (None, None) => {}
         }
-        let (ra, rb) = (self.ring(ca), self.ring(cb));
-        if let Some(v) = self.ring_value(node, ra, rb) {
+        let (ra, rb) = (self.band(ca), self.band(cb));
+        if let Some(v) = self.band_value(node, ra, rb) {
             return Some(v);
         }
         let level = *self.tree.nodes.get(node)?.levels.get(ra.max(rb))?;
@@ -198,8 +198,8 @@ impl<'t> Fill<'t> {
         })
     }
 
-    /// The nested-rings value of two children: the median of the measured pairs between the
-    /// farther one and closer rings; without any, the larger of the pivot's latencies to
+    /// The nested-bands value of two children: the median of the measured pairs between the
+    /// farther one and closer bands; without any, the larger of the pivot's latencies to
     /// them.
     fn far_value(&self, node: usize, ca: usize, cb: usize) -> Option<PairValue> {
         if let Some(far) = self.far_child(node, ca, cb) {
@@ -226,11 +226,11 @@ impl<'t> Fill<'t> {
         }
     }
 
-    fn ring_value(&self, node: usize, ra: usize, rb: usize) -> Option<PairValue> {
+    fn band_value(&self, node: usize, ra: usize, rb: usize) -> Option<PairValue> {
         let key = (node, ra.min(rb), ra.max(rb));
         match &self.frozen {
-            Some(f) => f.ring.get(&key).copied(),
-            None => self.by_ring.get(&key).and_then(|v| summary(v)),
+            Some(f) => f.band.get(&key).copied(),
+            None => self.by_band.get(&key).and_then(|v| summary(v)),
         }
     }
 
@@ -245,7 +245,7 @@ impl<'t> Fill<'t> {
         }
         self.frozen = Some(Frozen {
             child: all(&self.by_child),
-            ring: all(&self.by_ring),
+            band: all(&self.by_band),
             far: all(&self.by_far),
         });
     }
@@ -268,7 +268,7 @@ fn summary(values: &[PairValue]) -> Option<PairValue> {
 /// its equivalents merely because more of its own pairs were measured. A measured pair that
 /// disagrees with its class pair by more than `tolerance` (log ratio) keeps its own value.
 pub(super) fn tables(
-    tree: &Tree,
+    tree: &ModuleTree,
     meter: &Meter<'_>,
     tolerance: f64,
 ) -> (LatencyMatrix, LatencyMatrix, LatencyMatrix) {

@@ -3,7 +3,9 @@
 //! A file holds N lines of N comma-separated latencies; line `i` is row `i` of the
 //! matrix (the latency from context `i` to each context). The diagonal and missing
 //! entries are empty (a diagonal `0` is accepted too). This is what
-//! core-to-core-latency's `--csv` prints.
+//! core-to-core-latency's `--csv` prints; it prints `0` for a pair below its timer's
+//! resolution, which is kept as a latency of 0 (the inference reads it as one timer step
+//! and warns).
 //!
 //! Reading is lenient about layout and strict about values:
 //!
@@ -14,10 +16,9 @@
 //!   `i` may also stop after its `i` (or `i + 1`, with the diagonal) fields;
 //! - a matrix where both `(a, b)` and `(b, a)` are present and differ is kept as it is
 //!   (a directed measurement); [`LatencyMatrix::symmetrized`] makes it symmetric;
-//! - NaN, infinite, negative and zero off-diagonal latencies, values above
-//!   [`MAX_LATENCY`], non-numeric fields, non-square files, files with fewer than two
-//!   rows and contexts without any latency are rejected with the file, the line and the
-//!   problem.
+//! - NaN, infinite and negative latencies, values above [`MAX_LATENCY`], a non-zero
+//!   diagonal, non-numeric fields, non-square files, files with fewer than two rows and
+//!   contexts without any latency are rejected with the file, the line and the problem.
 //!
 //! ```
 //! use std::path::Path;
@@ -65,9 +66,9 @@ pub fn read_matrix(path: &Path) -> Result<LatencyMatrix, ModelError> {
 /// Returns [`ModelError::Parse`] naming `path`, the 1-based line and the problem when the
 /// text is empty, has a single row, is not square (a row with too many fields, or a row
 /// count that does not match the columns), holds a field that is not a number, a NaN,
-/// infinite, negative or implausibly large (above [`MAX_LATENCY`]) value, a zero or a
-/// non-zero value where it does not belong (zero off the diagonal, non-zero on it), or
-/// when a context has no latency at all (its row and column are empty).
+/// infinite, negative or implausibly large (above [`MAX_LATENCY`]) value, a non-zero value
+/// on the diagonal, or when a context has no latency at all (its row and column are
+/// empty). A zero off the diagonal is a latency below the timer's resolution and is kept.
 pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError> {
     let err = |line: usize, message: String| ModelError::parse(path, line, message);
     let text = strip_bom(text);
@@ -215,7 +216,8 @@ fn shape_problem(line: &str, i: usize, fields: usize, n: usize) -> String {
     )
 }
 
-/// Parses one non-empty field; `Ok(None)` for a diagonal `0`.
+/// Parses one non-empty field; `Ok(None)` for a diagonal `0`. Off the diagonal a `0` is
+/// kept: core-to-core-latency prints it for a pair below its timer's resolution.
 fn parse_latency(token: &str, diagonal: bool) -> Result<Option<f64>, String> {
     let value = check_latency(token)?;
     if diagonal {
@@ -227,13 +229,6 @@ fn parse_latency(token: &str, diagonal: bool) -> Result<Option<f64>, String> {
             ));
         }
         return Ok(None);
-    }
-    if value == 0.0 {
-        return Err(format!(
-            "latency {} between two different contexts: latencies must be positive (leave a \
-             missing entry empty)",
-            shown(token)
-        ));
     }
     Ok(Some(value))
 }
@@ -336,6 +331,18 @@ mod tests {
     }
 
     #[test]
+    fn zero_off_the_diagonal_is_below_resolution_and_kept() {
+        let m = parse(",0,20\n0,,30\n20,30,\n").unwrap();
+        assert_eq!(m.get(0, 1), Some(0.0));
+        assert_eq!(m.get(1, 0), Some(0.0));
+        assert_eq!(m.get(0, 2), Some(20.0));
+        // Lower triangle, as core-to-core-latency prints it.
+        let m = parse(",,\n0,,\n51.7,26.7,\n").unwrap();
+        assert_eq!(m.get(0, 1), Some(0.0));
+        assert_eq!(m.get(2, 1), Some(26.7));
+    }
+
+    #[test]
     fn directed_matrix_kept() {
         let m = parse(",10\n12,\n").unwrap();
         assert_eq!(m.get(0, 1), Some(10.0));
@@ -361,7 +368,6 @@ mod tests {
             (",1\nNaN,\n", 2, "NaN"),
             (",1\ninf,\n", 2, "infinite"),
             (",1\n-3,\n", 2, "negative"),
-            (",1\n0,\n", 2, "must be positive"),
             (",1\n1e13,\n", 2, "implausibly large"),
             (",1,2\n1,,3\n", 1, "square"),
             (",1\n1,,4\n", 2, "square"),

@@ -1,5 +1,5 @@
-//! Top-down discovery of a machine's structure with few measurements: pivots, rings of
-//! equal latency, modules inside rings (see the parent module's documentation).
+//! Top-down discovery of a machine's structure with few measurements: pivots, bands of
+//! equal latency, modules inside bands (see the parent module's documentation).
 
 use std::collections::HashMap;
 
@@ -9,16 +9,16 @@ use rand_chacha::ChaCha8Rng;
 use super::meter::{median, Meter};
 use crate::InferError;
 
-/// Smallest relative gap (log ratio) between two rings of a pivot's row.
-const RING_GAP_MIN: f64 = 0.08;
-/// Two contexts of a ring share a module when their latency is below this fraction of the
+/// Smallest relative gap (log ratio) between two bands of a pivot's row.
+const BAND_GAP_MIN: f64 = 0.08;
+/// Two contexts of a band share a module when their latency is below this fraction of the
 /// smaller of their latencies from the pivot: cores of a cluster, clusters of a socket and
 /// sockets are at most about half as far from each other as from outsiders (EPYC's 120 ns
 /// inside a socket against 230 ns across), while neighbours on a ring or mesh are at 70–90%
 /// and sockets one link apart at 75% of two links.
 const ADMIT_RATIO: f64 = 0.6;
-/// Ring gap in units of the estimated noise of a pair's value.
-const RING_GAP_NOISE: f64 = 5.0;
+/// Band gap in units of the estimated noise of a pair's value.
+const BAND_GAP_NOISE: f64 = 5.0;
 /// Smallest disagreement (log ratio) between a value and its prediction that counts.
 const AGREE_MIN: f64 = 0.03;
 /// Disagreement in units of the estimated noise.
@@ -26,18 +26,18 @@ const AGREE_NOISE: f64 = 5.0;
 /// A value this far (log of 1.5) from what the structure predicts is measured again before
 /// it is believed: an outlier (a preempted run), not a level.
 pub(super) const OUTLIER_LN: f64 = 0.405;
-/// Module pairs sampled per pair of rings to test the nested-rings prediction.
-const RING_PAIR_SAMPLES: usize = 2;
+/// Module pairs sampled per pair of bands to test the nested-bands prediction.
+const BAND_PAIR_SAMPLES: usize = 2;
 /// Rounds of splitting modules that a witness does not see as one.
 const REFINE_ROUNDS: usize = 3;
-/// A module whose inside is slower than this fraction of its ring's latency is loosely bound
+/// A module whose inside is slower than this fraction of its band's latency is loosely bound
 /// (it may be several modules, close to each other but not to the pivot).
 const LOOSE: f64 = 0.5;
-/// In rings of at most this many modules, representatives of modules of different sizes
+/// In bands of at most this many modules, representatives of modules of different sizes
 /// are confirmed apart (see `merge_close`).
 const FEW_MODULES: usize = 4;
-/// Rings of the root at most this large give the numbering strides to try first.
-const BASE_STRIDE_RING: usize = 16;
+/// Bands of the root at most this large give the numbering strides to try first.
+const BASE_STRIDE_BAND: usize = 16;
 
 /// Log-ratio distance of two latencies.
 pub(super) fn log_gap(a: f64, b: f64) -> f64 {
@@ -47,7 +47,7 @@ pub(super) fn log_gap(a: f64, b: f64) -> f64 {
 /// Tolerances (log ratios) for the current noise.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Tolerance {
-    /// Gap between two rings of a row, and margin by which two contexts must be closer to
+    /// Gap between two bands of a row, and margin by which two contexts must be closer to
     /// each other than to the pivot to share a module.
     pub gap: f64,
     /// Disagreement between a value and its prediction.
@@ -58,13 +58,13 @@ impl Tolerance {
     /// Tolerances for values of relative error `noise`.
     pub(super) fn for_noise(noise: f64) -> Self {
         Self {
-            gap: (RING_GAP_NOISE * noise).max(RING_GAP_MIN),
+            gap: (BAND_GAP_NOISE * noise).max(BAND_GAP_MIN),
             agree: (AGREE_NOISE * noise).max(AGREE_MIN),
         }
     }
 }
 
-/// A node of the discovered structure: a pivot, and its other contexts grouped into rings
+/// A node of the discovered structure: a pivot, and its other contexts grouped into bands
 /// (by their latency from the pivot) and modules (by their latency to each other).
 #[derive(Debug, Clone)]
 pub(super) struct Node {
@@ -72,34 +72,34 @@ pub(super) struct Node {
     pub members: Vec<usize>,
     /// The context whose row split this node.
     pub pivot: usize,
-    /// Child nodes: the pivot's leaf first, then the modules of every ring.
+    /// Child nodes: the pivot's leaf first, then the modules of every band.
     pub children: Vec<usize>,
-    /// Index of this node's ring in its parent (0 for the parent's pivot leaf).
-    pub ring: usize,
-    /// Latency of each ring from the pivot (index 0: the pivot itself; `NaN`: unmeasured).
+    /// Index of this node's band in its parent (0 for the parent's pivot leaf).
+    pub band: usize,
+    /// Latency of each band from the pivot (index 0: the pivot itself; `NaN`: unmeasured).
     pub levels: Vec<f64>,
-    /// Pairs of rings (indices as in `levels`, ascending) whose module pairs disagree with
-    /// the nested-rings prediction: each module pair has its own value.
+    /// Pairs of bands (indices as in `levels`, ascending) whose module pairs disagree with
+    /// the nested-bands prediction: each module pair has its own value.
     pub irregular: Vec<(usize, usize)>,
 }
 
 /// The discovered structure: nodes, the root first.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Tree {
+pub(super) struct ModuleTree {
     /// Every node; node 0 is the root.
     pub nodes: Vec<Node>,
 }
 
-/// A module of a ring: contexts closer to each other than to the ring's latency.
+/// A module of a band: contexts closer to each other than to the band's latency.
 #[derive(Debug, Clone)]
 struct Module {
     rep: usize,
     members: Vec<usize>,
 }
 
-/// A ring of a pivot's row: contexts at one latency from the pivot, grouped into modules.
+/// A band of a pivot's row: contexts at one latency from the pivot, grouped into modules.
 #[derive(Debug, Clone)]
-struct Ring {
+struct Band {
     /// The pivot.
     pivot: usize,
     /// Median latency from the pivot (`NaN` for the contexts it could not be measured to).
@@ -109,11 +109,11 @@ struct Ring {
     modules: Vec<Module>,
     /// Context → index of its module.
     of: HashMap<usize, usize>,
-    /// Contexts of the ring not yet placed in a module.
+    /// Contexts of the band not yet placed in a module.
     pending: Vec<usize>,
 }
 
-impl Ring {
+impl Band {
     fn new(pivot: usize, level: f64, range: (f64, f64)) -> Self {
         Self {
             pivot,
@@ -148,7 +148,7 @@ impl Ring {
         }
     }
 
-    /// Whether a latency from the pivot falls in this ring (within `tol.gap` of its range).
+    /// Whether a latency from the pivot falls in this band (within `tol.gap` of its range).
     fn holds(&self, v: f64, tol: Tolerance) -> bool {
         let (lo, hi) = self.range;
         lo.is_finite()
@@ -178,18 +178,18 @@ impl Ring {
 }
 
 /// Discovers the structure top-down.
-pub(super) struct Builder<'m, 'a> {
+pub(super) struct Discovery<'m, 'a> {
     meter: &'m mut Meter<'a>,
     hint_of: Vec<Option<usize>>,
     hint_sets: Vec<Vec<usize>>,
     base_strides: Vec<usize>,
     learned: HashMap<usize, usize>,
     rng: ChaCha8Rng,
-    tree: Tree,
+    tree: ModuleTree,
 }
 
-impl<'m, 'a> Builder<'m, 'a> {
-    /// A builder measuring through `meter`, trying the sets of `hint` first.
+impl<'m, 'a> Discovery<'m, 'a> {
+    /// A discovery measuring through `meter`, trying the sets of `hint` first.
     pub(super) fn new(
         meter: &'m mut Meter<'a>,
         hint: Option<&[Vec<usize>]>,
@@ -216,7 +216,7 @@ impl<'m, 'a> Builder<'m, 'a> {
             base_strides: Vec::new(),
             learned: HashMap::new(),
             rng,
-            tree: Tree::default(),
+            tree: ModuleTree::default(),
         }
     }
 
@@ -225,7 +225,7 @@ impl<'m, 'a> Builder<'m, 'a> {
     /// # Errors
     ///
     /// Returns [`InferError::Probe`] when the probe fails.
-    pub(super) fn run(mut self) -> Result<Tree, InferError> {
+    pub(super) fn run(mut self) -> Result<ModuleTree, InferError> {
         let all: Vec<usize> = (0..self.meter.contexts()).collect();
         self.build(0, all)?;
         Ok(self.tree)
@@ -249,48 +249,48 @@ impl<'m, 'a> Builder<'m, 'a> {
             members: members.clone(),
             pivot,
             children: Vec::new(),
-            ring: 0,
+            band: 0,
             levels: vec![0.0],
             irregular: Vec::new(),
         });
         if members.len() < 2 {
             return Ok(id);
         }
-        let mut rings = self.rings(pivot, &members)?;
+        let mut bands = self.bands(pivot, &members)?;
         if root {
-            self.learn_base_strides(pivot, &rings);
+            self.learn_base_strides(pivot, &bands);
         }
         let tol = self.tolerance();
         let mut moved = Vec::new();
-        for ring in &mut rings {
-            moved.extend(self.split(ring, tol)?);
+        for band in &mut bands {
+            moved.extend(self.split(band, tol)?);
         }
-        self.relocate(&mut rings, moved, tol)?;
-        self.check_modules(&mut rings, tol)?;
-        let mut irregular = self.check_ring_pairs(&rings, tol)?;
+        self.relocate(&mut bands, moved, tol)?;
+        self.check_modules(&mut bands, tol)?;
+        let mut irregular = self.check_band_pairs(&bands, tol)?;
         for _ in 0..REFINE_ROUNDS {
             let mut changed = false;
-            for ring in &mut rings {
-                changed |= self.merge_close(ring, tol)?;
+            for band in &mut bands {
+                changed |= self.merge_close(band, tol)?;
             }
-            changed |= self.refine(&mut rings, &irregular, tol)?;
+            changed |= self.refine(&mut bands, &irregular, tol)?;
             if !changed {
                 break;
             }
-            irregular = self.check_ring_pairs(&rings, tol)?;
+            irregular = self.check_band_pairs(&bands, tol)?;
         }
         self.tree.nodes[id].irregular = irregular;
-        self.attach(id, pivot, &rings)
+        self.attach(id, pivot, &bands)
     }
 
-    /// Tests the modules of irregular ring pairs against the other ring's modules as
+    /// Tests the modules of irregular band pairs against the other band's modules as
     /// witnesses, and splits a module that a witness does not see as one (two sockets one
     /// link apart and two links from the pivot look like one module from the pivot). Only
-    /// loosely bound modules are tested: those whose inside is slower than half the ring's
+    /// loosely bound modules are tested: those whose inside is slower than half the band's
     /// latency. Returns whether a module was split.
     fn refine(
         &mut self,
-        rings: &mut [Ring],
+        bands: &mut [Band],
         irregular: &[(usize, usize)],
         tol: Tolerance,
     ) -> Result<bool, InferError> {
@@ -298,12 +298,12 @@ impl<'m, 'a> Builder<'m, 'a> {
         for &(i, j) in irregular {
             let (i, j) = (i - 1, j - 1);
             for (t, w) in [(j, i), (i, j)] {
-                let witnesses: Vec<usize> = rings[w]
+                let witnesses: Vec<usize> = bands[w]
                     .live()
                     .into_iter()
-                    .map(|m| rings[w].modules[m].rep)
+                    .map(|m| bands[w].modules[m].rep)
                     .collect();
-                changed |= self.refine_ring(&mut rings[t], &witnesses, tol)?;
+                changed |= self.refine_band(&mut bands[t], &witnesses, tol)?;
                 if i == j {
                     break;
                 }
@@ -312,28 +312,28 @@ impl<'m, 'a> Builder<'m, 'a> {
         Ok(changed)
     }
 
-    /// Splits the loosely bound modules of `ring` that one of `witnesses` does not see at
+    /// Splits the loosely bound modules of `band` that one of `witnesses` does not see at
     /// one latency, by that witness's latencies to their members.
-    fn refine_ring(
+    fn refine_band(
         &mut self,
-        ring: &mut Ring,
+        band: &mut Band,
         witnesses: &[usize],
         tol: Tolerance,
     ) -> Result<bool, InferError> {
         let mut changed = false;
-        for m in ring.live() {
-            let probes = self.loose_probes(ring, m, tol);
+        for m in band.live() {
+            let probes = self.loose_probes(band, m, tol);
             if probes.is_empty() {
                 continue;
             }
-            let rep = ring.modules[m].rep;
+            let rep = band.modules[m].rep;
             let outside: Vec<usize> = witnesses
                 .iter()
                 .copied()
-                .filter(|w| !ring.modules[m].members.contains(w))
+                .filter(|w| !band.modules[m].members.contains(w))
                 .collect();
             for w in outside {
-                if self.sees_apart(w, rep, &probes, tol)? && self.split_module(ring, m, w, tol)? {
+                if self.sees_apart(w, rep, &probes, tol)? && self.split_module(band, m, w, tol)? {
                     changed = true;
                     break;
                 }
@@ -344,10 +344,10 @@ impl<'m, 'a> Builder<'m, 'a> {
 
     /// Members of a loosely bound module to compare with its representative: two of each
     /// class of the representative's latencies inside it that is slower than half the
-    /// ring's latency (none for a tightly bound module).
-    fn loose_probes(&self, ring: &Ring, m: usize, tol: Tolerance) -> Vec<usize> {
-        let module = &ring.modules[m];
-        let floor = ring.range.0 * LOOSE;
+    /// band's latency (none for a tightly bound module).
+    fn loose_probes(&self, band: &Band, m: usize, tol: Tolerance) -> Vec<usize> {
+        let module = &band.modules[m];
+        let floor = band.range.0 * LOOSE;
         let mut inside: Vec<(usize, f64)> = module
             .members
             .iter()
@@ -370,7 +370,7 @@ impl<'m, 'a> Builder<'m, 'a> {
     }
 
     /// Whether witness `w` sees one of `probes` at another latency than `rep`: farther
-    /// apart than two rings of a row (`tol.gap`), measured again before it counts. Two
+    /// apart than two bands of a row (`tol.gap`), measured again before it counts. Two
     /// readings of one latency differ by more than `tol.agree` often enough among the many
     /// members of a large module (a socket seen from another CCX).
     fn sees_apart(
@@ -397,7 +397,7 @@ impl<'m, 'a> Builder<'m, 'a> {
         Ok(false)
     }
 
-    /// Splits module `m` of `ring` by witness `w`'s latencies to its members, clustered like
+    /// Splits module `m` of `band` by witness `w`'s latencies to its members, clustered like
     /// a pivot's row into classes apart by more than `tol.gap` (a value alone at its
     /// latency measured again first: one outlier must not make a module): the class of the
     /// representative stays, each other class becomes a module. Returns whether the module
@@ -406,13 +406,13 @@ impl<'m, 'a> Builder<'m, 'a> {
     /// a few noise widths only (`epyc_2x64_home_node`).
     fn split_module(
         &mut self,
-        ring: &mut Ring,
+        band: &mut Band,
         m: usize,
         w: usize,
         tol: Tolerance,
     ) -> Result<bool, InferError> {
-        let members = ring.modules[m].members.clone();
-        let rep = ring.modules[m].rep;
+        let members = band.modules[m].members.clone();
+        let rep = band.modules[m].rep;
         let mut row = Vec::new();
         for &y in &members {
             if let Some(v) = self.meter.value(w, y)? {
@@ -444,13 +444,13 @@ impl<'m, 'a> Builder<'m, 'a> {
             if k == home {
                 continue;
             }
-            let first = ring.modules.len();
+            let first = band.modules.len();
             for (i, &y) in group.iter().enumerate() {
-                ring.remove(y);
+                band.remove(y);
                 if i == 0 {
-                    ring.open(y);
+                    band.open(y);
                 } else {
-                    ring.join(first, y);
+                    band.join(first, y);
                 }
             }
         }
@@ -458,23 +458,23 @@ impl<'m, 'a> Builder<'m, 'a> {
     }
 
     /// Creates the pivot's leaf and the children of every module under node `id`.
-    fn attach(&mut self, id: usize, pivot: usize, rings: &[Ring]) -> Result<usize, InferError> {
+    fn attach(&mut self, id: usize, pivot: usize, bands: &[Band]) -> Result<usize, InferError> {
         let leaf = self.push(Node {
             members: vec![pivot],
             pivot,
             children: Vec::new(),
-            ring: 0,
+            band: 0,
             levels: vec![0.0],
             irregular: Vec::new(),
         });
         let mut children = vec![leaf];
         let mut levels = vec![0.0];
-        for (r, ring) in rings.iter().enumerate() {
-            levels.push(ring.level);
-            for m in ring.live() {
-                let module = &ring.modules[m];
+        for (r, band) in bands.iter().enumerate() {
+            levels.push(band.level);
+            for m in band.live() {
+                let module = &band.modules[m];
                 let child = self.build(module.rep, module.members.clone())?;
-                self.tree.nodes[child].ring = r + 1;
+                self.tree.nodes[child].band = r + 1;
                 children.push(child);
             }
         }
@@ -484,11 +484,11 @@ impl<'m, 'a> Builder<'m, 'a> {
         Ok(id)
     }
 
-    /// The pivot's row over `members`, split into rings of equal latency (ascending, the
-    /// contexts it could not be measured to last, at `NaN`); the rings' contexts are in
-    /// their `of` maps, not yet in modules. A ring of a single context is measured again
+    /// The pivot's row over `members`, split into bands of equal latency (ascending, the
+    /// contexts it could not be measured to last, at `NaN`); the bands' contexts are in
+    /// their `of` maps, not yet in modules. A band of a single context is measured again
     /// first: one slow measurement must not make a level.
-    fn rings(&mut self, pivot: usize, members: &[usize]) -> Result<Vec<Ring>, InferError> {
+    fn bands(&mut self, pivot: usize, members: &[usize]) -> Result<Vec<Band>, InferError> {
         let mut missing = Vec::new();
         for &x in members.iter().filter(|&&x| x != pivot) {
             if self.meter.value(pivot, x)?.is_none() {
@@ -497,14 +497,14 @@ impl<'m, 'a> Builder<'m, 'a> {
         }
         self.meter.sync()?;
         let tol = self.tolerance();
-        let mut rings = self.classes(pivot, members, tol.gap);
+        let mut bands = self.classes(pivot, members, tol.gap);
         // Below the root, the parent checked the admissions (`check_admissions`), but not
         // the pivot's own readings: a lone context slower than all the others (a pivot
         // sees no single member of its own module beyond the rest) is measured again.
         let root = self.tree.nodes.len() == 1;
         if members.len() >= 3 {
-            let last = rings.len().saturating_sub(1);
-            let lonely: Vec<usize> = rings
+            let last = bands.len().saturating_sub(1);
+            let lonely: Vec<usize> = bands
                 .iter()
                 .enumerate()
                 .filter(|&(i, r)| r.pending.len() == 1 && (root || (i == last && i > 0)))
@@ -514,20 +514,20 @@ impl<'m, 'a> Builder<'m, 'a> {
                 self.meter.confirm(pivot, x, tol.agree)?;
             }
             if !lonely.is_empty() {
-                rings = self.classes(pivot, members, tol.gap);
+                bands = self.classes(pivot, members, tol.gap);
             }
         }
         if !missing.is_empty() {
-            let mut ring = Ring::new(pivot, f64::NAN, (f64::NAN, f64::NAN));
-            ring.pending = missing;
-            rings.push(ring);
+            let mut band = Band::new(pivot, f64::NAN, (f64::NAN, f64::NAN));
+            band.pending = missing;
+            bands.push(band);
         }
-        Ok(rings)
+        Ok(bands)
     }
 
     /// The measured members of the pivot's row, clustered where consecutive values differ by
     /// more than `gap` (log ratio); each class with its median latency.
-    fn classes(&self, pivot: usize, members: &[usize], gap: f64) -> Vec<Ring> {
+    fn classes(&self, pivot: usize, members: &[usize], gap: f64) -> Vec<Band> {
         let row: Vec<(usize, f64)> = members
             .iter()
             .filter(|&&x| x != pivot)
@@ -540,134 +540,134 @@ impl<'m, 'a> Builder<'m, 'a> {
                     vs.first().copied().unwrap_or(f64::NAN),
                     vs.last().copied().unwrap_or(f64::NAN),
                 );
-                let mut ring = Ring::new(pivot, median(&mut vs).unwrap_or(f64::NAN), range);
-                ring.pending = xs;
-                ring
+                let mut band = Band::new(pivot, median(&mut vs).unwrap_or(f64::NAN), range);
+                band.pending = xs;
+                band
             })
             .collect()
     }
 
-    /// Strides of the numbering suggested by the root's innermost ring (an SMT sibling at
+    /// Strides of the numbering suggested by the root's innermost band (an SMT sibling at
     /// `+N/2`, consecutive strands, ...).
-    fn learn_base_strides(&mut self, pivot: usize, rings: &[Ring]) {
-        if let Some(first) = rings
+    fn learn_base_strides(&mut self, pivot: usize, bands: &[Band]) {
+        if let Some(first) = bands
             .first()
-            .filter(|r| r.pending.len() <= BASE_STRIDE_RING)
+            .filter(|r| r.pending.len() <= BASE_STRIDE_BAND)
         {
             self.base_strides = first.pending.iter().map(|&x| x.abs_diff(pivot)).collect();
         }
     }
 
-    /// Splits a ring into modules, placing its contexts one by one in numbering order;
-    /// returns the contexts that belong to another ring, with their latency from the pivot.
-    fn split(&mut self, ring: &mut Ring, tol: Tolerance) -> Result<Vec<(usize, f64)>, InferError> {
-        let mut elems = std::mem::take(&mut ring.pending);
+    /// Splits a band into modules, placing its contexts one by one in numbering order;
+    /// returns the contexts that belong to another band, with their latency from the pivot.
+    fn split(&mut self, band: &mut Band, tol: Tolerance) -> Result<Vec<(usize, f64)>, InferError> {
+        let mut elems = std::mem::take(&mut band.pending);
         elems.sort_unstable();
         let mut moved = Vec::new();
         for x in elems {
-            moved.extend(self.place(ring, x, tol, true)?);
+            moved.extend(self.place(band, x, tol, true)?);
         }
         Ok(moved)
     }
 
-    /// Places contexts that left their ring into the ring their latency from the pivot
-    /// falls in, or into a new ring.
+    /// Places contexts that left their band into the band their latency from the pivot
+    /// falls in, or into a new band.
     fn relocate(
         &mut self,
-        rings: &mut Vec<Ring>,
+        bands: &mut Vec<Band>,
         moved: Vec<(usize, f64)>,
         tol: Tolerance,
     ) -> Result<(), InferError> {
         for (x, v) in moved {
-            if let Some(t) = rings.iter().position(|ring| ring.holds(v, tol)) {
-                self.place(&mut rings[t], x, tol, false)?;
-            } else if let Some(pivot) = rings.first().map(|r| r.pivot) {
-                let mut ring = Ring::new(pivot, v, (v, v));
-                ring.open(x);
-                rings.push(ring);
+            if let Some(t) = bands.iter().position(|band| band.holds(v, tol)) {
+                self.place(&mut bands[t], x, tol, false)?;
+            } else if let Some(pivot) = bands.first().map(|r| r.pivot) {
+                let mut band = Band::new(pivot, v, (v, v));
+                band.open(x);
+                bands.push(band);
             }
         }
         Ok(())
     }
 
-    /// The latency below which `x` and `y` share a module of `ring`: a margin below the
+    /// The latency below which `x` and `y` share a module of `band`: a margin below the
     /// smaller of their latencies from the pivot (log; `None` when one is unmeasured).
-    fn limit(&self, ring: &Ring, x: usize, y: usize) -> Option<f64> {
-        let lx = self.meter.known(ring.pivot, x)?;
-        let ly = self.meter.known(ring.pivot, y)?;
+    fn limit(&self, band: &Band, x: usize, y: usize) -> Option<f64> {
+        let lx = self.meter.known(band.pivot, x)?;
+        let ly = self.meter.known(band.pivot, y)?;
         Some((lx.min(ly) * ADMIT_RATIO).ln())
     }
 
     /// Whether `x` is closer to `y` than the pivot is to either (by the margin).
-    fn close(&mut self, ring: &Ring, x: usize, y: usize) -> Result<bool, InferError> {
-        let Some(limit) = self.limit(ring, x, y) else {
+    fn close(&mut self, band: &Band, x: usize, y: usize) -> Result<bool, InferError> {
+        let Some(limit) = self.limit(band, x, y) else {
             return Ok(false);
         };
         Ok(self.meter.value(x, y)?.is_some_and(|v| v.ln() < limit))
     }
 
-    /// Puts `x` into the module of `ring` whose representative is close to it (predicted
+    /// Puts `x` into the module of `band` whose representative is close to it (predicted
     /// modules first), or into a new module. With `may_move`, a representative far beyond
-    /// the pivot's latencies to both (which a tree of groups cannot have, a ring of clusters
+    /// the pivot's latencies to both (which a tree of groups cannot have, a band of clusters
     /// slower inside than out only by a little) has the pair and then `x`'s latency from the
-    /// pivot measured again: when that latency leaves the ring, `x` is returned with it
+    /// pivot measured again: when that latency leaves the band, `x` is returned with it
     /// instead (an outlier had put it there).
     fn place(
         &mut self,
-        ring: &mut Ring,
+        band: &mut Band,
         x: usize,
         tol: Tolerance,
         may_move: bool,
     ) -> Result<Vec<(usize, f64)>, InferError> {
         let mut moved = Vec::new();
-        if !ring.level.is_finite() {
-            ring.open(x);
+        if !band.level.is_finite() {
+            band.open(x);
             return Ok(moved);
         }
-        for m in self.candidates(ring, x) {
-            let rep = ring.modules[m].rep;
-            if self.close(ring, x, rep)? {
-                self.learn(&ring.modules[m].members, x);
-                ring.join(m, x);
+        for m in self.candidates(band, x) {
+            let rep = band.modules[m].rep;
+            if self.close(band, x, rep)? {
+                self.learn(&band.modules[m].members, x);
+                band.join(m, x);
                 return Ok(moved);
             }
-            if may_move && self.too_far(ring, x, rep, tol)? {
-                if let Some(v) = self.leaves(ring, x, tol)? {
+            if may_move && self.too_far(band, x, rep, tol)? {
+                if let Some(v) = self.leaves(band, x, tol)? {
                     moved.push((x, v));
                     return Ok(moved);
                 }
-                if ring.modules[m].members.len() == 1 {
-                    if let Some(v) = self.leaves(ring, rep, tol)? {
-                        ring.remove(rep);
+                if band.modules[m].members.len() == 1 {
+                    if let Some(v) = self.leaves(band, rep, tol)? {
+                        band.remove(rep);
                         moved.push((rep, v));
                     }
                 }
             }
         }
-        ring.open(x);
+        band.open(x);
         Ok(moved)
     }
 
-    /// `x`'s latency from the pivot, measured again, when it no longer falls in the ring.
-    fn leaves(&mut self, ring: &Ring, x: usize, tol: Tolerance) -> Result<Option<f64>, InferError> {
+    /// `x`'s latency from the pivot, measured again, when it no longer falls in the band.
+    fn leaves(&mut self, band: &Band, x: usize, tol: Tolerance) -> Result<Option<f64>, InferError> {
         Ok(self
             .meter
-            .confirm(ring.pivot, x, tol.agree)?
-            .filter(|&v| !ring.holds(v, tol)))
+            .confirm(band.pivot, x, tol.agree)?
+            .filter(|&v| !band.holds(v, tol)))
     }
 
     /// Whether `x` and `y` are more than 1.5 times farther apart than the pivot is from
     /// either of them (measured again before it counts).
     fn too_far(
         &mut self,
-        ring: &Ring,
+        band: &Band,
         x: usize,
         y: usize,
         tol: Tolerance,
     ) -> Result<bool, InferError> {
         let (Some(lx), Some(ly)) = (
-            self.meter.known(ring.pivot, x),
-            self.meter.known(ring.pivot, y),
+            self.meter.known(band.pivot, x),
+            self.meter.known(band.pivot, y),
         ) else {
             return Ok(false);
         };
@@ -677,27 +677,27 @@ impl<'m, 'a> Builder<'m, 'a> {
         }
         Ok(far(self.meter.confirm(x, y, tol.agree)?))
     }
-    /// Every live module of `ring`: the predicted ones first, then by distance of their
+    /// Every live module of `band`: the predicted ones first, then by distance of their
     /// representative's number from `x`.
-    fn candidates(&self, ring: &Ring, x: usize) -> Vec<usize> {
-        let mut out = self.predicted(ring, x);
-        let mut rest: Vec<usize> = ring
+    fn candidates(&self, band: &Band, x: usize) -> Vec<usize> {
+        let mut out = self.predicted(band, x);
+        let mut rest: Vec<usize> = band
             .live()
             .into_iter()
             .filter(|m| !out.contains(m))
             .collect();
-        rest.sort_by_key(|&m| ring.modules[m].rep.abs_diff(x));
+        rest.sort_by_key(|&m| band.modules[m].rep.abs_diff(x));
         out.extend(rest);
         out
     }
 
     /// Modules predicted for `x`: those of its hinted mates, then of its neighbours in the
     /// numbering at the strides seen so far.
-    fn predicted(&self, ring: &Ring, x: usize) -> Vec<usize> {
+    fn predicted(&self, band: &Band, x: usize) -> Vec<usize> {
         let mut out = Vec::new();
         let mut add = |y: usize| {
-            if let Some(&m) = ring.of.get(&y) {
-                if !out.contains(&m) && !ring.modules[m].members.is_empty() {
+            if let Some(&m) = band.of.get(&y) {
+                if !out.contains(&m) && !band.modules[m].members.is_empty() {
                     out.push(m);
                 }
             }
@@ -737,106 +737,106 @@ impl<'m, 'a> Builder<'m, 'a> {
         }
     }
 
-    /// Second looks at modules whose size breaks the ring's pattern: a module one context
+    /// Second looks at modules whose size breaks the band's pattern: a module one context
     /// larger than usual has its admissions measured again (an outlier can admit a
     /// stranger); a lone context where modules have several has its latency from the pivot
-    /// and its predicted modules measured again (an outlier can put it in the wrong ring or
+    /// and its predicted modules measured again (an outlier can put it in the wrong band or
     /// keep it out of its module).
-    fn check_modules(&mut self, rings: &mut Vec<Ring>, tol: Tolerance) -> Result<(), InferError> {
+    fn check_modules(&mut self, bands: &mut Vec<Band>, tol: Tolerance) -> Result<(), InferError> {
         let mut moved = Vec::new();
-        for ring in rings.iter_mut() {
-            if !ring.level.is_finite() {
+        for band in bands.iter_mut() {
+            if !band.level.is_finite() {
                 continue;
             }
-            let mode = ring.mode();
-            self.check_oversized(ring, mode, tol)?;
-            let sizes: Vec<usize> = ring
+            let mode = band.mode();
+            self.check_oversized(band, mode, tol)?;
+            let sizes: Vec<usize> = band
                 .live()
                 .into_iter()
-                .map(|m| ring.modules[m].members.len())
+                .map(|m| band.modules[m].members.len())
                 .collect();
             // A lone context beside modules of sizes s and s + 1: one fast reading may have
             // put the lone one's partner into a neighbouring module.
             let smallest = sizes.iter().copied().filter(|&k| k >= 2).min();
             if let Some(s) = smallest.filter(|&s| s != mode && sizes.contains(&(s + 1))) {
                 if sizes.contains(&1) {
-                    self.check_oversized(ring, s, tol)?;
+                    self.check_oversized(band, s, tol)?;
                 }
             }
-            self.check_admissions(ring, tol)?;
+            self.check_admissions(band, tol)?;
             if mode >= 2 {
-                moved.extend(self.check_lonely(ring, tol)?);
+                moved.extend(self.check_lonely(band, tol)?);
             }
         }
-        self.relocate(rings, moved, tol)
+        self.relocate(bands, moved, tol)
     }
 
-    /// Measures again the admissions of modules one context larger than the ring's usual
+    /// Measures again the admissions of modules one context larger than the band's usual
     /// size, and places again the contexts that do not belong.
     fn check_oversized(
         &mut self,
-        ring: &mut Ring,
+        band: &mut Band,
         mode: usize,
         tol: Tolerance,
     ) -> Result<(), InferError> {
         let mut ejected = Vec::new();
-        for m in ring.live() {
-            if ring.modules[m].members.len() != mode + 1 {
+        for m in band.live() {
+            if band.modules[m].members.len() != mode + 1 {
                 continue;
             }
-            let rep = ring.modules[m].rep;
-            for y in ring.modules[m].members.clone() {
+            let rep = band.modules[m].rep;
+            for y in band.modules[m].members.clone() {
                 if y == rep {
                     continue;
                 }
                 let v = self.meter.confirm(rep, y, tol.agree)?;
-                let limit = self.limit(ring, rep, y);
+                let limit = self.limit(band, rep, y);
                 if !matches!((v, limit), (Some(v), Some(l)) if v.ln() < l) {
                     ejected.push(y);
                 }
             }
         }
         for y in ejected {
-            ring.remove(y);
-            self.place(ring, y, tol, false)?;
+            band.remove(y);
+            self.place(band, y, tol, false)?;
         }
         Ok(())
     }
 
-    /// Measures again the lone contexts of a ring whose modules have several contexts:
-    /// returns those that belong to another ring (with their latency from the pivot), and
+    /// Measures again the lone contexts of a band whose modules have several contexts:
+    /// returns those that belong to another band (with their latency from the pivot), and
     /// merges those whose predicted module takes them after all.
     fn check_lonely(
         &mut self,
-        ring: &mut Ring,
+        band: &mut Band,
         tol: Tolerance,
     ) -> Result<Vec<(usize, f64)>, InferError> {
-        let lonely: Vec<usize> = ring
+        let lonely: Vec<usize> = band
             .live()
             .into_iter()
-            .filter(|&m| ring.modules[m].members.len() == 1)
-            .map(|m| ring.modules[m].rep)
+            .filter(|&m| band.modules[m].members.len() == 1)
+            .map(|m| band.modules[m].rep)
             .collect();
         let mut moved = Vec::new();
         for x in lonely {
-            let Some(v) = self.meter.confirm(ring.pivot, x, tol.agree)? else {
+            let Some(v) = self.meter.confirm(band.pivot, x, tol.agree)? else {
                 continue;
             };
-            if !ring.holds(v, tol) {
-                ring.remove(x);
+            if !band.holds(v, tol) {
+                band.remove(x);
                 moved.push((x, v));
                 continue;
             }
-            let own = ring.of.get(&x).copied();
-            for m in self.predicted(ring, x) {
+            let own = band.of.get(&x).copied();
+            for m in self.predicted(band, x) {
                 if Some(m) == own {
                     continue;
                 }
-                let rep = ring.modules[m].rep;
+                let rep = band.modules[m].rep;
                 self.meter.confirm(x, rep, tol.agree)?;
-                if self.close(ring, x, rep)? {
-                    ring.remove(x);
-                    ring.join(m, x);
+                if self.close(band, x, rep)? {
+                    band.remove(x);
+                    band.join(m, x);
                     break;
                 }
             }
@@ -847,10 +847,10 @@ impl<'m, 'a> Builder<'m, 'a> {
     /// Measures again the admission of each member of a module of three or more that is
     /// alone at its latency from the representative, and places it again when it no longer
     /// passes (an outlier admitted a stranger).
-    fn check_admissions(&mut self, ring: &mut Ring, tol: Tolerance) -> Result<(), InferError> {
+    fn check_admissions(&mut self, band: &mut Band, tol: Tolerance) -> Result<(), InferError> {
         let mut ejected = Vec::new();
-        for m in ring.live() {
-            let module = &ring.modules[m];
+        for m in band.live() {
+            let module = &band.modules[m];
             if module.members.len() < 3 {
                 continue;
             }
@@ -870,43 +870,43 @@ impl<'m, 'a> Builder<'m, 'a> {
                 }
                 let y = row[k].0;
                 self.meter.confirm(rep, y, tol.agree)?;
-                if !self.close(ring, y, rep)? {
+                if !self.close(band, y, rep)? {
                     ejected.push(y);
                 }
             }
         }
         for y in ejected {
-            ring.remove(y);
-            self.place(ring, y, tol, false)?;
+            band.remove(y);
+            self.place(band, y, tol, false)?;
         }
         Ok(())
     }
 
-    /// Merges modules of a ring whose representatives turn out close after all: a pair far
+    /// Merges modules of a band whose representatives turn out close after all: a pair far
     /// below the pivot's latencies to both is measured again first, and so is every pair of
-    /// modules of different sizes in a ring of at most [`FEW_MODULES`] modules (a slow
+    /// modules of different sizes in a band of at most [`FEW_MODULES`] modules (a slow
     /// reading between two contexts of one socket looks like the link to another socket,
     /// and splits the socket in two unequal parts).
     /// Returns whether two modules were merged.
-    fn merge_close(&mut self, ring: &mut Ring, tol: Tolerance) -> Result<bool, InferError> {
+    fn merge_close(&mut self, band: &mut Band, tol: Tolerance) -> Result<bool, InferError> {
         let mut merged = false;
-        if !ring.level.is_finite() {
+        if !band.level.is_finite() {
             return Ok(merged);
         }
-        let few = ring.live().len() <= FEW_MODULES;
-        for (a, b) in module_pairs(ring, ring, true) {
+        let few = band.live().len() <= FEW_MODULES;
+        for (a, b) in module_pairs(band, band, true) {
             let (Some(v), Some(la), Some(lb)) = (
                 self.meter.known(a, b),
-                self.meter.known(ring.pivot, a),
-                self.meter.known(ring.pivot, b),
+                self.meter.known(band.pivot, a),
+                self.meter.known(band.pivot, b),
             ) else {
                 continue;
             };
-            if !self.close(ring, a, b)? {
+            if !self.close(band, a, b)? {
                 let suspect = (la.max(lb) / v).ln() > OUTLIER_LN;
-                let unequal = match (ring.of.get(&a), ring.of.get(&b)) {
+                let unequal = match (band.of.get(&a), band.of.get(&b)) {
                     (Some(&ma), Some(&mb)) => {
-                        ring.modules[ma].members.len() != ring.modules[mb].members.len()
+                        band.modules[ma].members.len() != band.modules[mb].members.len()
                     }
                     _ => false,
                 };
@@ -916,13 +916,13 @@ impl<'m, 'a> Builder<'m, 'a> {
                 }
                 self.meter.confirm(a, b, tol.agree)?;
             }
-            let (Some(&ma), Some(&mb)) = (ring.of.get(&a), ring.of.get(&b)) else {
+            let (Some(&ma), Some(&mb)) = (band.of.get(&a), band.of.get(&b)) else {
                 continue;
             };
-            if ma != mb && self.close(ring, a, b)? {
-                for y in ring.modules[mb].members.clone() {
-                    ring.remove(y);
-                    ring.join(ma, y);
+            if ma != mb && self.close(band, a, b)? {
+                for y in band.modules[mb].members.clone() {
+                    band.remove(y);
+                    band.join(ma, y);
                 }
                 merged = true;
             }
@@ -930,31 +930,31 @@ impl<'m, 'a> Builder<'m, 'a> {
         Ok(merged)
     }
 
-    /// Tests, for every pair of rings, the nested-rings prediction: two modules are at the
+    /// Tests, for every pair of bands, the nested-bands prediction: two modules are at the
     /// larger of their representatives' latencies from the pivot (exact for a tree of
     /// groups). A few module pairs are sampled; where one disagrees (an outlier-sized
-    /// disagreement measured again first), every module pair of the two rings is measured:
+    /// disagreement measured again first), every module pair of the two bands is measured:
     /// multi-hop links between sockets, a ring or mesh gradient, clusters slower inside than
     /// out.
-    /// Returns the irregular ring pairs (indices as in [`Node::levels`]).
-    fn check_ring_pairs(
+    /// Returns the irregular band pairs (indices as in [`Node::levels`]).
+    fn check_band_pairs(
         &mut self,
-        rings: &[Ring],
+        bands: &[Band],
         tol: Tolerance,
     ) -> Result<Vec<(usize, usize)>, InferError> {
         let mut irregular = Vec::new();
-        for i in 0..rings.len() {
-            for j in i..rings.len() {
-                let pairs = module_pairs(&rings[i], &rings[j], i == j);
+        for i in 0..bands.len() {
+            for j in i..bands.len() {
+                let pairs = module_pairs(&bands[i], &bands[j], i == j);
                 if pairs.is_empty() {
                     continue;
                 }
-                let known = rings[i].level.is_finite() && rings[j].level.is_finite();
+                let known = bands[i].level.is_finite() && bands[j].level.is_finite();
                 if known {
-                    let contexts = rings[i].of.len() + rings[j].of.len();
+                    let contexts = bands[i].of.len() + bands[j].of.len();
                     self.sample(&pairs, contexts)?;
                 }
-                if !known || self.irregular(rings[i].pivot, &pairs, tol)? {
+                if !known || self.irregular(bands[i].pivot, &pairs, tol)? {
                     self.measure_all(&pairs)?;
                     self.recheck_isolated(&pairs, tol)?;
                     irregular.push((i + 1, j + 1));
@@ -964,8 +964,8 @@ impl<'m, 'a> Builder<'m, 'a> {
         Ok(irregular)
     }
 
-    /// Measures random pairs of `pairs` until at least [`RING_PAIR_SAMPLES`] are measured,
-    /// or all of them when they are at most half as many as the `contexts` of the two rings
+    /// Measures random pairs of `pairs` until at least [`BAND_PAIR_SAMPLES`] are measured,
+    /// or all of them when they are at most half as many as the `contexts` of the two bands
     /// (few large modules, such as sockets two hops apart or not: cheap to measure all).
     fn sample(&mut self, pairs: &[(usize, usize)], contexts: usize) -> Result<(), InferError> {
         let have = pairs
@@ -975,7 +975,7 @@ impl<'m, 'a> Builder<'m, 'a> {
         let want = if 2 * pairs.len() <= contexts {
             pairs.len()
         } else {
-            RING_PAIR_SAMPLES
+            BAND_PAIR_SAMPLES
         };
         if have >= want {
             return Ok(());
@@ -992,7 +992,7 @@ impl<'m, 'a> Builder<'m, 'a> {
         Ok(())
     }
 
-    /// Whether a measured pair disagrees with its nested-rings prediction (outlier-sized
+    /// Whether a measured pair disagrees with its nested-bands prediction (outlier-sized
     /// disagreements are measured again before they count).
     fn irregular(
         &mut self,
@@ -1069,8 +1069,8 @@ fn runs(mut row: Vec<(usize, f64)>, gap: f64) -> Vec<(Vec<f64>, Vec<usize>)> {
     out
 }
 
-/// Representative pairs of the module pairs of rings `a` and `b` (`same`: the same ring).
-fn module_pairs(a: &Ring, b: &Ring, same: bool) -> Vec<(usize, usize)> {
+/// Representative pairs of the module pairs of bands `a` and `b` (`same`: the same band).
+fn module_pairs(a: &Band, b: &Band, same: bool) -> Vec<(usize, usize)> {
     let (la, lb) = (a.live(), b.live());
     let mut out = Vec::new();
     for (i, &ma) in la.iter().enumerate() {

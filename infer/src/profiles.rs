@@ -26,9 +26,9 @@ const QUANTILE: f64 = 0.9;
 /// Most rounds (each round adds one level).
 const MAX_ROUNDS: usize = 64;
 
-/// A profile group found by the twin rounds.
+/// A profile group found by the profile rounds.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct TwinSet {
+pub(crate) struct ProfileGroup {
     /// Sorted member contexts.
     pub(crate) members: Vec<usize>,
     /// Number of components merged (its children at the time it was found).
@@ -41,17 +41,20 @@ pub(crate) struct TwinSet {
     /// a missing close partner does not count (sets of contexts that merely lack an SMT
     /// sibling are not set apart by it).
     pub(crate) plain_separation: f64,
+    /// Profile discrepancy (log) of the nearest outsider: how far the group's profile
+    /// stands from its neighbours'.
+    pub(crate) outside: f64,
     /// The parts it merged (each sorted).
     pub(crate) parts: Vec<Vec<usize>>,
     /// Round in which it was found.
     pub(crate) round: usize,
 }
 
-/// What the twin rounds find.
+/// What the profile rounds find.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Profiles {
     /// The profile groups, round by round.
-    pub(crate) sets: Vec<TwinSet>,
+    pub(crate) sets: Vec<ProfileGroup>,
     /// For every context, the profile discrepancy to its nearest other context (first
     /// round, without the partner veto): an upper bound of the measurement noise.
     pub(crate) nearest: Vec<f64>,
@@ -60,9 +63,9 @@ pub(crate) struct Profiles {
     pub(crate) first_round: Vec<f64>,
 }
 
-/// Runs the twin rounds over the table. `floor` is the smallest profile discrepancy that
+/// Runs the profile rounds over the table. `floor` is the smallest profile discrepancy that
 /// measurement can resolve (a coarse timer makes distinct profiles look identical).
-pub(crate) fn twin_sets(t: &Table, floor: f64) -> Profiles {
+pub(crate) fn profile_groups(t: &Table, floor: f64) -> Profiles {
     let mut classes: Vec<Vec<usize>> = (0..t.n).map(|i| vec![i]).collect();
     let mut found = Vec::new();
     let mut nearest = Vec::new();
@@ -72,27 +75,31 @@ pub(crate) fn twin_sets(t: &Table, floor: f64) -> Profiles {
         if k < 3 {
             break;
         }
+        let mut clock = std::time::Instant::now();
         let q = quotient(t, &classes);
+        crate::pipeline::stage("  quotient", &mut clock);
         let w: Vec<f64> = classes.iter().map(|c| c.len() as f64).collect();
-        let (e, plain) = discrepancies(&q, k, &w);
+        let cmp = compare(&q, k, &w);
+        crate::pipeline::stage("  compare", &mut clock);
         if round == 0 {
             nearest = (0..k)
                 .map(|a| {
-                    (0..k)
+                    cmp.partners(a)
                         .filter(|&b| b != a)
-                        .map(|b| plain[a * k + b])
-                        .fold(f64::INFINITY, f64::min)
+                        .map(|b| cmp.plain[a * k + b])
+                        .fold(CAP, f64::min)
                 })
                 .collect();
-            first_round.clone_from(&plain);
+            first_round.clone_from(&cmp.plain);
         }
-        let accepted = accept(&e, &plain, k, floor);
+        let accepted = accept(&cmp, floor);
+        crate::pipeline::stage("  accept", &mut clock);
         if accepted.is_empty() {
             break;
         }
         let mut merged = vec![false; k];
         let mut next: Vec<Vec<usize>> = Vec::new();
-        for (leaves, separation, within, plain_separation) in accepted {
+        for (leaves, separation, within, plain_separation, outside) in accepted {
             let mut members: Vec<usize> = leaves
                 .iter()
                 .flat_map(|&i| classes[i].iter().copied())
@@ -101,12 +108,13 @@ pub(crate) fn twin_sets(t: &Table, floor: f64) -> Profiles {
             for &i in &leaves {
                 merged[i] = true;
             }
-            found.push(TwinSet {
+            found.push(ProfileGroup {
                 members: members.clone(),
                 children: leaves.len(),
                 separation,
                 within,
                 plain_separation,
+                outside,
                 parts: leaves.iter().map(|&i| classes[i].clone()).collect(),
                 round,
             });
@@ -123,59 +131,123 @@ pub(crate) fn twin_sets(t: &Table, floor: f64) -> Profiles {
     }
 }
 
-/// Log of the mean latency between components (NaN where unknown).
-fn quotient(t: &Table, classes: &[Vec<usize>]) -> Vec<f64> {
+/// Log of the mean latency between components (NaN where unknown), in one pass over the
+/// table.
+fn quotient<'t>(t: &'t Table, classes: &[Vec<usize>]) -> std::borrow::Cow<'t, [f64]> {
     let k = classes.len();
     if classes.iter().all(|c| c.len() == 1) {
-        return t.log.clone();
+        // Classes are sorted: with single contexts they are the contexts in order.
+        return std::borrow::Cow::Borrowed(&t.log);
+    }
+    let mut of = vec![usize::MAX; t.n];
+    for (i, c) in classes.iter().enumerate() {
+        for &x in c {
+            of[x] = i;
+        }
+    }
+    let mut sum = vec![0.0_f64; k * k];
+    let mut count = vec![0_u32; k * k];
+    for a in 0..t.n {
+        let ca = of[a];
+        let row = &t.lat[a * t.n..(a + 1) * t.n];
+        for (b, &v) in row.iter().enumerate().skip(a + 1) {
+            let cb = of[b];
+            if ca == cb || v.is_nan() {
+                continue;
+            }
+            sum[ca * k + cb] += v;
+            count[ca * k + cb] += 1;
+        }
     }
     let mut q = vec![f64::NAN; k * k];
     for i in 0..k {
         for j in i + 1..k {
-            let v = t.between(&classes[i], &classes[j]);
-            if !v.is_empty() {
-                let mean = v.iter().sum::<f64>() / v.len() as f64;
-                q[i * k + j] = mean.ln();
-                q[j * k + i] = mean.ln();
+            let c = count[i * k + j] + count[j * k + i];
+            if c > 0 {
+                let mean = ((sum[i * k + j] + sum[j * k + i]) / f64::from(c)).ln();
+                q[i * k + j] = mean;
+                q[j * k + i] = mean;
             }
         }
     }
-    q
+    std::borrow::Cow::Owned(q)
 }
 
-/// Profile discrepancy of every pair of components (symmetric, capped at [`CAP`]), with
+/// Tables of at most this many components compare every pair of profiles on every column;
+/// larger ones compare each component with its [`CANDIDATES`] nearest components by
+/// latency, on a sample of the columns.
+const ALL_PAIRS_UP_TO: usize = 384;
+/// Components each component of a large table is compared with: its nearest by latency,
+/// where its SMT siblings and cluster mates are (the profile groups of a large machine).
+const CANDIDATES: usize = 24;
+
+/// The profile discrepancies of a round.
+pub(crate) struct Comparisons {
+    pub(crate) k: usize,
+    /// Discrepancy with the partner veto (row-major; [`CAP`] for pairs not compared).
+    pub(crate) e: Vec<f64>,
+    /// Discrepancy without the partner veto.
+    pub(crate) plain: Vec<f64>,
+    /// For a large table, the components each one was compared with (sorted); `None` when
+    /// every pair was compared.
+    pub(crate) compared: Option<Vec<Vec<usize>>>,
+}
+
+impl Comparisons {
+    /// The components compared with `a` (every other one for a small table).
+    pub(crate) fn partners(&self, a: usize) -> Box<dyn Iterator<Item = usize> + '_> {
+        match &self.compared {
+            Some(c) => Box::new(c[a].iter().copied()),
+            None => Box::new((0..self.k).filter(move |&b| b != a)),
+        }
+    }
+}
+
+/// Profile discrepancy of the pairs of components (symmetric, capped at [`CAP`]), with
 /// and without the partner veto. Column `c` weighs `w[c]` (the number of contexts it
-/// stands for). Rows are shared out among the available cores.
-pub(crate) fn discrepancies(q: &[f64], k: usize, w: &[f64]) -> (Vec<f64>, Vec<f64>) {
+/// stands for). Small tables compare every pair on every column; large ones each
+/// component with its nearest by latency, on sampled columns. Pairs are shared out among
+/// the available cores.
+pub(crate) fn compare(q: &[f64], k: usize, w: &[f64]) -> Comparisons {
     let near = nearest_two(q, k);
     let unit = w.iter().all(|&x| x == 1.0);
-    let sample = (unit && k > SAMPLE_ABOVE).then(|| Sample::new(q, k));
-    let sample = sample.as_ref();
+    let large = k > ALL_PAIRS_UP_TO;
+    let nearest = if large {
+        nearest_by_latency(q, k)
+    } else {
+        Vec::new()
+    };
+    let sample = large.then(|| Sample::new(q, k, &nearest));
+    let compared: Option<Vec<Vec<usize>>> = large.then(|| candidates(k, nearest));
+    let pairs: Vec<(usize, usize)> = match &compared {
+        Some(c) => (0..k)
+            .flat_map(|a| c[a].iter().filter(move |&&b| b > a).map(move |&b| (a, b)))
+            .collect(),
+        None => (0..k)
+            .flat_map(|a| (a + 1..k).map(move |b| (a, b)))
+            .collect(),
+    };
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
         .clamp(1, 8)
-        .min(k.max(1));
-    // Row a computes the pairs (a, b > a); rows are dealt round-robin to even out the
-    // triangle.
-    let rows: Vec<Vec<RowDiscrepancies>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let near = &near;
+        .min(pairs.len().div_ceil(256).max(1));
+    let chunk = pairs.len().div_ceil(threads).max(1);
+    let (sample, near, pairs_ref) = (sample.as_ref(), &near, &pairs);
+    let values: Vec<Vec<(f64, f64)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = pairs_ref
+            .chunks(chunk)
+            .map(|part| {
                 scope.spawn(move || {
                     let mut buf: Vec<(f64, f64)> = Vec::with_capacity(k);
                     let mut flat: Vec<f64> = Vec::with_capacity(k);
-                    (t..k)
-                        .step_by(threads)
-                        .map(|a| {
-                            let row = (a + 1..k)
-                                .map(|b| match sample {
-                                    Some(s) => sampled_discrepancy(q, k, s, near, a, b, &mut flat),
-                                    None => pair_discrepancy(
-                                        q, k, w, unit, near, a, b, &mut buf, &mut flat,
-                                    ),
-                                })
-                                .collect();
-                            (a, row)
+                    part.iter()
+                        .map(|&(a, b)| match sample {
+                            Some(s) => sampled_discrepancy(
+                                q, k, w, unit, s, near, a, b, &mut buf, &mut flat,
+                            ),
+                            None => {
+                                pair_discrepancy(q, k, w, unit, near, a, b, &mut buf, &mut flat)
+                            }
                         })
                         .collect()
                 })
@@ -186,22 +258,61 @@ pub(crate) fn discrepancies(q: &[f64], k: usize, w: &[f64]) -> (Vec<f64>, Vec<f6
             .map(|h| h.join().unwrap_or_default())
             .collect()
     });
-    let mut e = vec![0.0_f64; k * k];
-    let mut plain = vec![0.0_f64; k * k];
-    for (a, row) in rows.into_iter().flatten() {
-        for (i, (v, p)) in row.into_iter().enumerate() {
-            let b = a + 1 + i;
-            e[a * k + b] = v;
-            e[b * k + a] = v;
-            plain[a * k + b] = p;
-            plain[b * k + a] = p;
-        }
+    let mut e = vec![CAP; k * k];
+    let mut plain = vec![CAP; k * k];
+    for i in 0..k {
+        e[i * k + i] = 0.0;
+        plain[i * k + i] = 0.0;
     }
-    (e, plain)
+    for (&(a, b), (v, p)) in pairs.iter().zip(values.into_iter().flatten()) {
+        e[a * k + b] = v;
+        e[b * k + a] = v;
+        plain[a * k + b] = p;
+        plain[b * k + a] = p;
+    }
+    Comparisons {
+        k,
+        e,
+        plain,
+        compared,
+    }
 }
 
-/// Row `a`'s discrepancies to every `b > a`, with and without the partner veto.
-type RowDiscrepancies = (usize, Vec<(f64, f64)>);
+/// For each component, its [`CANDIDATES`] nearest components by latency, nearest first.
+fn nearest_by_latency(q: &[f64], k: usize) -> Vec<Vec<usize>> {
+    (0..k)
+        .map(|a| {
+            let row = &q[a * k..(a + 1) * k];
+            let mut order: Vec<usize> = (0..k).filter(|&c| c != a && !row[c].is_nan()).collect();
+            let keep = CANDIDATES.min(order.len());
+            if keep > 0 && keep < order.len() {
+                order.select_nth_unstable_by(keep - 1, |&x, &y| row[x].total_cmp(&row[y]));
+            }
+            order.truncate(keep);
+            order.sort_by(|&x, &y| row[x].total_cmp(&row[y]));
+            order
+        })
+        .collect()
+}
+
+/// The components each component is compared with: its nearest by latency, made
+/// symmetric (`b` is compared with `a` when `a` is with `b`), sorted.
+fn candidates(k: usize, nearest: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
+    let mut out = nearest;
+    for a in 0..k {
+        for i in 0..out[a].len() {
+            let b = out[a][i];
+            if !out[b].contains(&a) {
+                out[b].push(a);
+            }
+        }
+    }
+    for list in &mut out {
+        list.sort_unstable();
+        list.dedup();
+    }
+    out
+}
 
 /// The discrepancy of one pair, with and without the partner veto.
 #[allow(clippy::too_many_arguments)]
@@ -253,8 +364,6 @@ fn pair_discrepancy(
     (base.max(partner_veto(q, k, near, a, b)).min(CAP), base)
 }
 
-/// Tables with more contexts than this compare profiles on a sample of the columns.
-const SAMPLE_ABOVE: usize = 384;
 /// About this many columns are sampled.
 const SAMPLE_COLUMNS: usize = 256;
 /// Every context's this many nearest contexts (by latency) are always compared: the
@@ -265,79 +374,103 @@ const NEAR_COLUMNS: usize = 8;
 /// row's nearest contexts.
 struct Sample {
     step: usize,
+    /// Every row's values at the sampled columns `0, step, 2·step, ...` (row-major, one
+    /// row per component), read contiguously.
+    columns: Vec<f64>,
+    /// Number of sampled columns.
+    width: usize,
     near: Vec<Vec<usize>>,
 }
 
 impl Sample {
-    fn new(q: &[f64], k: usize) -> Self {
+    /// The sample of `q`; `nearest[a]` lists `a`'s nearest components by latency, nearest
+    /// first.
+    fn new(q: &[f64], k: usize, nearest: &[Vec<usize>]) -> Self {
         let step = k.div_ceil(SAMPLE_COLUMNS).max(1);
-        let near = (0..k)
-            .map(|a| {
-                let mut order: Vec<usize> = (0..k)
-                    .filter(|&c| c != a && !q[a * k + c].is_nan())
-                    .collect();
-                let keep = NEAR_COLUMNS.min(order.len());
-                if keep > 0 && keep < order.len() {
-                    order.select_nth_unstable_by(keep - 1, |&x, &y| {
-                        q[a * k + x].total_cmp(&q[a * k + y])
-                    });
-                }
-                order.truncate(keep);
-                order
-            })
+        let width = k.div_ceil(step);
+        let mut columns = Vec::with_capacity(k * width);
+        for a in 0..k {
+            columns.extend(q[a * k..(a + 1) * k].iter().step_by(step));
+        }
+        let near = nearest
+            .iter()
+            .map(|n| n.iter().copied().take(NEAR_COLUMNS).collect())
             .collect();
-        Self { step, near }
+        Self {
+            step,
+            columns,
+            width,
+            near,
+        }
     }
 }
 
-/// [`pair_discrepancy`] for unit weights on the sampled columns and both rows' nearest
-/// contexts: the same statistic, estimated from a quarter of the columns or fewer, exact
-/// where siblings and cluster mates differ.
+/// [`pair_discrepancy`] on the sampled columns and both rows' nearest contexts: the same
+/// statistic, estimated from a quarter of the columns or fewer, exact where siblings and
+/// cluster mates differ.
+#[allow(clippy::too_many_arguments)]
 fn sampled_discrepancy(
     q: &[f64],
     k: usize,
+    w: &[f64],
+    unit: bool,
     sample: &Sample,
     near: &[[usize; 2]],
     a: usize,
     b: usize,
+    buf: &mut Vec<(f64, f64)>,
     flat: &mut Vec<f64>,
 ) -> (f64, f64) {
     let ra = &q[a * k..(a + 1) * k];
     let rb = &q[b * k..(b + 1) * k];
     flat.clear();
+    buf.clear();
     let step = sample.step;
-    let columns = k.div_ceil(step) + 2 * NEAR_COLUMNS;
-    let exit_count = (0.1 * columns as f64).ceil() as usize + 2;
-    let mut big = 0;
-    let mut take = |c: usize, flat: &mut Vec<f64>| -> bool {
+    let mut columns = 0.0;
+    for c in (0..k).step_by(step) {
+        columns += w[c];
+    }
+    let sa = &sample.columns[a * sample.width..(a + 1) * sample.width];
+    let sb = &sample.columns[b * sample.width..(b + 1) * sample.width];
+    let exit_weight = 0.1 * columns + 2.0 * w[a].min(w[b]);
+    let mut big = 0.0;
+    let mut take = |c: usize, x: f64, flat: &mut Vec<f64>, buf: &mut Vec<(f64, f64)>| -> bool {
         if c == a || c == b {
             return true;
         }
-        let x = (ra[c] - rb[c]).abs();
         if x.is_nan() {
             return true;
         }
         if x >= CAP {
-            big += 1;
-            if big >= exit_count {
+            big += w[c];
+            if big >= exit_weight {
                 return false;
             }
         }
-        flat.push(x);
+        if unit {
+            flat.push(x);
+        } else {
+            buf.push((x, w[c]));
+        }
         true
     };
-    for c in (0..k).step_by(step) {
-        if !take(c, flat) {
+    for (j, (x, y)) in sa.iter().zip(sb).enumerate() {
+        if !take(j * step, (x - y).abs(), flat, buf) {
             return (CAP, CAP);
         }
     }
     for (i, &c) in sample.near[a].iter().chain(&sample.near[b]).enumerate() {
         let repeated = i >= sample.near[a].len() && sample.near[a].contains(&c);
-        if c % step != 0 && !repeated && !take(c, flat) {
+        if c % step != 0 && !repeated && !take(c, (ra[c] - rb[c]).abs(), flat, buf) {
             return (CAP, CAP);
         }
     }
-    let base = unweighted_distance(flat).min(CAP);
+    let base = if unit {
+        unweighted_distance(flat)
+    } else {
+        profile_distance(buf)
+    }
+    .min(CAP);
     (base.max(partner_veto(q, k, near, a, b)).min(CAP), base)
 }
 
@@ -563,68 +696,95 @@ fn unweighted_distance(d: &[f64]) -> f64 {
     veto_or_quantile(second, h.quantile(QUANTILE))
 }
 
+/// A profile group accepted in a round: `(leaves, separation, within, plain separation,
+/// nearest outsider's discrepancy)`.
+type Accepted = (Vec<usize>, f64, f64, f64, f64);
+
 /// The smallest dendrogram clusters (neither a single component nor all of them) whose
-/// separation reaches [`SEPARATION`], without overlaps:
-/// `(leaves, separation, within, plain separation)`.
-fn accept(e: &[f64], plain: &[f64], k: usize, floor: f64) -> Vec<(Vec<usize>, f64, f64, f64)> {
-    let den = cluster(e, k, Linkage::Complete);
-    // Neighbours of each leaf by increasing discrepancy.
+/// separation reaches [`SEPARATION`], without overlaps.
+fn accept(cmp: &Comparisons, floor: f64) -> Vec<Accepted> {
+    let (e, plain, k) = (&cmp.e, &cmp.plain, cmp.k);
+    // Neighbours of each leaf by increasing discrepancy (the compared ones of a large
+    // table: every other one is at the cap).
     let order: Vec<Vec<usize>> = (0..k)
         .map(|a| {
-            let mut o: Vec<usize> = (0..k).filter(|&b| b != a).collect();
+            let mut o: Vec<usize> = cmp.partners(a).collect();
             o.sort_by(|&x, &y| e[a * k + x].total_cmp(&e[a * k + y]));
             o
         })
         .collect();
-    let mut candidates: Vec<(usize, f64, f64, Vec<usize>)> = Vec::new();
+    // Complete linkage merges two clusters below a height only when every pair between
+    // them is below it: the merges that can be accepted (below CAP / SEPARATION) happen
+    // inside the connected parts of the graph of pairs closer than that, clustered one by
+    // one.
+    let limit = CAP / SEPARATION;
+    let mut part = crate::linkage::UnionFind::new(k);
+    for a in 0..k {
+        for &b in &order[a] {
+            if e[a * k + b] >= limit {
+                break;
+            }
+            part.union(a, b);
+        }
+    }
+    let mut candidates: Vec<(usize, f64, f64, f64, Vec<usize>)> = Vec::new();
     let mut inside = vec![false; k];
-    for node in &den.nodes {
-        let size = node.leaves.len();
-        if node.children.is_none() || size >= k {
+    for members in part.sets() {
+        let m = members.len();
+        if m < 2 {
             continue;
         }
-        let within = node.height;
-        if within >= CAP / SEPARATION {
-            continue;
-        }
-        for &x in &node.leaves {
-            inside[x] = true;
-        }
-        let mut outside = f64::INFINITY;
-        for &a in &node.leaves {
-            if let Some(&b) = order[a].iter().find(|&&b| !inside[b]) {
-                outside = outside.min(e[a * k + b]);
+        let mut sub = vec![0.0; m * m];
+        for (i, &a) in members.iter().enumerate() {
+            for (j, &b) in members.iter().enumerate() {
+                sub[i * m + j] = if i == j { f64::NAN } else { e[a * k + b] };
             }
         }
-        for &x in &node.leaves {
-            inside[x] = false;
-        }
-        let separation = outside / within.max(floor).max(1e-12);
-        if separation >= SEPARATION {
-            candidates.push((size, separation, within, node.leaves.clone()));
+        let den = cluster(&sub, m, Linkage::Complete);
+        for (id, node) in den.nodes.iter().enumerate() {
+            let size = node.size;
+            if node.children.is_none() || size >= k {
+                continue;
+            }
+            let within = node.height;
+            if within >= limit {
+                continue;
+            }
+            let leaves: Vec<usize> = den.leaves(id).into_iter().map(|i| members[i]).collect();
+            for &x in &leaves {
+                inside[x] = true;
+            }
+            let mut outside = CAP;
+            for &a in &leaves {
+                if let Some(&b) = order[a].iter().find(|&&b| !inside[b]) {
+                    outside = outside.min(e[a * k + b]);
+                }
+            }
+            for &x in &leaves {
+                inside[x] = false;
+            }
+            let separation = outside / within.max(floor).max(1e-12);
+            if separation >= SEPARATION {
+                candidates.push((size, separation, within, outside, leaves));
+            }
         }
     }
     candidates.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
     let mut taken = vec![false; k];
     let mut out = Vec::new();
-    for (_, separation, within, leaves) in candidates {
+    let mut mine = vec![false; k];
+    for (_, separation, within, outside, leaves) in candidates {
         if leaves.iter().any(|&x| taken[x]) {
             continue;
         }
         for &x in &leaves {
             taken[x] = true;
-        }
-        let mut plain_within: f64 = 0.0;
-        let mut plain_outside = f64::INFINITY;
-        let mut mine = vec![false; k];
-        for &x in &leaves {
             mine[x] = true;
         }
+        let mut plain_within: f64 = 0.0;
+        let mut plain_outside = CAP;
         for &a in &leaves {
-            for b in 0..k {
-                if b == a {
-                    continue;
-                }
+            for b in cmp.partners(a) {
                 let v = plain[a * k + b];
                 if mine[b] {
                     plain_within = plain_within.max(v);
@@ -633,19 +793,22 @@ fn accept(e: &[f64], plain: &[f64], k: usize, floor: f64) -> Vec<(Vec<usize>, f6
                 }
             }
         }
+        for &x in &leaves {
+            mine[x] = false;
+        }
         let plain_separation = plain_outside / plain_within.max(floor).max(1e-12);
-        out.push((leaves, separation, within, plain_separation));
+        out.push((leaves, separation, within, plain_separation, outside));
     }
     out
 }
 
-/// Whether `a` and `b` may be a genuine pair: their profile distance is at most twice the
+/// Whether `a` and `b` may be a real pair (not an outlier measurement): their profile distance is at most twice the
 /// larger of their distances to their nearest other context. A fast pair whose two
 /// members each have a much closer twin elsewhere (each belongs to another core) is an
 /// outlier measurement, not a component; a noisy context without a closer twin is not.
 /// `plain` is the first round's profile distance between contexts (without the partner
 /// veto), see [`Profiles::first_round`].
-pub(crate) fn genuine_pair(plain: &[f64], k: usize, a: usize, b: usize) -> bool {
+pub(crate) fn profiles_confirm_pair(plain: &[f64], k: usize, a: usize, b: usize) -> bool {
     let nearest = |x: usize, other: usize| {
         (0..k)
             .filter(|&c| c != x && c != other)

@@ -1,0 +1,345 @@
+//! Turns the tree and its roles into a [`Topology`]: numbering, normalized latencies and
+//! latency levels.
+
+use topoprobe_model::{
+    ContextId, Evidence, LatencyLevel, LatencyMatrix, LatencySummary, Member, Role, TopologyBuilder,
+};
+
+use crate::levels::MIN_GAP;
+use crate::roles::{Kind, Roles};
+use crate::table::Table;
+use crate::tree::ComponentTree;
+
+/// The smallest component containing both ends of a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum SharedComponent {
+    Core(usize),
+    Group(usize),
+    Socket(usize),
+    Sockets(usize, usize),
+}
+
+impl SharedComponent {
+    fn role(self) -> Role {
+        match self {
+            Self::Core(_) => Role::Smt,
+            Self::Group(_) => Role::Group,
+            Self::Socket(_) => Role::Socket,
+            Self::Sockets(..) => Role::CrossSocket,
+        }
+    }
+}
+
+/// Adds the structure to the builder and returns, per context, its chain of components
+/// from the core up to the socket.
+pub(crate) fn structure(
+    tree: &ComponentTree,
+    roles: &Roles,
+    b: &mut TopologyBuilder,
+) -> Vec<Vec<SharedComponent>> {
+    let n = tree.nodes[0].members.len();
+    let mut chain: Vec<Vec<SharedComponent>> = vec![Vec::new(); n];
+    let mut sockets: Vec<usize> = roles.sockets.clone();
+    sockets.sort_by_key(|&s| tree.nodes[s].members[0]);
+    for &s in &sockets {
+        let members = if roles.kind[s] == Kind::Core {
+            vec![add_core(tree.nodes[s].members.clone(), b, &mut chain)]
+        } else {
+            add_parts(tree, roles, s, b, &mut chain)
+        };
+        let sid = b.socket(members);
+        for &x in &tree.nodes[s].members {
+            chain[x].push(SharedComponent::Socket(sid.0));
+        }
+    }
+    chain
+}
+
+fn add_core(
+    members: Vec<usize>,
+    b: &mut TopologyBuilder,
+    chain: &mut [Vec<SharedComponent>],
+) -> Member {
+    let id = b.core(members.iter().map(|&x| ContextId(x)).collect());
+    for &x in &members {
+        chain[x].push(SharedComponent::Core(id.0));
+    }
+    Member::Core(id)
+}
+
+/// Adds the direct parts of a node (recursively) and returns them as members.
+fn add_parts(
+    tree: &ComponentTree,
+    roles: &Roles,
+    node: usize,
+    b: &mut TopologyBuilder,
+    chain: &mut [Vec<SharedComponent>],
+) -> Vec<Member> {
+    enum P {
+        Node(usize),
+        Ctx(usize),
+    }
+    let n = &tree.nodes[node];
+    let mut ps: Vec<(usize, P)> = n
+        .children
+        .iter()
+        .map(|&c| (tree.nodes[c].members[0], P::Node(c)))
+        .collect();
+    ps.extend(n.leaves.iter().map(|&x| (x, P::Ctx(x))));
+    ps.sort_by_key(|p| p.0);
+    let mut out = Vec::new();
+    for (_, p) in ps {
+        match p {
+            P::Ctx(x) => out.push(add_core(vec![x], b, chain)),
+            P::Node(c) => match roles.kind[c] {
+                Kind::Core => out.push(add_core(tree.nodes[c].members.clone(), b, chain)),
+                _ => {
+                    let members = add_parts(tree, roles, c, b, chain);
+                    let cn = &tree.nodes[c];
+                    let evidence = match (cn.latency.is_some(), cn.profile.is_some(), cn.os) {
+                        (true, true, _) => Evidence::LatencyGapAndProfile,
+                        (true, false, _) => Evidence::LatencyGap,
+                        (false, true, _) => Evidence::Profile,
+                        // Only the operating system lists it (a shared cache).
+                        (false, false, Some(_)) => Evidence::Given,
+                        (false, false, None) => Evidence::Profile,
+                    };
+                    if members.len() == 1 {
+                        // A set holding a single core or group adds nothing.
+                        out.extend(members);
+                    } else {
+                        let g = b.group(members, evidence);
+                        for &x in &cn.members {
+                            chain[x].push(SharedComponent::Group(g.0));
+                        }
+                        out.push(Member::Group(g));
+                    }
+                }
+            },
+        }
+    }
+    out
+}
+
+/// The smallest shared component of every pair, with the latencies of the pairs of each
+/// component and its latency level.
+#[derive(Debug, Clone)]
+pub(crate) struct Shared {
+    n: usize,
+    /// The dense id of every pair's smallest shared component (row-major; the diagonal is
+    /// meaningless).
+    pair: Vec<u32>,
+    /// The measured latencies of the pairs of each component.
+    pub(crate) values: Vec<Vec<f64>>,
+    /// The median latency of each component (a component without any measured pair takes
+    /// the median of the components of its role); NaN when none of its role has any.
+    pub(crate) median: Vec<f64>,
+    /// The latency level of each component.
+    pub(crate) level: Vec<usize>,
+    /// The levels: role and components.
+    pub(crate) levels: Vec<(Role, Vec<usize>)>,
+}
+
+impl Shared {
+    /// Finds the smallest shared component of every pair of `t`, given each context's chain
+    /// of components from its core up to its socket.
+    pub(crate) fn new(t: &Table, chain: &[Vec<SharedComponent>]) -> Self {
+        let n = t.n;
+        let mut components: Vec<SharedComponent> = Vec::new();
+        let mut index = std::collections::HashMap::new();
+        let mut id_of = |c: SharedComponent, components: &mut Vec<SharedComponent>| -> u32 {
+            *index.entry(c).or_insert_with(|| {
+                components.push(c);
+                u32::try_from(components.len() - 1).unwrap_or(u32::MAX)
+            })
+        };
+        // Chains as dense ids, outermost (the socket) first.
+        let ids: Vec<Vec<u32>> = chain
+            .iter()
+            .map(|c| c.iter().rev().map(|&m| id_of(m, &mut components)).collect())
+            .collect();
+        let socket_of: Vec<usize> = chain
+            .iter()
+            .map(|c| match c.last() {
+                Some(SharedComponent::Socket(s)) => *s,
+                _ => 0,
+            })
+            .collect();
+        let sockets = socket_of.iter().copied().max().map_or(1, |m| m + 1);
+        let mut pair_id = vec![u32::MAX; sockets * sockets];
+        for a in 0..sockets {
+            for b in a + 1..sockets {
+                let id = id_of(SharedComponent::Sockets(a, b), &mut components);
+                pair_id[a * sockets + b] = id;
+                pair_id[b * sockets + a] = id;
+            }
+        }
+        let mut pair = vec![u32::MAX; n * n];
+        let mut values: Vec<Vec<f64>> = vec![Vec::new(); components.len()];
+        // Whether a component is the smallest shared one of some pair (a core of one
+        // context never is).
+        let mut used = vec![false; components.len()];
+        for a in 0..n {
+            for b in a + 1..n {
+                let (ca, cb) = (&ids[a], &ids[b]);
+                let id = if socket_of[a] != socket_of[b] || ca.is_empty() || cb.is_empty() {
+                    pair_id[socket_of[a] * sockets + socket_of[b]]
+                } else {
+                    let mut last = ca[0];
+                    for (x, y) in ca.iter().zip(cb) {
+                        if x != y {
+                            break;
+                        }
+                        last = *x;
+                    }
+                    last
+                };
+                pair[a * n + b] = id;
+                pair[b * n + a] = id;
+                if id == u32::MAX {
+                    continue;
+                }
+                used[id as usize] = true;
+                let v = t.get(a, b);
+                if !v.is_nan() {
+                    values[id as usize].push(v);
+                }
+            }
+        }
+        let mut median: Vec<f64> = values
+            .iter()
+            .map(|v| crate::table::median(&mut v.clone()))
+            .collect();
+        // A component without any measured pair (its pairs missing or rejected as outliers)
+        // takes the median of the components of the same role.
+        for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
+            let mut of_role: Vec<f64> = components
+                .iter()
+                .zip(&median)
+                .filter(|(c, m)| c.role() == role && !m.is_nan())
+                .map(|(_, &m)| m)
+                .collect();
+            let typical = crate::table::median(&mut of_role);
+            for ((c, m), &u) in components.iter().zip(median.iter_mut()).zip(&used) {
+                if u && c.role() == role && m.is_nan() {
+                    *m = typical;
+                }
+            }
+        }
+        let levels = level_groups(&components, &median, &values, n);
+        let mut level = vec![usize::MAX; components.len()];
+        for (i, (_, members)) in levels.iter().enumerate() {
+            for &c in members {
+                level[c] = i;
+            }
+        }
+        Self {
+            n,
+            pair,
+            values,
+            median,
+            level,
+            levels,
+        }
+    }
+
+    /// The dense id of the smallest shared component of `a` and `b` (`a != b`).
+    #[inline]
+    pub(crate) fn of(&self, a: usize, b: usize) -> usize {
+        self.pair[a * self.n + b] as usize
+    }
+
+    /// The normalized table (every pair replaced by the median latency of its smallest
+    /// shared component) and the latency levels (per role, medians closer than
+    /// [`MIN_GAP`] merged), with summaries over the measured pairs.
+    pub(crate) fn normalized(&self) -> (LatencyMatrix, Vec<LatencyLevel>) {
+        let n = self.n;
+        let normalized = LatencyMatrix::from_fn(n, |a, b| {
+            let m = self.median[self.of(a, b)];
+            (!m.is_nan()).then_some(m)
+        });
+        let levels = self
+            .levels
+            .iter()
+            .filter_map(|(role, members)| {
+                let all: Vec<f64> = members
+                    .iter()
+                    .flat_map(|&c| self.values[c].iter().copied())
+                    .collect();
+                LatencySummary::of(all).map(|latency| LatencyLevel {
+                    id: 0,
+                    role: *role,
+                    latency,
+                })
+            })
+            .collect();
+        (normalized, levels)
+    }
+}
+
+/// Groups components into levels: per role, medians closer than [`MIN_GAP`] merged,
+/// and levels of fewer than `max(2, n/8)` pairs merged into their nearest neighbour of the
+/// same role (a single odd core makes no level of its own).
+fn level_groups(
+    components: &[SharedComponent],
+    median: &[f64],
+    values: &[Vec<f64>],
+    n: usize,
+) -> Vec<(Role, Vec<usize>)> {
+    let min_pairs = (n / 8).max(2);
+    let mut out = Vec::new();
+    for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
+        let mut keys: Vec<(f64, usize)> = (0..components.len())
+            .filter(|&c| components[c].role() == role && !median[c].is_nan())
+            .map(|c| (median[c], c))
+            .collect();
+        keys.sort_by(|x, y| {
+            x.0.total_cmp(&y.0)
+                .then_with(|| components[x.1].cmp(&components[y.1]))
+        });
+        let mut groups: Vec<Vec<(f64, usize)>> = Vec::new();
+        let mut start = 0;
+        for i in 0..keys.len() {
+            if i + 1 == keys.len() || keys[i + 1].0 / keys[i].0 >= MIN_GAP {
+                groups.push(keys[start..=i].to_vec());
+                start = i + 1;
+            }
+        }
+        let pairs = |g: &[(f64, usize)]| -> usize { g.iter().map(|k| values[k.1].len()).sum() };
+        while groups.len() > 1 {
+            let Some(small) = (0..groups.len()).find(|&i| pairs(&groups[i]) < min_pairs) else {
+                break;
+            };
+            // Merge into the neighbour across the smaller ratio.
+            let gap = |i: usize, j: usize| -> f64 {
+                let (a, b) = if i < j { (i, j) } else { (j, i) };
+                groups[b][0].0 / groups[a][groups[a].len() - 1].0
+            };
+            let target = match (
+                small.checked_sub(1),
+                (small + 1 < groups.len()).then_some(small + 1),
+            ) {
+                (Some(l), Some(r)) => {
+                    if gap(l, small) <= gap(small, r) {
+                        l
+                    } else {
+                        r
+                    }
+                }
+                (Some(l), None) => l,
+                (None, Some(r)) => r,
+                (None, None) => break,
+            };
+            let moved = groups.remove(small);
+            let target = if target > small { target - 1 } else { target };
+            groups[target].extend(moved);
+            groups[target].sort_by(|x, y| x.0.total_cmp(&y.0));
+        }
+        out.extend(
+            groups
+                .into_iter()
+                .map(|g| (role, g.into_iter().map(|k| k.1).collect())),
+        );
+    }
+    out
+}

@@ -1,0 +1,644 @@
+//! The socket decision.
+//!
+//! Sockets are copies of one chip: they come in 1, 2, 4 or 8 near-equal parts, each of at
+//! least [`SOCKET_MIN_CORES`] cores, whose insides look alike (or one is as slow inside as
+//! the link between them: the home-node effect of AMD servers), joined by a chip-to-chip
+//! link of at least [`SOCKET_MIN_NS`] at most [`SOCKET_MAX_RATIO`] times their inside, or
+//! of at least [`SOCKET_SURE_NS`]. The candidate parts are the top-level parts of the
+//! component tree; when those are no plausible socket count (16 dies, single cores, a group
+//! that swallowed three of four sockets), the tree's parts are clustered by the median
+//! latency of each pair of parts — robust to a few percent of bad pairs — into 2, 4 or 8
+//! clusters that the latency clearly separates. A `--sockets N` hint cuts the tree, or else
+//! that clustering, into N parts: a correct hint can always be honoured.
+
+use topoprobe_model::Origin;
+
+use super::{fmt_lat, given, given_past, Context, Decision, Kind};
+use crate::linkage::{cluster, Linkage};
+use crate::table::{median, Table};
+use crate::tree::ComponentTree;
+
+/// Smallest cross-socket latency (ns) for sockets that are less than [`SOCKET_MAX_RATIO`]
+/// times slower than their insides.
+pub(crate) const SOCKET_MIN_NS: f64 = 100.0;
+/// Cross-socket latency (ns) that makes sockets whatever the ratio.
+pub(crate) const SOCKET_SURE_NS: f64 = 250.0;
+/// Largest ratio of cross-socket to in-socket latency for sockets below [`SOCKET_SURE_NS`].
+pub(crate) const SOCKET_MAX_RATIO: f64 = 3.5;
+/// Fewest cores a component needs to be taken for a socket without a hint.
+pub(crate) const SOCKET_MIN_CORES: usize = 4;
+/// Relative margin inside which a decision is reported as unresolved.
+const MARGIN: f64 = 0.1;
+/// Largest ratio of the largest socket to the smallest (contexts).
+const EQUAL_SIZES: f64 = 1.5;
+/// Largest ratio of two sockets' inside latencies (sockets are copies of one chip).
+const SIMILAR_INSIDES: f64 = 1.5;
+/// A part whose inside is this close to the link is a home-node part (its inside pairs
+/// go through the home node of the measured line, as slow as the link).
+const HOME_NODE: f64 = 0.85;
+/// Clusters found by the block medians need every cluster's inside this many times below
+/// the latency between them.
+const CLEAR: f64 = 1.3;
+/// A link below [`SOCKET_MIN_NS`] but above this fraction of it, at most
+/// [`LOW_LINK_RATIO`] times the inside, may be a real socket boundary (a fast
+/// two-socket link) or the dies of one package: unresolved.
+const LOW_LINK: f64 = 0.7;
+/// See [`LOW_LINK`].
+const LOW_LINK_RATIO: f64 = 3.0;
+
+/// The sockets chosen, as sets of contexts, with the decision.
+#[derive(Debug, Clone)]
+pub(crate) struct SocketChoice {
+    /// The contexts of each socket, sorted, ordered by their first context.
+    pub(crate) sets: Vec<Vec<usize>>,
+    pub(crate) decision: Decision,
+}
+
+impl SocketChoice {
+    /// The tree nodes that are the sockets, when every socket is a node (the root for a
+    /// single socket).
+    pub(crate) fn nodes(&self, tree: &ComponentTree) -> Option<Vec<usize>> {
+        self.sets
+            .iter()
+            .map(|set| tree.nodes.iter().position(|n| &n.members == set))
+            .collect()
+    }
+
+    fn one(n: usize, decision: Decision) -> Self {
+        Self {
+            sets: vec![(0..n).collect()],
+            decision,
+        }
+    }
+}
+
+/// A partition of the machine into parts that may be sockets, with its latencies.
+#[derive(Debug, Clone)]
+struct Split {
+    sets: Vec<Vec<usize>>,
+    /// Median latency between different parts.
+    cross: f64,
+    /// Median latency inside each part.
+    inside: Vec<f64>,
+    /// Cores of each part.
+    cores: Vec<usize>,
+}
+
+impl Split {
+    fn new(t: &Table, tree: &ComponentTree, kind: &[Kind], mut sets: Vec<Vec<usize>>) -> Self {
+        for s in &mut sets {
+            s.sort_unstable();
+        }
+        sets.sort();
+        let mut part = vec![usize::MAX; t.n];
+        for (i, s) in sets.iter().enumerate() {
+            for &x in s {
+                part[x] = i;
+            }
+        }
+        let mut cross = Vec::new();
+        let mut inside: Vec<Vec<f64>> = vec![Vec::new(); sets.len()];
+        for a in 0..t.n {
+            for b in a + 1..t.n {
+                let v = t.get(a, b);
+                if v.is_nan() || part[a] == usize::MAX || part[b] == usize::MAX {
+                    continue;
+                }
+                if part[a] == part[b] {
+                    inside[part[a]].push(v);
+                } else {
+                    cross.push(v);
+                }
+            }
+        }
+        let cores = sets.iter().map(|s| core_count(tree, kind, s)).collect();
+        Self {
+            cross: median(&mut cross),
+            inside: inside.iter_mut().map(|v| median(v)).collect(),
+            sets,
+            cores,
+        }
+    }
+}
+
+/// Number of cores among a set of contexts, given the core nodes.
+fn core_count(tree: &ComponentTree, kind: &[Kind], members: &[usize]) -> usize {
+    let mut in_core = 0;
+    let mut cores = 0;
+    for (id, k) in kind.iter().enumerate() {
+        if *k == Kind::Core {
+            let m = &tree.nodes[id].members;
+            if m.iter().all(|x| members.binary_search(x).is_ok()) {
+                cores += 1;
+                in_core += m.len();
+            }
+        }
+    }
+    cores + members.len() - in_core
+}
+
+/// What the latencies say of a split.
+#[derive(Debug, Clone)]
+struct Judgement {
+    /// A socket count (2, 4 or 8) of near-equal parts of enough cores whose insides look
+    /// alike (and, for clusters of the block medians, that the latency clearly separates).
+    plausible: bool,
+    /// Why not, when not.
+    implausible: Option<String>,
+    /// The link passes the bounds.
+    sockets: bool,
+    /// The verdict is near a bound.
+    unsure: Option<String>,
+    ratio: f64,
+    inner: f64,
+}
+
+fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
+    let opts = cx.opts;
+    let unit = opts.ns_to_units(1.0);
+    let k = split.sets.len();
+    let sizes: Vec<usize> = split.sets.iter().map(Vec::len).collect();
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let smallest = sizes.iter().copied().min().unwrap_or(0);
+    let cross = split.cross;
+    // Parts as slow inside as the link: the home-node effect.
+    let home: Vec<bool> = split
+        .inside
+        .iter()
+        .map(|&i| i >= HOME_NODE * cross)
+        .collect();
+    let normal: Vec<f64> = split
+        .inside
+        .iter()
+        .zip(&home)
+        .filter(|(_, &h)| !h)
+        .map(|(&i, _)| i)
+        .collect();
+    let inner = if normal.is_empty() {
+        split.inside.iter().copied().fold(0.0_f64, f64::max)
+    } else {
+        normal.iter().copied().fold(0.0_f64, f64::max)
+    };
+    let lowest_inner = normal.iter().copied().fold(f64::INFINITY, f64::min);
+    let ratio = cross / inner;
+    let mut why = None;
+    if !matches!(k, 2 | 4 | 8) {
+        why = Some(format!("{k} parts is not a socket count (1, 2, 4 or 8)"));
+    } else if largest as f64 > EQUAL_SIZES * smallest as f64 {
+        why = Some(format!("parts of {sizes:?} contexts are not near-equal"));
+    } else if split.cores.iter().any(|&c| c < SOCKET_MIN_CORES) {
+        why = Some(format!("parts of fewer than {SOCKET_MIN_CORES} cores"));
+    } else if normal.len() >= 2 && inner > SIMILAR_INSIDES * lowest_inner {
+        why = Some(format!(
+            "their insides differ ({} against {}) where sockets are copies of one chip",
+            fmt_lat(lowest_inner, opts),
+            fmt_lat(inner, opts)
+        ));
+    } else if clustered && (home.iter().any(|&h| h) || ratio < CLEAR) {
+        why = Some("the latency does not clearly separate them".to_string());
+    }
+    let plausible = why.is_none();
+    let rule = |min_ns: f64, sure_ns: f64, max_ratio: f64| -> bool {
+        (cross >= min_ns * unit && ratio <= max_ratio) || cross >= sure_ns * unit
+    };
+    let sockets = plausible && rule(SOCKET_MIN_NS, SOCKET_SURE_NS, SOCKET_MAX_RATIO);
+    let (lo, hi) = (1.0 - MARGIN, 1.0 + MARGIN);
+    let robust = [
+        rule(SOCKET_MIN_NS * lo, SOCKET_SURE_NS, SOCKET_MAX_RATIO),
+        rule(SOCKET_MIN_NS * hi, SOCKET_SURE_NS, SOCKET_MAX_RATIO),
+        rule(SOCKET_MIN_NS, SOCKET_SURE_NS * lo, SOCKET_MAX_RATIO),
+        rule(SOCKET_MIN_NS, SOCKET_SURE_NS * hi, SOCKET_MAX_RATIO),
+        rule(SOCKET_MIN_NS, SOCKET_SURE_NS, SOCKET_MAX_RATIO * lo),
+        rule(SOCKET_MIN_NS, SOCKET_SURE_NS, SOCKET_MAX_RATIO * hi),
+    ]
+    .iter()
+    .all(|&r| r == sockets);
+    let low_link = !sockets
+        && cross >= LOW_LINK * SOCKET_MIN_NS * unit
+        && cross < SOCKET_MIN_NS * unit
+        && ratio <= LOW_LINK_RATIO;
+    let unsure = if !plausible {
+        None
+    } else if !robust {
+        Some(format!(
+            "too close to the bounds to tell sockets from dies of one socket by latency alone \
+             (sockets: at least {} and at most {SOCKET_MAX_RATIO}x, or at least {}); pass --sockets N",
+            fmt_lat(SOCKET_MIN_NS * unit, opts),
+            fmt_lat(SOCKET_SURE_NS * unit, opts)
+        ))
+    } else if low_link {
+        Some(format!(
+            "a link below {} can be the dies of one package or a fast link between two sockets; \
+             latency alone cannot tell: pass --sockets N",
+            fmt_lat(SOCKET_MIN_NS * unit, opts)
+        ))
+    } else {
+        None
+    };
+    Judgement {
+        plausible,
+        implausible: why,
+        sockets,
+        unsure,
+        ratio,
+        inner,
+    }
+}
+
+/// "2 components of 64 contexts joined at 140 ns (2.9x their inside, 48 ns)".
+fn facts(cx: &Context<'_>, split: &Split, j: &Judgement, what: &str) -> String {
+    let sizes: Vec<usize> = split.sets.iter().map(Vec::len).collect();
+    let equal = sizes.iter().all(|&s| s == sizes[0]);
+    format!(
+        "{} {what} of {} contexts joined at {} ({:.1}x their inside, {})",
+        split.sets.len(),
+        if equal {
+            sizes[0].to_string()
+        } else {
+            format!("{sizes:?}")
+        },
+        fmt_lat(split.cross, cx.opts),
+        j.ratio,
+        fmt_lat(j.inner, cx.opts)
+    )
+}
+
+/// The parts of a node: its children and its leaf contexts.
+fn parts(tree: &ComponentTree, node: usize) -> Vec<Vec<usize>> {
+    let n = &tree.nodes[node];
+    let mut p: Vec<Vec<usize>> = n
+        .children
+        .iter()
+        .map(|&c| tree.nodes[c].members.clone())
+        .collect();
+    p.extend(n.leaves.iter().map(|&x| vec![x]));
+    p
+}
+
+/// The tree's parts below the root, each expanded into its own parts while it is larger
+/// than `max` contexts and not a core: the units the block medians cluster.
+fn units(tree: &ComponentTree, kind: &[Kind], max: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut stack: Vec<usize> = vec![0];
+    while let Some(id) = stack.pop() {
+        let node = &tree.nodes[id];
+        for &c in &node.children {
+            if tree.nodes[c].members.len() > max && kind[c] != Kind::Core {
+                stack.push(c);
+            } else {
+                out.push(tree.nodes[c].members.clone());
+            }
+        }
+        out.extend(node.leaves.iter().map(|&x| vec![x]));
+    }
+    out.sort();
+    out
+}
+
+/// Median latency between every pair of units (row-major; NaN on the diagonal and where
+/// no pair is measured), in one pass over the table.
+fn block_medians(t: &Table, units: &[Vec<usize>]) -> Vec<f64> {
+    let u = units.len();
+    let mut unit = vec![usize::MAX; t.n];
+    for (i, m) in units.iter().enumerate() {
+        for &x in m {
+            unit[x] = i;
+        }
+    }
+    let block = |a: usize, b: usize| -> usize { a.min(b) * u + a.max(b) };
+    let mut count = vec![0_u32; u * u];
+    for a in 0..t.n {
+        for b in a + 1..t.n {
+            let (ua, ub) = (unit[a], unit[b]);
+            if ua != ub && ua != usize::MAX && ub != usize::MAX && !t.get(a, b).is_nan() {
+                count[block(ua, ub)] += 1;
+            }
+        }
+    }
+    let mut start = vec![0_usize; u * u + 1];
+    for i in 0..u * u {
+        start[i + 1] = start[i] + count[i] as usize;
+    }
+    let mut values = vec![0.0_f64; start[u * u]];
+    let mut next = start.clone();
+    for a in 0..t.n {
+        for b in a + 1..t.n {
+            let (ua, ub) = (unit[a], unit[b]);
+            let v = t.get(a, b);
+            if ua != ub && ua != usize::MAX && ub != usize::MAX && !v.is_nan() {
+                let k = block(ua, ub);
+                values[next[k]] = v;
+                next[k] += 1;
+            }
+        }
+    }
+    let mut out = vec![f64::NAN; u * u];
+    for a in 0..u {
+        for b in a + 1..u {
+            let k = a * u + b;
+            let m = median(&mut values[start[k]..start[k + 1]]);
+            out[a * u + b] = m;
+            out[b * u + a] = m;
+        }
+    }
+    out
+}
+
+/// Clusters the units by their block medians (average linkage) and returns the partition
+/// into each of `counts` clusters that exists.
+fn clustered(t: &Table, units: &[Vec<usize>], counts: &[usize]) -> Vec<Vec<Vec<usize>>> {
+    let u = units.len();
+    if u < 2 {
+        return Vec::new();
+    }
+    let d = block_medians(t, units);
+    let den = cluster(&d, u, Linkage::Average);
+    counts
+        .iter()
+        .filter(|&&k| k <= u)
+        .map(|&k| {
+            den.clusters(k)
+                .into_iter()
+                .map(|c| {
+                    let mut m: Vec<usize> =
+                        c.iter().flat_map(|&i| units[i].iter().copied()).collect();
+                    m.sort_unstable();
+                    m
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Decides the sockets.
+pub(super) fn decide(cx: &Context<'_>, tree: &ComponentTree, kind: &[Kind]) -> SocketChoice {
+    let inferred = infer(cx, tree, kind);
+    match cx.opts.sockets {
+        None => inferred,
+        Some(want) => hinted(cx, tree, kind, want, inferred),
+    }
+}
+
+/// The sockets of the latencies alone.
+fn infer(cx: &Context<'_>, tree: &ComponentTree, kind: &[Kind]) -> SocketChoice {
+    let (t, n) = (cx.t, cx.t.n);
+    let single = |basis: String, unresolved: Option<String>, confidence: f64| {
+        SocketChoice::one(
+            n,
+            Decision {
+                origin: Origin::Inferred,
+                confidence,
+                basis,
+                unresolved,
+            },
+        )
+    };
+    let root_parts = parts(tree, 0);
+    if root_parts.len() < 2 || kind[0] == Kind::Core {
+        return single("all contexts form one component".to_string(), None, 0.9);
+    }
+    // The tree's own top-level parts, when they are socket-sized sets.
+    let socket_sized = tree.nodes[0].leaves.is_empty()
+        && tree.nodes[0]
+            .children
+            .iter()
+            .all(|&c| kind[c] != Kind::Core);
+    let mut considered: Option<(Split, Judgement)> = None;
+    if socket_sized {
+        let split = Split::new(t, tree, kind, root_parts.clone());
+        let j = judge(cx, &split, false);
+        if j.plausible {
+            return choose(cx, split, &j, "components", 0.8);
+        }
+        considered = Some((split, j));
+    }
+    // Otherwise the parts clustered by block medians into 2, 4 or 8 clear clusters.
+    let us = units(tree, kind, (n / 8).max(1));
+    let mut best: Option<(Split, Judgement)> = None;
+    for sets in clustered(t, &us, &[2, 4, 8]) {
+        let split = Split::new(t, tree, kind, sets);
+        let j = judge(cx, &split, true);
+        if j.plausible && best.as_ref().is_none_or(|(_, b)| j.ratio > b.ratio) {
+            best = Some((split, j));
+        }
+    }
+    if let Some((split, j)) = best {
+        return choose(
+            cx,
+            split,
+            &j,
+            "clusters of the parts' median latencies",
+            0.75,
+        );
+    }
+    match considered {
+        Some((split, j)) => {
+            let what = facts(cx, &split, &j, "components");
+            single(
+                format!(
+                    "{what}: not sockets ({}): groups of one socket",
+                    j.implausible.unwrap_or_default()
+                ),
+                None,
+                0.7,
+            )
+        }
+        None => single(
+            format!(
+                "the top level joins {} parts, some of them single cores, and no clustering of them is a plausible socket count: one socket",
+                root_parts.len()
+            ),
+            None,
+            0.8,
+        ),
+    }
+}
+
+/// Sockets or one socket, from a plausible split.
+fn choose(
+    cx: &Context<'_>,
+    split: Split,
+    j: &Judgement,
+    what: &str,
+    confidence: f64,
+) -> SocketChoice {
+    let facts = facts(cx, &split, j, what);
+    let unresolved = j.unsure.as_ref().map(|u| format!("{facts}: {u}"));
+    let confidence = if unresolved.is_some() {
+        0.4
+    } else {
+        confidence
+    };
+    if j.sockets {
+        SocketChoice {
+            sets: split.sets,
+            decision: Decision {
+                origin: Origin::Inferred,
+                confidence,
+                basis: format!("{facts}: sockets"),
+                unresolved,
+            },
+        }
+    } else {
+        SocketChoice::one(
+            cx.t.n,
+            Decision {
+                origin: Origin::Inferred,
+                confidence,
+                basis: format!("{facts}: groups of one socket"),
+                unresolved,
+            },
+        )
+    }
+}
+
+/// The sockets of a `--sockets N` hint: the tree cut into N components (the slowest node
+/// expanded first), else the clustering of the parts by block medians into N clusters.
+fn hinted(
+    cx: &Context<'_>,
+    tree: &ComponentTree,
+    kind: &[Kind],
+    want: usize,
+    inferred: SocketChoice,
+) -> SocketChoice {
+    let (t, n, opts) = (cx.t, cx.t.n, cx.opts);
+    let agree = inferred.sets.len() == want;
+    if want == 1 {
+        return SocketChoice::one(
+            n,
+            Decision {
+                origin: opts.sockets_origin,
+                confidence: 1.0,
+                basis: format!("one socket, {}", given(opts.sockets_origin)),
+                unresolved: (!agree).then(|| {
+                    format!(
+                        "one socket was {}, but the latencies show {} socket-like components ({})",
+                        given_past(opts.sockets_origin),
+                        inferred.sets.len(),
+                        inferred.decision.basis
+                    )
+                }),
+            },
+        );
+    }
+    let plausible_count = matches!(want, 2 | 4 | 8);
+    let decision =
+        |basis: String, equal: bool| {
+            let doubtful = !plausible_count || !equal;
+            Decision {
+                origin: opts.sockets_origin,
+                confidence: if doubtful { 0.5 } else { 1.0 },
+                basis,
+                unresolved: doubtful.then(|| {
+                    format!(
+                    "{want} sockets were {}, but {} of a machine's sockets are no plausible split \
+                     (sockets come in 1, 2, 4 or 8 near-equal parts): kept as given",
+                    given_past(opts.sockets_origin),
+                    if plausible_count { "parts this unequal" } else { "that many" }
+                )
+                }),
+            }
+        };
+    let equal = |sets: &[Vec<usize>]| {
+        let largest = sets.iter().map(Vec::len).max().unwrap_or(0);
+        let smallest = sets.iter().map(Vec::len).min().unwrap_or(0);
+        largest as f64 <= EQUAL_SIZES * smallest as f64
+    };
+    if agree {
+        let eq = equal(&inferred.sets);
+        return SocketChoice {
+            decision: decision(
+                format!(
+                    "{want} sockets, {}, in agreement with the latencies",
+                    given(opts.sockets_origin)
+                ),
+                eq,
+            ),
+            sets: inferred.sets,
+        };
+    }
+    // Expand the slowest node until the cut has the wanted number of components.
+    let mut frontier: Vec<usize> = vec![0];
+    while frontier.len() < want {
+        let mut best: Option<(usize, f64)> = None;
+        for (i, &node) in frontier.iter().enumerate() {
+            let nd = &tree.nodes[node];
+            if kind[node] == Kind::Core || nd.children.len() < 2 || !nd.leaves.is_empty() {
+                continue;
+            }
+            let ps: Vec<Vec<usize>> = nd
+                .children
+                .iter()
+                .map(|&c| tree.nodes[c].members.clone())
+                .collect();
+            let mut v = Vec::new();
+            for a in 0..ps.len() {
+                for b in a + 1..ps.len() {
+                    v.extend(t.between(&ps[a], &ps[b]));
+                }
+            }
+            let lat = median(&mut v);
+            if best.is_none_or(|(_, l)| lat > l) {
+                best = Some((i, lat));
+            }
+        }
+        let Some((i, _)) = best else { break };
+        let node = frontier.remove(i);
+        frontier.extend(tree.nodes[node].children.iter().copied());
+    }
+    let sets: Vec<Vec<usize>> = if frontier.len() == want {
+        frontier
+            .iter()
+            .map(|&s| tree.nodes[s].members.clone())
+            .collect()
+    } else {
+        // The clustering by block medians, of parts small enough to make `want` clusters.
+        let mut max = (n / want).max(1);
+        let mut us = units(tree, kind, max);
+        while us.len() < want && max > 1 {
+            max = (max / 2).max(1);
+            us = units(tree, kind, max);
+        }
+        if us.len() < want {
+            // Fewer cores than sockets cannot happen with a valid hint; single contexts.
+            us = (0..n).map(|x| vec![x]).collect();
+        }
+        clustered(t, &us, &[want])
+            .into_iter()
+            .next()
+            .unwrap_or_default()
+    };
+    let mut sets = sets;
+    for s in &mut sets {
+        s.sort_unstable();
+    }
+    sets.sort();
+    if sets.len() != want {
+        let mut d = inferred.decision.clone();
+        d.unresolved = Some(format!(
+            "{want} sockets were given, but the machine cannot be split into {want} parts; kept the inferred {} ({})",
+            inferred.sets.len(),
+            d.basis
+        ));
+        d.confidence = d.confidence.min(0.3);
+        return SocketChoice {
+            sets: inferred.sets,
+            decision: d,
+        };
+    }
+    let split = Split::new(t, tree, kind, sets.clone());
+    let j = judge(cx, &split, false);
+    let eq = equal(&sets);
+    SocketChoice {
+        decision: decision(
+            format!(
+                "{want} sockets, {}; {} ({})",
+                given(opts.sockets_origin),
+                facts(cx, &split, &j, "parts"),
+                inferred.decision.basis
+            ),
+            eq,
+        ),
+        sets,
+    }
+}
