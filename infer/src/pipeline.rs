@@ -121,6 +121,17 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
     }
     stage("roles", &mut clock);
     trace_tree("tree", &tree, Some(&roles.kind));
+    #[cfg(feature = "trace")]
+    if std::env::var_os("TOPOPROBE_TRACE").is_some() {
+        for d in &dropped {
+            eprintln!(
+                "  dropped [{}] {:?}..: {:?}",
+                d.members.len(),
+                &d.members[..d.members.len().min(6)],
+                d.reason
+            );
+        }
+    }
     let fast_pairs = components
         .iter()
         .filter(|c| {
@@ -246,7 +257,7 @@ impl Outlier {
 const OUTLIER_RATIO: f64 = 1.3;
 /// At most this fraction of a level (and of all pairs) is taken for outliers; more than
 /// that is structure, not measurement error.
-const OUTLIER_SHARE: f64 = 0.02;
+const OUTLIER_SHARE: f64 = 0.08;
 
 /// The smallest shared component of every pair under an analysis's structure.
 pub(crate) fn shared_components(t: &Table, a: &Analysis) -> assemble::Shared {

@@ -93,7 +93,34 @@ pub(crate) fn profile_groups(t: &Table, floor: f64) -> Profiles {
             first_round.clone_from(&cmp.plain);
         }
         let accepted = accept(&cmp, floor);
+        #[cfg(feature = "trace")]
+        if std::env::var_os("TOPOPROBE_TRACE_ROUND")
+            .is_some_and(|r| r.to_str() == Some(&round.to_string()))
+        {
+            for a in 0..k {
+                let row: Vec<String> = (0..k).map(|b| format!("{:.2}", cmp.e[a * k + b])).collect();
+                eprintln!(
+                    "  [{}] {:?}.. e: {}",
+                    classes[a].len(),
+                    &classes[a][..classes[a].len().min(3)],
+                    row.join(" ")
+                );
+            }
+        }
         crate::pipeline::stage("  accept", &mut clock);
+        #[cfg(feature = "trace")]
+        if std::env::var_os("TOPOPROBE_TRACE").is_some() {
+            let sizes: Vec<(usize, f64)> = accepted
+                .iter()
+                .map(|a| {
+                    (
+                        a.0.iter().map(|&i| classes[i].len()).sum::<usize>(),
+                        (a.1 * 10.0).round() / 10.0,
+                    )
+                })
+                .collect();
+            eprintln!("  profile round {round}: {k} components, accepted (contexts, separation) {sizes:?}");
+        }
         if accepted.is_empty() {
             break;
         }

@@ -144,6 +144,7 @@ pub(crate) fn weak_groups(
         let drop = |reason| Dropped {
             members: node.members.clone(),
             reason,
+            strong: false,
         };
         // A pair of twins that is not a core.
         if node.latency.is_none()

@@ -121,11 +121,13 @@ impl Table {
         crate::pipeline::stage("   sort", &mut clock);
         let quant = quantize::detect(&sorted);
         crate::pipeline::stage("   detect", &mut clock);
+        // One timer step: the detected step, else the finest spacing of the values, and at
+        // most half the smallest latency measured (a 0 is faster than any of them).
         let zero_value = quant
             .map(|q| q.step)
             .or_else(|| quantize::finest_spacing(&sorted))
-            .unwrap_or(sorted[0] / 2.0)
-            .min(sorted[0]);
+            .unwrap_or(f64::INFINITY)
+            .min(sorted[0] / 2.0);
         for &(a, b) in &zeros {
             lat[a * n + b] = zero_value;
             lat[b * n + a] = zero_value;

@@ -46,6 +46,16 @@ pub(crate) struct Candidate {
 pub(crate) struct Dropped {
     pub(crate) members: Vec<usize>,
     pub(crate) reason: DropReason,
+    /// It had strong evidence: a latency gap, a profile group of at least three parts, or
+    /// the operating system's word.
+    pub(crate) strong: bool,
+}
+
+impl Candidate {
+    /// Whether the set has strong evidence (see [`Dropped::strong`]).
+    pub(crate) fn strong(&self) -> bool {
+        self.latency.is_some() || self.os.is_some() || self.profile.is_some_and(|p| p.children >= 3)
+    }
 }
 
 /// Why a candidate was left out.
@@ -200,6 +210,7 @@ pub(crate) fn family(
         };
         match reason {
             Some(reason) => dropped.push(Dropped {
+                strong: c.strong(),
                 members: c.members,
                 reason,
             }),
@@ -269,6 +280,7 @@ pub(crate) fn laminar(n: usize, mut cands: Vec<Candidate>) -> (Vec<Candidate>, V
                 DropReason::Crossing
             };
             dropped.push(Dropped {
+                strong: c.strong(),
                 members: c.members,
                 reason,
             });

@@ -259,9 +259,11 @@ pub(crate) fn validation(
     if res.limit >= RESOLUTION_WARN {
         warn("resolution", resolution.clone());
     }
+    // Sets of weak evidence (two look-alike cores) crossing a group are noise, not a
+    // competing grouping.
     let crossing: Vec<&Dropped> = dropped
         .iter()
-        .filter(|d| d.reason == DropReason::Crossing)
+        .filter(|d| d.reason == DropReason::Crossing && d.strong)
         .collect();
     // Per-socket and per-group observations.
     let mut profile_only = Vec::new();

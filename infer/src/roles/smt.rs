@@ -39,8 +39,11 @@ const TWIN_COVERAGE: f64 = 0.75;
 struct Candidate {
     node: usize,
     size: usize,
-    /// Median latency inside (pairs read as 0 left out); NaN when none is measured.
+    /// Median latency inside (pairs read as 0 left out; one timer step when every pair is 0).
     inside: f64,
+    /// Every measured pair inside was read as 0: its latency is only known to be at most
+    /// one timer step.
+    censored: bool,
     /// Faster inside than to the rest of its parent.
     gap: bool,
     /// Every other context sees its contexts alike.
@@ -119,7 +122,17 @@ fn candidates(cx: &Context<'_>, tree: &ComponentTree) -> (Vec<Candidate>, Vec<us
             unmeasured.push(id);
             continue;
         }
-        let m = median(&mut inside.clone());
+        // Pairs read as 0 are at most one timer step apart: when every pair is, that step
+        // is the latency's upper bound.
+        let censored = inside.is_empty();
+        let m = if censored {
+            t.zero_value
+        } else {
+            median(&mut inside.clone())
+        };
+        if censored {
+            inside.push(t.zero_value);
+        }
         let mut outside = external(t, tree, id);
         let gap = !inside.is_empty()
             && (outside.is_empty() || quantile(&mut inside, 0.95) < quantile(&mut outside, 0.05));
@@ -135,6 +148,7 @@ fn candidates(cx: &Context<'_>, tree: &ComponentTree) -> (Vec<Candidate>, Vec<us
                 inside: m,
                 gap,
                 twins,
+                censored,
             });
         }
     }
@@ -148,7 +162,7 @@ fn levels(cands: &[Candidate], thresholds: &[f64], tree: &ComponentTree) -> Vec<
     let mut keyed: Vec<((usize, usize), usize)> = Vec::new();
     let mut pending = Vec::new();
     for (i, c) in cands.iter().enumerate() {
-        if c.inside.is_nan() {
+        if c.inside.is_nan() || c.censored {
             pending.push(i);
         } else {
             keyed.push(((c.size, class(c.inside)), i));
@@ -175,11 +189,16 @@ fn levels(cands: &[Candidate], thresholds: &[f64], tree: &ComponentTree) -> Vec<
     }
     out.into_iter()
         .map(|(size, _, members)| {
+            // Sets read as 0 vote only when nothing else does.
             let mut lat: Vec<f64> = members
                 .iter()
+                .filter(|&&i| !cands[i].censored)
                 .map(|&i| cands[i].inside)
                 .filter(|v| !v.is_nan())
                 .collect();
+            if lat.is_empty() {
+                lat = members.iter().map(|&i| cands[i].inside).collect();
+            }
             let gaps = members.iter().filter(|&&i| cands[i].gap).count();
             let mut parents: Vec<usize> = members
                 .iter()
@@ -330,7 +349,22 @@ pub(super) fn decide(
         }
         None => {
             let chosen = set_cores(kind, &|i| smt_level[i]);
-            latency_decision(cx, chosen, cands.is_empty(), lowest, unsure)
+            let mut d = latency_decision(cx, chosen, cands.is_empty(), lowest, unsure);
+            // No core stands out, yet the fastest pairs — as many as SMT siblings would
+            // be — are below the bound: noise may hide siblings that differ from their
+            // neighbours only by their identical profiles.
+            let t = cx.t;
+            let fast = t.value_quantile(1.0 / (t.n.max(2) - 1) as f64);
+            if chosen == 0 && d.unresolved.is_none() && fast <= bound && t.zeros.is_empty() {
+                d.confidence = d.confidence.min(0.5);
+                d.unresolved = Some(format!(
+                    "the fastest pairs communicate at {}, below the SMT bound of {}, but no set of contexts \
+                     stands out from its neighbours: SMT siblings may be hidden by the noise; pass --smt yes|no",
+                    fmt_lat(fast, opts),
+                    fmt_lat(bound, opts)
+                ));
+            }
+            d
         }
     };
     let decision = apply_os(cx, tree, kind, decision, &mut notes);

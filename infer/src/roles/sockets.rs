@@ -29,10 +29,11 @@ pub(crate) const SOCKET_MAX_RATIO: f64 = 3.5;
 pub(crate) const SOCKET_MIN_CORES: usize = 4;
 /// Relative margin inside which a decision is reported as unresolved.
 const MARGIN: f64 = 0.1;
-/// Largest ratio of the largest socket to the smallest (contexts).
-const EQUAL_SIZES: f64 = 1.5;
+/// Largest ratio of the largest socket to the smallest (cores: a partially measured socket
+/// keeps its cores, some with fewer contexts).
+const EQUAL_SIZES: f64 = 1.25;
 /// Largest ratio of two sockets' inside latencies (sockets are copies of one chip).
-const SIMILAR_INSIDES: f64 = 1.5;
+const SIMILAR_INSIDES: f64 = 1.25;
 /// A part whose inside is this close to the link is a home-node part (its inside pairs
 /// go through the home node of the measured line, as slow as the link).
 const HOME_NODE: f64 = 0.85;
@@ -157,9 +158,8 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
     let opts = cx.opts;
     let unit = opts.ns_to_units(1.0);
     let k = split.sets.len();
-    let sizes: Vec<usize> = split.sets.iter().map(Vec::len).collect();
-    let largest = sizes.iter().copied().max().unwrap_or(0);
-    let smallest = sizes.iter().copied().min().unwrap_or(0);
+    let largest = split.cores.iter().copied().max().unwrap_or(0);
+    let smallest = split.cores.iter().copied().min().unwrap_or(0);
     let cross = split.cross;
     // Parts as slow inside as the link: the home-node effect.
     let home: Vec<bool> = split
@@ -185,7 +185,10 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
     if !matches!(k, 2 | 4 | 8) {
         why = Some(format!("{k} parts is not a socket count (1, 2, 4 or 8)"));
     } else if largest as f64 > EQUAL_SIZES * smallest as f64 {
-        why = Some(format!("parts of {sizes:?} contexts are not near-equal"));
+        why = Some(format!(
+            "parts of {:?} cores are not near-equal",
+            split.cores
+        ));
     } else if split.cores.iter().any(|&c| c < SOCKET_MIN_CORES) {
         why = Some(format!("parts of fewer than {SOCKET_MIN_CORES} cores"));
     } else if normal.len() >= 2 && inner > SIMILAR_INSIDES * lowest_inner {
@@ -194,7 +197,11 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
             fmt_lat(lowest_inner, opts),
             fmt_lat(inner, opts)
         ));
-    } else if clustered && (home.iter().any(|&h| h) || ratio < CLEAR) {
+    } else if clustered
+        && (ratio < CLEAR || (home.iter().any(|&h| h) && cross < SOCKET_SURE_NS * unit))
+    {
+        // Clusters of the parts need a clear separation; one as slow inside as the link (a
+        // home node) only beside a link no die-to-die connection reaches.
         why = Some("the latency does not clearly separate them".to_string());
     }
     let plausible = why.is_none();
@@ -412,10 +419,17 @@ fn infer(cx: &Context<'_>, tree: &ComponentTree, kind: &[Kind]) -> SocketChoice 
         }
         considered = Some((split, j));
     }
-    // Otherwise the parts clustered by block medians into 2, 4 or 8 clear clusters.
-    let us = units(tree, kind, (n / 8).max(1));
+    // Otherwise the parts clustered by block medians into 2, 4 or 8 clear clusters: parts
+    // no larger than such a socket, the tree's own where they are.
     let mut best: Option<(Split, Judgement)> = None;
-    for sets in clustered(t, &us, &[2, 4, 8]) {
+    for k in [2, 4, 8] {
+        let us = units(tree, kind, (n / k).max(1));
+        let Some(sets) = clustered(t, &us, &[k]).into_iter().next() else {
+            continue;
+        };
+        if sets.len() != k {
+            continue;
+        }
         let split = Split::new(t, tree, kind, sets);
         let j = judge(cx, &split, true);
         if j.plausible && best.as_ref().is_none_or(|(_, b)| j.ratio > b.ratio) {

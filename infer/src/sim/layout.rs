@@ -182,6 +182,11 @@ impl Layout {
             return f64::NAN;
         };
         if !g.root {
+            if spec.group_mesh > 0.0 {
+                let n = g.cores.max(1) as f64;
+                let dist = x.core_in_socket.abs_diff(y.core_in_socket) as f64;
+                return g.latency * (1.0 + spec.group_mesh * dist / n);
+            }
             return g.latency;
         }
         if spec.home_node == Some(x.socket) {
@@ -192,6 +197,38 @@ impl Layout {
         let n = self.cores_per_socket[x.socket].max(1) as f64;
         let dist = x.stop.abs_diff(y.stop) as f64;
         g.latency * (1.0 + spec.mesh * dist / n)
+    }
+
+    /// The latency a slow block gives the pair `(a, b)` in the measured matrix (see
+    /// [`MachineSpec::slow_blocks`]): the cross-socket latency from their socket when they
+    /// are in different direct members of one socket and the block of either core towards
+    /// the other's member is slow; `None` otherwise.
+    pub(crate) fn slow_block(&self, spec: &MachineSpec, a: usize, b: usize) -> Option<f64> {
+        if spec.slow_blocks <= 0.0 {
+            return None;
+        }
+        let (x, y) = (
+            &self.canonical[*self.order.get(a)?],
+            &self.canonical[*self.order.get(b)?],
+        );
+        if x.socket != y.socket || x.stop == y.stop || x.core == y.core {
+            return None;
+        }
+        // A fixed pseudo-random draw per (core, member), from the noise seed.
+        let draw = |core: usize, member: usize| -> f64 {
+            let mut h = spec.noise.seed ^ 0x9e37_79b9_7f4a_7c15;
+            for v in [core as u64, member as u64] {
+                h = (h ^ v).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                h ^= h >> 31;
+            }
+            (h >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let slow =
+            draw(x.core, y.stop) < spec.slow_blocks || draw(y.core, x.stop) < spec.slow_blocks;
+        if !slow {
+            return None;
+        }
+        spec.cross.from_socket(x.socket)
     }
 
     /// The ground truth in context-id order.

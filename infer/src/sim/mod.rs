@@ -67,11 +67,17 @@ fn perturb(value: f64, noise: &Noise, rng: &mut impl Rng) -> f64 {
     v
 }
 
-/// `value` rounded to a multiple of `quantum`, at least one quantum (unchanged for `None`).
-fn quantize(value: f64, quantum: Option<f64>) -> f64 {
+/// `value` rounded to a multiple of `quantum`, at least one quantum unless `zeros` (then a
+/// value below half a quantum is 0); unchanged for `None`.
+fn quantize(value: f64, quantum: Option<f64>, zeros: bool) -> f64 {
     match quantum {
         Some(q) if q > 0.0 && q.is_finite() && value.is_finite() => {
-            (value / q).round().max(1.0) * q
+            let steps = (value / q).round();
+            if zeros {
+                steps * q
+            } else {
+                steps.max(1.0) * q
+            }
         }
         _ => value,
     }

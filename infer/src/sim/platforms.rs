@@ -300,6 +300,161 @@ pub fn mesh_server(cores: usize) -> MachineSpec {
     .with_units(LatencyUnit::Ns, Some(2.1))
 }
 
+/// A chiplet server like the AMD EPYC 7763 (Milan): `sockets` sockets of `ccds` CCDs of 8
+/// SMT2 cores (`16 × ccds × sockets` contexts), Linux numbering, 2.45 GHz; 3% of the
+/// blocks between a core and another CCD of its socket read at the cross-socket latency,
+/// as a few percent of such a server's in-socket pairs do (add the home-node effect with
+/// [`MachineSpec::with_home_node`]).
+///
+/// ns: SMT 10, in a CCD 25, between the CCDs of a socket 115, between sockets 300.
+#[must_use]
+pub fn chiplet_server(sockets: usize, ccds: usize) -> MachineSpec {
+    let ccd = Unit::group(25.0, Unit::cores(8, 2, 10.0));
+    MachineSpec::symmetric(
+        format!("chiplet-{sockets}s-{ccds}x8x2"),
+        sockets,
+        Unit::group(115.0, vec![ccd; ccds]),
+        CrossSocket::Uniform(300.0),
+    )
+    .with_numbering(Numbering::SiblingsFar)
+    .with_slow_blocks(0.03)
+    .with_units(LatencyUnit::Ns, Some(2.45))
+}
+
+/// A one-socket chiplet desktop like the AMD Threadripper 1950X whose second die has the
+/// home-node effect: two dies of two 4-core SMT2 CCXs (32 contexts, siblings adjacent),
+/// 3.4 GHz.
+///
+/// ns: SMT 10, in a CCX 26, between the CCXs of die 0 91, between the dies 154, between the
+/// CCXs of die 1 157 (as slow as the link: its pairs go through the other die's memory).
+#[must_use]
+pub fn split_die_desktop() -> MachineSpec {
+    let ccx = Unit::group(26.0, Unit::cores(4, 2, 10.0));
+    let die0 = Unit::group(91.0, vec![ccx.clone(), ccx.clone()]);
+    let die1 = Unit::group(157.0, vec![ccx.clone(), ccx]);
+    MachineSpec::new(
+        "split-die-desktop",
+        vec![Unit::group(154.0, vec![die0, die1])],
+        CrossSocket::Uniform(154.0),
+    )
+    .with_numbering(Numbering::SiblingsAdjacent)
+    .with_units(LatencyUnit::Ns, Some(3.4))
+}
+
+/// An Apple-style laptop chip (M4 Pro-like): one die with a cluster of `e_cores` efficiency
+/// cores and `p_clusters` clusters of `p_cores` performance cores, no SMT (E-cores first),
+/// 4.0 GHz. Measured as macOS tools do: directed, each direction on its own (add
+/// [`Noise::directed`](super::Noise::directed) noise).
+///
+/// ns: 26 inside the E-cluster, 39 inside a P-cluster, 100 between clusters.
+#[must_use]
+pub fn apple_pe(e_cores: usize, p_clusters: usize, p_cores: usize) -> MachineSpec {
+    let mut members = vec![Unit::group(26.0, vec![Unit::single_core(); e_cores])];
+    members.extend((0..p_clusters).map(|_| Unit::group(39.0, vec![Unit::single_core(); p_cores])));
+    MachineSpec::new(
+        format!("apple-{e_cores}e-{p_clusters}x{p_cores}p"),
+        vec![Unit::group(100.0, members)],
+        CrossSocket::Uniform(100.0),
+    )
+    .with_numbering(Numbering::SiblingsAdjacent)
+    .with_units(LatencyUnit::Ns, Some(4.0))
+}
+
+/// A two-socket server with a fast socket link: 2 sockets of `cores` SMT2 cores on a mesh
+/// (`4 × cores` contexts), Linux numbering, 2.6 GHz.
+///
+/// ns: SMT 8, in a socket 37 with gradient 0.15 (up to about 42), between sockets 74 — twice
+/// the inside, below the 100 ns a socket link usually costs.
+#[must_use]
+pub fn fast_link_server(cores: usize) -> MachineSpec {
+    MachineSpec::symmetric(
+        format!("fast-link-2s-{cores}x2"),
+        2,
+        Unit::group(37.0, Unit::cores(cores, 2, 8.0)),
+        CrossSocket::Uniform(74.0),
+    )
+    .with_numbering(Numbering::SiblingsFar)
+    .with_mesh(0.15)
+    .with_units(LatencyUnit::Ns, Some(2.6))
+}
+
+/// A one-socket chiplet CPU whose cluster level sits at the SMT bound (Threadripper
+/// 3990X-like, one context per core measured): `ccxs` CCXs of 4 single-context cores, 2.9
+/// GHz.
+///
+/// ns: 19.8 inside a CCX, 95 between CCXs with gradient 0.2 (up to about 114).
+#[must_use]
+pub fn clusters_at_smt_bound(ccxs: usize) -> MachineSpec {
+    let ccx = Unit::group(19.8, vec![Unit::single_core(); 4]);
+    MachineSpec::new(
+        format!("ccx-at-bound-{ccxs}x4"),
+        vec![Unit::group(95.0, vec![ccx; ccxs])],
+        CrossSocket::Uniform(95.0),
+    )
+    .with_mesh(0.2)
+    .with_units(LatencyUnit::Ns, Some(2.9))
+}
+
+/// A desktop CPU whose SMT siblings are barely faster than the other cores of their CCD
+/// (Zen 5-like): two CCDs of 8 SMT2 cores (32 contexts, siblings `i` and `i + 16`), 4.3 GHz.
+///
+/// ns: SMT 17.5; 18 between the cores of a CCD, growing along its ring (gradient 0.5, up to
+/// about 26): no latency gap sets the siblings apart, only their identical profiles; 80
+/// between the CCDs.
+#[must_use]
+pub fn smt_on_a_ring() -> MachineSpec {
+    let ccd = Unit::group(18.0, Unit::cores(8, 2, 17.5));
+    MachineSpec::symmetric(
+        "smt-on-a-ring",
+        1,
+        Unit::group(80.0, vec![ccd.clone(), ccd]),
+        CrossSocket::Uniform(80.0),
+    )
+    .with_numbering(Numbering::SiblingsFar)
+    .with_group_mesh(0.5)
+    .with_units(LatencyUnit::Ns, Some(4.3))
+}
+
+/// A machine measured with a coarse timer (steps of 5 ns) that reads its SMT pairs as 0:
+/// two dies of 4 SMT2 cores (16 contexts, siblings adjacent), 2.8 GHz.
+///
+/// ns: SMT 2 (below half a step: read as 0), 30 inside a die, 60 between the dies.
+#[must_use]
+pub fn coarse_timer_dies() -> MachineSpec {
+    let die = Unit::group(30.0, Unit::cores(4, 2, 2.0));
+    MachineSpec::new(
+        "coarse-timer-dies",
+        vec![Unit::group(60.0, vec![die.clone(), die])],
+        CrossSocket::Uniform(60.0),
+    )
+    .with_numbering(Numbering::SiblingsAdjacent)
+    .with_quantum(Some(5.0))
+    .with_zeros(true)
+    .with_units(LatencyUnit::Ns, Some(2.8))
+}
+
+/// A hybrid desktop CPU whose E-core clusters the latency barely shows (Raptor Lake-like):
+/// 8 P-cores with 2 adjacent SMT contexts, then `e_clusters` clusters of 4 single-context
+/// E-cores (`16 + 4 × e_clusters` contexts), 3.4 GHz.
+///
+/// ns: SMT 4.3; 35 between the stops of the ring (gradient 0.3); 47 inside an E-cluster and
+/// 46.5 between the E-clusters: only the OS's L2-sharing lists tell the clusters apart.
+#[must_use]
+pub fn hybrid_faint_e_clusters(e_clusters: usize) -> MachineSpec {
+    let cluster = Unit::group(47.0, vec![Unit::single_core(); 4]);
+    let e_cores = Unit::group(46.5, vec![cluster; e_clusters]);
+    let mut members = Unit::cores(8, 2, 4.3);
+    members.push(e_cores);
+    MachineSpec::new(
+        format!("hybrid-faint-e-{e_clusters}x4"),
+        vec![Unit::group(35.0, members)],
+        CrossSocket::Uniform(35.0),
+    )
+    .with_numbering(Numbering::SiblingsAdjacent)
+    .with_units(LatencyUnit::Ns, Some(3.4))
+    .with_mesh(0.3)
+}
+
 /// Every named platform (with [`flat_mesh`] of 24 cores), noise-free.
 #[must_use]
 pub fn all() -> Vec<MachineSpec> {

@@ -148,6 +148,7 @@ impl PairLatency for SimProbe {
                 quantize(
                     perturb(base * call, &sample_noise, &mut self.rng),
                     self.spec.quantum,
+                    false,
                 )
             })
             .collect();

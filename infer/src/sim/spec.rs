@@ -472,6 +472,22 @@ pub struct MachineSpec {
     /// group directly in the socket share one position (a cluster is one ring stop).
     #[serde(default)]
     pub mesh: f64,
+    /// Gradient inside groups (0 = off): a pair whose lowest common component is a group
+    /// below the socket root, between its cores at positions `i` and `j` of its `n`, gets
+    /// `latency × (1 + group_mesh × |i − j| / n)` — a ring inside a CCD, where some cores
+    /// are farther than others.
+    #[serde(default)]
+    pub group_mesh: f64,
+    /// With a `quantum`, a latency below half a quantum reads as 0, as core-to-core-latency
+    /// prints a pair below its timer's resolution (otherwise it reads as one quantum).
+    #[serde(default)]
+    pub zeros: bool,
+    /// Share (0..1) of the blocks of pairs between a core and another direct member of its
+    /// socket that read at the cross-socket latency from that socket in the measured matrix
+    /// (a few percent of a chiplet server's in-socket pairs do): each core is slow towards
+    /// each other member with this probability, drawn from the noise seed.
+    #[serde(default)]
+    pub slow_blocks: f64,
 }
 
 impl MachineSpec {
@@ -491,6 +507,9 @@ impl MachineSpec {
             units: LatencyUnit::Ns,
             ghz: None,
             mesh: 0.0,
+            group_mesh: 0.0,
+            zeros: false,
+            slow_blocks: 0.0,
         }
     }
 
@@ -545,6 +564,27 @@ impl MachineSpec {
     #[must_use]
     pub fn with_mesh(mut self, mesh: f64) -> Self {
         self.mesh = mesh;
+        self
+    }
+
+    /// This machine with a gradient inside its groups (0 = off).
+    #[must_use]
+    pub fn with_group_mesh(mut self, gradient: f64) -> Self {
+        self.group_mesh = gradient;
+        self
+    }
+
+    /// This machine reading latencies below half its quantum as 0 (or not).
+    #[must_use]
+    pub fn with_zeros(mut self, zeros: bool) -> Self {
+        self.zeros = zeros;
+        self
+    }
+
+    /// This machine with a share of its in-socket blocks read at the cross-socket latency.
+    #[must_use]
+    pub fn with_slow_blocks(mut self, share: f64) -> Self {
+        self.slow_blocks = share;
         self
     }
 
@@ -623,6 +663,14 @@ impl MachineSpec {
         if let Some(g) = self.ghz {
             positive("the frequency (GHz)", g)?;
         }
+        non_negative("the group gradient", self.group_mesh)?;
+        if !(0.0..=1.0).contains(&self.slow_blocks) {
+            return Err(SpecError::BadValue {
+                what: "the share of slow blocks".into(),
+                value: self.slow_blocks,
+                expected: "between 0 and 1",
+            });
+        }
         non_negative("the mesh gradient", self.mesh)
     }
 
@@ -669,12 +717,16 @@ impl MachineSpec {
         let mut rng = ChaCha8Rng::seed_from_u64(self.noise.seed);
         let mut m = LatencyMatrix::empty(n);
         let finish = |v: f64| {
-            let v = quantize(v, self.quantum);
-            (v.is_finite() && v > 0.0).then_some(v)
+            let v = quantize(v, self.quantum, self.zeros);
+            (v.is_finite() && (v > 0.0 || (self.zeros && v == 0.0))).then_some(v)
         };
         for a in 0..n {
             for b in a + 1..n {
-                let (ab, ba) = (layout.latency(self, a, b), layout.latency(self, b, a));
+                let slow = layout.slow_block(self, a, b);
+                let (ab, ba) = match slow {
+                    Some(v) => (v, v),
+                    None => (layout.latency(self, a, b), layout.latency(self, b, a)),
+                };
                 let f = perturb(1.0, &self.noise, &mut rng);
                 let g = if self.noise.directed {
                     perturb(1.0, &self.noise, &mut rng)
