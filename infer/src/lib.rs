@@ -55,7 +55,9 @@ mod significance;
 pub mod sim;
 pub mod sparse;
 mod table;
+
 mod threshold;
+mod timing;
 mod tree;
 mod validate;
 
@@ -107,20 +109,20 @@ pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, In
             .collect(),
     };
     let mut clock = std::time::Instant::now();
-    pipeline::stage("start", &mut clock);
+    timing::stage("start", &mut clock);
     let table = table::Table::new(matrix)?;
-    pipeline::stage("table", &mut clock);
+    timing::stage("table", &mut clock);
     let (t, mut a, outliers) = pipeline::analyse_robustly(table, opts);
 
     let mut b = TopologyBuilder::new(os_ids, opts.units);
     let chain = assemble::structure(&a.tree, &a.roles, &mut b);
-    pipeline::stage("analysis", &mut clock);
+    timing::stage("analysis", &mut clock);
     let shared = match a.shared.take() {
         Some(s) => s,
         None => assemble::Shared::new(&t, &chain),
     };
     let (normalized, levels) = shared.normalized();
-    pipeline::stage("normalize", &mut clock);
+    timing::stage("normalize", &mut clock);
     let mut provenance = Provenance::new(opts.source.clone());
     provenance
         .parameters
@@ -147,8 +149,8 @@ pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, In
         b.symmetrization("mean of both directions");
     }
     let mut topo = b.build()?;
-    pipeline::stage("build", &mut clock);
+    timing::stage("build", &mut clock);
     *topo.validation_mut() = validate::validation(&t, &a, &outliers, &topo, opts);
-    pipeline::stage("validation", &mut clock);
+    timing::stage("validation", &mut clock);
     Ok(topo)
 }

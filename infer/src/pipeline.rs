@@ -41,9 +41,9 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
     let min_gap = levels::MIN_GAP.max(quant.map_or(0.0, |q| 1.0 + 2.0 * q.relative));
     let classes = levels::classes(&t.sorted, t.n, min_gap);
     let thresholds = levels::thresholds(&classes);
-    stage("classes", &mut clock);
+    crate::timing::stage("classes", &mut clock);
     let components = threshold::components(t, &thresholds);
-    stage("components", &mut clock);
+    crate::timing::stage("components", &mut clock);
     // A coarse timer makes different profiles look identical: profile discrepancies below
     // one timer step (relative to the fast end of the latencies) are not resolved.
     // Nothing is resolved below 0.1% either (printed values carry rounding).
@@ -52,12 +52,12 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         .max(MIN_RESOLVED)
         .max(opts.resolution.map_or(0.0, |r| r.max(0.0).ln_1p()));
     let profiles = profiles::profile_groups(t, floor);
-    stage("profiles", &mut clock);
+    crate::timing::stage("profiles", &mut clock);
     let resolution = Resolution::of(&profiles.nearest, floor, t.directional_noise);
     let (mut family, mut dropped) =
         tree::family(t, &components, &profiles, opts.os_evidence.as_ref());
     let mut tree = tree::build(t.n, &family);
-    stage("tree", &mut clock);
+    crate::timing::stage("tree", &mut clock);
     let cx = roles::Context {
         t,
         opts,
@@ -119,7 +119,7 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         tree = tree::build(t.n, &family);
         roles = roles::assign(&cx, &tree, Some(&choice)).0;
     }
-    stage("roles", &mut clock);
+    crate::timing::stage("roles", &mut clock);
     trace_tree("tree", &tree, Some(&roles.kind));
     #[cfg(feature = "trace")]
     if std::env::var_os("TOPOPROBE_TRACE").is_some() {
@@ -136,7 +136,7 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         .iter()
         .filter(|c| {
             c.members.len() == 2
-                && confirmed_by_profiles(&profiles, t.n, c.members[0], c.members[1])
+                && profiles::confirmed_by_profiles(&profiles, t.n, c.members[0], c.members[1])
         })
         .map(|c| (c.members[0], c.members[1]))
         .collect();
@@ -149,18 +149,6 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         roles,
         shared: None,
     }
-}
-
-/// [`profiles::profiles_confirm_pair`] on the first round of the profiles (every pair is confirmed when the
-/// table was too small for profiles).
-pub(crate) fn confirmed_by_profiles(
-    profiles: &profiles::Profiles,
-    n: usize,
-    a: usize,
-    b: usize,
-) -> bool {
-    profiles.first_round.len() != n * n
-        || profiles::profiles_confirm_pair(&profiles.first_round, n, a, b)
 }
 
 /// How fine a structure the measurements can resolve.
@@ -219,7 +207,7 @@ pub(crate) fn analyse_robustly(
         let shared = shared_components(&t, &a);
         let found = outliers(&t, &a, &shared);
         a.shared = Some(shared);
-        stage("outliers", &mut clock);
+        crate::timing::stage("outliers", &mut clock);
         let worst = found.iter().map(Outlier::deviation).fold(0.0, f64::max);
         let now: Vec<Outlier> = found
             .into_iter()
@@ -358,38 +346,6 @@ pub(crate) fn outliers(t: &Table, a: &Analysis, shared: &assemble::Shared) -> Ve
     }
     out
 }
-
-/// Development aid: with the `trace` feature and `TOPOPROBE_TRACE` set, prints the
-/// wall time and the calling thread's CPU time of a stage of the inference (Linux).
-#[cfg(feature = "trace")]
-pub(crate) fn stage(name: &str, since: &mut std::time::Instant) {
-    fn cpu_ns() -> f64 {
-        std::fs::read_to_string("/proc/thread-self/schedstat")
-            .ok()
-            .and_then(|s| {
-                s.split_whitespace()
-                    .next()
-                    .and_then(|x| x.parse::<f64>().ok())
-            })
-            .unwrap_or(0.0)
-    }
-    thread_local!(static LAST: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) });
-    if std::env::var_os("TOPOPROBE_TRACE").is_some() {
-        let now = cpu_ns();
-        let last = LAST.with(|l| l.replace(now));
-        eprintln!(
-            "  {name}: {:.1} ms wall, {:.1} ms cpu",
-            since.elapsed().as_secs_f64() * 1e3,
-            (now - last) / 1e6
-        );
-    }
-    *since = std::time::Instant::now();
-}
-
-/// Development aid (see the `trace` feature): nothing without it.
-#[cfg(not(feature = "trace"))]
-#[inline]
-pub(crate) fn stage(_name: &str, _since: &mut std::time::Instant) {}
 
 /// Development aid (see the `trace` feature): prints a tree with the roles of its nodes.
 #[cfg(feature = "trace")]

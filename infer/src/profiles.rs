@@ -77,10 +77,10 @@ pub(crate) fn profile_groups(t: &Table, floor: f64) -> Profiles {
         }
         let mut clock = std::time::Instant::now();
         let q = quotient(t, &classes);
-        crate::pipeline::stage("  quotient", &mut clock);
+        crate::timing::stage("  quotient", &mut clock);
         let w: Vec<f64> = classes.iter().map(|c| c.len() as f64).collect();
         let cmp = compare(&q, k, &w);
-        crate::pipeline::stage("  compare", &mut clock);
+        crate::timing::stage("  compare", &mut clock);
         if round == 0 {
             nearest = (0..k)
                 .map(|a| {
@@ -107,7 +107,7 @@ pub(crate) fn profile_groups(t: &Table, floor: f64) -> Profiles {
                 );
             }
         }
-        crate::pipeline::stage("  accept", &mut clock);
+        crate::timing::stage("  accept", &mut clock);
         #[cfg(feature = "trace")]
         if std::env::var_os("TOPOPROBE_TRACE").is_some() {
             let sizes: Vec<(usize, f64)> = accepted
@@ -843,4 +843,10 @@ pub(crate) fn profiles_confirm_pair(plain: &[f64], k: usize, a: usize, b: usize)
             .fold(f64::INFINITY, f64::min)
     };
     plain[a * k + b] <= 2.0 * nearest(a, b).max(nearest(b, a))
+}
+
+/// [`profiles_confirm_pair`] on the first round of the profiles (every pair is confirmed when the
+/// table was too small for profiles).
+pub(crate) fn confirmed_by_profiles(profiles: &Profiles, n: usize, a: usize, b: usize) -> bool {
+    profiles.first_round.len() != n * n || profiles_confirm_pair(&profiles.first_round, n, a, b)
 }

@@ -53,7 +53,7 @@ impl Table {
             }
         }
         let mut clock = std::time::Instant::now();
-        crate::pipeline::stage("   check", &mut clock);
+        crate::timing::stage("   check", &mut clock);
         let mut lat = vec![f64::NAN; n * n];
         let mut zeros = Vec::new();
         let mut asymmetry: f64 = 0.0;
@@ -104,7 +104,7 @@ impl Table {
             }
         }
         zeros.sort_unstable();
-        crate::pipeline::stage("   symmetrize", &mut clock);
+        crate::timing::stage("   symmetrize", &mut clock);
         if let Some(a) = measured.iter().position(|&m| !m) {
             return Err(InferError::Unmeasured(a));
         }
@@ -118,9 +118,9 @@ impl Table {
                 value: 0.0,
             });
         }
-        crate::pipeline::stage("   sort", &mut clock);
+        crate::timing::stage("   sort", &mut clock);
         let quant = quantize::detect(&sorted);
-        crate::pipeline::stage("   detect", &mut clock);
+        crate::timing::stage("   detect", &mut clock);
         // One timer step: the detected step, else the finest spacing of the values, and at
         // most half the smallest latency measured (a 0 is faster than any of them).
         let zero_value = quant
@@ -137,7 +137,7 @@ impl Table {
             sort_positive(&mut sorted);
         }
         let log = mirrored_log(&lat, n);
-        crate::pipeline::stage("   log", &mut clock);
+        crate::timing::stage("   log", &mut clock);
         // |ln x - ln y| of two independent copies with noise sigma has median
         // 0.6745 * sqrt(2) * sigma.
         // Pairs whose directions agree exactly (a symmetric file) say nothing of the noise;

@@ -29,6 +29,7 @@
 //! ```
 
 mod layout;
+mod matrices;
 pub mod platforms;
 mod probe;
 mod spec;
