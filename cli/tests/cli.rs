@@ -293,13 +293,9 @@ fn infer_tsv_i7_6700k() {
 fn infer_tsv_power7_two_sockets() {
     let out = infer_matrix("nv-2x-power7.csv", &["--format", "tsv"]);
     let t = parse_tsv(&out);
-    // The group level is reported as unresolved, in a comment before the header.
-    assert_eq!(t.comments.len(), 1);
-    assert!(
-        t.comments[0].starts_with("# unresolved: group: "),
-        "{:?}",
-        t.comments
-    );
+    // Every level is right, and none is flagged (the flags are kept for levels that may be
+    // wrong).
+    assert!(t.comments.is_empty(), "{:?}", t.comments);
     assert_eq!(t.rows.len(), 16);
     assert_eq!(
         t.rows.iter().map(|r| r.0).collect::<Vec<_>>(),
@@ -437,13 +433,14 @@ fn smt_hint_is_given() {
 
 #[test]
 fn sockets_hint_against_the_latencies_is_unresolved() {
-    // One socket by the latencies: a hint of 2 is kept out and reported as unresolved.
+    // One socket by the latencies: a hint of 2 is followed (the user may know better) and
+    // the socket level reported as unresolved, with why the split is implausible.
     let v = json(&infer_matrix(
         "nv-i7-6700k.csv",
         &["--sockets", "2", "--json"],
     ));
-    assert_eq!(v["facts"]["sockets"]["value"], 1);
-    assert_eq!(v["facts"]["sockets"]["origin"], "inferred");
+    assert_eq!(v["facts"]["sockets"]["value"], 2);
+    assert_eq!(v["facts"]["sockets"]["origin"], "given");
     let unresolved = v["validation"]["unresolved"].as_array().expect("an array");
     assert_eq!(unresolved.len(), 1, "{unresolved:?}");
     assert_eq!(unresolved[0]["level"], "socket");
