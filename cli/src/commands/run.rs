@@ -77,9 +77,11 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
         .command
         .split_first()
         .ok_or_else(|| Usage("no command given".into()))?;
+    let mut preload_loads = plan.pinned;
     if plan.pinned {
         check_cpus(&export::cpus(&topo, &plan))?;
         if program_linking(Path::new(program)) == Linking::Static {
+            preload_loads = false;
             eprintln!(
                 "topoprobe: warning: {} is statically linked: its threads will not be pinned \
                  (only a dynamically linked program loads the pinning library); the OMP_* \
@@ -102,7 +104,8 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
             }
         }
     }
-    if plan.pinned {
+    // A statically linked program never loads the pinning library: it is not needed then.
+    if preload_loads {
         let lib = preload_library()?;
         let mut preload = lib.into_os_string();
         if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {

@@ -1,6 +1,7 @@
 //! The socket decision.
 //!
-//! Sockets are copies of one chip: they come in 1, 2, 4 or 8 near-equal parts, each of at
+//! Sockets are copies of one chip: they come in 1, 2, 4 or 8 near-equal parts (other
+//! counts only beside a link of at least [`SOCKET_SURE_NS`]), each of at
 //! least [`SOCKET_MIN_CORES`] cores, whose insides look alike (or one is as slow inside as
 //! the link between them: the home-node effect of AMD servers), joined by a chip-to-chip
 //! link of at least [`SOCKET_MIN_NS`] at most [`SOCKET_MAX_RATIO`] times their inside, or
@@ -182,8 +183,15 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
     let lowest_inner = normal.iter().copied().fold(f64::INFINITY, f64::min);
     let ratio = cross / inner;
     let mut why = None;
-    if !matches!(k, 2 | 4 | 8) {
-        why = Some(format!("{k} parts is not a socket count (1, 2, 4 or 8)"));
+    // Machines of 3 or 6 sockets exist (glueless rings, boards of blades), but a die-to-die
+    // link never reaches the sure bound: other counts need a link at least that slow.
+    let usual_count = matches!(k, 2 | 4 | 8);
+    if !usual_count && (clustered || cross < SOCKET_SURE_NS * unit) {
+        why = Some(format!(
+            "{k} parts is not a socket count (1, 2, 4 or 8; others only beside a link of at \
+             least {})",
+            fmt_lat(SOCKET_SURE_NS * unit, opts)
+        ));
     } else if largest as f64 > EQUAL_SIZES * smallest as f64 {
         why = Some(format!(
             "parts of {:?} cores are not near-equal",
