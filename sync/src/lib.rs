@@ -4,7 +4,7 @@
 //!   none, crossbeam's fixed constants, or *educated* waits in nanoseconds derived from the
 //!   measured latencies between contexts; all of them work as `lock_api` mutexes.
 //! - [`clock`]: the calibrated clock the waits and the experiments use.
-//! - [`bench`]: the contention experiments behind `topoprobe bench` (lock throughput,
+//! - [`mod@bench`]: the contention experiments behind `topoprobe bench` (lock throughput,
 //!   false sharing, cache-line operations by state and distance).
 //!
 //! Nothing here measures the topology: it is given (see `topoprobe_machine::load`).

@@ -183,7 +183,7 @@ impl RawCohort {
     }
 
     /// Releases the lock: to the next waiter of the holder's cohort when there is one and
-    /// the cohort has not passed it [`MAX_PASSES`] times in a row, else to everybody.
+    /// the cohort has not passed it `MAX_PASSES` (64) times in a row, else to everybody.
     ///
     /// # Safety
     ///
