@@ -41,6 +41,7 @@
 mod assemble;
 mod collect;
 pub mod compare;
+pub mod layers;
 mod error;
 mod levels;
 mod linkage;

@@ -91,11 +91,44 @@ impl Scale {
     }
 }
 
-/// A run of consecutive contexts (in heatmap order) that belong to one socket or group.
-struct Band {
-    start: usize,
-    len: usize,
-    label: String,
+/// A run of consecutive rows (in heatmap order) that belong to one socket, group or host,
+/// drawn as a labelled band beside and above the matrix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Band {
+    /// First row of the run.
+    pub start: usize,
+    /// Number of rows.
+    pub len: usize,
+    /// Label written in the band (empty: the band is not drawn, but its start is still a
+    /// boundary).
+    pub label: String,
+}
+
+/// A square matrix to draw as a heatmap: rows and columns in display order, with labels,
+/// bands and marks on the colour scale. [`render`] draws a topology's latencies with it;
+/// other data (the ranks of a cluster) can be drawn the same way with [`render_matrix`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatrixHeatmap {
+    /// Title (first line, and the SVG's accessible title).
+    pub title: String,
+    /// Second line under the title (what rows and columns are, what the lines mean).
+    pub subtitle: String,
+    /// Unit of the values, shown on the colour scale and in the cells' tooltips.
+    pub unit: String,
+    /// What the values are, above the colour scale (`latency`).
+    pub quantity: String,
+    /// Label of every row (and column), in display order.
+    pub labels: Vec<String>,
+    /// `values[i][j]`: from row `i` to column `j`, in display order; `None`: not measured
+    /// (grey). The diagonal is drawn white.
+    pub values: Vec<Vec<Option<f64>>>,
+    /// Outer bands (sockets, hosts), with thick boundaries.
+    pub outer: Vec<Band>,
+    /// Inner bands (groups), with thin boundaries; the band row is drawn only when one of
+    /// them has a label.
+    pub inner: Vec<Band>,
+    /// Values marked on the colour scale (a level's median) with their labels.
+    pub marks: Vec<(f64, String)>,
 }
 
 /// Splits the order into runs of equal keys.
@@ -121,12 +154,62 @@ pub fn render(topo: &Topology) -> String {
     let order = context_order(topo);
     let n = order.len();
     let raw = &topo.latency_tables().raw;
-    let value = |a: ContextId, b: ContextId| raw.get(a.0, b.0);
-    let scale = Scale::new(
-        order
+    let groups = bands(&order, |c| {
+        (topo.contexts()[c.0].socket, outer_group(topo, c))
+    });
+    let sockets = bands(&order, |c| topo.contexts()[c.0].socket);
+    let name = machine_name(topo);
+    let heatmap = MatrixHeatmap {
+        title: format!(
+            "Core-to-core latency of {name}: {}, ordered by socket, group and core",
+            plural(n, "context")
+        ),
+        subtitle: "row: from, column: to · {unit} · grey: not measured · thin lines: groups, thick lines: sockets".into(),
+        unit: topo.units().to_string(),
+        quantity: "latency".into(),
+        labels: order
             .iter()
-            .flat_map(|&a| order.iter().filter_map(move |&b| value(a, b))),
-    );
+            .map(|c| topo.contexts()[c.0].os_id.to_string())
+            .collect(),
+        values: order
+            .iter()
+            .map(|a| order.iter().map(|b| raw.get(a.0, b.0)).collect())
+            .collect(),
+        outer: sockets
+            .iter()
+            .map(|(start, len, sk)| Band {
+                start: *start,
+                len: *len,
+                label: format!("socket {}", sk.0),
+            })
+            .collect(),
+        inner: groups
+            .iter()
+            .map(|(start, len, (_, g))| Band {
+                start: *start,
+                len: *len,
+                label: g.map_or_else(String::new, |g| format!("G{}", g.0)),
+            })
+            .collect(),
+        marks: topo
+            .levels()
+            .iter()
+            .map(|l| {
+                let m = l.latency.median;
+                (m, format!("{} {}", num(m), l.role.as_str().replace('_', "-")))
+            })
+            .collect(),
+    };
+    render_matrix(&heatmap)
+}
+
+/// Renders any [`MatrixHeatmap`] as an SVG document, with the same colour scale, bands and
+/// boundaries as a topology's heatmap. In the subtitle, `{unit}` stands for the unit.
+#[must_use]
+pub fn render_matrix(h: &MatrixHeatmap) -> String {
+    let n = h.labels.len();
+    let value = |a: usize, b: usize| h.values.get(a).and_then(|r| r.get(b)).copied().flatten();
+    let scale = Scale::new((0..n).flat_map(|a| (0..n).filter_map(move |b| value(a, b))));
     let labels = n <= LABEL_ALL_UP_TO;
     let cell = if labels {
         (800.0 / n.max(1) as f64).clamp(10.0, 28.0)
@@ -135,16 +218,12 @@ pub fn render(topo: &Topology) -> String {
     };
     let font = (cell * 0.62).clamp(7.0, 12.0);
     let side = cell * n as f64;
-    // Left: context labels, group band, socket band. Top: title and the same.
+    // Left: row labels, inner band, outer band. Top: title and the same.
     let label_w = if labels { font * 3.2 + 4.0 } else { 0.0 };
     let band_w = 16.0;
-    let groups = bands(&order, |c| {
-        (topo.contexts()[c.0].socket, outer_group(topo, c))
-    });
-    let sockets = bands(&order, |c| topo.contexts()[c.0].socket);
-    let has_groups = groups.iter().any(|(_, _, (_, g))| g.is_some());
-    let band_rows = if has_groups { 2.0 } else { 1.0 };
-    // Socket band, group band, labels, matrix: from the left edge and below the title.
+    let has_inner = h.inner.iter().any(|b| !b.label.is_empty());
+    let band_rows = if has_inner { 2.0 } else { 1.0 };
+    // Outer band, inner band, labels, matrix: from the left edge and below the title.
     let (band_left, band_top) = (12.0, 52.0);
     let left = band_left + band_rows * band_w + label_w;
     let top = band_top + band_rows * band_w + label_w;
@@ -157,22 +236,17 @@ pub fn render(topo: &Topology) -> String {
         s,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"{FONT}\" role=\"img\">"
     );
-    let name = machine_name(topo);
-    let title = format!(
-        "Core-to-core latency of {name}: {}, ordered by socket, group and core",
-        plural(n, "context")
-    );
-    let _ = writeln!(s, "<title>{}</title>", escape_xml(&title));
+    let _ = writeln!(s, "<title>{}</title>", escape_xml(&h.title));
     let _ = writeln!(s, "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>");
     let _ = writeln!(
         s,
         "<text x=\"12\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>",
-        escape_xml(&title)
+        escape_xml(&h.title)
     );
     let _ = writeln!(
         s,
-        "<text x=\"12\" y=\"40\" font-size=\"11\" fill=\"#444\">row: from, column: to · {} · grey: not measured · thin lines: groups, thick lines: sockets</text>",
-        topo.units()
+        "<text x=\"12\" y=\"40\" font-size=\"11\" fill=\"#444\">{}</text>",
+        escape_xml(&h.subtitle.replace("{unit}", &h.unit))
     );
 
     // Cells.
@@ -181,24 +255,25 @@ pub fn render(topo: &Topology) -> String {
         "<g shape-rendering=\"crispEdges\" transform=\"translate({left:.1},{top:.1})\">"
     );
     let with_titles = n <= 64;
-    for (i, &a) in order.iter().enumerate() {
-        for (j, &b) in order.iter().enumerate() {
+    for i in 0..n {
+        for j in 0..n {
             let (x, y) = (j as f64 * cell, i as f64 * cell);
-            let fill = if a == b {
+            let fill = if i == j {
                 "#ffffff".to_string()
             } else {
-                value(a, b).map_or_else(|| "#d0d0d0".to_string(), |v| colour(scale.pos(v)))
+                value(i, j).map_or_else(|| "#d0d0d0".to_string(), |v| colour(scale.pos(v)))
             };
             if with_titles {
-                let osa = topo.contexts()[a.0].os_id;
-                let osb = topo.contexts()[b.0].os_id;
-                let v = value(a, b).map_or_else(
+                let v = value(i, j).map_or_else(
                     || "not measured".to_string(),
-                    |v| format!("{} {}", num(v), topo.units()),
+                    |v| format!("{} {}", num(v), h.unit),
                 );
                 let _ = writeln!(
                     s,
-                    "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{cell:.2}\" height=\"{cell:.2}\" fill=\"{fill}\"><title>{osa} → {osb}: {v}</title></rect>"
+                    "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{cell:.2}\" height=\"{cell:.2}\" fill=\"{fill}\"><title>{} → {}: {}</title></rect>",
+                    escape_xml(&h.labels[i]),
+                    escape_xml(&h.labels[j]),
+                    escape_xml(&v)
                 );
             } else {
                 let _ = writeln!(
@@ -209,15 +284,15 @@ pub fn render(topo: &Topology) -> String {
         }
     }
     // Boundaries.
-    for (start, _, _) in groups.iter().skip(1) {
-        let p = *start as f64 * cell;
+    for b in h.inner.iter().skip(1) {
+        let p = b.start as f64 * cell;
         let _ = writeln!(
             s,
             "<path d=\"M{p:.2} 0V{side:.2}M0 {p:.2}H{side:.2}\" stroke=\"#ffffff\" stroke-width=\"1\"/>"
         );
     }
-    for (start, _, _) in sockets.iter().skip(1) {
-        let p = *start as f64 * cell;
+    for b in h.outer.iter().skip(1) {
+        let p = b.start as f64 * cell;
         let _ = writeln!(
             s,
             "<path d=\"M{p:.2} 0V{side:.2}M0 {p:.2}H{side:.2}\" stroke=\"#000000\" stroke-width=\"2.5\"/>"
@@ -229,48 +304,32 @@ pub fn render(topo: &Topology) -> String {
     );
     let _ = writeln!(s, "</g>");
 
-    // Context labels.
+    // Row and column labels.
     if labels {
         let _ = writeln!(
             s,
             "<g font-size=\"{font:.1}\" fill=\"#222\" font-family=\"DejaVu Sans Mono, monospace\">"
         );
-        for (i, &c) in order.iter().enumerate() {
-            let os = topo.contexts()[c.0].os_id;
+        for (i, label) in h.labels.iter().enumerate() {
+            let label = escape_xml(label);
             let mid = (i as f64 + 0.5) * cell + font * 0.35;
             let _ = writeln!(
                 s,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{os}</text>",
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
                 left - 3.0,
                 top + mid
             );
             let cx = left + (i as f64 + 0.5) * cell + font * 0.35;
             let _ = writeln!(
                 s,
-                "<text transform=\"translate({cx:.1},{:.1}) rotate(-90)\" text-anchor=\"start\">{os}</text>",
+                "<text transform=\"translate({cx:.1},{:.1}) rotate(-90)\" text-anchor=\"start\">{label}</text>",
                 top - 3.0
             );
         }
         let _ = writeln!(s, "</g>");
     }
 
-    // Bands: socket (outer) and group (inner), on the left and on top.
-    let socket_bands: Vec<Band> = sockets
-        .iter()
-        .map(|(start, len, sk)| Band {
-            start: *start,
-            len: *len,
-            label: format!("socket {}", sk.0),
-        })
-        .collect();
-    let group_bands: Vec<Band> = groups
-        .iter()
-        .map(|(start, len, (_, g))| Band {
-            start: *start,
-            len: *len,
-            label: g.map_or_else(String::new, |g| format!("G{}", g.0)),
-        })
-        .collect();
+    // Bands: outer and inner, on the left and on top.
     let band_row = |s: &mut String, bands: &[Band], row: f64, fills: [&str; 2]| {
         for (k, b) in bands.iter().enumerate() {
             if b.label.is_empty() {
@@ -313,27 +372,28 @@ pub fn render(topo: &Topology) -> String {
             }
         }
     };
-    band_row(&mut s, &socket_bands, 0.0, ["#333333", "#666666"]);
-    if has_groups {
-        band_row(&mut s, &group_bands, 1.0, ["#3b6ea5", "#6a94c4"]);
+    band_row(&mut s, &h.outer, 0.0, ["#333333", "#666666"]);
+    if has_inner {
+        band_row(&mut s, &h.inner, 1.0, ["#3b6ea5", "#6a94c4"]);
     }
 
     // Colour scale.
-    legend(&mut s, topo, scale, legend_x, top);
+    legend(&mut s, h, scale, legend_x, top);
     s.push_str("</svg>\n");
     s
 }
 
-/// The colour scale: a vertical gradient from low (top) to high latency, with the minimum,
-/// the maximum and the median of every latency level marked.
-fn legend(s: &mut String, topo: &Topology, scale: Scale, x: f64, y: f64) {
-    let h = 240.0;
+/// The colour scale: a vertical gradient from low (top) to high values, with the minimum,
+/// the maximum and every mark between them.
+fn legend(s: &mut String, h: &MatrixHeatmap, scale: Scale, x: f64, y: f64) {
+    let height = 240.0;
     let w = 18.0;
     let _ = writeln!(
         s,
-        "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"11\" font-weight=\"bold\">latency ({})</text>",
+        "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"11\" font-weight=\"bold\">{} ({})</text>",
         y - 10.0,
-        topo.units()
+        escape_xml(&h.quantity),
+        escape_xml(&h.unit)
     );
     let _ = writeln!(
         s,
@@ -346,29 +406,25 @@ fn legend(s: &mut String, topo: &Topology, scale: Scale, x: f64, y: f64) {
     let _ = writeln!(s, "</linearGradient></defs>");
     let _ = writeln!(
         s,
-        "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w}\" height=\"{h}\" fill=\"url(#scale)\" stroke=\"#000\" stroke-width=\"0.5\"/>"
+        "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w}\" height=\"{height}\" fill=\"url(#scale)\" stroke=\"#000\" stroke-width=\"0.5\"/>"
     );
     let mut ticks: Vec<(f64, String)> = vec![
         (scale.lo, format!("{} min", num(scale.lo))),
         (scale.hi, format!("{} max", num(scale.hi))),
     ];
-    for l in topo.levels() {
-        let m = l.latency.median;
-        if m > scale.lo && m < scale.hi {
-            ticks.push((
-                m,
-                format!("{} {}", num(m), l.role.as_str().replace('_', "-")),
-            ));
+    for (m, label) in &h.marks {
+        if *m > scale.lo && *m < scale.hi {
+            ticks.push((*m, label.clone()));
         }
     }
     ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
     let wanted: Vec<f64> = ticks
         .iter()
-        .map(|(v, _)| y + scale.pos(*v) * h + 4.0)
+        .map(|(v, _)| y + scale.pos(*v) * height + 4.0)
         .collect();
-    let placed = spread_labels(&wanted, 12.0, y + 4.0, y + h + 4.0);
+    let placed = spread_labels(&wanted, 12.0, y + 4.0, y + height + 4.0);
     for ((v, label), label_y) in ticks.iter().zip(placed) {
-        let ty = y + scale.pos(*v) * h;
+        let ty = y + scale.pos(*v) * height;
         // A tick, and a leader to its label when the label had to move away from it.
         let _ = writeln!(
             s,
@@ -387,7 +443,7 @@ fn legend(s: &mut String, topo: &Topology, scale: Scale, x: f64, y: f64) {
     let _ = writeln!(
         s,
         "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#444\">{} scale</text>",
-        y + h + 16.0,
+        y + height + 16.0,
         if scale.log { "logarithmic" } else { "linear" }
     );
 }
