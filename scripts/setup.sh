@@ -2,8 +2,20 @@
 # Installs what topoprobe needs to build and test on a fresh Debian machine: a Rust
 # toolchain (cargo) and the Debian packages listed in scripts/debian-packages.txt.
 # Safe to run repeatedly: it only installs what is missing.
+#
+#   scripts/setup.sh             what the workspace needs
+#   scripts/setup.sh --with-mpi  also Open MPI and libclang, for `topoprobe-cluster`
+#                                (`cargo build --release -p topoprobe-cluster --features mpi`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+lists=(scripts/debian-packages.txt)
+for arg in "$@"; do
+    case "$arg" in
+        --with-mpi) lists+=(scripts/debian-packages-mpi.txt) ;;
+        *) echo "setup: unknown option $arg (known: --with-mpi)" >&2; exit 2 ;;
+    esac
+done
 
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
     export PATH="$HOME/.cargo/bin:$PATH"
@@ -21,10 +33,12 @@ for component in rustfmt clippy; do
 done
 
 missing=()
-while read -r pkg; do
-    case "$pkg" in ''|'#'*) continue ;; esac
-    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-done < scripts/debian-packages.txt
+for list in "${lists[@]}"; do
+    while read -r pkg; do
+        case "$pkg" in ''|'#'*) continue ;; esac
+        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    done < "$list"
+done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing Debian packages: ${missing[*]}" >&2
     sudo=""

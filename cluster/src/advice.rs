@@ -135,7 +135,10 @@ mod tests {
         let layers = find_layers(&lat, &lat, &ranks);
         let s = splits(&layers, &ranks);
         assert_eq!(s.len(), 2);
-        assert_eq!(s[0].groups, vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
+        assert_eq!(
+            s[0].groups,
+            vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]
+        );
         assert!(s[0].clean && !s[0].by_host);
         assert_eq!(s[1].color, vec![0, 0, 0, 0, 1, 1, 1, 1]);
         assert!(s[1].clean && s[1].by_host);

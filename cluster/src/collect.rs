@@ -179,9 +179,9 @@ pub fn collect_latency(
         budget: Some(budget),
     };
     let c = collect_sparse(&mut RankLatency { probe }, &sparse, progress).map_err(|e| match e {
-        InferError::Probe { a, b, message } => ClusterError::Probe(ProbeError(format!(
-            "ranks {a} and {b}: {message}"
-        ))),
+        InferError::Probe { a, b, message } => {
+            ClusterError::Probe(ProbeError(format!("ranks {a} and {b}: {message}")))
+        }
         other => ClusterError::Sampling(other.to_string()),
     })?;
     Ok(LatencyTable {

@@ -228,6 +228,10 @@ mod tests {
         assert!(l.layers[0].explained);
         assert_eq!(l.layers[1].explained_by, "inter-node");
         assert!(!l.layers[2].explained);
-        assert!(l.layers[2].note.as_deref().unwrap().contains("another switch"));
+        assert!(l.layers[2]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("another switch"));
     }
 }

@@ -247,7 +247,10 @@ mod tests {
         assert_eq!(l.relation(&[0, 2], &[1]), Relation::Node);
         assert_eq!(l.relation(&[0], &[9]), Relation::Node);
         assert_eq!(l.relation(&[], &[1]), Relation::Node);
-        assert_eq!(NodeLayout::unavailable("x").relation(&[0], &[1]), Relation::Node);
+        assert_eq!(
+            NodeLayout::unavailable("x").relation(&[0], &[1]),
+            Relation::Node
+        );
     }
 
     #[test]

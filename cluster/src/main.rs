@@ -127,11 +127,7 @@ fn measure(mut coordinator: Coordinator<'_>, args: &Args) -> Result<ClusterRepor
         let ranks = coordinator.gather()?;
         if args.description.is_some() {
             if let Some(h) = (0..ranks.hosts().len()).find(|&h| node::failed(ranks.layout(h))) {
-                bail!(
-                    "host {}: {}",
-                    ranks.hosts()[h].name,
-                    ranks.layout(h).source
-                );
+                bail!("host {}: {}", ranks.hosts()[h].name, ranks.layout(h).source);
             }
         }
         let opts = CollectOptions {

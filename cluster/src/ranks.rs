@@ -229,7 +229,10 @@ pub(crate) mod tests {
             cpu: None,
         };
         let e = Ranks::new(vec![info(1, "a")], BTreeMap::new()).unwrap_err();
-        assert!(e.to_string().contains("rank 0 reported itself as rank 1"), "{e}");
+        assert!(
+            e.to_string().contains("rank 0 reported itself as rank 1"),
+            "{e}"
+        );
         let e = Ranks::new(vec![info(0, "")], BTreeMap::new()).unwrap_err();
         assert!(e.to_string().contains("host name of 0 bytes"), "{e}");
         // A host without a layout: only the node is known.

@@ -41,8 +41,8 @@
 mod assemble;
 mod collect;
 pub mod compare;
-pub mod layers;
 mod error;
+pub mod layers;
 mod levels;
 mod linkage;
 pub mod load;

@@ -116,7 +116,10 @@ impl Settings {
             ));
         }
         if self.window == 0 || self.window > MAX_WINDOW {
-            return bad(format!("--window {} must be 1 to {MAX_WINDOW}", self.window));
+            return bad(format!(
+                "--window {} must be 1 to {MAX_WINDOW}",
+                self.window
+            ));
         }
         if self.window.saturating_mul(self.bandwidth_bytes) > MAX_WINDOW_BYTES {
             return bad(format!(
@@ -165,9 +168,7 @@ fn wait_for(world: &SimpleCommunicator, source: Option<usize>, tag: i32) -> (usi
     let mut pause = Duration::from_micros(1);
     loop {
         let status = match source {
-            Some(s) => world
-                .process_at_rank(rank(s))
-                .immediate_probe_with_tag(tag),
+            Some(s) => world.process_at_rank(rank(s)).immediate_probe_with_tag(tag),
             None => world.any_process().immediate_probe_with_tag(tag),
         };
         if let Some(st) = status {
@@ -246,7 +247,7 @@ fn sample_stats(samples: &[f64]) -> Option<PairSample> {
 fn ping(world: &SimpleCommunicator, peer: usize, s: &Settings) -> Vec<f64> {
     let p = world.process_at_rank(rank(peer));
     let mut buf = vec![0_u8; s.latency_bytes];
-    let mut batch = |k: u64, buf: &mut [u8]| -> f64 {
+    let batch = |k: u64, buf: &mut [u8]| -> f64 {
         p.send_with_tag(&k, TAG_BATCH);
         let t0 = mpi::time();
         for _ in 0..k {

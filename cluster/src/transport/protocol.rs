@@ -115,8 +115,14 @@ mod tests {
         ] {
             assert_eq!(Command::decode(c.encode(), 4), Ok(c));
         }
-        assert!(Command::decode([2, 4, 0, 0], 4).unwrap_err().contains("peer 4"));
-        assert!(Command::decode([3, 1, 7, 0], 4).unwrap_err().contains("role 7"));
-        assert!(Command::decode([9, 0, 0, 0], 4).unwrap_err().contains("command 9"));
+        assert!(Command::decode([2, 4, 0, 0], 4)
+            .unwrap_err()
+            .contains("peer 4"));
+        assert!(Command::decode([3, 1, 7, 0], 4)
+            .unwrap_err()
+            .contains("role 7"));
+        assert!(Command::decode([9, 0, 0, 0], 4)
+            .unwrap_err()
+            .contains("command 9"));
     }
 }

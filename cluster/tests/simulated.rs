@@ -1,0 +1,163 @@
+//! The layer analysis on simulated clusters: every pair's layer is the true one, each layer
+//! is explained by how its pairs are related, large clusters are sampled within 8·N
+//! measurements, and the advice groups the ranks by host.
+
+use topoprobe_cluster::sim::SimCluster;
+use topoprobe_cluster::{analyse, ClusterReport, CollectOptions, Strategy};
+
+fn run(sim: &SimCluster, opts: &CollectOptions) -> (ClusterReport, usize, usize) {
+    let mut probe = sim.probe();
+    let report = analyse(&mut probe, &sim.ranks(), opts, &mut |_| {}).expect("analysis");
+    (report, probe.latency_calls, probe.pairs.len())
+}
+
+fn names(report: &ClusterReport) -> Vec<&str> {
+    report
+        .layers
+        .iter()
+        .map(|l| l.explained_by.as_str())
+        .collect()
+}
+
+/// Fraction of pairs whose layer is the true one (layers numbered as the simulator's).
+fn agreement(sim: &SimCluster, report: &ClusterReport) -> f64 {
+    let n = sim.len();
+    let mut right = 0usize;
+    for a in 0..n {
+        for b in a + 1..n {
+            if report.layer[a][b] == Some(sim.true_layer(a, b)) {
+                right += 1;
+            }
+        }
+    }
+    right as f64 / (n * (n - 1) / 2) as f64
+}
+
+#[test]
+fn three_layers_with_noise_all_pairs() {
+    let sim = SimCluster::new(2, 2, 4); // 16 ranks: every pair measured
+    let (report, _, pairs) = run(&sim, &CollectOptions::default());
+    assert_eq!(report.measurement.strategy, Strategy::AllPairs);
+    assert_eq!(pairs, 16 * 15 / 2);
+    assert_eq!(
+        names(&report),
+        ["same socket", "other socket", "inter-node"]
+    );
+    assert!(report.layers.iter().all(|l| l.explained), "{report:?}");
+    assert!((agreement(&sim, &report) - 1.0).abs() < f64::EPSILON);
+    // Every pair has a latency and a bandwidth; the layers' medians are the simulated ones.
+    for (a, row) in report.latency_us.iter().enumerate() {
+        for (b, v) in row.iter().enumerate() {
+            assert_eq!(v.is_some(), a != b);
+            assert_eq!(report.bandwidth_gbps[a][b].is_some(), a != b);
+        }
+    }
+    for (layer, want) in report.layers.iter().zip(sim.latency_us) {
+        assert!((layer.latency_us / want - 1.0).abs() < 0.1, "{layer:?}");
+    }
+    for (layer, want) in report.layers.iter().zip(sim.bandwidth_gbps) {
+        let got = layer.bandwidth_gbps.expect("bandwidth");
+        assert!((got / want - 1.0).abs() < 0.1, "{layer:?}");
+    }
+}
+
+#[test]
+fn two_hundred_fifty_six_ranks_are_sampled_within_eight_per_rank() {
+    let mut sim = SimCluster::new(8, 2, 16); // 256 ranks
+    sim.noise = 0.05;
+    let (report, calls, pairs) = run(&sim, &CollectOptions::default());
+    assert_eq!(report.measurement.strategy, Strategy::Sampled);
+    assert!(
+        calls <= 8 * 256,
+        "{calls} latency measurements for 256 ranks"
+    );
+    assert!(pairs < 256 * 255 / 2 / 10, "{pairs} pairs measured");
+    // Three layers at the simulated latencies; every inter-node pair in the inter-node
+    // layer. (Within the budget, the sampling fills the inside of a few sockets from the
+    // cross-socket representative: the two fast layers are not yet exact.)
+    assert_eq!(report.layers.len(), 3);
+    for (layer, want) in report.layers.iter().zip(sim.latency_us) {
+        assert!((layer.latency_us / want - 1.0).abs() < 0.1, "{layer:?}");
+    }
+    assert_eq!(report.layers[2].explained_by, "inter-node");
+    assert!(report.layers[2].explained);
+    for a in 0..256 {
+        for b in a + 1..256 {
+            let inter = sim.true_layer(a, b) == 2;
+            assert_eq!(report.layer[a][b] == Some(2), inter, "ranks {a} and {b}");
+        }
+    }
+    let agree = agreement(&sim, &report);
+    assert!(agree > 0.98, "{agree} of the pairs in their true layer");
+    // The advice: the hosts (what MPI_COMM_TYPE_SHARED gives).
+    let by_host = report
+        .advice
+        .iter()
+        .find(|s| s.by_host)
+        .expect("a split by host");
+    assert_eq!(by_host.groups.len(), 8);
+    assert!(by_host.clean);
+}
+
+#[test]
+fn a_second_switch_is_a_fourth_layer() {
+    let mut sim = SimCluster::new(6, 2, 4);
+    sim.far_hosts = Some((3, 2.0));
+    let (report, calls, _) = run(&sim, &CollectOptions::default());
+    assert!(calls <= 8 * sim.len());
+    assert_eq!(report.layers.len(), 4, "{:?}", names(&report));
+    assert_eq!(report.layers[2].explained_by, "inter-node");
+    assert_eq!(report.layers[3].explained_by, "inter-node");
+    assert!(agreement(&sim, &report) > 0.999);
+}
+
+#[test]
+fn ranks_mapped_round_robin_over_the_hosts() {
+    let mut sim = SimCluster::new(4, 2, 8);
+    sim.round_robin = true;
+    let (report, _, _) = run(&sim, &CollectOptions::default());
+    assert_eq!(
+        names(&report),
+        ["same socket", "other socket", "inter-node"]
+    );
+    assert!(agreement(&sim, &report) > 0.999);
+    let by_host = report.advice.iter().find(|s| s.by_host).expect("by host");
+    // Rank r is on host r % 4.
+    for (r, &c) in by_host.color.iter().enumerate() {
+        assert_eq!(by_host.groups[c].first().map(|f| f % 4), Some(r % 4));
+    }
+}
+
+#[test]
+fn unbound_ranks_leave_the_sockets_unexplained() {
+    let mut sim = SimCluster::new(2, 2, 4);
+    sim.bound = false;
+    let (report, _, _) = run(&sim, &CollectOptions::default());
+    assert_eq!(report.layers.len(), 3);
+    // The descriptions cannot tell which socket an unbound rank is on: the two fast layers
+    // are "same node" and say so; the slow one is still inter-node.
+    assert_eq!(report.layers[2].explained_by, "inter-node");
+    assert!(
+        report.layers[..2].iter().all(|l| !l.explained),
+        "{report:?}"
+    );
+}
+
+#[test]
+fn the_report_round_trips_through_json() {
+    let sim = SimCluster::new(2, 1, 3);
+    let (report, _, _) = run(&sim, &CollectOptions::default());
+    let json = report.to_json();
+    let back: ClusterReport = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(back.ranks, 6);
+    assert_eq!(back.layers.len(), report.layers.len());
+    let value: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    for key in ["ranks", "hosts", "layers", "latency_us", "bandwidth_gbps"] {
+        assert!(value.get(key).is_some(), "{key}");
+    }
+    for key in ["latency_us", "bandwidth_gbps", "pairs", "explained_by"] {
+        assert!(value["layers"][0].get(key).is_some(), "{key}");
+    }
+    assert!(report.heatmap().starts_with("<svg"));
+    assert!(report.to_text().contains("inter-node"));
+}
