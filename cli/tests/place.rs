@@ -490,3 +490,145 @@ fn run_forwards_sigterm() {
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(128 + 15), "{status:?}");
 }
+
+/// The Open MPI rankfile runs under `mpirun` and every rank lands on the CPU it names;
+/// the Slurm and Intel MPI forms carry the same CPUs in the same order.
+#[test]
+fn the_rankfile_places_the_ranks_of_mpirun() {
+    let m2 = two_cpus();
+    let mpirun_found = Command::new("mpirun").arg("--version").output().is_ok();
+    if !mpirun_found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "mpirun is missing under CI: scripts/setup.sh --with-mpi"
+        );
+        eprintln!("skipped: mpirun not found (scripts/setup.sh --with-mpi)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (cpus, want) in [("1", vec!["1"]), ("0-1", vec!["0", "1"])] {
+        let threads = want.len().to_string();
+        let (rankfile, _) = ok(&[
+            "place",
+            "--policy",
+            "con_hwc",
+            "-n",
+            &threads,
+            "--cpus",
+            cpus,
+            "-q",
+            "--format",
+            "rankfile",
+            "--topology",
+            m2,
+        ]);
+        let file = dir.path().join("ranks");
+        std::fs::write(&file, &rankfile).expect("rankfile");
+        let out = Command::new("mpirun")
+            .args([
+                "--mca",
+                "rmaps_rank_file_physical",
+                "1",
+                "--use-hwthread-cpus",
+            ])
+            .arg("--rankfile")
+            .arg(&file)
+            .args(["-np", &threads, "sh", "-c"])
+            .arg("echo $OMPI_COMM_WORLD_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)")
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .expect("mpirun");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{rankfile}\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut got: Vec<(String, String)> = text
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(r, c)| (r.to_string(), c.trim().to_string()))
+            .collect();
+        got.sort();
+        let expect: Vec<(String, String)> = want
+            .iter()
+            .enumerate()
+            .map(|(r, c)| (r.to_string(), (*c).to_string()))
+            .collect();
+        assert_eq!(got, expect, "{rankfile}");
+        let (slurm, _) = ok(&[
+            "place",
+            "--policy",
+            "con_hwc",
+            "-n",
+            &threads,
+            "--cpus",
+            cpus,
+            "-q",
+            "--format",
+            "slurm",
+            "--topology",
+            m2,
+        ]);
+        assert_eq!(
+            slurm.trim(),
+            format!("--cpu-bind=map_cpu:{}", want.join(","))
+        );
+        let (intel, _) = ok(&[
+            "place",
+            "--policy",
+            "con_hwc",
+            "-n",
+            &threads,
+            "--cpus",
+            cpus,
+            "-q",
+            "--format",
+            "intel-mpi",
+            "--topology",
+            m2,
+        ]);
+        assert_eq!(
+            intel.trim(),
+            format!("I_MPI_PIN_PROCESSOR_LIST={}", want.join(","))
+        );
+    }
+}
+
+/// `hwloc-bind` takes the exported locations.
+#[test]
+fn the_hwloc_export_binds_with_hwloc_bind() {
+    if Command::new("hwloc-bind")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "hwloc-bind is missing under CI"
+        );
+        eprintln!("skipped: hwloc-bind not found");
+        return;
+    }
+    let (hwloc, _) = ok(&[
+        "place",
+        "--policy",
+        "con_hwc",
+        "-n",
+        "1",
+        "--cpus",
+        "1",
+        "-q",
+        "--format",
+        "hwloc",
+        "--topology",
+        two_cpus(),
+    ]);
+    assert_eq!(hwloc.trim(), "hwloc-bind --physical pu:1");
+    let st = shell(&format!(
+        "{} -- grep Cpus_allowed_list /proc/self/status",
+        hwloc.trim()
+    ));
+    assert!(st.trim().ends_with(":\t1"), "{st}");
+}

@@ -1,5 +1,7 @@
 //! A plan in the forms other tools take: a CPU list, a mask, `taskset`, `numactl`,
-//! OpenMP's environment and `likwid-pin`.
+//! OpenMP's environment, `likwid-pin`, `hwloc-bind`, and the MPI launchers (Open MPI's
+//! rankfile, Slurm's `--cpu-bind`, Intel MPI's processor list): one rank per thread of the
+//! plan, rank `i` on the plan's `i`-th CPU.
 
 use topoprobe_model::{format_cpu_list, Topology};
 
@@ -116,4 +118,99 @@ pub fn omp(topo: &Topology, plan: &Plan) -> String {
 #[must_use]
 pub fn likwid(topo: &Topology, plan: &Plan) -> String {
     format!("likwid-pin -c {}", list(topo, plan))
+}
+
+/// A `hwloc-bind` command prefix binding to the plan's CPUs by their operating-system
+/// numbers: `hwloc-bind --physical pu:0 pu:20 pu:1 pu:21` (append `-- prog`).
+#[must_use]
+pub fn hwloc(topo: &Topology, plan: &Plan) -> String {
+    let mut s = String::from("hwloc-bind --physical");
+    for c in cpu_set(topo, plan) {
+        s.push_str(&format!(" pu:{c}"));
+    }
+    s
+}
+
+/// An Open MPI rankfile placing rank `i` on the plan's `i`-th CPU, by operating-system
+/// CPU number, on the described machine (its host name, `localhost` when the description
+/// has none): `rank 0=node7 slot=0`, one line per rank, after comment lines giving the
+/// `mpirun` options it needs (`--mca rmaps_rank_file_physical 1`: the slots are physical
+/// processor numbers).
+#[must_use]
+pub fn rankfile(topo: &Topology, plan: &Plan) -> String {
+    let cpus = cpus(topo, plan);
+    let host = topo
+        .machine()
+        .hostname
+        .as_deref()
+        .filter(|h| !h.is_empty() && !h.contains(char::is_whitespace))
+        .unwrap_or("localhost");
+    let mut s = format!(
+        "# Open MPI rankfile: {} ranks, rank i on the i-th CPU of the placement (physical numbers)\n\
+         # mpirun --mca rmaps_rank_file_physical 1 --use-hwthread-cpus --rankfile FILE -np {} prog\n",
+        cpus.len(),
+        cpus.len()
+    );
+    for (rank, c) in cpus.iter().enumerate() {
+        s.push_str(&format!("rank {rank}={host} slot={c}\n"));
+    }
+    s.pop();
+    s
+}
+
+/// Slurm's binding of the ranks of each node, rank `i` on the plan's `i`-th CPU:
+/// `--cpu-bind=map_cpu:0,20,1,21` (decimal machine CPU numbers, reused from the start
+/// when a node runs more tasks).
+#[must_use]
+pub fn slurm_map(topo: &Topology, plan: &Plan) -> String {
+    format!("--cpu-bind=map_cpu:{}", list(topo, plan))
+}
+
+/// Slurm's binding by masks, one per rank in placement order:
+/// `--cpu-bind=mask_cpu:0x1,0x100000,0x2,0x200000`.
+#[must_use]
+pub fn slurm_mask(topo: &Topology, plan: &Plan) -> String {
+    let masks: Vec<String> = cpus(topo, plan).into_iter().map(single_mask).collect();
+    format!("--cpu-bind=mask_cpu:{}", masks.join(","))
+}
+
+/// The hexadecimal mask of one CPU: `0x1` for CPU 0, `0x100000` for CPU 20.
+fn single_mask(cpu: u32) -> String {
+    let c = cpu as usize;
+    let mut hex = String::from(["1", "2", "4", "8"][c % 4]);
+    hex.push_str(&"0".repeat(c / 4));
+    format!("0x{hex}")
+}
+
+/// Intel MPI's pinning of rank `i` to the plan's `i`-th CPU:
+/// `I_MPI_PIN_PROCESSOR_LIST=0,20,1,21`.
+#[must_use]
+pub fn intel_mpi(topo: &Topology, plan: &Plan) -> String {
+    format!("I_MPI_PIN_PROCESSOR_LIST={}", list(topo, plan))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::single_mask;
+
+    #[test]
+    fn a_single_cpu_mask_has_exactly_its_bit() {
+        for cpu in 0..1024_u32 {
+            let m = single_mask(cpu);
+            let hex = m.strip_prefix("0x").expect("0x");
+            // Parse as Slurm does: hexadecimal digits, least significant last.
+            let bits: Vec<u32> = hex
+                .chars()
+                .rev()
+                .enumerate()
+                .flat_map(|(i, d)| {
+                    let v = d.to_digit(16).expect("hex digit");
+                    (0..4)
+                        .filter(move |b| v & (1 << b) != 0)
+                        .map(move |b| 4 * i as u32 + b)
+                })
+                .collect();
+            assert_eq!(bits, vec![cpu], "{m}");
+        }
+    }
 }

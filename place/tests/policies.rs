@@ -470,6 +470,33 @@ fn exports() {
         "OMP_NUM_THREADS=4\nOMP_PLACES={0},{20},{1},{21}\nOMP_PROC_BIND=close"
     );
     assert_eq!(export::likwid(&t, &p), "likwid-pin -c 0,20,1,21");
+    assert_eq!(
+        export::hwloc(&t, &p),
+        "hwloc-bind --physical pu:0 pu:1 pu:20 pu:21"
+    );
+    // Slurm's documented syntax: `map_cpu:<list>` of decimal CPU ids, one per task in
+    // order; `mask_cpu:<list>` of hexadecimal masks (optional 0x), one per task.
+    assert_eq!(export::slurm_map(&t, &p), "--cpu-bind=map_cpu:0,20,1,21");
+    assert_eq!(
+        export::slurm_mask(&t, &p),
+        "--cpu-bind=mask_cpu:0x1,0x100000,0x2,0x200000"
+    );
+    assert_eq!(
+        export::intel_mpi(&t, &p),
+        "I_MPI_PIN_PROCESSOR_LIST=0,20,1,21"
+    );
+    let rf = export::rankfile(&t, &p);
+    let ranks: Vec<&str> = rf.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        ranks,
+        [
+            "rank 0=lpdxeon2680 slot=0",
+            "rank 1=lpdxeon2680 slot=20",
+            "rank 2=lpdxeon2680 slot=1",
+            "rank 3=lpdxeon2680 slot=21"
+        ]
+    );
+    assert!(rf.contains("rmaps_rank_file_physical 1"), "{rf}");
     let f = four_sockets();
     let p = plan(&f, &req(Policy::RrCore, 3)).expect("plan");
     assert_eq!(

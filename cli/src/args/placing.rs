@@ -50,6 +50,16 @@ pub(crate) enum PlaceFormat {
     Omp,
     /// A `likwid-pin -c LIST` prefix.
     Likwid,
+    /// A `hwloc-bind --physical pu:N ...` prefix.
+    Hwloc,
+    /// An Open MPI rankfile: rank i on the i-th CPU (physical numbers).
+    Rankfile,
+    /// Slurm's `--cpu-bind=map_cpu:LIST` (rank i on the i-th CPU).
+    Slurm,
+    /// Slurm's `--cpu-bind=mask_cpu:MASKS` (one mask per rank).
+    SlurmMask,
+    /// Intel MPI's `I_MPI_PIN_PROCESSOR_LIST=LIST`.
+    IntelMpi,
     /// The placement, every thread's place and the summary, as JSON.
     Json,
 }

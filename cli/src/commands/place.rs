@@ -19,6 +19,11 @@ pub(crate) fn run(args: &PlaceArgs) -> Result<()> {
         PlaceFormat::Numactl => export::numactl(&topo, p),
         PlaceFormat::Omp => export::omp(&topo, p),
         PlaceFormat::Likwid => export::likwid(&topo, p),
+        PlaceFormat::Hwloc => export::hwloc(&topo, p),
+        PlaceFormat::Rankfile => export::rankfile(&topo, p),
+        PlaceFormat::Slurm => export::slurm_map(&topo, p),
+        PlaceFormat::SlurmMask => export::slurm_mask(&topo, p),
+        PlaceFormat::IntelMpi => export::intel_mpi(&topo, p),
         PlaceFormat::Json => serde_json::to_string_pretty(&placement.to_json())?,
     };
     if !args.quiet {
