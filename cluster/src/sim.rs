@@ -24,6 +24,9 @@ use crate::layout::{CpuPlace, NodeLayout};
 use crate::probe::RankProbe;
 use crate::ranks::{RankInfo, Ranks};
 
+/// Samples of one simulated latency measurement (the transport's default `--samples`).
+pub const LATENCY_SAMPLES: usize = 7;
+
 /// A simulated cluster: `hosts` hosts of `sockets` sockets of `cores` cores, one rank per
 /// core.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +44,9 @@ pub struct SimCluster {
     /// Hosts from this index on sit behind another switch: latency to them from the
     /// others is multiplied by the factor, bandwidth divided by it.
     pub far_hosts: Option<(usize, f64)>,
-    /// Standard deviation of the log-normal noise of every measurement (0: exact).
+    /// Standard deviation of the log-normal noise of every sample (0: exact). A latency
+    /// measurement is the median of [`LATENCY_SAMPLES`] samples, as the MPI transport takes
+    /// by default, and reports their relative spread; a bandwidth measurement is one sample.
     pub noise: f64,
     /// Ranks numbered round robin over the hosts (`--map-by node`) instead of host by
     /// host.
@@ -220,11 +225,16 @@ impl RankProbe for SimProbe {
         self.check(a, b)?;
         self.latency_calls += 1;
         self.pairs.insert((a.min(b), a.max(b)));
-        let v = self.sim.truth(a, b).0 * self.noise();
+        let truth = self.sim.truth(a, b).0;
+        let mut samples: Vec<f64> = (0..LATENCY_SAMPLES).map(|_| truth * self.noise()).collect();
+        samples.sort_by(f64::total_cmp);
+        let median = samples[LATENCY_SAMPLES / 2];
+        let mean = samples.iter().sum::<f64>() / LATENCY_SAMPLES as f64;
+        let var = samples.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / LATENCY_SAMPLES as f64;
         Ok(Some(PairSample {
-            median: v,
-            min: v,
-            spread: self.sim.noise,
+            median,
+            min: samples[0],
+            spread: var.sqrt() / median,
         }))
     }
 

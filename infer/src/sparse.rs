@@ -29,7 +29,10 @@
 //!    comparison instead of one per module. Since every comparison is with a module's
 //!    representative, that representative's row inside its module is measured already when
 //!    the module is split in turn. SMT siblings always share the innermost module, so their
-//!    pair is always measured.
+//!    pair is always measured. In a *flat* band (six or more modules, each a single
+//!    context: the cores of a socket without SMT, the ranks of one node) a context is
+//!    compared with three modules only, its neighbours' at the strides first, instead of
+//!    with every one (k²/2 pairs); steps 4 and 6 still check the band.
 //! 3. **Second looks** against outliers (a whole measurement 3× too slow or fast): a
 //!    context much farther from a representative than the pivot's latencies allow has its
 //!    band measured again; a lone context where modules have several, a module one larger

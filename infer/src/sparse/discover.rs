@@ -1,7 +1,7 @@
 //! Top-down discovery of a machine's structure with few measurements: pivots, bands of
 //! equal latency, modules inside bands (see the parent module's documentation).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -28,6 +28,14 @@ const AGREE_NOISE: f64 = 5.0;
 pub(super) const OUTLIER_LN: f64 = 0.405;
 /// Module pairs sampled per pair of bands to test the nested-bands prediction.
 const BAND_PAIR_SAMPLES: usize = 2;
+/// A band of at least this many modules, each a single context, is flat (the cores of a
+/// socket without SMT, the ranks of one node): a context is then compared with
+/// [`FLAT_TRIES`] modules only, its neighbours' at the learned strides first, instead of
+/// with every one (k²/2 pairs for k contexts). The band-pair samples and the verification
+/// pairs still check the band.
+const FLAT_AFTER: usize = 6;
+/// See [`FLAT_AFTER`].
+const FLAT_TRIES: usize = 3;
 /// Rounds of splitting modules that a witness does not see as one.
 const REFINE_ROUNDS: usize = 3;
 /// A module whose inside is slower than this fraction of its band's latency is loosely bound
@@ -155,6 +163,12 @@ impl Band {
             && hi.is_finite()
             && v.ln() >= lo.ln() - tol.gap
             && v.ln() <= hi.ln() + tol.gap
+    }
+
+    /// Whether the band is flat: at least [`FLAT_AFTER`] modules, each a single context.
+    fn is_flat(&self) -> bool {
+        let live = self.live();
+        live.len() >= FLAT_AFTER && live.iter().all(|&m| self.modules[m].members.len() == 1)
     }
 
     /// Indices of the modules that still have members.
@@ -624,7 +638,17 @@ impl<'m, 'a> Discovery<'m, 'a> {
             band.open(x);
             return Ok(moved);
         }
-        for m in self.candidates(band, x) {
+        let candidates = if band.is_flat() {
+            let mut c = self.by_stride(band, x);
+            c.extend(self.candidates(band, x));
+            let mut seen = HashSet::new();
+            c.retain(|m| seen.insert(*m));
+            c.truncate(FLAT_TRIES);
+            c
+        } else {
+            self.candidates(band, x)
+        };
+        for m in candidates {
             let rep = band.modules[m].rep;
             if self.close(band, x, rep)? {
                 self.learn(&band.modules[m].members, x);
@@ -688,6 +712,21 @@ impl<'m, 'a> Discovery<'m, 'a> {
             .collect();
         rest.sort_by_key(|&m| band.modules[m].rep.abs_diff(x));
         out.extend(rest);
+        out
+    }
+
+    /// Modules of `x`'s neighbours in the numbering at the strides seen so far.
+    fn by_stride(&self, band: &Band, x: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        for d in self.strides() {
+            for y in [x.checked_sub(d), x.checked_add(d)].into_iter().flatten() {
+                if let Some(&m) = band.of.get(&y) {
+                    if !out.contains(&m) && !band.modules[m].members.is_empty() {
+                        out.push(m);
+                    }
+                }
+            }
+        }
         out
     }
 
