@@ -124,6 +124,10 @@ fn coordinate(world: &SimpleCommunicator, args: &Args) -> Result<()> {
 /// Measures with the coordinator, and always releases the other ranks.
 fn measure(mut coordinator: Coordinator<'_>, args: &Args) -> Result<ClusterReport> {
     let result = (|| -> Result<ClusterReport> {
+        // The files' directories before measuring (minutes on a large job), not after.
+        for path in args.output.iter().chain(&args.heatmap) {
+            topoprobe_model::format::check_place(path)?;
+        }
         let ranks = coordinator.gather()?;
         if args.description.is_some() {
             if let Some(h) = (0..ranks.hosts().len()).find(|&h| node::failed(ranks.layout(h))) {

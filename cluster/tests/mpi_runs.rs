@@ -10,6 +10,16 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_topoprobe-cluster");
 
+/// One MPI job at a time: on 2 CPUs, two jobs' ranks polling at once would measure each
+/// other's scheduling instead of the transport.
+static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_job() -> std::sync::MutexGuard<'static, ()> {
+    ONE_JOB
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Whether a command can be started (`mpirun`, `ip`).
 fn available(program: &str) -> bool {
     Command::new(program).arg("--version").output().is_ok()
@@ -53,6 +63,7 @@ fn complete(m: &Value, n: usize) {
 
 #[test]
 fn four_ranks_on_this_machine() {
+    let _job = one_job();
     if !available("mpirun") {
         return skip("mpirun not found (scripts/setup.sh --with-mpi)");
     }
@@ -79,6 +90,7 @@ fn four_ranks_on_this_machine() {
 
 #[test]
 fn hosts_in_network_namespaces_make_an_inter_node_layer() {
+    let _job = one_job();
     let root = std::env::var("USER").is_ok_and(|u| u == "root")
         || Command::new("id")
             .arg("-u")
@@ -110,4 +122,29 @@ fn hosts_in_network_namespaces_make_an_inter_node_layer() {
         .map(|l| l["latency_us"].as_f64().unwrap())
         .fold(0.0, f64::max);
     assert_eq!(inter["latency_us"].as_f64(), Some(slowest));
+}
+
+#[test]
+fn a_missing_output_directory_is_refused_before_measuring() {
+    let _job = one_job();
+    if !available("mpirun") {
+        return skip("mpirun not found (scripts/setup.sh --with-mpi)");
+    }
+    let out = Command::new("mpirun")
+        .args([
+            "--oversubscribe",
+            "-np",
+            "2",
+            BIN,
+            "--heatmap",
+            "/nonexistent-dir/x.svg",
+        ])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("mpirun");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent-dir: no such directory"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("layers"));
 }
