@@ -1,17 +1,19 @@
 //! A topology-aware parallel sort (paper §7.2, mctop_sort): one worker per context of a
-//! placement that spreads over sockets, each sorting its chunk of the array, then merges
-//! along the measured reduction tree ([`ReductionTree`]: inside cores, groups, sockets, then
-//! across sockets by link quality), every worker of a subtree taking part in its merges
-//! (merge-path splits, so that the last merge is as parallel as the first).
+//! placement that spreads over sockets, laid out along the measured reduction tree
+//! ([`ReductionTree`]: inside cores, groups, sockets, then across sockets by link quality).
 //!
-//! - [`Sorter::sort`]: `T: Ord + Send + Copy`, chunks sorted with `sort_unstable`;
-//! - [`Sorter::sort_radix`]: integer keys ([`RadixKey`]), chunks sorted by LSD radix;
+//! - [`Sorter::sort`]: `T: Ord + Send + Copy`, each worker's chunk sorted with
+//!   `sort_unstable`, then merges along the tree, every worker of a subtree taking part in
+//!   its merges (merge-path splits, so that the last merge is as parallel as the first);
+//! - [`Sorter::sort_radix`]: integer keys ([`RadixKey`]), one parallel partition by the most
+//!   significant byte, then each worker sorts a contiguous run of buckets, in the tree's
+//!   order, in its caches (no merge: see the `partition` module);
 //! - [`Sorter::sort_any`]: any `T: Ord + Send`: chunks with `sort_unstable`, merges with the
 //!   standard library's stable sort, which merges two sorted runs in linear time.
 //!
 //! Below a size threshold measured on the machine ([`Sorter::calibrate`]) the sort is
 //! sequential. Where cores have several contexts, the calibration also decides whether SMT
-//! siblings sit out the merges (memory-bound) or take part.
+//! siblings sit out the memory-bound passes (merges, the radix partition) or take part.
 
 use std::time::Instant;
 
@@ -20,6 +22,11 @@ use topoprobe_place::{Placement, Policy, Request};
 
 use crate::error::SyncError;
 use crate::trees::ReductionTree;
+
+mod partition;
+mod radix;
+
+pub use radix::radix_sort;
 
 /// Integer keys the radix path sorts.
 pub trait RadixKey: Copy + Ord + Send + Sync + Default {
@@ -71,7 +78,7 @@ pub struct Sorter {
     threshold: usize,
     /// The same for the radix path.
     radix_threshold: usize,
-    /// Whether SMT siblings merge too.
+    /// Whether SMT siblings take part in memory-bound passes.
     smt_merge: bool,
     /// What calibration found, for reports.
     notes: Vec<String>,
@@ -152,7 +159,7 @@ impl Sorter {
         self
     }
 
-    /// Whether SMT siblings take part in merges.
+    /// Whether SMT siblings take part in the memory-bound passes (merges, the radix partition).
     #[must_use]
     pub fn smt_merge(&self) -> bool {
         self.smt_merge
@@ -206,13 +213,13 @@ impl Sorter {
             });
             self.smt_merge = a <= b;
             self.notes.push(format!(
-                "4 Mi keys: merging with SMT siblings {:.1} ms, without {:.1} ms: siblings {}",
+                "4 Mi keys: memory-bound passes with SMT siblings {:.1} ms, without {:.1} ms: siblings {}",
                 a * 1e3,
                 b * 1e3,
                 if self.smt_merge {
-                    "merge"
+                    "take part"
                 } else {
-                    "sit out merges"
+                    "sit out memory-bound passes"
                 }
             ));
         } else {
@@ -287,17 +294,12 @@ impl Sorter {
         });
     }
 
-    /// Sorts integer keys (LSD radix sort of each chunk, then parallel merges along the tree).
+    /// Sorts integer keys: a parallel partition by the most significant byte on which the
+    /// keys differ, then each worker sorts its run of buckets by radix in its caches (see
+    /// the `partition` module); no merge.
     pub fn sort_radix<K: RadixKey>(&self, data: &mut [K]) {
-        let n = data.len();
-        if n < self.radix_threshold.max(2) || self.threads() == 1 {
-            radix_sort(data, &mut vec![K::default(); n]);
-            return;
-        }
-        let mut scratch = vec![K::default(); n];
-        self.engine(data, &mut scratch, &|c: &mut [K], s: &mut [K]| {
-            radix_sort(c, s)
-        });
+        let mut scratch = vec![K::default(); data.len()];
+        self.partition_sort(data, &mut scratch, K::BYTES);
     }
 
     /// Sorts any `T: Ord + Send`: chunks in parallel, then the tree's merges, each a stable
@@ -553,48 +555,5 @@ fn merge_into<T: Ord + Copy>(a: &[T], b: &[T], out: &mut [T]) {
             *o = b[j];
             j += 1;
         }
-    }
-}
-
-/// LSD radix sort, 8 bits per pass, skipping passes where every key has the same byte;
-/// `scratch` is at least as long as `data`.
-pub fn radix_sort<K: RadixKey>(data: &mut [K], scratch: &mut [K]) {
-    let n = data.len();
-    if n < 64 {
-        data.sort_unstable();
-        return;
-    }
-    let scratch = &mut scratch[..n];
-    let mut counts = vec![[0usize; 256]; K::BYTES];
-    for &k in data.iter() {
-        for (b, c) in counts.iter_mut().enumerate() {
-            c[k.byte(b)] += 1;
-        }
-    }
-    let mut in_scratch = false;
-    for (b, c) in counts.iter().enumerate() {
-        if c.contains(&n) {
-            continue;
-        }
-        let mut offs = [0usize; 256];
-        let mut sum = 0;
-        for d in 0..256 {
-            offs[d] = sum;
-            sum += c[d];
-        }
-        let (src, dst): (&[K], &mut [K]) = if in_scratch {
-            (&*scratch, &mut *data)
-        } else {
-            (&*data, &mut *scratch)
-        };
-        for &k in src {
-            let d = k.byte(b);
-            dst[offs[d]] = k;
-            offs[d] += 1;
-        }
-        in_scratch = !in_scratch;
-    }
-    if in_scratch {
-        data.copy_from_slice(scratch);
     }
 }

@@ -1,5 +1,5 @@
 //! Properties of the topology-aware sort: equal to the standard library's sort for random,
-//! sorted, reversed, few-distinct and all-equal inputs of every size class, on every path
+//! sorted, reversed, few-distinct, all-equal and skewed inputs of every size class, on every path
 //! (comparison, radix, any `Ord`), sequential and parallel, on one- and two-socket machines.
 
 use proptest::prelude::*;
@@ -19,6 +19,8 @@ enum Shape {
     Reversed,
     FewDistinct,
     AllEqual,
+    /// Nine keys in ten below 2¹⁶: one bucket of the first radix partition holds most keys.
+    Skewed,
 }
 
 fn input(shape: Shape, n: usize, seed: u64) -> Vec<u64> {
@@ -39,6 +41,11 @@ fn input(shape: Shape, n: usize, seed: u64) -> Vec<u64> {
         }
         Shape::FewDistinct => v.iter_mut().for_each(|k| *k %= 5),
         Shape::AllEqual => v.iter_mut().for_each(|k| *k = 42),
+        Shape::Skewed => v
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| i % 10 != 0)
+            .for_each(|(_, k)| *k &= 0xffff),
     }
     v
 }
@@ -50,6 +57,7 @@ fn shapes() -> impl Strategy<Value = Shape> {
         Just(Shape::Reversed),
         Just(Shape::FewDistinct),
         Just(Shape::AllEqual),
+        Just(Shape::Skewed),
     ]
 }
 
