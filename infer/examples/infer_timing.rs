@@ -1,4 +1,4 @@
-//! Wall-clock time of `topoprobe_infer::infer` on simulated machines of 64 to 1024 hardware
+//! Wall-clock time of `topoprobe_infer::infer` on simulated machines of 64 to 2048 hardware
 //! contexts, without criterion: the median of 5 runs per machine (the matrix is generated
 //! once, outside the timed runs). The machines are the ones of `benches/inference.rs`.
 //!
@@ -22,7 +22,7 @@ fn main() {
     let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(5).max(1);
     let max: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1024);
     let mut specs = Vec::new();
-    for contexts in [64, 256, 512, 1024] {
+    for contexts in [64, 256, 512, 1024, 2048] {
         if contexts <= max {
             let noise = Noise::lognormal(0.01, 42);
             specs.push(ccx_server(contexts / 32).with_noise(noise));

@@ -1,7 +1,7 @@
 //! Validation of an inferred topology: confidence per level, warnings and unresolved levels.
 
 use topoprobe_model::{
-    LevelConfidence, Member, StructureLevel, Topology, Unresolved, Validation, Warning,
+    ContextId, LevelConfidence, Member, StructureLevel, Topology, Unresolved, Validation, Warning,
 };
 
 use crate::options::InferOptions;
@@ -91,6 +91,50 @@ fn record(v: &mut Validation, level: StructureLevel, d: &crate::roles::Decision)
             reason: r.clone(),
         });
     }
+}
+
+/// Profile pairs left out (no latency gap) whose two parts are groups of several cores
+/// each, where elsewhere in the machine two groups of the same sizes do form a group: the
+/// same unit (a die of two core complexes, say) is found on one side and not on the
+/// other, whose halves are as far apart inside as from the rest.
+fn twin_groups_left_apart<'d>(topo: &Topology, dropped: &'d [Dropped]) -> Vec<&'d Dropped> {
+    let groups = topo.groups();
+    // Child sizes (sorted) of every kept group made of exactly two groups.
+    let kept_pairs: Vec<[usize; 2]> = groups
+        .iter()
+        .filter_map(|g| match g.members.as_slice() {
+            [Member::Group(a), Member::Group(b)] => {
+                let (x, y) = (groups[a.0].contexts.len(), groups[b.0].contexts.len());
+                Some([x.min(y), x.max(y)])
+            }
+            _ => None,
+        })
+        .collect();
+    dropped
+        .iter()
+        .filter(|d| d.reason == DropReason::ProfilePair)
+        .filter(|d| {
+            let inside: Vec<&[ContextId]> = groups
+                .iter()
+                .filter(|g| g.cores.len() >= 2)
+                .map(|g| g.contexts.as_slice())
+                .filter(|g| g.iter().all(|c| d.members.binary_search(&c.0).is_ok()))
+                .collect();
+            let outermost: Vec<usize> = inside
+                .iter()
+                .filter(|g| {
+                    !inside
+                        .iter()
+                        .any(|h| h.len() > g.len() && g.iter().all(|c| h.contains(c)))
+                })
+                .map(|g| g.len())
+                .collect();
+            match outermost.as_slice() {
+                &[x, y] if x + y == d.members.len() => kept_pairs.contains(&[x.min(y), x.max(y)]),
+                _ => false,
+            }
+        })
+        .collect()
 }
 
 /// Builds the validation record.
@@ -427,6 +471,16 @@ pub(crate) fn validation(
             level: StructureLevel::Group,
             reason: format!(
                 "{gbasis}: the latencies support two incompatible groupings; the one kept has a latency gap"
+            ),
+        });
+    } else if let pairs @ [_, ..] = twin_groups_left_apart(topo, dropped).as_slice() {
+        v.unresolved.push(Unresolved {
+            level: StructureLevel::Group,
+            reason: format!(
+                "every other context sees the two groups of {} alike, but they are no closer to each other \
+                 than to the rest: one die whose halves are as far apart as the other die, or two separate \
+                 groups; the latencies cannot tell, so they are left as separate groups",
+                list(pairs, 3)
             ),
         });
     }

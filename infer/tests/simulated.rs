@@ -239,8 +239,9 @@ fn every_failure_class_is_recovered_or_flagged() {
     let classes = [
         platforms::chiplet_server(2, 8),
         platforms::chiplet_server(2, 8).with_home_node(Some(1)),
-        // Not yet: `split_die_desktop()` (a die whose CCXs are as slow inside as the die
-        // link, the home-node effect on one die) loses that die's CCX level without a flag.
+        // A die whose two CCXs are as far apart as the other die: its die level is left
+        // out, and flagged.
+        platforms::split_die_desktop(),
         platforms::apple_pe(4, 2, 4).with_noise(Noise::lognormal(0.01, 5).directed(true)),
         platforms::fast_link_server(16),
         platforms::clusters_at_smt_bound(8),
