@@ -85,12 +85,11 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
     if choice.nodes(&tree).is_none() {
         // Sockets clustered from the tree's parts: they become nodes, and the sets crossing
         // them are left out.
-        family.extend(
-            choice
-                .sets
-                .iter()
-                .filter(|s| s.len() < t.n)
-                .map(|s| tree::Candidate {
+        for s in choice.sets.iter().filter(|s| s.len() < t.n) {
+            // A socket that is already a candidate (a latency class, say) becomes one.
+            match family.iter_mut().find(|c| &c.members == s) {
+                Some(c) => c.socket = true,
+                None => family.push(tree::Candidate {
                     members: s.clone(),
                     latency: None,
                     profile: None,
@@ -98,7 +97,8 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
                     socket: true,
                     paired: false,
                 }),
-        );
+            }
+        }
         let (kept, crossing) = tree::laminar(t.n, family);
         family = kept;
         dropped.extend(crossing);

@@ -80,8 +80,14 @@ struct Split {
     sets: Vec<Vec<usize>>,
     /// Median latency between different parts.
     cross: f64,
+    /// The fastest link: the lowest median latency between two parts.
+    fastest: f64,
     /// Median latency inside each part.
     inside: Vec<f64>,
+    /// Typical latency inside each part: the geometric mean of the middle 80% of its
+    /// pairs, which (unlike the median) does not jump between two levels that hold about
+    /// half of the pairs each, as the CCX and CCD-to-CCD pairs of a two-CCD socket do.
+    typical: Vec<f64>,
     /// Cores of each part.
     cores: Vec<usize>,
 }
@@ -98,29 +104,55 @@ impl Split {
                 part[x] = i;
             }
         }
+        let k = sets.len();
         let mut cross = Vec::new();
-        let mut inside: Vec<Vec<f64>> = vec![Vec::new(); sets.len()];
+        let mut inside: Vec<Vec<f64>> = vec![Vec::new(); k];
+        let mut links: Vec<Vec<f64>> = vec![Vec::new(); k * k];
         for a in 0..t.n {
             for b in a + 1..t.n {
                 let v = t.get(a, b);
-                if v.is_nan() || part[a] == usize::MAX || part[b] == usize::MAX {
+                let (pa, pb) = (part[a], part[b]);
+                if v.is_nan() || pa == usize::MAX || pb == usize::MAX {
                     continue;
                 }
-                if part[a] == part[b] {
-                    inside[part[a]].push(v);
+                if pa == pb {
+                    inside[pa].push(v);
                 } else {
                     cross.push(v);
+                    links[pa.min(pb) * k + pa.max(pb)].push(v);
                 }
             }
         }
         let cores = sets.iter().map(|s| core_count(tree, kind, s)).collect();
+        let fastest = links
+            .iter_mut()
+            .filter(|l| !l.is_empty())
+            .map(|l| median(l))
+            .fold(f64::INFINITY, f64::min);
+        let typical = inside
+            .iter_mut()
+            .map(|v| trimmed_geometric_mean(v))
+            .collect();
         Self {
             cross: median(&mut cross),
+            fastest,
+            typical,
             inside: inside.iter_mut().map(|v| median(v)).collect(),
             sets,
             cores,
         }
     }
+}
+
+/// The geometric mean of the middle 80% of `values` (sorted in place); NaN when empty.
+fn trimmed_geometric_mean(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let cut = values.len() / 10;
+    let middle = &values[cut..values.len() - cut];
+    if middle.is_empty() {
+        return f64::NAN;
+    }
+    (middle.iter().map(|v| v.ln()).sum::<f64>() / middle.len() as f64).exp()
 }
 
 /// Number of cores among a set of contexts, given the core nodes.
@@ -155,6 +187,13 @@ struct Judgement {
     inner: f64,
 }
 
+/// Whether a link of `link` between parts whose inside is `inner` passes the socket bounds
+/// (at least [`SOCKET_MIN_NS`] and at most `max_ratio` times the inside, or at least
+/// [`SOCKET_SURE_NS`]); `unit` is one ns in the table's unit.
+fn socket_link(link: f64, inner: f64, unit: f64, max_ratio: f64) -> bool {
+    (link >= SOCKET_MIN_NS * unit && link / inner <= max_ratio) || link >= SOCKET_SURE_NS * unit
+}
+
 fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
     let opts = cx.opts;
     let unit = opts.ns_to_units(1.0);
@@ -180,7 +219,18 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
     } else {
         normal.iter().copied().fold(0.0_f64, f64::max)
     };
-    let lowest_inner = normal.iter().copied().fold(f64::INFINITY, f64::min);
+    let typical: Vec<f64> = split
+        .typical
+        .iter()
+        .zip(&home)
+        .filter(|(_, &h)| !h)
+        .map(|(&i, _)| i)
+        .collect();
+    let (lowest_typical, highest_typical) = typical
+        .iter()
+        .fold((f64::INFINITY, 0.0_f64), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
     let ratio = cross / inner;
     let mut why = None;
     // Machines of 3 or 6 sockets exist (glueless rings, boards of blades), but a die-to-die
@@ -199,11 +249,11 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
         ));
     } else if split.cores.iter().any(|&c| c < SOCKET_MIN_CORES) {
         why = Some(format!("parts of fewer than {SOCKET_MIN_CORES} cores"));
-    } else if normal.len() >= 2 && inner > SIMILAR_INSIDES * lowest_inner {
+    } else if typical.len() >= 2 && highest_typical > SIMILAR_INSIDES * lowest_typical {
         why = Some(format!(
-            "their insides differ ({} against {}) where sockets are copies of one chip",
-            fmt_lat(lowest_inner, opts),
-            fmt_lat(inner, opts)
+            "their insides differ (typically {} against {}) where sockets are copies of one chip",
+            fmt_lat(lowest_typical, opts),
+            fmt_lat(highest_typical, opts)
         ));
     } else if clustered
         && (ratio < CLEAR || (home.iter().any(|&h| h) && cross < SOCKET_SURE_NS * unit))
@@ -211,6 +261,18 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
         // Clusters of the parts need a clear separation; one as slow inside as the link (a
         // home node) only beside a link no die-to-die connection reaches.
         why = Some("the latency does not clearly separate them".to_string());
+    } else if split.fastest * CLEAR <= cross
+        && !socket_link(split.fastest, inner, unit, SOCKET_MAX_RATIO)
+    {
+        // Parts that pair up over a much faster link than the rest, a link that looks like
+        // dies of one package: dies, whose pairs are the sockets.
+        why = Some(format!(
+            "some parts are joined at {} ({:.1}x their inside), as the dies of one socket are, \
+             the others at {}",
+            fmt_lat(split.fastest, opts),
+            split.fastest / inner,
+            fmt_lat(cross, opts)
+        ));
     }
     let plausible = why.is_none();
     let rule = |min_ns: f64, sure_ns: f64, max_ratio: f64| -> bool {
