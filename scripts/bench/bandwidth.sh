@@ -5,21 +5,26 @@
 # plus `topoprobe mem --size 1G` to show that the smaller working set does not gain from
 # cache hits. Ratios topoprobe / likwid-bench and their medians.
 #
+# Both tools use the same vector loads: likwid's `load_avx` is AVX (256-bit), so topoprobe
+# runs with `--isa avx2` (ISA=avx512 compares `load_avx512` with `--isa avx512`).
+#
 #   scripts/bench/bandwidth.sh [ROUNDS]    # log: docs/bench/bandwidth-DATE.log
 source "$(dirname "$0")/common.sh" bandwidth
 ROUNDS=${1:-5}
+ISA=${ISA:-avx2}
+KERNEL=$([ "$ISA" = avx512 ] && echo load_avx512 || echo load_avx)
 TOPO=$(mktemp -d)/machine.json
 TOPOPROBE_FILE=$TOPO "$TP" infer --plugins none > /dev/null 2>&1
 likwid() { # threads -> GB/s (likwid's MByte/s is 10^6 bytes/s)
-    likwid-bench -t load_avx -w "S0:1GB:$1" 2>/dev/null | awk '/^MByte\/s/ {printf "%.2f", $2 / 1000}'
+    likwid-bench -t "$KERNEL" -w "S0:1GB:$1" 2>/dev/null | awk '/^MByte\/s/ {printf "%.2f", $2 / 1000}'
 }
 tp() { # extra args -> "read1 read2 working_set_MiB"
-    "$TP" mem --json --topology "$TOPO" "$@" 2>/dev/null | python3 -c '
+    "$TP" mem --json --isa "$ISA" --topology "$TOPO" "$@" 2>/dev/null | python3 -c '
 import json, sys
 v = json.load(sys.stdin); r = {x["threads"]: x["read_gbps"] for x in v["results"]}
 print("%.2f %.2f %d" % (r.get(1, 0), r.get(max(r), 0), v["working_set_bytes"] >> 20))'
 }
-log "# commands: likwid-bench -t load_avx -w S0:1GB:1 | :2 ; $TP mem --json ; $TP mem --json --size 1G"
+log "# commands: likwid-bench -t $KERNEL -w S0:1GB:1 | :2 ; $TP mem --json --isa $ISA ; $TP mem --json --isa $ISA --size 1G"
 log "round  likwid1  likwid2 | topoprobe1 topoprobe2 (MiB) ratio1 ratio2 | 1G: tp1 tp2"
 ratios=()
 for r in $(seq 1 "$ROUNDS"); do

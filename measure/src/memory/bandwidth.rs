@@ -6,6 +6,12 @@
 //! which the host took a virtual CPU away is slow and is left out by the median, instead of
 //! weighing on one long timed run (what made two threads read at 0.65× likwid-bench on a
 //! busy AMD guest, whose vCPUs are descheduled often).
+//!
+//! Before every timed pass each thread evicts its buffers from every cache (`clflush` /
+//! `dc civac`, [`topoprobe_sys::counter::flush_line`]), so that the pass streams from memory
+//! however much cache the host lends the guest: a guest told of one 32 MiB L3 may have its
+//! two vCPUs on two dies with an L3 each, which a working set of a few times the L3 the
+//! guest knows of does not defeat.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
@@ -16,6 +22,7 @@ use super::MemError;
 use crate::steady::{Steady, SteadyFigure, SteadyRule};
 use topoprobe_sys::affinity::pin_current_thread;
 use topoprobe_sys::buffer::{Buffer, PagePlacement};
+use topoprobe_sys::counter::{can_flush, fence, flush_line};
 
 /// One bandwidth run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,6 +91,8 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<SteadyFigure, MemError> 
                     // One untimed pass brings every page and TLB entry in.
                     pass(stream, &mut src, &mut dst);
                     loop {
+                        evict(&src);
+                        evict(&dst);
                         barrier.wait();
                         let t = Instant::now();
                         let bytes = pass(stream, &mut src, &mut dst);
@@ -137,6 +146,17 @@ fn prepare(
     src.words_mut().fill(1);
     dst.words_mut().fill(0);
     Ok((src, dst))
+}
+
+/// Evicts every line of `buffer` from every cache, flushing every 64 bytes (no cache line
+/// is smaller); nothing where the architecture has no flush.
+fn evict(buffer: &Buffer) {
+    if can_flush() {
+        for w in buffer.words().iter().step_by(8) {
+            flush_line(w);
+        }
+        fence();
+    }
 }
 
 /// One pass; returns the bytes it moved.
