@@ -110,7 +110,7 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         tick: quant.map(|q| q.step),
     };
     for _ in 0..PRUNE_ROUNDS {
-        let weak = significance::weak_groups(t, &tree, &roles, &noise);
+        let weak = significance::weak_groups(t, &tree, &roles, &noise, cx.profile_distance);
         if weak.is_empty() {
             break;
         }

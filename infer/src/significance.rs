@@ -11,6 +11,11 @@
 //! - it must not be only "the rest" beside one or two far cores: when the other parts of
 //!   its parent are at most [`FAR_CORES`] cores no tighter among themselves than the group
 //!   is, those cores are far (a core at the end of a ring, a weak pair), not a boundary;
+//! - a profile group that the latency does not set apart from the rest of its parent must
+//!   not be only "the rest" beside a few *odd* cores: fewer cores than the group, each set
+//!   apart by its own view of the machine (a chiplet server's slow blocks, where a core
+//!   reads one other CCD as slowly as the other socket), so that they share no profile
+//!   among themselves;
 //! - a pair of contexts with identical profiles and no latency gap is a core or nothing
 //!   (two cores on one mesh stop).
 //!
@@ -126,12 +131,32 @@ fn cores_of(tree: &ComponentTree, roles: &Roles, members: &[usize]) -> Vec<Vec<u
     out
 }
 
+/// The largest profile discrepancy between two of `cores` (contexts of different cores):
+/// how far they are from sharing a profile.
+fn odd_cores(distance: &[f64], n: usize, cores: &[Vec<usize>]) -> f64 {
+    let mut most = 0.0_f64;
+    for (i, a) in cores.iter().enumerate() {
+        for b in &cores[i + 1..] {
+            for &x in a {
+                for &y in b {
+                    most = most.max(distance[x * n + y]);
+                }
+            }
+        }
+    }
+    most
+}
+
 /// The groups of the tree that the measurements do not support, with the reason.
+///
+/// `profile_distance` is the first profile round's discrepancy of every pair of contexts
+/// (row-major), when the table was small enough to compare every pair.
 pub(crate) fn weak_groups(
     t: &Table,
     tree: &ComponentTree,
     roles: &Roles,
     noise: &Noise,
+    profile_distance: Option<&[f64]>,
 ) -> Vec<Dropped> {
     let mut out = Vec::new();
     for (id, node) in tree.nodes.iter().enumerate() {
@@ -198,7 +223,16 @@ pub(crate) fn weak_groups(
                 // One far core, or far cores no tighter among themselves than the group.
                 if rest_inside.is_nan() || rest_inside >= c.inside * (-floor).exp() {
                     out.push(drop(DropReason::FarCores));
+                    continue;
                 }
+            }
+            if node.latency.is_none()
+                && log.abs() < floor
+                && rest_cores.len() >= 2
+                && rest_cores.len() < mine.len()
+                && profile_distance.is_some_and(|d| odd_cores(d, t.n, &rest_cores) >= 0.5 * profile)
+            {
+                out.push(drop(DropReason::OddCores));
             }
         }
     }

@@ -77,6 +77,9 @@ pub(crate) enum DropReason {
     WeakContrast,
     /// A group that is only the rest of its parent beside one or two far cores.
     FarCores,
+    /// A profile group that is only the rest of its parent beside a few cores that are
+    /// each odd in their own way (no profile in common).
+    OddCores,
 }
 
 /// A node of the component tree.

@@ -256,6 +256,13 @@ pub(crate) fn validation(
             "candidate groups are only the rest of their parent beside one or two far cores \
              ({}): those cores are far from the others, not a group boundary",
         ),
+        (
+            DropReason::OddCores,
+            "odd_cores",
+            "candidate groups are only the rest of their parent beside a few cores that each \
+             see some other part of the machine in their own way ({}), as slow blocks between \
+             chiplets make them: not reported as groups",
+        ),
     ] {
         let sets: Vec<&Dropped> = dropped.iter().filter(|d| d.reason == reason).collect();
         if !sets.is_empty() {

@@ -185,6 +185,9 @@ struct Judgement {
     unsure: Option<String>,
     ratio: f64,
     inner: f64,
+    /// Rejected because some parts pair up over a die-like link while the others are
+    /// joined by a link no die reaches: the pairs would be the sockets.
+    paired_dies: bool,
 }
 
 /// Whether a link of `link` between parts whose inside is `inner` passes the socket bounds
@@ -233,6 +236,7 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
         });
     let ratio = cross / inner;
     let mut why = None;
+    let mut paired_dies = false;
     // Machines of 3 or 6 sockets exist (glueless rings, boards of blades), but a die-to-die
     // link never reaches the sure bound: other counts need a link at least that slow.
     let usual_count = matches!(k, 2 | 4 | 8);
@@ -261,11 +265,19 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
         // Clusters of the parts need a clear separation; one as slow inside as the link (a
         // home node) only beside a link no die-to-die connection reaches.
         why = Some("the latency does not clearly separate them".to_string());
+    } else if split.fastest < CLEAR * inner {
+        // Two parts joined at about their own inside latency are not apart at all.
+        why = Some(format!(
+            "some parts are joined at {}, hardly slower than their inside ({})",
+            fmt_lat(split.fastest, opts),
+            fmt_lat(inner, opts)
+        ));
     } else if split.fastest * CLEAR <= cross
         && !socket_link(split.fastest, inner, unit, SOCKET_MAX_RATIO)
     {
         // Parts that pair up over a much faster link than the rest, a link that looks like
         // dies of one package: dies, whose pairs are the sockets.
+        paired_dies = cross >= SOCKET_SURE_NS * unit;
         why = Some(format!(
             "some parts are joined at {} ({:.1}x their inside), as the dies of one socket are, \
              the others at {}",
@@ -319,6 +331,7 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
         unsure,
         ratio,
         inner,
+        paired_dies,
     }
 }
 
@@ -518,12 +531,22 @@ fn infer(cx: &Context<'_>, tree: &ComponentTree, kind: &[Kind]) -> SocketChoice 
     match considered {
         Some((split, j)) => {
             let what = facts(cx, &split, &j, "components");
+            // Parts joined by a link no die reaches, left in one socket because some of them
+            // pair up like dies: the other parts may be such pairs too, whose die link reads
+            // as slowly as the socket link (a home node), which the latency cannot show.
+            let unresolved = j.paired_dies.then(|| {
+                format!(
+                    "{what}, but some of them pair up like the dies of one socket: the sockets are \
+                     probably such pairs, some of whose die links read as slowly as the socket link \
+                     (a home node); pass --sockets N"
+                )
+            });
             single(
                 format!(
                     "{what}: not sockets ({}): groups of one socket",
                     j.implausible.unwrap_or_default()
                 ),
-                None,
+                unresolved,
                 0.7,
             )
         }
