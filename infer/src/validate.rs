@@ -38,9 +38,9 @@ fn list(sets: &[&Dropped], max: usize) -> String {
 const RESOLUTION_WARN: f64 = 0.03;
 
 /// Fewest single-thread cores beside the SMT cores of a socket, in no finer group, from
-/// which clusters the latency does not show may be missing (E-core clusters of four cores
-/// sharing an L2 on Intel hybrids).
-const HIDDEN_CLUSTER_CORES: usize = 5;
+/// which a cluster the latency does not show may be missing: one E-core cluster of four
+/// cores sharing an L2 (Intel hybrids), such as the single cluster of a 6P + 4E part.
+const HIDDEN_CLUSTER_CORES: usize = 4;
 
 /// The single-thread cores of a socket that also has SMT cores and that lie in no group
 /// of single-thread cores: `(socket, cores)` of the first socket with at least
