@@ -345,19 +345,42 @@ impl Sorter {
         jobs: &[(usize, usize, usize)],
         f: impl Fn(usize, &mut [T]) + Sync,
     ) {
-        let parts = split(data, jobs);
+        let parts = split(data, jobs)
+            .into_iter()
+            .map(|(w, part)| (w, (w, part)));
+        self.on_workers(parts.collect(), |(w, part)| f(w, part));
+    }
+
+    /// Runs `f` on each part on its worker's CPU, one thread per part; the results in the
+    /// order of the parts.
+    fn on_workers<P: Send, R: Send>(
+        &self,
+        parts: Vec<(usize, P)>,
+        f: impl Fn(P) -> R + Sync,
+    ) -> Vec<R> {
         let f = &f;
         std::thread::scope(|sc| {
-            for (w, part) in parts {
-                let cpu = self.cpus[w];
-                sc.spawn(move || {
-                    if let Some(c) = cpu {
-                        let _ = topoprobe_sys::affinity::pin_current_thread(c);
-                    }
-                    f(w, part);
-                });
-            }
-        });
+            let handles: Vec<_> = parts
+                .into_iter()
+                .map(|(w, part)| {
+                    let cpu = self.cpus[w];
+                    sc.spawn(move || {
+                        if let Some(c) = cpu {
+                            // A worker that cannot be pinned still sorts correctly.
+                            let _ = topoprobe_sys::affinity::pin_current_thread(c);
+                        }
+                        f(part)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h.join() {
+                    Ok(r) => r,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                })
+                .collect()
+        })
     }
 
     /// The parallel sort of `Copy` values: chunks sorted by `chunk`, then the tree's rounds,
@@ -380,19 +403,12 @@ impl Sorter {
             let jobs: Vec<(usize, usize, usize)> = (0..p)
                 .map(|k| (self.layout[k], bounds(k), bounds(k + 1)))
                 .collect();
-            let mut scratch_parts = split(scratch, &jobs);
-            let data_parts = split(data, &jobs);
-            std::thread::scope(|sc| {
-                for ((w, d), (_, s)) in data_parts.into_iter().zip(scratch_parts.drain(..)) {
-                    let cpu = self.cpus[w];
-                    sc.spawn(move || {
-                        if let Some(c) = cpu {
-                            let _ = topoprobe_sys::affinity::pin_current_thread(c);
-                        }
-                        chunk(d, s);
-                    });
-                }
-            });
+            let parts = split(data, &jobs)
+                .into_iter()
+                .zip(split(scratch, &jobs))
+                .map(|((w, d), (_, s))| (w, (d, s)))
+                .collect();
+            self.on_workers(parts, |(d, s)| chunk(d, s));
         }
         // Each live worker's range; which workers sit inside a range.
         let mut range: Vec<(usize, usize)> = (0..p)
@@ -463,28 +479,24 @@ impl Sorter {
             let plain: Vec<(usize, usize, usize)> = jobs.iter().map(|j| (j.0, j.1, j.2)).collect();
             let mut task_of: Vec<(usize, usize, usize, usize)> = jobs.clone();
             task_of.sort_by_key(|j| j.1);
-            let parts = split(dst, &plain);
+            let parts = split(dst, &plain)
+                .into_iter()
+                .zip(task_of)
+                .map(|((w, out), job)| (w, (out, job)))
+                .collect();
             let tasks = &tasks;
-            std::thread::scope(|sc| {
-                for ((w, out), job) in parts.into_iter().zip(task_of) {
-                    let cpu = self.cpus[w];
-                    sc.spawn(move || {
-                        if let Some(c) = cpu {
-                            let _ = topoprobe_sys::affinity::pin_current_thread(c);
-                        }
-                        let (u, first, second) = tasks[job.3];
-                        let k0 = job.1 - u.0;
-                        match second {
-                            None => out.copy_from_slice(&src[job.1..job.2]),
-                            Some(second) => {
-                                let a = &src[first.0..first.1];
-                                let b = &src[second.0..second.1];
-                                let i0 = co_rank(k0, a, b);
-                                let i1 = co_rank(k0 + out.len(), a, b);
-                                merge_into(&a[i0..i1], &b[k0 - i0..k0 + out.len() - i1], out);
-                            }
-                        }
-                    });
+            self.on_workers(parts, |(out, job)| {
+                let (u, first, second) = tasks[job.3];
+                let k0 = job.1 - u.0;
+                match second {
+                    None => out.copy_from_slice(&src[job.1..job.2]),
+                    Some(second) => {
+                        let a = &src[first.0..first.1];
+                        let b = &src[second.0..second.1];
+                        let i0 = co_rank(k0, a, b);
+                        let i1 = co_rank(k0 + out.len(), a, b);
+                        merge_into(&a[i0..i1], &b[k0 - i0..k0 + out.len() - i1], out);
+                    }
                 }
             });
             in_scratch = !in_scratch;

@@ -190,11 +190,28 @@ struct Judgement {
     paired_dies: bool,
 }
 
-/// Whether a link of `link` between parts whose inside is `inner` passes the socket bounds
-/// (at least [`SOCKET_MIN_NS`] and at most `max_ratio` times the inside, or at least
-/// [`SOCKET_SURE_NS`]); `unit` is one ns in the table's unit.
-fn socket_link(link: f64, inner: f64, unit: f64, max_ratio: f64) -> bool {
-    (link >= SOCKET_MIN_NS * unit && link / inner <= max_ratio) || link >= SOCKET_SURE_NS * unit
+/// Whether a link of `link` between parts whose inside is `inner` passes socket bounds: at
+/// least `min_ns` and at most `max_ratio` times the inside, or at least `sure_ns`; `unit`
+/// is one ns in the table's unit.
+fn socket_link(
+    link: f64,
+    inner: f64,
+    unit: f64,
+    min_ns: f64,
+    sure_ns: f64,
+    max_ratio: f64,
+) -> bool {
+    (link >= min_ns * unit && link / inner <= max_ratio) || link >= sure_ns * unit
+}
+
+/// The values of the parts that do not show the home-node effect.
+fn not_home(values: &[f64], home: &[bool]) -> Vec<f64> {
+    values
+        .iter()
+        .zip(home)
+        .filter(|(_, &h)| !h)
+        .map(|(&v, _)| v)
+        .collect()
 }
 
 fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
@@ -210,25 +227,13 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
         .iter()
         .map(|&i| i >= HOME_NODE * cross)
         .collect();
-    let normal: Vec<f64> = split
-        .inside
-        .iter()
-        .zip(&home)
-        .filter(|(_, &h)| !h)
-        .map(|(&i, _)| i)
-        .collect();
+    let normal = not_home(&split.inside, &home);
     let inner = if normal.is_empty() {
         split.inside.iter().copied().fold(0.0_f64, f64::max)
     } else {
         normal.iter().copied().fold(0.0_f64, f64::max)
     };
-    let typical: Vec<f64> = split
-        .typical
-        .iter()
-        .zip(&home)
-        .filter(|(_, &h)| !h)
-        .map(|(&i, _)| i)
-        .collect();
+    let typical = not_home(&split.typical, &home);
     let (lowest_typical, highest_typical) = typical
         .iter()
         .fold((f64::INFINITY, 0.0_f64), |(lo, hi), &x| {
@@ -273,7 +278,14 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
             fmt_lat(inner, opts)
         ));
     } else if split.fastest * CLEAR <= cross
-        && !socket_link(split.fastest, inner, unit, SOCKET_MAX_RATIO)
+        && !socket_link(
+            split.fastest,
+            inner,
+            unit,
+            SOCKET_MIN_NS,
+            SOCKET_SURE_NS,
+            SOCKET_MAX_RATIO,
+        )
     {
         // Parts that pair up over a much faster link than the rest, a link that looks like
         // dies of one package: dies, whose pairs are the sockets.
@@ -288,7 +300,7 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
     }
     let plausible = why.is_none();
     let rule = |min_ns: f64, sure_ns: f64, max_ratio: f64| -> bool {
-        (cross >= min_ns * unit && ratio <= max_ratio) || cross >= sure_ns * unit
+        socket_link(cross, inner, unit, min_ns, sure_ns, max_ratio)
     };
     let sockets = plausible && rule(SOCKET_MIN_NS, SOCKET_SURE_NS, SOCKET_MAX_RATIO);
     let (lo, hi) = (1.0 - MARGIN, 1.0 + MARGIN);

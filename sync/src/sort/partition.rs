@@ -130,38 +130,6 @@ impl Sorter {
             primaries
         }
     }
-
-    /// Runs `f` on each part on its worker's CPU, one thread per part; the results in the
-    /// order of the parts.
-    fn on_workers<P: Send, R: Send>(
-        &self,
-        parts: Vec<(usize, P)>,
-        f: impl Fn(P) -> R + Sync,
-    ) -> Vec<R> {
-        let f = &f;
-        std::thread::scope(|sc| {
-            let handles: Vec<_> = parts
-                .into_iter()
-                .map(|(w, part)| {
-                    let cpu = self.cpus[w];
-                    sc.spawn(move || {
-                        if let Some(c) = cpu {
-                            // A worker that cannot be pinned still sorts correctly.
-                            let _ = topoprobe_sys::affinity::pin_current_thread(c);
-                        }
-                        f(part)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| match h.join() {
-                    Ok(r) => r,
-                    Err(panic) => std::panic::resume_unwind(panic),
-                })
-                .collect()
-        })
-    }
 }
 
 /// The sum of the workers' histograms.
