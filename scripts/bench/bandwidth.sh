@@ -5,6 +5,9 @@
 # plus `topoprobe mem --size 1G` to show that the smaller working set does not gain from
 # cache hits. Ratios topoprobe / likwid-bench and their medians.
 #
+# Each round also prints the 0-1 pair latency (`topoprobe latency 0 1`): on a guest whose
+# vCPUs the host moves, it says whether the two threads shared a die in that round.
+#
 # Both tools use the same vector loads: likwid's `load_avx` is AVX (256-bit), so topoprobe
 # runs with `--isa avx2` (ISA=avx512 compares `load_avx512` with `--isa avx512`).
 #
@@ -25,20 +28,27 @@ v = json.load(sys.stdin); r = {x["threads"]: x["read_gbps"] for x in v["results"
 print("%.2f %.2f %d" % (r.get(1, 0), r.get(max(r), 0), v["working_set_bytes"] >> 20))'
 }
 log "# commands: likwid-bench -t $KERNEL -w S0:1GB:1 | :2 ; $TP mem --json --isa $ISA ; $TP mem --json --isa $ISA --size 1G"
-log "round  likwid1  likwid2 | topoprobe1 topoprobe2 (MiB) ratio1 ratio2 | 1G: tp1 tp2"
+pair_ns() {
+    "$TP" latency 0 1 --json 2>/dev/null | python3 -c 'import json, sys; print("%.0f" % json.load(sys.stdin)["median_ns"])' || echo "?"
+}
+log "round  likwid1  likwid2 | topoprobe1 topoprobe2 (MiB) ratio1 ratio2 | 1G: tp1 tp2 | 0-1 ns"
 ratios=()
+figures=()
 for r in $(seq 1 "$ROUNDS"); do
     l1=$(likwid 1); l2=$(likwid 2)
     read -r t1 t2 ws < <(tp)
     read -r g1 g2 _ < <(tp --size 1G)
     q1=$(python3 -c "print(f'{$t1 / $l1:.3f}')"); q2=$(python3 -c "print(f'{$t2 / $l2:.3f}')")
     ratios+=("$q1:$q2")
-    log "$(printf '%5s  %7s  %7s | %10s %10s (%s) %6s %6s | %s %s' "$r" "$l1" "$l2" "$t1" "$t2" "$ws" "$q1" "$q2" "$g1" "$g2")"
+    figures+=("$l1:$l2:$t1:$t2")
+    log "$(printf '%5s  %7s  %7s | %10s %10s (%s) %6s %6s | %s %s | %s' "$r" "$l1" "$l2" "$t1" "$t2" "$ws" "$q1" "$q2" "$g1" "$g2" "$(pair_ns)")"
 done
-python3 - "${ratios[@]}" <<'PY' | tee -a "$LOG"
+python3 - "${#ratios[@]}" "${ratios[@]}" "${figures[@]}" <<'PY' | tee -a "$LOG"
 import statistics, sys
-one = [float(a.split(":")[0]) for a in sys.argv[1:]]; two = [float(a.split(":")[1]) for a in sys.argv[1:]]
-for name, v in (("1 thread", one), ("2 threads", two)):
-    print(f"read, {name}: topoprobe/likwid-bench median {statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f}), within 10%: {sum(1 for x in v if abs(x - 1) <= 0.1)}/{len(v)}")
+n = int(sys.argv[1]); ratios = sys.argv[2:2 + n]; figures = [[float(x) for x in f.split(":")] for f in sys.argv[2 + n:]]
+one = [float(a.split(":")[0]) for a in ratios]; two = [float(a.split(":")[1]) for a in ratios]
+for k, (name, v) in enumerate((("1 thread", one), ("2 threads", two))):
+    lw = statistics.median(f[k] for f in figures); tp = statistics.median(f[2 + k] for f in figures)
+    print(f"read, {name}: topoprobe/likwid-bench median {statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f}), within 10%: {sum(1 for x in v if abs(x - 1) <= 0.1)}/{len(v)}; medians {tp:.2f} / {lw:.2f} GB/s = {tp / lw:.3f}")
 PY
 finish

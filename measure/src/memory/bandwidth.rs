@@ -1,8 +1,13 @@
 //! Memory bandwidth of one or more pinned threads streaming through node-bound buffers.
 //!
-//! The threads run in rounds: a barrier starts every round, each thread times its own pass,
-//! and the round's bandwidth is the bytes of all passes over the slowest pass. Rounds are
-//! added until the last few agree ([`SteadyRule`]); the figure is their median. A round in
+//! The threads run in rounds. Every round starts at a spinning gate ([`SpinGate`]: the
+//! threads leave it within the time a cache line takes to travel, where a sleeping barrier
+//! wakes them one after another), and the round's bandwidth is the bytes of all passes over
+//! the time from the first start to the last end, read from one clock: the part of a round
+//! in which some threads have finished and the others stream alone is counted as such, not
+//! as time when all of them streamed (dividing by the slowest thread's own pass did that, and
+//! with many threads woken one by one it overstates the rate by the wake-up skew). Rounds
+//! are added until the last few agree ([`SteadyRule`]); the figure is their median. A round in
 //! which the host took a virtual CPU away is slow and is left out by the median, instead of
 //! weighing on one long timed run (what made two threads read at 0.65× likwid-bench on a
 //! busy AMD guest, whose vCPUs are descheduled often).
@@ -13,7 +18,7 @@
 //! two vCPUs on two dies with an L3 each, which a working set of a few times the L3 the
 //! guest knows of does not defeat.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Instant;
 
@@ -43,10 +48,53 @@ pub struct Stream {
 }
 
 /// What one round of one thread did.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Pass {
-    seconds: f64,
+    start: Instant,
+    end: Instant,
     bytes: u64,
+}
+
+/// A barrier whose waiters spin: all leave within the time a cache line takes to travel,
+/// so that timed passes start together. Only for threads pinned one per CPU (a spinning
+/// waiter holds its CPU).
+struct SpinGate {
+    threads: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+}
+
+impl SpinGate {
+    fn new(threads: usize) -> Self {
+        Self {
+            threads,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+        }
+    }
+
+    /// Waits until every thread has arrived.
+    fn wait(&self) {
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.threads {
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+        } else {
+            while self.generation.load(Ordering::Acquire) == generation {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+/// Bandwidth of one round in GB/s and its wall time in seconds: the bytes of every pass
+/// over the time from the earliest start to the latest end (`None` without passes).
+fn round_rate<'a>(passes: impl Iterator<Item = &'a Pass> + Clone) -> Option<(f64, f64)> {
+    let start = passes.clone().map(|p| p.start).min()?;
+    let end = passes.clone().map(|p| p.end).max()?;
+    let seconds = end.duration_since(start).as_secs_f64().max(1e-9);
+    let bytes: u64 = passes.map(|p| p.bytes).sum();
+    Some((bytes as f64 / seconds / 1e9, seconds))
 }
 
 /// Runs `stream` on every CPU of `cpus` at once (one thread each, buffers first touched
@@ -63,11 +111,12 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<SteadyFigure, MemError> 
     }
     let share = (stream.bytes / cpus.len() as u64).max(4096);
     let barrier = Barrier::new(cpus.len());
+    let gate = SpinGate::new(cpus.len());
     let placement = PagePlacement {
         node: stream.node,
         huge_pages: Some(false),
     };
-    let passes = Mutex::new(vec![Pass::default(); cpus.len()]);
+    let passes: Mutex<Vec<Option<Pass>>> = Mutex::new(vec![None; cpus.len()]);
     let steady = Mutex::new(Steady::new(stream.rule));
     let stop = AtomicBool::new(false);
     let failed = AtomicBool::new(false);
@@ -76,8 +125,8 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<SteadyFigure, MemError> 
             .iter()
             .enumerate()
             .map(|(i, &cpu)| {
-                let (barrier, passes, steady, stop, failed) =
-                    (&barrier, &passes, &steady, &stop, &failed);
+                let (barrier, gate, passes, steady, stop, failed) =
+                    (&barrier, &gate, &passes, &steady, &stop, &failed);
                 s.spawn(move || {
                     let ready = prepare(cpu, share, stream.kernel, placement);
                     if ready.is_err() {
@@ -93,19 +142,21 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<SteadyFigure, MemError> 
                     loop {
                         evict(&src);
                         evict(&dst);
-                        barrier.wait();
-                        let t = Instant::now();
+                        gate.wait();
+                        let start = Instant::now();
                         let bytes = pass(stream, &mut src, &mut dst);
-                        let seconds = t.elapsed().as_secs_f64();
+                        let end = Instant::now();
                         if let Ok(mut p) = passes.lock() {
-                            p[i] = Pass { seconds, bytes };
+                            p[i] = Some(Pass { start, end, bytes });
                         }
                         if barrier.wait().is_leader() {
-                            let round = passes.lock().map(|p| p.clone()).unwrap_or_default();
-                            let slowest = round.iter().map(|p| p.seconds).fold(0.0, f64::max);
-                            let bytes: u64 = round.iter().map(|p| p.bytes).sum();
-                            let gbps = bytes as f64 / slowest.max(1e-9) / 1e9;
-                            let done = steady.lock().map_or(true, |mut s| s.push(gbps, slowest));
+                            let done = passes
+                                .lock()
+                                .ok()
+                                .and_then(|p| round_rate(p.iter().flatten()))
+                                .is_none_or(|(gbps, seconds)| {
+                                    steady.lock().map_or(true, |mut s| s.push(gbps, seconds))
+                                });
                             stop.store(done, Ordering::Release);
                         }
                         barrier.wait();
@@ -175,5 +226,57 @@ fn pass(stream: &Stream, src: &mut Buffer, dst: &mut Buffer) -> u64 {
             kernels::run(k, isa, nt, src.words(), dst.words_mut());
             2 * src.len_bytes().min(dst.len_bytes()) as u64
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_round_is_timed_from_the_first_start_to_the_last_end() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        // Two threads of 1 GB each: one from 0 to 10 ms, the other from 5 to 20 ms.
+        let passes = [
+            Pass {
+                start: at(0),
+                end: at(10),
+                bytes: 1_000_000_000,
+            },
+            Pass {
+                start: at(5),
+                end: at(20),
+                bytes: 1_000_000_000,
+            },
+        ];
+        let (gbps, seconds) = round_rate(passes.iter()).unwrap();
+        assert!((seconds - 0.020).abs() < 1e-9, "{seconds}");
+        // 2 GB in 20 ms, not 2 GB over the slowest pass's own 15 ms.
+        assert!((gbps - 100.0).abs() < 1e-6, "{gbps}");
+        assert!(round_rate([].iter()).is_none());
+    }
+
+    #[test]
+    fn the_spinning_gate_holds_every_thread_until_the_last_arrives_round_after_round() {
+        const THREADS: usize = 3;
+        const ROUNDS: usize = 50;
+        let gate = SpinGate::new(THREADS);
+        let arrivals = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    for round in 0..ROUNDS {
+                        arrivals.fetch_add(1, Ordering::SeqCst);
+                        gate.wait();
+                        // Nobody leaves round `round` before all have arrived at it.
+                        assert!(arrivals.load(Ordering::SeqCst) >= (round + 1) * THREADS);
+                        gate.wait();
+                    }
+                });
+            }
+        });
+        assert_eq!(arrivals.load(Ordering::SeqCst), THREADS * ROUNDS);
     }
 }
