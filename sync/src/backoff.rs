@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use topoprobe_model::{LatencyUnit, Role, Topology};
 
+#[cfg(not(loom))]
 use crate::clock::Clock;
 use crate::error::SyncError;
 
@@ -124,7 +125,9 @@ impl Wait {
     }
 }
 
-/// The waiting state of one acquisition.
+/// The waiting state of one acquisition (under loom every wait is a yield, so the states
+/// are kept but not read).
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) enum Pause<'a> {
     Spin,
     Fixed(crossbeam_utils::Backoff),

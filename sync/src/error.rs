@@ -44,7 +44,8 @@ pub enum SyncError {
 }
 
 impl SyncError {
-    /// A [`SyncError::Parameter`].
+    /// A [`SyncError::Parameter`] (the constructors that use it are not built under loom).
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn parameter(
         what: &'static str,
         value: impl std::fmt::Display,

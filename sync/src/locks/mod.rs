@@ -30,9 +30,13 @@ pub use mcs::RawMcs;
 pub use tas::{RawTas, RawTtas};
 pub use ticket::RawTicket;
 
+#[cfg(not(loom))]
 use topoprobe_model::Topology;
 
-use crate::backoff::{Backoff, Wait};
+#[cfg(not(loom))]
+use crate::backoff::Backoff;
+use crate::backoff::Wait;
+#[cfg(not(loom))]
 use crate::error::SyncError;
 
 /// The lock algorithms.
