@@ -14,6 +14,7 @@ for r in $(seq 1 "$RUNS"); do
     start=$(date +%s.%N)
     "$TP" cache --json > "$tmp/run$r.json"
     end=$(date +%s.%N)
+    python3 -c "print($end - $start)" > "$tmp/run$r.secs"
     log "$(python3 - "$tmp/run$r.json" "$start" "$end" "$r" <<'PY'
 import json, sys
 v = json.load(open(sys.argv[1])); secs = float(sys.argv[3]) - float(sys.argv[2])
@@ -42,7 +43,8 @@ le = sum(1 for x in l3 if x.get("size_bytes") and x["size_bytes"] <= x["os_size_
 smaller = [v for v, x in zip(runs, l3) if x.get("size_bytes") and x["size_bytes"] < x["os_size_bytes"]]
 explained = sum(1 for v in smaller if any(n.startswith("L3: measured") for n in v["notes"]))
 print(f"L1d = OS: {l1}/{len(runs)}   L2 = OS: {l2}/{len(runs)}   L3 <= OS: {le}/{len(runs)} ({len(smaller)} smaller, {explained} of them with the explanation)")
-print(f"slowest run: {max(v['seconds'] for v in runs):.1f} s")
+wall = [float(open(f"{sys.argv[1]}/run{r}.secs").read()) for r in range(1, len(runs) + 1)]
+print(f"slowest run: {max(wall):.1f} s wall, as timed in the lines above (the probe's own time: {max(v['seconds'] for v in runs):.1f} s)")
 if smaller:
     print("explanation of run 1 that was smaller: " + [n for n in smaller[0]["notes"] if n.startswith("L3: measured")][0])
 PY
