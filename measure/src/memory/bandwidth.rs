@@ -1,6 +1,6 @@
 //! Memory bandwidth of one or more pinned threads streaming through node-bound buffers.
 //!
-//! The threads run in rounds. Every round starts at a spinning gate ([`SpinGate`]: the
+//! The threads run in rounds. Every round starts at a spinning gate (`SpinGate`: the
 //! threads leave it within the time a cache line takes to travel, where a sleeping barrier
 //! wakes them one after another), and the round's bandwidth is the bytes of all passes over
 //! the time from the first start to the last end, read from one clock: the part of a round
