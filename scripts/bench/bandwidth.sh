@@ -3,7 +3,7 @@
 # alternately ROUNDS times (default 5): `likwid-bench -t load_avx -w S0:1GB:N` and
 # `topoprobe mem --json` with its default working set (sized from the last-level cache),
 # plus `topoprobe mem --size 1G` to show that the smaller working set does not gain from
-# cache hits. Ratios topoprobe / likwid-bench and their medians.
+# cache hits. Ratios topoprobe / likwid-bench and their medians, also at likwid's own size.
 #
 # Each round also prints the 0-1 pair latency (`topoprobe latency 0 1`): on a guest whose
 # vCPUs the host moves, it says whether the two threads shared a die in that round.
@@ -40,7 +40,7 @@ for r in $(seq 1 "$ROUNDS"); do
     read -r g1 g2 _ < <(tp --size 1G)
     q1=$(python3 -c "print(f'{$t1 / $l1:.3f}')"); q2=$(python3 -c "print(f'{$t2 / $l2:.3f}')")
     ratios+=("$q1:$q2")
-    figures+=("$l1:$l2:$t1:$t2")
+    figures+=("$l1:$l2:$t1:$t2:$g1:$g2")
     log "$(printf '%5s  %7s  %7s | %10s %10s (%s) %6s %6s | %s %s | %s' "$r" "$l1" "$l2" "$t1" "$t2" "$ws" "$q1" "$q2" "$g1" "$g2" "$(pair_ns)")"
 done
 python3 - "${#ratios[@]}" "${ratios[@]}" "${figures[@]}" <<'PY' | tee -a "$LOG"
@@ -49,6 +49,7 @@ n = int(sys.argv[1]); ratios = sys.argv[2:2 + n]; figures = [[float(x) for x in 
 one = [float(a.split(":")[0]) for a in ratios]; two = [float(a.split(":")[1]) for a in ratios]
 for k, (name, v) in enumerate((("1 thread", one), ("2 threads", two))):
     lw = statistics.median(f[k] for f in figures); tp = statistics.median(f[2 + k] for f in figures)
-    print(f"read, {name}: topoprobe/likwid-bench median {statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f}), within 10%: {sum(1 for x in v if abs(x - 1) <= 0.1)}/{len(v)}; medians {tp:.2f} / {lw:.2f} GB/s = {tp / lw:.3f}")
+    same = [f[4 + k] / f[k] for f in figures]
+    print(f"read, {name}: topoprobe/likwid-bench median {statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f}), within 10%: {sum(1 for x in v if abs(x - 1) <= 0.1)}/{len(v)}; medians {tp:.2f} / {lw:.2f} GB/s = {tp / lw:.3f}; at likwid's size (--size 1G) median {statistics.median(same):.3f}")
 PY
 finish
