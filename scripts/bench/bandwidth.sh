@@ -32,24 +32,23 @@ pair_ns() {
     "$TP" latency 0 1 --json 2>/dev/null | python3 -c 'import json, sys; print("%.0f" % json.load(sys.stdin)["median_ns"])' || echo "?"
 }
 log "round  likwid1  likwid2 | topoprobe1 topoprobe2 (MiB) ratio1 ratio2 | 1G: tp1 tp2 | 0-1 ns"
-ratios=()
 figures=()
 for r in $(seq 1 "$ROUNDS"); do
     l1=$(likwid 1); l2=$(likwid 2)
     read -r t1 t2 ws < <(tp)
     read -r g1 g2 _ < <(tp --size 1G)
     q1=$(python3 -c "print(f'{$t1 / $l1:.3f}')"); q2=$(python3 -c "print(f'{$t2 / $l2:.3f}')")
-    ratios+=("$q1:$q2")
     figures+=("$l1:$l2:$t1:$t2:$g1:$g2")
     log "$(printf '%5s  %7s  %7s | %10s %10s (%s) %6s %6s | %s %s | %s' "$r" "$l1" "$l2" "$t1" "$t2" "$ws" "$q1" "$q2" "$g1" "$g2" "$(pair_ns)")"
 done
-python3 - "${#ratios[@]}" "${ratios[@]}" "${figures[@]}" <<'PY' | tee -a "$LOG"
+python3 - "${figures[@]}" <<'PY' | tee -a "$LOG"
 import statistics, sys
-n = int(sys.argv[1]); ratios = sys.argv[2:2 + n]; figures = [[float(x) for x in f.split(":")] for f in sys.argv[2 + n:]]
-one = [float(a.split(":")[0]) for a in ratios]; two = [float(a.split(":")[1]) for a in ratios]
-for k, (name, v) in enumerate((("1 thread", one), ("2 threads", two))):
-    lw = statistics.median(f[k] for f in figures); tp = statistics.median(f[2 + k] for f in figures)
-    same = [f[4 + k] / f[k] for f in figures]
+# Each round: likwid 1, likwid 2, topoprobe 1, topoprobe 2, topoprobe 1G 1, topoprobe 1G 2.
+rounds = [[float(x) for x in f.split(":")] for f in sys.argv[1:]]
+for k, name in enumerate(("1 thread", "2 threads")):
+    v = [r[2 + k] / r[k] for r in rounds]
+    same = [r[4 + k] / r[k] for r in rounds]
+    lw = statistics.median(r[k] for r in rounds); tp = statistics.median(r[2 + k] for r in rounds)
     print(f"read, {name}: topoprobe/likwid-bench median {statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f}), within 10%: {sum(1 for x in v if abs(x - 1) <= 0.1)}/{len(v)}; medians {tp:.2f} / {lw:.2f} GB/s = {tp / lw:.3f}; at likwid's size (--size 1G) median {statistics.median(same):.3f}")
 PY
 finish
