@@ -95,6 +95,9 @@ fn mem_json_has_the_documented_shape() {
     let (code, out, err) = run(&["mem", "--json", "--size", "32M", "--topology", &topo]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).expect("json");
+    // `--size` sets both working sets.
+    assert_eq!(v["working_set_bytes"], 32 << 20, "{v}");
+    assert_eq!(v["bandwidth_working_set_bytes"], 32 << 20, "{v}");
     let results = v["results"].as_array().expect("results");
     assert!(!results.is_empty());
     for r in results {
@@ -119,6 +122,7 @@ fn mem_json_has_the_documented_shape() {
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).expect("json");
     assert!(v["results"][0]["read_gbps"].is_null());
+    assert!(v["bandwidth_working_set_bytes"].is_null(), "{v}");
     // Too many threads, a bad size: usage errors that say what is wrong.
     let (code, _, err) = run(&["mem", "--threads", "999", "--topology", &topo]);
     assert_eq!(code, 2, "{err}");

@@ -191,8 +191,10 @@ pub(crate) struct MemArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) threads: Option<u32>,
     /// Working set: the latency buffer, and all bandwidth buffers together (e.g. 512M,
-    /// 2G). Peak memory stays close to it. Default: 6 × the socket's last-level cache, at
-    /// least 64 MiB and at most 1 GiB.
+    /// 2G). Peak memory stays close to it. Default: the latency chases over 6 × the
+    /// socket's last-level cache (at least 64 MiB, at most 1 GiB); the bandwidth streams
+    /// over a large array of 1 GiB (at most a quarter of free memory, at least the
+    /// latency's), as a program with large arrays on 4 KiB pages does.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) size: Option<u64>,
     /// Measure latency from every context, not one per socket.

@@ -10,11 +10,13 @@ use topoprobe_measure::timer::{Timer, TimerKind};
 use crate::args::{IsaArg, MemArgs};
 
 /// The measurement options the arguments ask for (`auto`: the working set sized from the
-/// last-level cache, used when `--size` is not given).
-fn options(args: &MemArgs, auto: u64) -> MemOptions {
+/// last-level cache, and `large`: the large array the bandwidth streams over, both used
+/// when `--size` is not given).
+fn options(args: &MemArgs, auto: u64, large: u64) -> MemOptions {
     let timer = Timer::calibrate();
     MemOptions {
         bytes: args.size.unwrap_or(auto),
+        bandwidth_bytes: Some(args.size.unwrap_or(large)),
         threads: args.threads.map(|t| t as usize),
         all_contexts: args.all,
         non_temporal: args.nt,
@@ -36,11 +38,27 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
     let topo = crate::inputs::topology(args.topology.as_deref())?;
     let os = topoprobe_measure::os::current().ok();
     let auto = topoprobe_machine::plugins::working_set(&topo, os.as_ref());
-    let opts = options(args, auto.bytes);
-    let size_note = if args.size.is_some() {
-        "given with --size".to_string()
+    let large = memory::large_array_working_set(auto.bytes, least_free_memory());
+    let opts = options(args, auto.bytes, large);
+    let notes = if args.size.is_some() {
+        SizeNotes {
+            latency: "given with --size".to_string(),
+            bandwidth: "given with --size".to_string(),
+        }
     } else {
-        auto.describe()
+        SizeNotes {
+            latency: auto.describe(),
+            bandwidth: if large == auto.bytes {
+                format!("{} MiB, the latency's working set", large >> 20)
+            } else if large == memory::LARGE_ARRAY_WORKING_SET {
+                format!("{} MiB (a large array)", large >> 20)
+            } else {
+                format!(
+                    "{} MiB (a large array, cut to a quarter of free memory)",
+                    large >> 20
+                )
+            },
+        }
     };
     if let Some(t) = args.threads {
         let max = topo
@@ -61,20 +79,38 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
         .context("measuring memory")?;
     bar.finish_and_clear();
     let out = if args.report.is_json()? {
-        json(&report, &opts, &size_note)?
+        json(&report, &opts, &notes)?
     } else {
-        text(&report, &opts, &size_note)
+        text(&report, &opts, &notes)
     };
     args.report.write(out.as_bytes())
+}
+
+/// Where each working set's size comes from, as the output says it.
+struct SizeNotes {
+    latency: String,
+    bandwidth: String,
+}
+
+/// Free memory of the node with the least of it, among the online nodes that have memory.
+fn least_free_memory() -> Option<u64> {
+    topoprobe_sys::memory::online_nodes()
+        .iter()
+        .filter_map(topoprobe_measure::os::node_free_bytes)
+        .filter(|&f| f > 0)
+        .min()
 }
 
 fn cycles(ns: f64, opts: &MemOptions) -> Option<f64> {
     opts.ghz.map(|g| ns * g)
 }
 
-fn text(r: &MemReport, opts: &MemOptions, size_note: &str) -> String {
+fn text(r: &MemReport, opts: &MemOptions, notes: &SizeNotes) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "working set: {size_note}");
+    let _ = writeln!(out, "latency working set: {}", notes.latency);
+    if !opts.latency_only {
+        let _ = writeln!(out, "bandwidth working set: {}", notes.bandwidth);
+    }
     let _ = writeln!(
         out,
         "memory latency (random chase over {} MiB; huge pages / 4 KiB pages)",
@@ -104,7 +140,7 @@ fn text(r: &MemReport, opts: &MemOptions, size_note: &str) -> String {
             } else {
                 ""
             },
-            opts.bytes >> 20
+            opts.bandwidth_bytes.unwrap_or(opts.bytes) >> 20
         );
         let _ = writeln!(
             out,
@@ -134,7 +170,7 @@ fn text(r: &MemReport, opts: &MemOptions, size_note: &str) -> String {
     out
 }
 
-fn json(r: &MemReport, opts: &MemOptions, size_note: &str) -> Result<String> {
+fn json(r: &MemReport, opts: &MemOptions, notes: &SizeNotes) -> Result<String> {
     let mut results = Vec::new();
     for b in &r.bandwidth {
         let lat = r
@@ -175,7 +211,9 @@ fn json(r: &MemReport, opts: &MemOptions, size_note: &str) -> Result<String> {
         "local_nodes": r.local_nodes.iter().map(|(s, n)| serde_json::json!({"socket": s, "node": n})).collect::<Vec<_>>(),
         "isa": opts.isa.name(),
         "working_set_bytes": opts.bytes,
-        "working_set": size_note,
+        "working_set": notes.latency,
+        "bandwidth_working_set_bytes": (!opts.latency_only).then(|| opts.bandwidth_bytes.unwrap_or(opts.bytes)),
+        "bandwidth_working_set": (!opts.latency_only).then_some(&notes.bandwidth),
         "ghz": opts.ghz,
         "notes": r.notes,
     });

@@ -49,8 +49,11 @@ pub enum MemError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemOptions {
     /// Working set, bytes: the latency buffer, and the bandwidth buffers of all threads
-    /// together.
+    /// together unless `bandwidth_bytes` is given.
     pub bytes: u64,
+    /// Working set of the bandwidth buffers of all threads together, bytes (`None`:
+    /// `bytes`).
+    pub bandwidth_bytes: Option<u64>,
     /// Threads for the many-thread bandwidth (`None`: every context of the socket).
     pub threads: Option<usize>,
     /// Measure latency from every context, not one per socket.
@@ -76,6 +79,7 @@ impl Default for MemOptions {
     fn default() -> Self {
         Self {
             bytes: 1 << 30,
+            bandwidth_bytes: None,
             threads: None,
             all_contexts: false,
             non_temporal: false,
@@ -233,6 +237,30 @@ pub fn working_set(llc: Option<u64>) -> u64 {
     })
 }
 
+/// Working set of a large array: what the dedicated bandwidth run streams over (1 GiB, the
+/// size STREAM-style runs and `likwid-bench -w S0:1GB` use), bytes.
+pub const LARGE_ARRAY_WORKING_SET: u64 = 1 << 30;
+/// The large-array working set takes at most this share of free memory (1 / this).
+pub const FREE_MEMORY_SHARE: u64 = 4;
+
+/// The bandwidth working set of a dedicated memory run: a large array
+/// ([`LARGE_ARRAY_WORKING_SET`]), at most a quarter of `free` memory (whole MiB) and never
+/// less than `cache_sized` (the [`working_set`] from the last-level cache); `cache_sized`
+/// when free memory is unknown.
+///
+/// Streaming a buffer a few times the last-level cache reads the memory without cache
+/// hits, but on 4 KiB pages it also stays within the reach of the page-walk caches; a
+/// program streaming a large array on 4 KiB pages walks page tables that no longer fit
+/// them, and on some machines reads several percent slower (an AMD EPYC guest: 7% with two
+/// threads, `docs/MEASURING.md`). The large array measures what such a program gets.
+#[must_use]
+pub fn large_array_working_set(cache_sized: u64, free: Option<u64>) -> u64 {
+    free.map_or(cache_sized, |f| {
+        let share = (f / FREE_MEMORY_SHARE) & !((1 << 20) - 1);
+        share.min(LARGE_ARRAY_WORKING_SET).max(cache_sized)
+    })
+}
+
 /// Whether transparent huge pages can be asked for (`always` or `madvise` mode).
 #[must_use]
 pub fn thp_available() -> bool {
@@ -258,7 +286,7 @@ pub fn bandwidth_of(
                 kernel,
                 isa: opts.isa,
                 non_temporal: opts.non_temporal,
-                bytes: opts.bytes,
+                bytes: opts.bandwidth_bytes.unwrap_or(opts.bytes),
                 node,
                 rule: opts.rule,
             },
@@ -372,4 +400,44 @@ pub fn measure_memory(
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn the_cache_sized_working_set_is_six_last_level_caches_within_its_bounds() {
+        assert_eq!(working_set(Some(32 * MIB)), 192 * MIB);
+        assert_eq!(working_set(Some(2 * MIB)), MIN_WORKING_SET);
+        assert_eq!(working_set(Some(768 * MIB)), MAX_WORKING_SET);
+        assert_eq!(working_set(None), UNKNOWN_WORKING_SET);
+    }
+
+    #[test]
+    fn the_large_array_takes_a_gibibyte_when_a_quarter_of_free_memory_allows() {
+        assert_eq!(large_array_working_set(192 * MIB, Some(20 * GIB)), GIB);
+        // 2 GiB free: a quarter is 512 MiB.
+        assert_eq!(large_array_working_set(192 * MIB, Some(2 * GIB)), 512 * MIB);
+        // A quarter, rounded down to whole MiB.
+        assert_eq!(
+            large_array_working_set(64 * MIB, Some(1200 * MIB + 3)),
+            300 * MIB
+        );
+    }
+
+    #[test]
+    fn the_large_array_is_never_smaller_than_the_cache_sized_working_set() {
+        assert_eq!(
+            large_array_working_set(192 * MIB, Some(400 * MIB)),
+            192 * MIB
+        );
+        assert_eq!(large_array_working_set(192 * MIB, Some(0)), 192 * MIB);
+        assert_eq!(large_array_working_set(192 * MIB, None), 192 * MIB);
+        // A cache-sized set above the large array (a 1 GiB L3 capped at 1 GiB) stays.
+        assert_eq!(large_array_working_set(GIB, Some(64 * GIB)), GIB);
+    }
 }
