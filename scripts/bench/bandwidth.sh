@@ -7,8 +7,11 @@
 # to show what the cheap figure in a description reads. Ratios topoprobe / likwid-bench and
 # their medians, at both sizes.
 #
-# Each round also prints the 0-1 pair latency (`topoprobe latency 0 1`): on a guest whose
-# vCPUs the host moves, it says whether the two threads shared a die in that round.
+# Each round also prints the 0-1 pair latency (`topoprobe latency 0 1`) before and after it:
+# on a guest whose vCPUs the host moves, it says whether the two threads shared a die, and
+# a round whose two latencies differ by more than 1.5x had the vCPUs moved under it (the
+# tools then ran at different placements); the summary also gives the median of the other
+# rounds.
 #
 # Both tools use the same vector loads: likwid's `load_avx` is AVX (256-bit), so topoprobe
 # runs with `--isa avx2` (ISA=avx512 compares `load_avx512` with `--isa avx512`).
@@ -34,26 +37,34 @@ log "# commands: likwid-bench -t $KERNEL -w S0:1GB:1 | :2 ; $TP mem --json --isa
 pair_ns() {
     "$TP" latency 0 1 --json 2>/dev/null | python3 -c 'import json, sys; print("%.0f" % json.load(sys.stdin)["median_ns"])' || echo "?"
 }
-log "round  likwid1  likwid2 | topoprobe1 topoprobe2 (MiB) ratio1 ratio2 | $SMALL: tp1 tp2 | 0-1 ns"
+log "round  likwid1  likwid2 | topoprobe1 topoprobe2 (MiB) ratio1 ratio2 | $SMALL: tp1 tp2 | 0-1 ns before, after"
 figures=()
 for r in $(seq 1 "$ROUNDS"); do
+    before=$(pair_ns)
     l1=$(likwid 1); l2=$(likwid 2)
     read -r t1 t2 ws _ < <(tp)
     read -r g1 g2 _ _ < <(tp --size "$SMALL")
     q1=$(python3 -c "print(f'{$t1 / $l1:.3f}')"); q2=$(python3 -c "print(f'{$t2 / $l2:.3f}')")
-    figures+=("$l1:$l2:$t1:$t2:$g1:$g2")
-    log "$(printf '%5s  %7s  %7s | %10s %10s (%s) %6s %6s | %s %s | %s' "$r" "$l1" "$l2" "$t1" "$t2" "$ws" "$q1" "$q2" "$g1" "$g2" "$(pair_ns)")"
+    after=$(pair_ns)
+    moved=$(python3 -c "a, b = '$before', '$after'; print(int(not (a.isdigit() and b.isdigit()) or max(int(a), int(b)) > 1.5 * max(1, min(int(a), int(b)))))")
+    figures+=("$l1:$l2:$t1:$t2:$g1:$g2:$moved")
+    log "$(printf '%5s  %7s  %7s | %10s %10s (%s) %6s %6s | %s %s | %s, %s%s' "$r" "$l1" "$l2" "$t1" "$t2" "$ws" "$q1" "$q2" "$g1" "$g2" "$before" "$after" "$([ "$moved" = 1 ] && echo ' moved')")"
 done
 python3 - "$SMALL" "${figures[@]}" <<'PY' | tee -a "$LOG"
 import statistics, sys
-# Each round: likwid 1, likwid 2, topoprobe 1, topoprobe 2, topoprobe small 1, topoprobe small 2.
+# Each round: likwid 1, likwid 2, topoprobe 1, topoprobe 2, topoprobe small 1, topoprobe small 2,
+# 1 when the vCPUs moved during the round.
 small = sys.argv[1]
 sys.argv = sys.argv[1:]
 rounds = [[float(x) for x in f.split(":")] for f in sys.argv[1:]]
+still = [r for r in rounds if not r[6]]
 for k, name in enumerate(("1 thread", "2 threads")):
     v = [r[2 + k] / r[k] for r in rounds]
     same = [r[4 + k] / r[k] for r in rounds]
     lw = statistics.median(r[k] for r in rounds); tp = statistics.median(r[2 + k] for r in rounds)
     print(f"read, {name}: topoprobe/likwid-bench median {statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f}), within 10%: {sum(1 for x in v if abs(x - 1) <= 0.1)}/{len(v)}; medians {tp:.2f} / {lw:.2f} GB/s = {tp / lw:.3f}; at infer's working set (--size {small}) median {statistics.median(same):.3f}")
+    if still:
+        w = [r[2 + k] / r[k] for r in still]
+        print(f"  rounds without a move ({len(still)}/{len(rounds)}): median {statistics.median(w):.3f}, within 10%: {sum(1 for x in w if abs(x - 1) <= 0.1)}/{len(w)}")
 PY
 finish
