@@ -13,8 +13,10 @@
 //! the configured working set (libmctop kept contexts × nodes × 2 GB). The working set is
 //! sized from the last-level cache ([`working_set`]: 6 × the socket's last-level cache, at
 //! least 64 MiB and at most 1 GiB), large enough that neither the chase nor the streams hit
-//! in it, small enough for a login node. Bandwidth is repeated in rounds until the last
-//! three agree within 3% ([`crate::steady`]).
+//! in it, small enough for a login node. A dedicated bandwidth run may stream over a large
+//! array instead ([`MemOptions::bandwidth_bytes`], [`large_array_working_set`]), to include
+//! the page walks a program with large arrays on 4 KiB pages pays. Bandwidth is repeated in
+//! rounds until the last three agree within 3% ([`crate::steady`]).
 
 pub mod bandwidth;
 pub mod chase;
