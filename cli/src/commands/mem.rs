@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use anyhow::{Context, Result};
+use topoprobe_machine::plugins::WorkingSet;
 use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_measure::memory::{self, MemOptions, MemReport};
 use topoprobe_measure::timer::{Timer, TimerKind};
@@ -40,26 +41,7 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
     let auto = topoprobe_machine::plugins::working_set(&topo, os.as_ref());
     let large = memory::large_array_working_set(auto.bytes, least_free_memory());
     let opts = options(args, auto.bytes, large);
-    let notes = if args.size.is_some() {
-        SizeNotes {
-            latency: "given with --size".to_string(),
-            bandwidth: "given with --size".to_string(),
-        }
-    } else {
-        SizeNotes {
-            latency: auto.describe(),
-            bandwidth: if large == auto.bytes {
-                format!("{} MiB, the latency's working set", large >> 20)
-            } else if large == memory::LARGE_ARRAY_WORKING_SET {
-                format!("{} MiB (a large array)", large >> 20)
-            } else {
-                format!(
-                    "{} MiB (a large array, cut to a quarter of free memory)",
-                    large >> 20
-                )
-            },
-        }
-    };
+    let notes = size_notes(args.size.is_some(), &auto, large);
     if let Some(t) = args.threads {
         let max = topo
             .sockets()
@@ -90,6 +72,32 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
 struct SizeNotes {
     latency: String,
     bandwidth: String,
+}
+
+/// Where each working set's size comes from (`given`: with `--size`; otherwise the
+/// cache-sized `auto` for latency and the `large` array for bandwidth).
+fn size_notes(given: bool, auto: &WorkingSet, large: u64) -> SizeNotes {
+    if given {
+        let given = "given with --size".to_string();
+        return SizeNotes {
+            latency: given.clone(),
+            bandwidth: given,
+        };
+    }
+    let bandwidth = if large == auto.bytes {
+        format!("{} MiB, the latency's working set", large >> 20)
+    } else if large == memory::LARGE_ARRAY_WORKING_SET {
+        format!("{} MiB (a large array)", large >> 20)
+    } else {
+        format!(
+            "{} MiB (a large array, cut to a quarter of free memory)",
+            large >> 20
+        )
+    };
+    SizeNotes {
+        latency: auto.describe(),
+        bandwidth,
+    }
 }
 
 /// Free memory of the node with the least of it, among the online nodes that have memory.
@@ -140,7 +148,7 @@ fn text(r: &MemReport, opts: &MemOptions, notes: &SizeNotes) -> String {
             } else {
                 ""
             },
-            opts.bandwidth_bytes.unwrap_or(opts.bytes) >> 20
+            opts.bandwidth_working_set() >> 20
         );
         let _ = writeln!(
             out,
@@ -212,7 +220,7 @@ fn json(r: &MemReport, opts: &MemOptions, notes: &SizeNotes) -> Result<String> {
         "isa": opts.isa.name(),
         "working_set_bytes": opts.bytes,
         "working_set": notes.latency,
-        "bandwidth_working_set_bytes": (!opts.latency_only).then(|| opts.bandwidth_bytes.unwrap_or(opts.bytes)),
+        "bandwidth_working_set_bytes": (!opts.latency_only).then(|| opts.bandwidth_working_set()),
         "bandwidth_working_set": (!opts.latency_only).then_some(&notes.bandwidth),
         "ghz": opts.ghz,
         "notes": r.notes,

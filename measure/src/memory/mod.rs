@@ -77,6 +77,15 @@ pub struct MemOptions {
     pub latency_only: bool,
 }
 
+impl MemOptions {
+    /// Working set of the bandwidth buffers of all threads together, bytes:
+    /// `bandwidth_bytes`, else `bytes`.
+    #[must_use]
+    pub fn bandwidth_working_set(&self) -> u64 {
+        self.bandwidth_bytes.unwrap_or(self.bytes)
+    }
+}
+
 impl Default for MemOptions {
     fn default() -> Self {
         Self {
@@ -288,7 +297,7 @@ pub fn bandwidth_of(
                 kernel,
                 isa: opts.isa,
                 non_temporal: opts.non_temporal,
-                bytes: opts.bandwidth_bytes.unwrap_or(opts.bytes),
+                bytes: opts.bandwidth_working_set(),
                 node,
                 rule: opts.rule,
             },
