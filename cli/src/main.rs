@@ -14,6 +14,7 @@ mod commands;
 mod error;
 mod inputs;
 mod output;
+mod planned;
 mod progress;
 mod render;
 

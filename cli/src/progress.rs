@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use topoprobe_machine::Progress;
+use topoprobe_model::CostPlan;
 
 /// Contexts from which inference usually takes more than a second.
 const SLOW_CONTEXTS: usize = 768;
@@ -51,40 +52,110 @@ pub(crate) fn pair_bar(what: &str) -> ProgressBar {
     bar
 }
 
-/// Shows a measurement's [`Progress`]: a bar while pairs are measured, then a spinner
-/// naming each plugin step.
+/// A bar over a measurement's plan: its length is the planned time, each step moves it to
+/// where the plan puts that step's start, so the ETA follows the plan and corrects itself
+/// by the pace so far (drawn only on a terminal).
+pub(crate) struct PlanBar {
+    bar: ProgressBar,
+    plan: CostPlan,
+    next: usize,
+}
+
+impl PlanBar {
+    /// A bar for `plan`, named `what`.
+    pub(crate) fn new(what: &str, plan: &CostPlan) -> Self {
+        let bar = ProgressBar::new((plan.seconds() * 1000.0).ceil().max(1.0) as u64);
+        if let Ok(style) = ProgressStyle::with_template(
+            "{prefix} [{wide_bar}] {msg} ({elapsed}, about {eta} left)",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(what.to_string());
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Self {
+            bar,
+            plan: plan.clone(),
+            next: 0,
+        }
+    }
+
+    /// The step named `name` started (a name not in the plan only changes the message).
+    pub(crate) fn step(&mut self, name: &str) {
+        let n = self.plan.steps.len();
+        if let Some(i) = (self.next..n).find(|&i| self.plan.steps[i].what == name) {
+            self.next = i + 1;
+            self.bar
+                .set_position((self.plan.seconds_before(i) * 1000.0) as u64);
+            self.bar.set_message(format!("step {}/{n}: {name}", i + 1));
+        } else {
+            self.bar.set_message(name.to_string());
+        }
+    }
+
+    /// Part `done` of `total` of the step under way is done (pairs of the latency step).
+    pub(crate) fn within(&mut self, done: usize, total: usize, what: &str) {
+        let i = self.next.saturating_sub(1);
+        let (Some(step), true) = (self.plan.steps.get(i), total > 0) else {
+            return;
+        };
+        let share = (done as f64 / total as f64).min(1.0);
+        let at = self.plan.seconds_before(i) + share * step.seconds;
+        self.bar.set_position((at * 1000.0) as u64);
+        self.bar.set_message(format!("{what}: {done}/{total}"));
+    }
+
+    /// Clears the bar.
+    pub(crate) fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// Shows a measurement's [`Progress`]: one bar over the plan's steps with an ETA, the
+/// latency pairs counted inside their step.
 pub(crate) struct MeasureProgress {
-    pairs: ProgressBar,
-    steps: Option<ProgressBar>,
+    bar: Option<PlanBar>,
 }
 
 impl MeasureProgress {
     /// Progress of measuring this machine.
     pub(crate) fn new() -> Self {
-        Self {
-            pairs: pair_bar("measuring"),
-            steps: None,
-        }
+        Self { bar: None }
     }
 
     /// Shows one event.
     pub(crate) fn show(&mut self, p: Progress<'_>) {
         match p {
-            Progress::Pairs { done, total } => {
-                self.pairs.set_length(total.max(done) as u64);
-                self.pairs.set_position(done as u64);
+            Progress::Plan(plan) => {
+                let mut bar = PlanBar::new("measuring", plan);
+                if let Some(first) = plan.steps.first() {
+                    bar.step(&first.what.clone());
+                }
+                self.bar = Some(bar);
             }
-            Progress::PairsDone => self.pairs.finish_and_clear(),
-            Progress::Step(what) => self
-                .steps
-                .get_or_insert_with(|| spinner("plugins"))
-                .set_message(what.to_string()),
+            Progress::Pairs { done, total } => {
+                if let Some(b) = self.bar.as_mut() {
+                    b.within(done, total.max(done), "pairs");
+                }
+            }
+            Progress::Step(what) | Progress::Plugin(what) => {
+                if let Some(b) = self.bar.as_mut() {
+                    b.step(what);
+                }
+            }
             Progress::StepsDone => {
-                if let Some(s) = self.steps.take() {
-                    s.finish_and_clear();
+                if let Some(b) = self.bar.take() {
+                    b.finish();
                 }
             }
             _ => {}
+        }
+    }
+}
+
+impl Drop for MeasureProgress {
+    fn drop(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish();
         }
     }
 }

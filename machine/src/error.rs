@@ -82,6 +82,10 @@ pub enum MachineError {
         /// The known names, comma-separated.
         known: String,
     },
+    /// What was asked for cannot be measured within the budget (every pair of a large
+    /// machine); the message says what would fit.
+    #[error("{0}")]
+    OverBudget(String),
     /// A plugin's measurement failed.
     #[error("plugin {plugin}")]
     Plugin {

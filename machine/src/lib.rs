@@ -9,7 +9,9 @@
 //! - [`load::topology`]: a topology file, or this machine's description.
 //! - [`pairs`]: the pieces of a live latency measurement (CPU selection, the probe's
 //!   settings, collecting a table), for commands that print a matrix or one pair.
-//! - [`plugins`]: the plugins by name and the sections they add.
+//! - [`plan`]: the cost plan of a measurement within its budget (time and memory), from
+//!   the shape of the machine, before anything is measured.
+//! - [`plugins`]: the plugins by name, their plans and the sections they add.
 //! - [`stability`]: guests whose vCPUs the host moves: reference pairs re-measured
 //!   between phases, the SMT probe repeated, the saved description compared; an unstable
 //!   topology said as such.
@@ -32,6 +34,7 @@ pub mod hints;
 pub mod load;
 mod measurement;
 pub mod pairs;
+pub mod plan;
 pub mod plugins;
 pub mod stability;
 
@@ -42,13 +45,16 @@ use std::time::Instant;
 
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
-use topoprobe_model::Topology;
+use topoprobe_model::{CostPlan, Topology};
 
 pub use error::{MachineError, PluginFailure};
-pub use measurement::{measure_and_save, measure_this_machine, MeasureOptions, Measurement};
+pub use measurement::{
+    measure_and_save, measure_this_machine, plan_only, plan_this_machine, shape_of_this_machine,
+    MeasureOptions, Measurement,
+};
 
 /// What a long measurement is doing, for a progress display.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum Progress<'a> {
     /// Core-to-core latencies: `done` of (currently) `total` pairs measured.
@@ -60,7 +66,13 @@ pub enum Progress<'a> {
     },
     /// The latency measurement is over.
     PairsDone,
-    /// A plugin step started (for example `caches`, `latency CPU 0 -> node 0`).
+    /// The plan of the whole measurement, before anything is measured: every step with its
+    /// planned seconds (a progress display shows the steps with an ETA from it).
+    Plan(&'a CostPlan),
+    /// A plugin started (`cache`, `mem`, ...).
+    Plugin(&'a str),
+    /// A plugin step started (for example `caches`, `latency CPU 0 -> node 0`), named as in
+    /// the plan.
     Step(&'a str),
     /// The plugins are done.
     StepsDone,

@@ -8,14 +8,16 @@ use std::time::{Duration, Instant};
 use topoprobe_infer::InferOptions;
 use topoprobe_measure::os;
 use topoprobe_measure::pair::PairProbe;
+use topoprobe_measure::plan::Shape;
 use topoprobe_measure::smt::{self, SmtTest};
 use topoprobe_model::{
-    format_cpu_list, LatencyUnit, NodeId, Origin, OsView, PairLatency, SocketId, Source, Topology,
-    Warning,
+    format_cpu_list, Budget, CostPlan, LatencyUnit, NodeId, Origin, OsView, PairLatency, SocketId,
+    Source, Topology, Warning,
 };
 
 use crate::hints;
 use crate::pairs::{self, MeasuredTable, Repetitions, Sampling};
+use crate::plan::{self as planning, MeasurePlan};
 use crate::plugins::{self, Plugin};
 use crate::stability::{self, Monitor};
 use crate::{description, stamp, MachineError, Progress};
@@ -45,6 +47,10 @@ pub struct MeasureOptions {
     /// with the saved description. `None`: in virtual machines only (the `hypervisor` CPU
     /// flag).
     pub watch_stability: Option<bool>,
+    /// Time and memory the whole measurement may take (`None`:
+    /// [`planning::default_budget`] of the plugins: 10 s, or 60 s with the slow plugins,
+    /// and 256 MiB).
+    pub budget: Option<Budget>,
 }
 
 impl Default for MeasureOptions {
@@ -58,7 +64,17 @@ impl Default for MeasureOptions {
             hints: InferOptions::default(),
             path: None,
             watch_stability: None,
+            budget: None,
         }
+    }
+}
+
+impl MeasureOptions {
+    /// The budget: the one given, else the default of the plugins.
+    #[must_use]
+    pub fn budget(&self) -> Budget {
+        self.budget
+            .unwrap_or_else(|| planning::default_budget(&self.plugins))
     }
 }
 
@@ -233,9 +249,10 @@ fn prepare_path(path: Option<&PathBuf>) -> Result<PathBuf, MachineError> {
 
 /// The SMT probe on two OS CPUs.
 pub(crate) type SmtFn<'a> = dyn FnMut(u32, u32) -> Result<SmtTest, String> + 'a;
-/// The plugins' run: fills the sections of a topology, reporting each step.
-pub(crate) type PluginsFn<'a> =
-    dyn FnMut(&mut Topology, &mut dyn FnMut(Progress<'_>)) -> Result<(), MachineError> + 'a;
+/// The plugins' run: fills the sections of a topology, reporting each step; returns each
+/// plugin's plan with what its steps spent.
+pub(crate) type PluginsFn<'a> = dyn FnMut(&mut Topology, &mut dyn FnMut(Progress<'_>)) -> Result<Vec<CostPlan>, MachineError>
+    + 'a;
 
 /// What a measurement knows of the machine besides its probes.
 pub(crate) struct Context {
@@ -253,31 +270,50 @@ pub(crate) struct Context {
 /// in tests): the table, the SMT probe, the inference with the OS's hints, the OS's nodes
 /// and differences, the plugins, and, when watching, the reference pairs between phases,
 /// the SMT probe again at the end and the comparison with the saved description.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn measure_with(
     opts: &MeasureOptions,
     cpus: &[u32],
     ctx: &Context,
+    plan: &MeasurePlan,
     probe: &mut dyn PairLatency,
     smt: &mut SmtFn<'_>,
     plugins: &mut PluginsFn<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<(Topology, MeasuredTable), MachineError> {
     let started = Instant::now();
+    progress(Progress::Plan(&plan.cost));
     let os_view = ctx.os.as_ref().ok();
     let hint = os_view.map(|os| pairs::sibling_hint(os, cpus));
-    let table = pairs::collect(probe, opts.sampling, hint, &mut |done, total| {
-        progress(Progress::Pairs { done, total });
-    })?;
+    let table = pairs::collect(
+        probe,
+        opts.sampling,
+        hint,
+        plan.pairs.max_measurements,
+        &mut |done, total| {
+            progress(Progress::Pairs { done, total });
+        },
+    )?;
     progress(Progress::PairsDone);
+    let pairs_peak = topoprobe_sys::usage::peak_resident_bytes();
+    let mut stability_spent = 0.0;
     let mut monitor = ctx
         .watch
         .then(|| Monitor::new(&table.collected.measured, cpus));
+    let check = |m: &mut Monitor, probe: &mut dyn PairLatency, phase: &str, spent: &mut f64| {
+        let t = Instant::now();
+        m.check(probe, phase);
+        *spent += t.elapsed().as_secs_f64();
+    };
     if let Some(m) = monitor.as_mut() {
-        m.check(probe, "after pairs");
+        check(m, probe, "after pairs", &mut stability_spent);
     }
+    progress(Progress::Step("SMT probe"));
+    let smt_started = Instant::now();
     let smt_tests = smt_probe(&table, cpus, smt)?;
+    let mut smt_spent = smt_started.elapsed().as_secs_f64();
     if let Some(m) = monitor.as_mut() {
-        m.check(probe, "smt");
+        check(m, probe, "smt", &mut stability_spent);
     }
 
     let mut infer_opts = opts.hints.clone();
@@ -301,10 +337,14 @@ pub(crate) fn measure_with(
             infer_opts.sockets_origin = Origin::Os;
         }
     }
+    progress(Progress::Step(&plan.cost.steps[2].what));
+    let inference_started = Instant::now();
     let mut topo = table
         .collected
         .infer(&infer_opts)
         .map_err(MachineError::Infer)?;
+    let inference_spent = inference_started.elapsed().as_secs_f64();
+    let inference_peak = topoprobe_sys::usage::peak_resident_bytes();
     topo.set_spread(table.collected.spread.clone())?;
     record(&mut topo, opts, cpus, &table, &smt_tests);
     if let Some(h) = os_hints {
@@ -326,20 +366,22 @@ pub(crate) fn measure_with(
             format!("unavailable: the OS view could not be read ({e}); no comparison was made"),
         )),
     }
-    {
+    let plugin_costs = {
         let mut between = |p: Progress<'_>| {
-            if let (Progress::Step(step), Some(m)) = (p, monitor.as_mut()) {
-                m.check(probe, step);
+            if let (Progress::Plugin(name), Some(m)) = (p, monitor.as_mut()) {
+                check(m, probe, name, &mut stability_spent);
             }
             progress(p);
         };
-        plugins(&mut topo, &mut between)?;
-    }
+        plugins(&mut topo, &mut between)?
+    };
     if let Some(m) = monitor.as_mut() {
-        m.check(probe, "end");
+        check(m, probe, "end", &mut stability_spent);
         let mut findings = m.findings(&topo);
         if !smt_tests.is_empty() {
+            let again_started = Instant::now();
             let again = smt_probe(&table, cpus, smt)?;
+            smt_spent += again_started.elapsed().as_secs_f64();
             findings.extend(stability::smt_findings(&smt_tests, &again, os_view));
         }
         if let Some(saved) = &ctx.saved {
@@ -365,8 +407,46 @@ pub(crate) fn measure_with(
             .insert("reference_pairs".into(), checks.join("; "));
         stability::apply(&mut topo, &findings);
     }
+    let cost = spent_cost(
+        plan,
+        &[
+            ("latency", table.elapsed.as_secs_f64(), pairs_peak),
+            ("smt", smt_spent, pairs_peak),
+            ("inference", inference_spent, inference_peak),
+            ("stability", stability_spent, None),
+        ],
+        plugin_costs,
+    );
+    for note in &cost.left_out {
+        topo.validation_mut()
+            .warnings
+            .push(Warning::new("budget", note.clone()));
+    }
+    topo.provenance_mut().cost = Some(cost);
     stamp(&mut topo, started);
     Ok((topo, table))
+}
+
+/// The measurement's cost record: the plan's own steps (latency pairs, SMT probe,
+/// inference, stability checks) with what they spent, then the plugins' plans as they ran.
+fn spent_cost(
+    plan: &MeasurePlan,
+    spent: &[(&str, f64, Option<u64>)],
+    plugins: Vec<CostPlan>,
+) -> CostPlan {
+    let mut cost = CostPlan::new(plan.budget);
+    for step in &plan.cost.steps {
+        if let Some((_, s, peak)) = spent.iter().find(|(p, _, _)| *p == step.probe) {
+            let mut step = step.clone();
+            step.record(*s, *peak);
+            cost.steps.push(step);
+        }
+    }
+    cost.left_out.extend(plan.pairs.notes.iter().cloned());
+    for p in plugins {
+        cost.extend(p);
+    }
+    cost
 }
 
 /// Measures this machine: selects the CPUs, measures core-to-core latencies (the pairs
@@ -409,16 +489,18 @@ pub fn measure_this_machine(
         },
         free: Box::new(os::node_free_bytes),
     };
-    let mut probe = pairs::pair_probe(cpus.clone(), opts.repetitions);
     let os_ref = os_view.as_ref().ok();
+    let plan = plan_this_machine(opts, &cpus, os_ref, watch)?;
+    let mut probe = pairs::pair_probe_with(cpus.clone(), plan.pairs.config);
     let mut smt = |a: u32, b: u32| smt::test_pair(a, b);
     let mut run_plugins = |topo: &mut Topology, p: &mut dyn FnMut(Progress<'_>)| {
-        plugins::run(topo, os_ref, &opts.plugins, p)
+        plugins::run(topo, os_ref, &plan.plugins, p)
     };
     let (mut topology, table) = measure_with(
         opts,
         &cpus,
         &ctx,
+        &plan,
         &mut probe,
         &mut smt,
         &mut run_plugins,
@@ -438,6 +520,64 @@ pub fn measure_this_machine(
         cpus,
         elapsed: table.elapsed,
     })
+}
+
+/// The shape of this machine for planning: the OS's view restricted to `cpus` (one socket
+/// of them all when the OS view is unavailable), with its free memory now.
+#[must_use]
+pub fn shape_of_this_machine(cpus: &[u32], os: Option<&OsView>) -> Shape {
+    let mut shape = match os {
+        Some(os) => Shape::from_os(os, cpus),
+        None => Shape::this_machine_facts(),
+    };
+    if shape.sockets.is_empty() {
+        shape.sockets.push(topoprobe_measure::plan::SocketShape {
+            cpus: cpus.to_vec(),
+            cores: cpus.len(),
+            llc_bytes: None,
+            local_node: None,
+        });
+    }
+    shape.free_bytes = plugins::least_free_memory();
+    shape
+}
+
+/// Plans measuring `cpus` of this machine as `opts` asks ([`planning::plan_measurement`]).
+///
+/// # Errors
+///
+/// [`MachineError::OverBudget`] when `--full` pairs cannot fit the budget.
+pub fn plan_this_machine(
+    opts: &MeasureOptions,
+    cpus: &[u32],
+    os: Option<&OsView>,
+    watch: bool,
+) -> Result<MeasurePlan, MachineError> {
+    let shape = shape_of_this_machine(cpus, os);
+    planning::plan_measurement(
+        &shape,
+        os,
+        &plugins::in_order(&opts.plugins),
+        opts.sampling,
+        opts.repetitions,
+        opts.budget(),
+        watch,
+    )
+}
+
+/// The plan of [`measure_this_machine`] with `opts`, without measuring anything (a dry
+/// run): the CPUs it would measure, the OS view, whether it would watch for moving vCPUs.
+///
+/// # Errors
+///
+/// As [`measure_this_machine`] before it measures: unusable CPUs, `--full` pairs over
+/// the budget.
+pub fn plan_only(opts: &MeasureOptions) -> Result<MeasurePlan, MachineError> {
+    let cpus = pairs::select_cpus(opts.cpus.as_deref())?;
+    let os_view = os::current().ok();
+    let guest = os::is_virtual_machine(Path::new("/")).unwrap_or(false);
+    let watch = opts.watch_stability.unwrap_or(guest);
+    plan_this_machine(opts, &cpus, os_view.as_ref(), watch)
 }
 
 /// [`measure_this_machine`], then saves the description where `opts.path` says (the

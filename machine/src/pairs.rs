@@ -94,6 +94,13 @@ pub fn pair_probe(cpus: Vec<u32>, repetitions: Repetitions) -> PairProbe {
     PairProbe::new(Timer::calibrate(), cpus, config)
 }
 
+/// A pair probe over `cpus` with `config` (a plan's probe settings) and a freshly
+/// calibrated timer.
+#[must_use]
+pub fn pair_probe_with(cpus: Vec<u32>, config: ProbeConfig) -> PairProbe {
+    PairProbe::new(Timer::calibrate(), cpus, config)
+}
+
 /// The OS's SMT sibling sets as rows of the table (a hint the sparse strategy verifies).
 #[must_use]
 pub fn sibling_hint(os: &OsView, cpus: &[u32]) -> Vec<Vec<usize>> {
@@ -118,7 +125,8 @@ pub struct MeasuredTable {
 }
 
 /// Measures the table: every pair with `sampling.full`, otherwise the pairs the inference
-/// needs (`hint`: sets of rows the OS says belong together, verified rather than trusted),
+/// needs (`hint`: sets of rows the OS says belong together, verified rather than trusted;
+/// at most `max_measurements` measurements, the rest filled in from the structure found),
 /// calling `progress(done, total)` as pairs are measured.
 ///
 /// # Errors
@@ -128,6 +136,7 @@ pub fn collect(
     probe: &mut dyn PairLatency,
     sampling: Sampling,
     hint: Option<Vec<Vec<usize>>>,
+    max_measurements: Option<usize>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<MeasuredTable, MachineError> {
     let started = Instant::now();
@@ -137,6 +146,7 @@ pub fn collect(
         let opts = SparseOptions {
             seed: sampling.seed.unwrap_or(0),
             hint: hint.filter(|h| !h.is_empty()),
+            budget: max_measurements,
             ..SparseOptions::default()
         };
         collect_sparse(probe, &opts, progress)

@@ -4,11 +4,11 @@
 use topoprobe_measure::cache::{self, shared, CacheOptions};
 use topoprobe_measure::contention::{self, ContentionOptions};
 use topoprobe_measure::memory::{self, MemOptions, MemReport};
+use topoprobe_measure::plan::{mib, Rates, Shape, PROCESS_BYTES};
 use topoprobe_measure::power::{self, PowerOptions};
-use topoprobe_measure::steady::SteadyRule;
 use topoprobe_model::{
-    Access, CacheSection, LatencyUnit, MemoryBandwidth, MemoryLatency, MemorySection, NodeId,
-    OsView, SocketId, Threads, Topology, Warning,
+    Access, Budget, CacheSection, CostPlan, CostStep, LatencyUnit, MemoryBandwidth, MemoryLatency,
+    MemorySection, NodeId, OsView, SocketId, Threads, Topology, Warning,
 };
 
 use crate::{MachineError, Progress};
@@ -153,62 +153,6 @@ pub fn measure_sharing(
     Ok(out)
 }
 
-/// The working set of the memory and contention plugins and where its size comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WorkingSet {
-    /// Bytes, of all threads together.
-    pub bytes: u64,
-    /// The largest last-level cache of a socket it was sized from, when known.
-    pub llc_bytes: Option<u64>,
-}
-
-impl WorkingSet {
-    /// How the description records it: `192 MiB (6 × the 32 MiB last-level cache)`.
-    #[must_use]
-    pub fn describe(&self) -> String {
-        let mib = |b: u64| format!("{} MiB", b >> 20);
-        match self.llc_bytes {
-            Some(l) if self.bytes == l * memory::WORKING_SET_FACTOR => format!(
-                "{} ({} × the {} last-level cache)",
-                mib(self.bytes),
-                memory::WORKING_SET_FACTOR,
-                mib(l)
-            ),
-            Some(l) => format!(
-                "{} ({} × the {} last-level cache, kept between {} and {})",
-                mib(self.bytes),
-                memory::WORKING_SET_FACTOR,
-                mib(l),
-                mib(memory::MIN_WORKING_SET),
-                mib(memory::MAX_WORKING_SET)
-            ),
-            None => format!("{} (the last-level cache is unknown)", mib(self.bytes)),
-        }
-    }
-}
-
-/// The working set for this machine: from the largest last-level cache of a socket
-/// (all its instances added up), as the OS reports it ([`memory::working_set`]).
-#[must_use]
-pub fn working_set(topo: &Topology, os: Option<&OsView>) -> WorkingSet {
-    let llc_bytes = os.and_then(|os| {
-        (0..topo.num_sockets())
-            .filter_map(|s| {
-                let cpus: Vec<u32> = topo
-                    .socket_contexts(SocketId(s))
-                    .iter()
-                    .map(|c| topo.contexts()[c.0].os_id)
-                    .collect();
-                memory::last_level_bytes(os, &cpus)
-            })
-            .max()
-    });
-    WorkingSet {
-        bytes: memory::working_set(llc_bytes),
-        llc_bytes,
-    }
-}
-
 /// Wraps a plugin's error.
 fn failed<E: std::error::Error + Send + Sync + 'static>(
     plugin: Plugin,
@@ -219,9 +163,170 @@ fn failed<E: std::error::Error + Send + Sync + 'static>(
     }
 }
 
-/// Runs `plugins` on this machine and stores their sections in `topo`, reporting each step
-/// to `progress`; a plugin whose hardware is missing leaves a warning saying
-/// `unavailable: <reason>`.
+/// The plugins in the order they run, each once: `shared-caches` needs the cache levels,
+/// so `cache` runs first whenever `shared-caches` is asked for.
+#[must_use]
+pub fn in_order(plugins: &[Plugin]) -> Vec<Plugin> {
+    let wants = |p: Plugin| plugins.contains(&p);
+    let mut out = Vec::new();
+    if wants(Plugin::Cache) || wants(Plugin::SharedCaches) {
+        out.push(Plugin::Cache);
+    }
+    for p in [
+        Plugin::SharedCaches,
+        Plugin::Mem,
+        Plugin::MemLatency,
+        Plugin::Contention,
+        Plugin::Power,
+    ] {
+        if wants(p) && !(p == Plugin::MemLatency && wants(Plugin::Mem)) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The cache plugin's options on a machine of `shape` within `budget`.
+fn cache_options(
+    shape: &Shape,
+    os: Option<&OsView>,
+    budget: Budget,
+    ghz: Option<f64>,
+) -> CacheOptions {
+    CacheOptions {
+        ghz,
+        budget,
+        ..CacheOptions::quick(shape.first_cpu().unwrap_or(0), os)
+    }
+}
+
+/// The memory plugin's options within `budget`.
+fn mem_options(budget: Budget, latency_only: bool, ghz: Option<f64>) -> MemOptions {
+    MemOptions {
+        small_pages: false,
+        max_rounds: 10,
+        latency_only,
+        ghz,
+        budget,
+        ..MemOptions::default()
+    }
+}
+
+/// The contention plugin's options within `budget`.
+fn contention_options(shape: &Shape, budget: Budget) -> ContentionOptions {
+    let room = budget.bytes.saturating_sub(PROCESS_BYTES);
+    ContentionOptions {
+        total_bytes: Some(memory::working_set(shape.largest_llc()).min(room)),
+        ..ContentionOptions::default()
+    }
+}
+
+/// A plan of no cost with a note (a plugin whose hardware is missing).
+fn nothing(plugin: Plugin, budget: Budget, note: String) -> CostPlan {
+    let mut p = CostPlan::new(budget);
+    let mut step = CostStep::new(plugin.name(), plugin.name(), 0, 0, 0.0);
+    step.note = Some(note);
+    p.steps.push(step);
+    p
+}
+
+/// Plans `plugin` on a machine of `shape` (OS view `os`) within `budget`: its steps, their
+/// cost, and what the budget leaves out.
+#[must_use]
+pub fn plan_plugin(plugin: Plugin, shape: &Shape, os: Option<&OsView>, budget: Budget) -> CostPlan {
+    match plugin {
+        Plugin::Cache => {
+            let o = cache_options(shape, os, budget, None);
+            cache::plan_caches(&shape.cache_levels, shape.huge_pages, &o).cost()
+        }
+        Plugin::SharedCaches => shared_plan(shape, budget),
+        Plugin::Mem | Plugin::MemLatency => {
+            let o = mem_options(budget, plugin == Plugin::MemLatency, None);
+            memory::plan::plan_memory(shape, &o).cost()
+        }
+        Plugin::Contention => contention_plan(shape, budget),
+        Plugin::Power => match power::check_available(&PowerOptions::default()) {
+            Ok(_) => power::plan_power(shape, &PowerOptions::default(), budget).cost(),
+            Err(e) => nothing(plugin, budget, e.to_string()),
+        },
+    }
+}
+
+/// The shared-caches plugin's plan: for every data level the OS lists, one concurrent walk
+/// per scope around the first context (its core, its groups, its socket, the machine) of two
+/// arrays of two thirds of the level; levels whose two arrays do not fit the memory budget
+/// are left out.
+fn shared_plan(shape: &Shape, budget: Budget) -> CostPlan {
+    let r = Rates::ASSUMED;
+    let mut p = CostPlan::new(budget);
+    let room = budget.bytes.saturating_sub(PROCESS_BYTES);
+    for (i, &size) in shape.cache_levels.iter().enumerate() {
+        let array = size * 2 / 3;
+        if 2 * array > room {
+            p.left_out.push(format!(
+                "L{}: which contexts share its {} is not measured: two walks of {} do not fit \
+                 the {} memory budget",
+                i + 1,
+                mib(size),
+                mib(array),
+                mib(budget.bytes)
+            ));
+            continue;
+        }
+        let positions = (array / 1024).max(1);
+        let walk = (positions.max(1 << 20) * 4) as f64
+            * r.access_ns(2 * array, &shape.cache_levels)
+            * 1e-9;
+        let test = r.touch_seconds(array, 1) + positions as f64 * 40e-9 + walk;
+        let scopes = 3;
+        p.steps.push(CostStep::new(
+            "shared-caches",
+            format!("shared caches: L{}", i + 1),
+            2 * array,
+            (scopes + 1) as u64,
+            (scopes + 1) as f64 * test,
+        ));
+    }
+    p
+}
+
+/// The contention plugin's plan: the copy bandwidth of one context alone, of one pair per
+/// scope, and of one group per level at every thread count up to its size.
+fn contention_plan(shape: &Shape, budget: Budget) -> CostPlan {
+    let r = Rates::ASSUMED;
+    let o = contention_options(shape, budget);
+    let bytes = o.total_bytes.unwrap_or(o.bytes_per_thread);
+    let copy = |t: usize| {
+        r.touch_seconds(bytes, t) + 5.0 * (r.flush_seconds(bytes, t) + r.stream_seconds(bytes, t))
+    };
+    let socket = shape
+        .sockets
+        .first()
+        .map_or(1, |s| s.cpus.len())
+        .min(o.max_threads);
+    let mut p = CostPlan::new(budget);
+    p.steps.push(CostStep::new(
+        "contention",
+        "contention: pairs",
+        bytes,
+        4,
+        4.0 * copy(2),
+    ));
+    p.steps.push(CostStep::new(
+        "contention",
+        "contention: scalability",
+        bytes,
+        socket as u64,
+        (1..=socket).map(copy).sum(),
+    ));
+    p
+}
+
+/// Runs `plugins` (each with its share of the budget, as [`crate::plan::plan_measurement`]
+/// gives them) on this machine and stores their sections in `topo`, reporting each plugin
+/// and step to `progress`; a plugin whose hardware is missing leaves a warning saying
+/// `unavailable: <reason>`. Each plugin plans again on the measured topology within its
+/// share; returns every step with what it spent.
 ///
 /// # Errors
 ///
@@ -230,9 +335,9 @@ fn failed<E: std::error::Error + Send + Sync + 'static>(
 pub fn run(
     topo: &mut Topology,
     os: Option<&OsView>,
-    plugins: &[Plugin],
+    plugins: &[(Plugin, Budget)],
     progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<(), MachineError> {
+) -> Result<Vec<CostPlan>, MachineError> {
     let timer = topoprobe_measure::timer::Timer::calibrate();
     let ghz = (timer.kind() != topoprobe_measure::timer::TimerKind::Monotonic).then(|| timer.ghz());
     if let Some(g) = ghz {
@@ -242,92 +347,140 @@ pub fn run(
             .entry("ghz".into())
             .or_insert_with(|| format!("{g:.4}"));
     }
-    let want = |p: Plugin| plugins.contains(&p);
-    if want(Plugin::Cache) || want(Plugin::SharedCaches) {
-        progress(Progress::Step("caches"));
-        let cpu = topo.contexts().first().map_or(0, |c| c.os_id);
-        let report = cache::measure_caches(
-            os,
-            &CacheOptions {
-                ghz,
-                ..CacheOptions::quick(cpu, os)
-            },
-        )
-        .map_err(failed(Plugin::Cache))?;
-        for n in &report.notes {
-            topo.validation_mut()
-                .warnings
-                .push(Warning::new("cache", n.clone()));
-        }
-        let mut section = report.section;
-        if want(Plugin::SharedCaches) {
-            progress(Progress::Step("shared caches"));
-            measure_sharing(topo, &mut section)?;
-        }
-        topo.set_caches(Some(section));
-    }
-    let working_set = working_set(topo, os);
-    let mut recorded = false;
-    let mut record_working_set = |topo: &mut Topology| {
-        if !recorded {
-            recorded = true;
-            topo.provenance_mut()
-                .parameters
-                .insert("memory_working_set".into(), working_set.describe());
-        }
-    };
-    if want(Plugin::Mem) || want(Plugin::MemLatency) {
-        record_working_set(topo);
-        let opts = MemOptions {
-            bytes: working_set.bytes,
-            chase_steps: 1 << 20,
-            small_pages: false,
-            rule: SteadyRule {
-                max_rounds: 10,
-                max_seconds: 1.0,
-                ..SteadyRule::default()
-            },
-            latency_only: !want(Plugin::Mem),
-            ghz,
-            ..MemOptions::default()
+    let mut costs = Vec::new();
+    for &(plugin, budget) in plugins {
+        let shape = Shape {
+            free_bytes: least_free_memory(),
+            ..Shape::from_topology(topo, os)
         };
-        let report = memory::measure_memory(topo, &opts, |s| progress(Progress::Step(s)))
-            .map_err(failed(Plugin::Mem))?;
-        for n in &report.notes {
-            topo.validation_mut()
-                .warnings
-                .push(Warning::new("memory", n.clone()));
-        }
-        let section = memory_section(topo, &report, ghz);
-        topo.set_memory(Some(section));
-    }
-    if want(Plugin::Contention) {
-        record_working_set(topo);
-        let opts = ContentionOptions {
-            total_bytes: Some(working_set.bytes),
-            ..ContentionOptions::default()
+        progress(Progress::Plugin(plugin.name()));
+        let started = std::time::Instant::now();
+        let cost = match plugin {
+            Plugin::Cache => {
+                progress(Progress::Step("caches"));
+                let report = cache::measure_caches(os, &cache_options(&shape, os, budget, ghz))
+                    .map_err(failed(Plugin::Cache))?;
+                for n in &report.notes {
+                    topo.validation_mut()
+                        .warnings
+                        .push(Warning::new("cache", n.clone()));
+                }
+                topo.set_caches(Some(report.section));
+                report.cost
+            }
+            Plugin::SharedCaches => {
+                let mut p = shared_plan(&shape, budget);
+                if let Some(mut section) = topo.caches().cloned() {
+                    progress(Progress::Step("shared caches"));
+                    measure_sharing(topo, &mut section)?;
+                    topo.set_caches(Some(section));
+                }
+                for n in &p.left_out {
+                    topo.validation_mut()
+                        .warnings
+                        .push(Warning::new("shared_caches", n.clone()));
+                }
+                spent_in_one(&mut p, started);
+                p
+            }
+            Plugin::Mem | Plugin::MemLatency => {
+                let o = mem_options(budget, plugin == Plugin::MemLatency, ghz);
+                let report = memory::measure_memory(&shape, &o, |s| progress(Progress::Step(s)))
+                    .map_err(failed(plugin))?;
+                for n in &report.notes {
+                    topo.validation_mut()
+                        .warnings
+                        .push(Warning::new("memory", n.clone()));
+                }
+                topo.provenance_mut().parameters.insert(
+                    "memory_working_set".into(),
+                    format!(
+                        "latency {} ({}), bandwidth {}{}",
+                        mib(report.latency_bytes),
+                        if report.evicted {
+                            "evicted from the caches, one lap"
+                        } else {
+                            "steady-state chase"
+                        },
+                        mib(report.bandwidth_bytes),
+                        if report.non_temporal {
+                            ", non-temporal stores"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+                let section = memory_section(topo, &report, ghz);
+                topo.set_memory(Some(section));
+                report.cost
+            }
+            Plugin::Contention => {
+                let mut p = contention_plan(&shape, budget);
+                let o = contention_options(&shape, budget);
+                let section = contention::measure_contention(topo, &o, |s| {
+                    progress(Progress::Step(s));
+                })
+                .map_err(failed(Plugin::Contention))?;
+                topo.set_contention(Some(section));
+                spent_in_one(&mut p, started);
+                p
+            }
+            Plugin::Power => {
+                progress(Progress::Step("power"));
+                let mut p = plan_plugin(plugin, &shape, os, budget);
+                let plan = power::plan_power(&shape, &PowerOptions::default(), budget);
+                match power::measure_power(topo, &plan.options) {
+                    Ok(section) => {
+                        topo.set_power(Some(section));
+                        for n in &plan.notes {
+                            topo.validation_mut()
+                                .warnings
+                                .push(Warning::new("power", n.clone()));
+                        }
+                    }
+                    Err(e) => match e.unavailable_reason() {
+                        Some(reason) => topo
+                            .validation_mut()
+                            .warnings
+                            .push(Warning::new("power", format!("unavailable: {reason}"))),
+                        None => return Err(failed(Plugin::Power)(e)),
+                    },
+                }
+                spent_in_one(&mut p, started);
+                p
+            }
         };
-        let section = contention::measure_contention(topo, &opts, |s| {
-            progress(Progress::Step(s));
-        })
-        .map_err(failed(Plugin::Contention))?;
-        topo.set_contention(Some(section));
-    }
-    if want(Plugin::Power) {
-        progress(Progress::Step("power"));
-        match power::measure_power(topo, &PowerOptions::default()) {
-            Ok(section) => topo.set_power(Some(section)),
-            Err(e) => match e.unavailable_reason() {
-                Some(reason) => topo
-                    .validation_mut()
-                    .warnings
-                    .push(Warning::new("power", format!("unavailable: {reason}"))),
-                None => return Err(failed(Plugin::Power)(e)),
-            },
-        }
+        costs.push(cost);
     }
     progress(Progress::StepsDone);
-    Ok(())
+    Ok(costs)
+}
+
+/// Records what a plugin run as one block spent: its time spread over its steps in
+/// proportion to their plan, the process's peak memory on each.
+fn spent_in_one(p: &mut CostPlan, started: std::time::Instant) {
+    let spent = started.elapsed().as_secs_f64();
+    let planned = p.seconds();
+    let peak = topoprobe_sys::usage::peak_resident_bytes();
+    let n = p.steps.len().max(1) as f64;
+    for s in &mut p.steps {
+        let share = if planned > 0.0 {
+            spent * s.seconds / planned
+        } else {
+            spent / n
+        };
+        s.record(share, peak);
+    }
+}
+
+/// Free memory of the node with the least of it, among the online nodes that have memory.
+#[must_use]
+pub fn least_free_memory() -> Option<u64> {
+    topoprobe_sys::memory::online_nodes()
+        .iter()
+        .filter_map(topoprobe_measure::os::node_free_bytes)
+        .filter(|&f| f > 0)
+        .min()
 }
 
 #[cfg(test)]

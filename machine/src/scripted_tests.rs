@@ -89,22 +89,24 @@ fn run(script: &Script, ctx: &Context) -> Result<(Topology, usize), MachineError
     };
     let moved = Rc::clone(&latency);
     let mut plugins = |_: &mut Topology, p: &mut dyn FnMut(Progress<'_>)| {
-        p(Progress::Step("caches"));
+        p(Progress::Plugin("caches"));
         if let Some(v) = script.during_plugins {
             moved.set(v);
         }
-        p(Progress::Step("memory"));
+        p(Progress::Plugin("memory"));
         p(Progress::StepsDone);
-        Ok(())
+        Ok(Vec::new())
     };
     let opts = MeasureOptions {
         plugins: Vec::new(),
         ..MeasureOptions::default()
     };
+    let plan = crate::plan_this_machine(&opts, &[0, 1], ctx.os.as_ref().ok(), ctx.watch)?;
     let (topo, _) = measure_with(
         &opts,
         &[0, 1],
         ctx,
+        &plan,
         &mut probe,
         &mut smt,
         &mut plugins,

@@ -1,5 +1,6 @@
 //! topoprobe-measure: everything that reads the hardware.
 //!
+//! - [`plan`]: the cost plan of a probe, from the shape of the machine, within a budget.
 //! - [`timer`]: a calibrated cycle counter (TSC on x86_64, the generic counter on aarch64)
 //!   with granularity checks, and `CLOCK_MONOTONIC` as the fallback.
 //! - [`stats`]: outlier rejection, adaptive repetitions and DVFS warm-up detection.
@@ -26,6 +27,7 @@ pub mod contention;
 pub mod memory;
 pub mod os;
 pub mod pair;
+pub mod plan;
 pub mod power;
 pub mod smt;
 pub mod stats;

@@ -56,7 +56,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use topoprobe_model::{
-    ContextId, PowerEntry, PowerScope, PowerSection, PowerState, SocketId, Topology,
+    Budget, ContextId, CostPlan, CostStep, PowerEntry, PowerScope, PowerSection, PowerState,
+    SocketId, Topology,
 };
 
 mod files;
@@ -137,6 +138,9 @@ pub struct PowerOptions {
     pub os_root: PathBuf,
     /// Whether to try the perf `power` PMU when powercap is unavailable (default true).
     pub use_perf: bool,
+    /// Sockets measured: the first this many (`None`: every socket). The machine totals
+    /// are given only when every socket is measured.
+    pub sockets: Option<usize>,
 }
 
 impl Default for PowerOptions {
@@ -149,7 +153,140 @@ impl Default for PowerOptions {
             perf_root: PathBuf::from("/sys/bus/event_source/devices"),
             os_root: PathBuf::from("/"),
             use_perf: true,
+            sockets: None,
         }
+    }
+}
+
+/// Shortest interval a load state is measured when the budget is tight.
+pub const MIN_DURATION: Duration = Duration::from_millis(100);
+
+/// How the power measurement runs on this machine, and what it will cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerPlan {
+    /// The options to measure with (interval length, sockets, memory of the load).
+    pub options: PowerOptions,
+    /// One step per socket measured (the idle interval goes with the first).
+    pub steps: Vec<CostStep>,
+    /// What the budget changed or left out.
+    pub notes: Vec<String>,
+    /// The budget.
+    pub budget: Budget,
+}
+
+impl PowerPlan {
+    /// The plan as a record.
+    #[must_use]
+    pub fn cost(&self) -> CostPlan {
+        let mut p = CostPlan::new(self.budget);
+        p.steps.clone_from(&self.steps);
+        p.left_out.clone_from(&self.notes);
+        p
+    }
+}
+
+/// Load states of a socket of `shape`: first core, second core (two cores or more), second
+/// context (SMT), all cores, all contexts.
+fn states_of(socket: &crate::plan::SocketShape) -> usize {
+    let smt = socket.cpus.len() > socket.cores;
+    3 + usize::from(socket.cores > 1) + usize::from(smt)
+}
+
+/// Seconds of one load interval of `threads` busy contexts streaming over `memory` bytes.
+fn interval_seconds(opts: &PowerOptions, threads: usize, memory: u64) -> f64 {
+    let r = crate::plan::Rates::ASSUMED;
+    threads as f64 * r.thread_start_s
+        + r.touch_seconds(memory, threads.max(1))
+        + opts.settle.as_secs_f64()
+        + opts.duration.as_secs_f64()
+}
+
+/// Plans the power measurement of a machine of `shape` with `opts`, within `budget`: the
+/// interval is shortened (to [`MIN_DURATION`] at least), then sockets are left out (the
+/// first ones are measured, said), and the load's memory is kept within the memory budget.
+#[must_use]
+pub fn plan_power(shape: &crate::plan::Shape, opts: &PowerOptions, budget: Budget) -> PowerPlan {
+    let mut o = opts.clone();
+    let mut notes = Vec::new();
+    let room = budget.bytes.saturating_sub(crate::plan::PROCESS_BYTES) as usize;
+    if o.memory_bytes > room {
+        notes.push(format!(
+            "the busy load streams over {} instead of {} (the memory budget)",
+            crate::plan::mib(room as u64),
+            crate::plan::mib(o.memory_bytes as u64)
+        ));
+        o.memory_bytes = room;
+    }
+    let memory = o.memory_bytes as u64;
+    let steps_for = |o: &PowerOptions, k: usize| -> Vec<CostStep> {
+        shape
+            .sockets
+            .iter()
+            .take(k)
+            .enumerate()
+            .map(|(i, s)| {
+                let states = states_of(s);
+                let busy: f64 = [1, 2, 2, s.cores, s.cpus.len()]
+                    .iter()
+                    .take(states)
+                    .map(|&t| interval_seconds(o, t, memory))
+                    .sum();
+                let idle = if i == 0 {
+                    interval_seconds(o, 0, 0)
+                } else {
+                    0.0
+                };
+                CostStep::new(
+                    "power",
+                    format!("power socket {i}"),
+                    memory,
+                    (states + usize::from(i == 0)) as u64,
+                    busy + idle,
+                )
+            })
+            .collect()
+    };
+    let total = |v: &[CostStep]| v.iter().map(|s| s.seconds).sum::<f64>();
+    let sockets = shape.sockets.len().max(1);
+    let mut k = o.sockets.unwrap_or(sockets).clamp(1, sockets);
+    let mut steps = steps_for(&o, k);
+    if total(&steps) > budget.seconds && o.duration > MIN_DURATION {
+        let fixed = total(&steps_for(
+            &PowerOptions {
+                duration: Duration::ZERO,
+                ..o.clone()
+            },
+            k,
+        ));
+        let intervals: u64 = steps.iter().map(|s| s.passes).sum();
+        let per = ((budget.seconds - fixed) / intervals.max(1) as f64).max(0.0);
+        let d = Duration::from_secs_f64(per).clamp(MIN_DURATION, o.duration);
+        notes.push(format!(
+            "each load state is measured for {:.2} s instead of {:.2} s (the {:.0} s budget)",
+            d.as_secs_f64(),
+            o.duration.as_secs_f64(),
+            budget.seconds
+        ));
+        o.duration = d;
+        steps = steps_for(&o, k);
+    }
+    while total(&steps) > budget.seconds && k > 1 {
+        k -= 1;
+        steps = steps_for(&o, k);
+    }
+    if k < sockets {
+        notes.push(format!(
+            "power measured on {k} of {sockets} sockets (the {:.0} s budget); no machine \
+             totals",
+            budget.seconds
+        ));
+        o.sockets = Some(k);
+    }
+    PowerPlan {
+        options: o,
+        steps,
+        notes,
+        budget,
     }
 }
 
@@ -497,7 +634,8 @@ where
         }
     }
     let mut entries = Vec::new();
-    for p in &plans {
+    let measured = opts.sockets.unwrap_or(plans.len()).clamp(1, plans.len());
+    for p in plans.iter().take(measured) {
         let s = p.socket.0;
         let scope = PowerScope::Socket(p.socket);
         let at = |w: Vec<Watts>| w[s];
@@ -517,7 +655,9 @@ where
         let all = at(interval(source, load, &p.all_contexts, opts, n)?);
         entries.push(all.entry(scope, PowerState::AllContexts));
     }
-    entries.extend(totals(&entries));
+    if measured == plans.len() {
+        entries.extend(totals(&entries));
+    }
     Ok(PowerReport {
         section: PowerSection { entries },
         source: source.describe(),

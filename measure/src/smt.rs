@@ -16,6 +16,15 @@ const ITERATIONS: u64 = 3_000_000;
 /// Alternated rounds (alone, beside the partner).
 const ROUNDS: usize = 7;
 
+/// Seconds the probe of one pair is expected to take: the loop run once to ramp the core
+/// up, then alone and beside its partner in each round (about 8 ms a run at 3 GHz).
+#[must_use]
+pub fn expected_seconds() -> f64 {
+    // Eight dependent multiply-add chains: about eight cycles an iteration.
+    let run = ITERATIONS as f64 * 8.0 / 3.0e9;
+    (1 + 2 * ROUNDS) as f64 * run + ROUNDS as f64 * 200e-6
+}
+
 /// The verdict of the SMT probe on one pair.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SmtTest {

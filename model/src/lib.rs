@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 mod components;
+mod cost;
 mod data;
 mod derive;
 mod error;
@@ -49,6 +50,7 @@ pub use components::{
     Core, Evidence, Group, HwContext, Interconnect, LatencyLevel, Member, Node, Parent, Role,
     Socket,
 };
+pub use cost::{Budget, CostPlan, CostStep};
 pub use error::ModelError;
 pub use ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
 pub use matrix::{median_sorted, LatencyMatrix, LatencySummary, MatrixShapeError};

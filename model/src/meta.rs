@@ -116,6 +116,10 @@ pub struct Provenance {
     /// Wall-clock duration of measurement plus inference, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
+    /// The measurement's cost plan, with what each step really spent (descriptions measured
+    /// on a machine; absent from those read from files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::cost::CostPlan>,
 }
 
 impl Provenance {
@@ -129,6 +133,7 @@ impl Provenance {
             source,
             parameters: BTreeMap::new(),
             duration_s: None,
+            cost: None,
         }
     }
 }

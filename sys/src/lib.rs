@@ -15,6 +15,7 @@
 //!   reads, with no system call per beat).
 //! - [`proc`]: `/proc` readers for processes and their threads (scheduler statistics, CPU
 //!   time, last CPU, context switches, affinity).
+//! - [`usage`]: this process's own peak and current resident memory.
 //!
 //! Most of topoprobe's `unsafe` code lives here; every block says why it is sound.
 
@@ -30,5 +31,6 @@ pub mod launch;
 pub mod memory;
 pub mod pin_env;
 pub mod proc;
+pub mod usage;
 
 pub use sets::{CpuSet, NodeSet};

@@ -9,6 +9,7 @@
 //! | [`report`] | one self-contained HTML page with all of the above |
 //! | [`picture`] | picture formats, and SVG → PNG with resvg |
 //! | [`graphviz`] | DOT → SVG or PNG with Graphviz's `dot`: the one place this crate starts a process |
+//! | [`cost`] | a measurement's cost plan: steps, planned and spent seconds and memory, what the budget left out |
 //! | [`color`] | whether to colour the text view (`--color`, `NO_COLOR`, a terminal) |
 //!
 //! The renderers ([`text`], [`dot`], [`heatmap`], [`report`]) are pure functions of the
@@ -35,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod color;
+pub mod cost;
 pub mod dot;
 pub mod graphviz;
 pub mod heatmap;

@@ -647,6 +647,9 @@ impl View<'_> {
         if let Some(d) = p.duration_s {
             writeln!(self.out, "  duration: {d:.2} s")?;
         }
+        if let Some(c) = &p.cost {
+            writeln!(self.out, "  cost: {}", crate::cost::summary(c))?;
+        }
         for (k, v) in &p.parameters {
             writeln!(self.out, "  {k}: {v}")?;
         }

@@ -25,6 +25,40 @@ pub(crate) struct Measure {
     pub(crate) seed: Option<u64>,
 }
 
+/// The cost plan of a measurement: its budget, and a dry run that prints the plan.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub(crate) struct Planning {
+    /// Wall-clock seconds the measurement may take, eviction, first touch and thread start
+    /// included (default: 10 for `infer`, 60 with --plugins shared-caches or contention, 15
+    /// for the other measuring commands). A smaller budget measures less and says what it
+    /// left out; a larger one measures more of a big machine.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub(crate) budget: Option<f64>,
+    /// Memory the measuring buffers may take at once, e.g. 1G (default: 256M for `infer`,
+    /// 512M for the other measuring commands).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) max_memory: Option<u64>,
+    /// Print the plan (every step with the memory, passes and seconds it will take, and
+    /// what the budget leaves out) without measuring; with --json, as JSON.
+    #[arg(long)]
+    pub(crate) plan: bool,
+}
+
+impl Planning {
+    /// The budget: the given seconds and memory, each else `default`'s.
+    pub(crate) fn budget(&self, default: topoprobe_model::Budget) -> topoprobe_model::Budget {
+        topoprobe_model::Budget::new(
+            self.budget.unwrap_or(default.seconds),
+            self.max_memory.unwrap_or(default.bytes),
+        )
+    }
+
+    /// Whether the budget was given.
+    pub(crate) fn given(&self) -> bool {
+        self.budget.is_some() || self.max_memory.is_some()
+    }
+}
+
 /// How much to repeat the measurement of a pair.
 #[derive(Debug, Clone, Copy, Default, Args)]
 pub(crate) struct Repetitions {
@@ -68,6 +102,8 @@ pub(crate) struct InferArgs {
     #[command(flatten)]
     pub(crate) hints: Hints,
     #[command(flatten)]
+    pub(crate) planning: Planning,
+    #[command(flatten)]
     pub(crate) output: Output,
 }
 
@@ -84,6 +120,11 @@ pub(crate) struct MatrixArgs {
     pub(crate) csv: bool,
     #[command(flatten)]
     pub(crate) measure: Measure,
+    #[command(flatten)]
+    pub(crate) planning: Planning,
+    /// With --plan: print the plan as JSON.
+    #[arg(long, requires = "plan")]
+    pub(crate) json: bool,
     /// Write to FILE (atomically) instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
@@ -131,6 +172,8 @@ pub(crate) struct LatencyArgs {
     #[arg(long, value_enum, default_value = "cas")]
     pub(crate) wait: WaitArg,
     #[command(flatten)]
+    pub(crate) planning: Planning,
+    #[command(flatten)]
     pub(crate) report: ReportOutput,
 }
 
@@ -162,6 +205,8 @@ pub(crate) struct CacheArgs {
     #[arg(long)]
     pub(crate) curve: bool,
     #[command(flatten)]
+    pub(crate) planning: Planning,
+    #[command(flatten)]
     pub(crate) report: ReportOutput,
 }
 
@@ -191,16 +236,16 @@ pub(crate) struct MemArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) threads: Option<u32>,
     /// Working set: the latency buffer, and all bandwidth buffers together (e.g. 512M,
-    /// 2G). Peak memory stays close to it. Default: the latency chases over 6 × the
-    /// socket's last-level cache (at least 64 MiB, at most 1 GiB); the bandwidth streams
-    /// over a large array of 1 GiB (at most a quarter of free memory, at least the
-    /// latency's), as a program with large arrays on 4 KiB pages does.
+    /// 1G). Default: a 64 MiB latency buffer evicted from the caches before its chase, and
+    /// a bandwidth working set of 6 × the socket's last-level cache (at least 64 MiB)
+    /// within the memory budget (--max-memory); the sizes used are printed.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) size: Option<u64>,
     /// Measure latency from every context, not one per socket.
     #[arg(long)]
     pub(crate) all: bool,
-    /// Non-temporal (streaming) stores for write and copy.
+    /// Non-temporal (streaming) stores for write and copy (default: only where the working
+    /// set cannot exceed 4 × the last-level cache within the memory budget).
     #[arg(long)]
     pub(crate) nt: bool,
     /// Only the latency.
@@ -212,6 +257,8 @@ pub(crate) struct MemArgs {
     /// Topology giving the sockets (default: this machine's description).
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) planning: Planning,
     #[command(flatten)]
     pub(crate) report: ReportOutput,
 }
@@ -227,6 +274,8 @@ pub(crate) struct ContentionArgs {
     /// description).
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) planning: Planning,
     #[command(flatten)]
     pub(crate) report: ReportOutput,
 }
@@ -245,6 +294,8 @@ pub(crate) struct PowerArgs {
     /// The powercap tree to read RAPL zones from (default /sys/class/powercap).
     #[arg(long, value_name = "DIR")]
     pub(crate) powercap_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) planning: Planning,
     #[command(flatten)]
     pub(crate) report: ReportOutput,
 }

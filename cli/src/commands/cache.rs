@@ -34,10 +34,32 @@ pub(crate) fn run(args: &CacheArgs) -> Result<()> {
             (false, true) => cache::Pages::Small,
             (false, false) => cache::Pages::Both,
         },
+        budget: args.planning.budget(cache::DEFAULT_BUDGET),
         ..CacheOptions::default()
     };
-    let mut report = cache::measure_caches(view.as_ref(), &opts)
-        .with_context(|| format!("measuring the caches on CPU {cpu}"))?;
+    if args.planning.plan {
+        let levels = view
+            .as_ref()
+            .map_or_else(Vec::new, |os| topoprobe_measure::plan::cache_sizes(os, cpu));
+        let mut plan =
+            cache::plan_caches(&levels, topoprobe_measure::memory::thp_available(), &opts).cost();
+        if args.shared {
+            let topo = crate::inputs::topology(args.topology.as_deref())?;
+            let shape = topoprobe_measure::plan::Shape::from_topology(&topo, view.as_ref());
+            plan.extend(topoprobe_machine::plugins::plan_plugin(
+                topoprobe_machine::plugins::Plugin::SharedCaches,
+                &shape,
+                view.as_ref(),
+                opts.budget,
+            ));
+        }
+        return crate::planned::print(&plan, args.report.is_json()?, args.report.output.as_deref());
+    }
+    let bar = crate::progress::spinner("caches");
+    bar.set_message(format!("walking arrays on CPU {cpu}"));
+    let report = cache::measure_caches(view.as_ref(), &opts);
+    bar.finish_and_clear();
+    let mut report = report.with_context(|| format!("measuring the caches on CPU {cpu}"))?;
     let mut tests = Vec::new();
     if args.shared {
         let topo = crate::inputs::topology(args.topology.as_deref())?;
@@ -222,6 +244,7 @@ fn json(
         "seconds": report.seconds,
         "max_bytes": report.max_bytes,
         "pages": pages(report),
+        "cost": report.cost,
         "tlb": report.tlb.iter().map(|t| serde_json::json!({
             "page_bytes": t.page_bytes,
             "reach_bytes": t.reach_bytes,

@@ -12,6 +12,20 @@ use crate::args::ContentionArgs;
 pub(crate) fn run(args: &ContentionArgs) -> Result<()> {
     args.report.check()?;
     let topo = crate::inputs::topology(args.topology.as_deref())?;
+    let budget = args
+        .planning
+        .budget(crate::commands::matrix::MEASURING_BUDGET);
+    if args.planning.plan {
+        let os = topoprobe_measure::os::current().ok();
+        let shape = topoprobe_measure::plan::Shape::from_topology(&topo, os.as_ref());
+        let plan = topoprobe_machine::plugins::plan_plugin(
+            topoprobe_machine::plugins::Plugin::Contention,
+            &shape,
+            os.as_ref(),
+            budget,
+        );
+        return crate::planned::print(&plan, args.report.is_json()?, args.report.output.as_deref());
+    }
     let opts = ContentionOptions {
         bytes_per_thread: args.size,
         ..ContentionOptions::default()

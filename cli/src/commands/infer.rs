@@ -6,15 +6,16 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use topoprobe_infer::infer_mct;
-use topoprobe_machine::{measure_this_machine, plugins, stamp, MeasureOptions};
+use topoprobe_machine::{measure_this_machine, plan_only, plugins, stamp, MeasureOptions};
 use topoprobe_model::format::mct;
 use topoprobe_model::Topology;
 
-use crate::args::InferArgs;
+use crate::args::{Format, InferArgs};
 use crate::error::Usage;
 use crate::inputs::infer_matrix_file;
 use crate::output::emit;
 use crate::progress::MeasureProgress;
+use topoprobe_machine::MachineError;
 
 fn from_mct(path: &Path, args: &InferArgs) -> Result<Topology> {
     let file = mct::read_mct(path)?;
@@ -26,7 +27,7 @@ fn from_mct(path: &Path, args: &InferArgs) -> Result<Topology> {
 /// which is then reported).
 fn measure(args: &InferArgs) -> Result<()> {
     args.output.check()?;
-    let opts = MeasureOptions {
+    let mut opts = MeasureOptions {
         cpus: args.measure.cpus.clone(),
         repetitions: args.measure.repetitions.into(),
         sampling: args.measure.sampling(),
@@ -35,8 +36,14 @@ fn measure(args: &InferArgs) -> Result<()> {
         path: None,
         ..MeasureOptions::default()
     };
+    opts.budget = Some(args.planning.budget(opts.budget()));
+    if args.planning.plan {
+        let plan = plan_only(&opts).map_err(over_budget)?;
+        let json = args.output.format()? == Format::Json;
+        return crate::planned::print(&plan.cost, json, args.output.output.as_deref());
+    }
     let mut progress = MeasureProgress::new();
-    let m = measure_this_machine(&opts, &mut |p| progress.show(p))?;
+    let m = measure_this_machine(&opts, &mut |p| progress.show(p)).map_err(over_budget)?;
     let saved = m.save();
     if saved.is_ok() {
         eprintln!(
@@ -62,13 +69,25 @@ fn measure(args: &InferArgs) -> Result<()> {
     Ok(saved?)
 }
 
+/// A request that cannot fit its budget (every pair of a large machine) is a usage
+/// error: the message says which budget would fit.
+pub(crate) fn over_budget(e: MachineError) -> anyhow::Error {
+    match e {
+        MachineError::OverBudget(m) => Usage(m).into(),
+        e => e.into(),
+    }
+}
+
 /// Runs the command.
 pub(crate) fn run(args: &InferArgs) -> Result<()> {
     let started = Instant::now();
     if (args.from_matrix.is_some() || args.from_mct.is_some())
-        && (args.measure.any() || args.plugins.is_some())
+        && (args.measure.any()
+            || args.plugins.is_some()
+            || args.planning.given()
+            || args.planning.plan)
     {
-        return Err(Usage("--cpus, --reps, --max-stdev, --full, --seed and --plugins apply to measuring this machine, not to --from-matrix or --from-mct".into()).into());
+        return Err(Usage("--cpus, --reps, --max-stdev, --full, --seed, --plugins, --budget, --max-memory and --plan apply to measuring this machine, not to --from-matrix or --from-mct".into()).into());
     }
     let mut topo = match (&args.from_matrix, &args.from_mct) {
         (Some(p), _) => infer_matrix_file(p, &args.hints)?,

@@ -22,7 +22,6 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
         .into());
     }
     select_cpus(Some(&format!("{},{}", args.a, args.b)))?;
-    let timer = Timer::calibrate();
     let config = ProbeConfig {
         policy: Repetitions::from(args.repetitions).policy(),
         wait: match args.wait {
@@ -31,6 +30,30 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
         },
         ..ProbeConfig::default()
     };
+    if args.planning.plan {
+        let budget = args
+            .planning
+            .budget(crate::commands::matrix::MEASURING_BUDGET);
+        let mut plan = topoprobe_model::CostPlan::new(budget);
+        plan.steps.push(topoprobe_model::CostStep::new(
+            "latency",
+            format!("latency CPU {} <-> CPU {}", args.a, args.b),
+            0,
+            1,
+            topoprobe_machine::plan::pair_seconds(&config),
+        ));
+        if args.smt {
+            plan.steps.push(topoprobe_model::CostStep::new(
+                "smt",
+                "SMT probe",
+                0,
+                1,
+                smt::expected_seconds(),
+            ));
+        }
+        return crate::planned::print(&plan, args.report.is_json()?, args.report.output.as_deref());
+    }
+    let timer = Timer::calibrate();
     let mut probe = PairProbe::new(timer.clone(), vec![args.a, args.b], config);
     let m = probe.measure_cpus(args.a, args.b).with_context(|| {
         format!(

@@ -6,7 +6,9 @@ use anyhow::{bail, Context, Result};
 use topoprobe_model::format::csv;
 use topoprobe_model::LatencyMatrix;
 
-use topoprobe_machine::pairs::{collect, pair_probe, select_cpus, sibling_hint};
+use topoprobe_machine::pairs::{collect, pair_probe_with, select_cpus, sibling_hint};
+use topoprobe_machine::plan::plan_pairs;
+use topoprobe_model::{Budget, CostPlan};
 
 use crate::args::MatrixArgs;
 use crate::output::write_to;
@@ -37,6 +39,9 @@ fn table(m: &LatencyMatrix, cpus: &[u32]) -> String {
     s
 }
 
+/// The budget of a measuring command by default: 15 s and 512 MiB.
+pub(crate) const MEASURING_BUDGET: Budget = Budget::new(15.0, 512 << 20);
+
 /// Runs the command.
 pub(crate) fn run(args: &MatrixArgs) -> Result<()> {
     let cpus = select_cpus(args.measure.cpus.as_deref())?;
@@ -47,15 +52,38 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<()> {
         };
         bail!("a latency matrix needs at least two CPUs; this process may use {only}");
     }
-    let mut p = pair_probe(cpus.clone(), args.measure.repetitions.into());
+    let budget = args.planning.budget(MEASURING_BUDGET);
+    let plan = plan_pairs(
+        cpus.len(),
+        args.measure.sampling(),
+        args.measure.repetitions.into(),
+        budget.seconds,
+    )
+    .map_err(crate::commands::infer::over_budget)?;
+    let mut cost = CostPlan::new(budget);
+    cost.steps.push(plan.step());
+    cost.left_out.clone_from(&plan.notes);
+    if args.planning.plan {
+        return crate::planned::print(&cost, args.json, args.output.as_deref());
+    }
+    for n in &plan.notes {
+        eprintln!("topoprobe: {n}");
+    }
+    let mut p = pair_probe_with(cpus.clone(), plan.config);
     let hint = topoprobe_measure::os::current()
         .ok()
         .map(|os| sibling_hint(&os, &cpus));
     let bar = pair_bar("measuring");
-    let measured = collect(&mut p, args.measure.sampling(), hint, &mut |done, total| {
-        bar.set_length(total.max(done) as u64);
-        bar.set_position(done as u64);
-    })?;
+    let measured = collect(
+        &mut p,
+        args.measure.sampling(),
+        hint,
+        plan.max_measurements,
+        &mut |done, total| {
+            bar.set_length(total.max(done) as u64);
+            bar.set_position(done as u64);
+        },
+    )?;
     bar.finish_and_clear();
     let m = &measured.collected.latency;
     let bytes = if args.wants_csv() {

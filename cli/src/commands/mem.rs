@@ -3,24 +3,22 @@
 use std::fmt::Write as _;
 
 use anyhow::{Context, Result};
-use topoprobe_machine::plugins::WorkingSet;
+use topoprobe_machine::plugins::least_free_memory;
 use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_measure::memory::{self, MemOptions, MemReport};
+use topoprobe_measure::plan::{mib, Shape};
 use topoprobe_measure::timer::{Timer, TimerKind};
 
 use crate::args::{IsaArg, MemArgs};
 
-/// The measurement options the arguments ask for (`auto`: the working set sized from the
-/// last-level cache, and `large`: the large array the bandwidth streams over, both used
-/// when `--size` is not given).
-fn options(args: &MemArgs, auto: u64, large: u64) -> MemOptions {
+/// The measurement options the arguments ask for.
+fn options(args: &MemArgs) -> MemOptions {
     let timer = Timer::calibrate();
     MemOptions {
-        bytes: args.size.unwrap_or(auto),
-        bandwidth_bytes: Some(args.size.unwrap_or(large)),
+        size: args.size,
         threads: args.threads.map(|t| t as usize),
         all_contexts: args.all,
-        non_temporal: args.nt,
+        non_temporal: args.nt.then_some(true),
         latency_only: args.latency_only,
         isa: match args.isa {
             Some(IsaArg::Avx512) => Isa::Avx512,
@@ -29,6 +27,7 @@ fn options(args: &MemArgs, auto: u64, large: u64) -> MemOptions {
             None => Isa::detect(),
         },
         ghz: (timer.kind() != TimerKind::Monotonic).then(|| timer.ghz()),
+        budget: args.planning.budget(memory::DEFAULT_BUDGET),
         ..MemOptions::default()
     }
 }
@@ -38,10 +37,10 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
     args.report.check()?;
     let topo = crate::inputs::topology(args.topology.as_deref())?;
     let os = topoprobe_measure::os::current().ok();
-    let auto = topoprobe_machine::plugins::working_set(&topo, os.as_ref());
-    let large = memory::large_array_working_set(auto.bytes, least_free_memory());
-    let opts = options(args, auto.bytes, large);
-    let notes = size_notes(args.size.is_some(), &auto, large);
+    let shape = Shape {
+        free_bytes: least_free_memory(),
+        ..Shape::from_topology(&topo, os.as_ref())
+    };
     if let Some(t) = args.threads {
         let max = topo
             .sockets()
@@ -56,73 +55,52 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
             .into());
         }
     }
-    let bar = crate::progress::spinner("memory");
-    let report = memory::measure_memory(&topo, &opts, |step| bar.set_message(step.to_string()))
+    let opts = options(args);
+    let mut plan = memory::plan::plan_memory(&shape, &opts);
+    if args.planning.plan {
+        return crate::planned::print(
+            &plan.cost(),
+            args.report.is_json()?,
+            args.report.output.as_deref(),
+        );
+    }
+    let mut bar = crate::progress::PlanBar::new("memory", &plan.cost());
+    let report = memory::run_plan(&shape, &mut plan, &opts, |step| bar.step(step))
         .context("measuring memory")?;
-    bar.finish_and_clear();
+    bar.finish();
     let out = if args.report.is_json()? {
-        json(&report, &opts, &notes)?
+        json(&report, &opts)?
     } else {
-        text(&report, &opts, &notes)
+        text(&report, &opts)
     };
     args.report.write(out.as_bytes())
 }
 
-/// Where each working set's size comes from, as the output says it.
-struct SizeNotes {
-    latency: String,
-    bandwidth: String,
-}
-
-/// Where each working set's size comes from (`given`: with `--size`; otherwise the
-/// cache-sized `auto` for latency and the `large` array for bandwidth).
-fn size_notes(given: bool, auto: &WorkingSet, large: u64) -> SizeNotes {
-    if given {
-        let given = "given with --size".to_string();
-        return SizeNotes {
-            latency: given.clone(),
-            bandwidth: given,
-        };
-    }
-    let bandwidth = if large == auto.bytes {
-        format!("{} MiB, the latency's working set", large >> 20)
-    } else if large == memory::LARGE_ARRAY_WORKING_SET {
-        format!("{} MiB (a large array)", large >> 20)
+/// How the latency buffer was chased, for people.
+fn latency_method(r: &MemReport) -> String {
+    if r.evicted {
+        format!(
+            "random chase over {}, evicted from every cache first, one lap",
+            mib(r.latency_bytes)
+        )
     } else {
         format!(
-            "{} MiB (a large array, cut to a quarter of free memory)",
-            large >> 20
+            "random chase over {} in its steady state",
+            mib(r.latency_bytes)
         )
-    };
-    SizeNotes {
-        latency: auto.describe(),
-        bandwidth,
     }
-}
-
-/// Free memory of the node with the least of it, among the online nodes that have memory.
-fn least_free_memory() -> Option<u64> {
-    topoprobe_sys::memory::online_nodes()
-        .iter()
-        .filter_map(topoprobe_measure::os::node_free_bytes)
-        .filter(|&f| f > 0)
-        .min()
 }
 
 fn cycles(ns: f64, opts: &MemOptions) -> Option<f64> {
     opts.ghz.map(|g| ns * g)
 }
 
-fn text(r: &MemReport, opts: &MemOptions, notes: &SizeNotes) -> String {
+fn text(r: &MemReport, opts: &MemOptions) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "latency working set: {}", notes.latency);
-    if !opts.latency_only {
-        let _ = writeln!(out, "bandwidth working set: {}", notes.bandwidth);
-    }
     let _ = writeln!(
         out,
-        "memory latency (random chase over {} MiB; huge pages / 4 KiB pages)",
-        opts.bytes >> 20
+        "memory latency ({}; huge pages / 4 KiB pages)",
+        latency_method(r)
     );
     for l in &r.latency {
         let cyc = cycles(l.ns(), opts).map_or(String::new(), |c| format!(" = {c:.0} cycles"));
@@ -141,14 +119,14 @@ fn text(r: &MemReport, opts: &MemOptions, notes: &SizeNotes) -> String {
     if !r.bandwidth.is_empty() {
         let _ = writeln!(
             out,
-            "memory bandwidth (GB/s, {} kernels{}, {} MiB working set)",
+            "memory bandwidth (GB/s, {} kernels{}, {} working set, evicted before every pass)",
             opts.isa.name(),
-            if opts.non_temporal {
-                ", non-temporal stores"
+            if r.non_temporal {
+                ", non-temporal stores for write and copy"
             } else {
                 ""
             },
-            opts.bandwidth_working_set() >> 20
+            mib(r.bandwidth_bytes)
         );
         let _ = writeln!(
             out,
@@ -175,10 +153,17 @@ fn text(r: &MemReport, opts: &MemOptions, notes: &SizeNotes) -> String {
     for n in &r.notes {
         let _ = writeln!(out, "note: {n}");
     }
+    let _ = writeln!(
+        out,
+        "measured {} of {} socket -> node pairs; {}",
+        r.pairs.0,
+        r.pairs.1,
+        topoprobe_view::cost::summary(&r.cost)
+    );
     out
 }
 
-fn json(r: &MemReport, opts: &MemOptions, notes: &SizeNotes) -> Result<String> {
+fn json(r: &MemReport, opts: &MemOptions) -> Result<String> {
     let mut results = Vec::new();
     for b in &r.bandwidth {
         let lat = r
@@ -218,12 +203,15 @@ fn json(r: &MemReport, opts: &MemOptions, notes: &SizeNotes) -> Result<String> {
         "latency": latency,
         "local_nodes": r.local_nodes.iter().map(|(s, n)| serde_json::json!({"socket": s, "node": n})).collect::<Vec<_>>(),
         "isa": opts.isa.name(),
-        "working_set_bytes": opts.bytes,
-        "working_set": notes.latency,
-        "bandwidth_working_set_bytes": (!opts.latency_only).then(|| opts.bandwidth_working_set()),
-        "bandwidth_working_set": (!opts.latency_only).then_some(&notes.bandwidth),
+        "working_set_bytes": r.latency_bytes,
+        "working_set": latency_method(r),
+        "bandwidth_working_set_bytes": (!opts.latency_only).then_some(r.bandwidth_bytes),
+        "non_temporal": r.non_temporal,
+        "pairs_measured": r.pairs.0,
+        "pairs_total": r.pairs.1,
         "ghz": opts.ghz,
         "notes": r.notes,
+        "cost": r.cost,
     });
     Ok(format!("{}\n", serde_json::to_string_pretty(&v)?))
 }

@@ -28,10 +28,40 @@ pub(crate) fn run(args: &PowerArgs) -> Result<()> {
     if let Some(root) = &args.powercap_root {
         opts.powercap_root.clone_from(root);
     }
+    let budget = args
+        .planning
+        .budget(crate::commands::matrix::MEASURING_BUDGET);
     if let Err(e) = power::check_available(&opts) {
+        if args.planning.plan {
+            let mut plan = topoprobe_model::CostPlan::new(budget);
+            let mut step = topoprobe_model::CostStep::new("power", "power", 0, 0, 0.0);
+            step.note = Some(e.to_string());
+            plan.steps.push(step);
+            return crate::planned::print(
+                &plan,
+                args.report.is_json()?,
+                args.report.output.as_deref(),
+            );
+        }
         return outcome(e, &args.report);
     }
     let topo = topology(args)?;
+    let shape = topoprobe_measure::plan::Shape::from_topology(
+        &topo,
+        topoprobe_measure::os::current().ok().as_ref(),
+    );
+    let plan = power::plan_power(&shape, &opts, budget);
+    if args.planning.plan {
+        return crate::planned::print(
+            &plan.cost(),
+            args.report.is_json()?,
+            args.report.output.as_deref(),
+        );
+    }
+    for n in &plan.notes {
+        eprintln!("topoprobe: power: {n}");
+    }
+    let opts = plan.options;
     match power::measure_power_report(&topo, &opts) {
         Ok(report) => {
             if args.report.is_json()? {

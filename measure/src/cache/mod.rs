@@ -13,9 +13,11 @@ pub mod shared;
 pub mod tlb;
 pub mod traverse;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use topoprobe_model::{CacheSection, OsView};
+use topoprobe_model::{Budget, CacheSection, CostPlan, CostStep, OsView};
+
+use crate::plan::{mib, Rates, PROCESS_BYTES};
 
 pub use curve::{FoundLevel, Method, Sample};
 pub use tlb::TlbReach;
@@ -54,7 +56,12 @@ pub struct CacheOptions {
     pub max_steps: usize,
     /// Cycles per ns of the timer, to give each level's latency in cycles too.
     pub ghz: Option<f64>,
+    /// Time and memory the measurement may take ([`plan_caches`] fits the walk to it).
+    pub budget: Budget,
 }
+
+/// The budget of `topoprobe cache` by default: 15 s and 512 MiB.
+pub const DEFAULT_BUDGET: Budget = Budget::new(15.0, 512 << 20);
 
 /// Fewest accesses of a timed round (about 20 µs in an L1).
 pub const MIN_STEPS: usize = 1 << 14;
@@ -70,6 +77,7 @@ impl Default for CacheOptions {
             rounds: 3,
             max_steps: 1 << 16,
             ghz: None,
+            budget: DEFAULT_BUDGET,
         }
     }
 }
@@ -92,6 +100,7 @@ impl CacheOptions {
             rounds: 2,
             max_steps: 1 << 15,
             ghz: None,
+            budget: DEFAULT_BUDGET,
         }
     }
 }
@@ -144,6 +153,8 @@ pub struct CacheReport {
     pub max_bytes: u64,
     /// Wall time of the measurement, seconds.
     pub seconds: f64,
+    /// The plan, with what each sweep spent.
+    pub cost: CostPlan,
 }
 
 /// The largest cache the OS reports for `cpu` (any CPU when `cpu` is `None`), bytes.
@@ -184,15 +195,205 @@ pub fn sizes(max: u64) -> Vec<u64> {
     v
 }
 
+/// How the cache walk runs on this machine, and what it will cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachePlan {
+    /// Largest array walked, bytes.
+    pub max_bytes: u64,
+    /// The sizes walked, ascending.
+    pub sizes: Vec<u64>,
+    /// Which pages the arrays are walked on.
+    pub pages: Pages,
+    /// Timed rounds per size.
+    pub rounds: usize,
+    /// Accesses per timed round at most.
+    pub max_steps: usize,
+    /// One step per sweep (huge pages, then 4 KiB pages).
+    pub steps: Vec<CostStep>,
+    /// What the budget changed or left out, for the user.
+    pub notes: Vec<String>,
+    /// The budget.
+    pub budget: Budget,
+}
+
+impl CachePlan {
+    /// The plan as a record.
+    #[must_use]
+    pub fn cost(&self) -> CostPlan {
+        let mut p = CostPlan::new(self.budget);
+        p.steps.clone_from(&self.steps);
+        p.left_out.clone_from(&self.notes);
+        p
+    }
+}
+
+/// Time of one access of a walk over `bytes` on 4 KiB pages beyond the TLB's reach, as a
+/// share of the same walk on huge pages.
+const SMALL_PAGE_COST: f64 = 1.3;
+/// Rounds of the sizes up to 4 MiB beyond the asked ones (cheap, they steady the inner
+/// levels).
+const SMALL_SIZE_EXTRA_ROUNDS: usize = 2;
+/// Arrays up to this size get [`SMALL_SIZE_EXTRA_ROUNDS`].
+const SMALL_SIZE: u64 = 4 << 20;
+
+/// Accesses of the walk of one size: an untimed lap, then `rounds` timed rounds.
+fn walk_loads(bytes: u64, rounds: usize, max_steps: usize) -> (usize, u64) {
+    let positions = (bytes / traverse::STRIDE_BYTES as u64).max(1) as usize;
+    let r = if bytes <= SMALL_SIZE {
+        rounds + SMALL_SIZE_EXTRA_ROUNDS
+    } else {
+        rounds
+    };
+    let steps = positions.clamp(MIN_STEPS, max_steps.max(MIN_STEPS));
+    (r, (positions.max(steps / 4) + r * steps) as u64)
+}
+
+/// Seconds of one sweep over `sizes` on a machine whose caches are `levels`.
+fn sweep_seconds(
+    sizes: &[u64],
+    rounds: usize,
+    max_steps: usize,
+    levels: &[u64],
+    small: bool,
+) -> f64 {
+    let r = Rates::ASSUMED;
+    let max = sizes.last().copied().unwrap_or(0);
+    // Growing the cycle writes two random positions per position added.
+    let grow = (max / traverse::STRIDE_BYTES as u64) as f64 * r.access_ns(max, levels) * 1e-9;
+    let walks: f64 = sizes
+        .iter()
+        .map(|&b| {
+            let (_, loads) = walk_loads(b, rounds, max_steps);
+            let slower = if small && b > 16 << 20 {
+                SMALL_PAGE_COST
+            } else {
+                1.0
+            };
+            loads as f64 * r.access_ns(b, levels) * slower * 1e-9
+        })
+        .sum();
+    r.thread_start_s + r.touch_seconds(max, 1) + grow + walks
+}
+
+/// Plans the cache walk: the sizes up to `opts.max_bytes` (or [`default_max`] of the OS's
+/// caches `levels`), within `opts.budget`. Over the budget, the 4 KiB-page sweep goes first
+/// (no TLB reach), then rounds and accesses per size shrink, then the largest size; every
+/// change is said in [`CachePlan::notes`]. The largest array never exceeds the memory budget
+/// (less what the process needs besides).
+#[must_use]
+pub fn plan_caches(levels: &[u64], huge_pages: bool, opts: &CacheOptions) -> CachePlan {
+    let budget = opts.budget;
+    let mut notes = Vec::new();
+    let largest = levels.iter().copied().max();
+    let wanted = opts.max_bytes.unwrap_or_else(|| {
+        largest
+            .unwrap_or(0)
+            .saturating_mul(4)
+            .clamp(64 << 20, 1 << 30)
+    });
+    let room = budget.bytes.saturating_sub(PROCESS_BYTES).max(1 << 20);
+    let mut max = wanted.min(room);
+    if max < wanted {
+        notes.push(format!(
+            "the walk stops at {} (the {} memory budget) instead of {}{}",
+            mib(max),
+            mib(budget.bytes),
+            mib(wanted),
+            match largest {
+                Some(l) if 2 * l > max => format!(
+                    ": the {} last level the OS lists is not walked past, its size is the \
+                     OS's, unchecked",
+                    mib(l)
+                ),
+                _ => String::new(),
+            }
+        ));
+    }
+    let mut pages = opts.pages;
+    if pages == Pages::Both && !huge_pages {
+        pages = Pages::Small;
+    }
+    let mut rounds = opts.rounds.max(1);
+    let mut max_steps = opts.max_steps.max(MIN_STEPS);
+    let cost = |max: u64, pages: Pages, rounds: usize, steps: usize| -> Vec<CostStep> {
+        let sz = sizes(max);
+        let mut out = Vec::new();
+        let n = sz.len() as u64;
+        if pages != Pages::Small {
+            out.push(CostStep::new(
+                "cache",
+                "caches: walk on huge pages",
+                max,
+                n,
+                sweep_seconds(&sz, rounds, steps, levels, false),
+            ));
+        }
+        if pages != Pages::Huge {
+            out.push(CostStep::new(
+                "cache",
+                "caches: walk on 4 KiB pages",
+                max,
+                n,
+                sweep_seconds(&sz, rounds, steps, levels, true),
+            ));
+        }
+        out
+    };
+    let total = |steps: &[CostStep]| steps.iter().map(|s| s.seconds).sum::<f64>();
+    let mut steps = cost(max, pages, rounds, max_steps);
+    if total(&steps) > budget.seconds && pages == Pages::Both {
+        pages = Pages::Huge;
+        steps = cost(max, pages, rounds, max_steps);
+        notes.push(format!(
+            "walked on huge pages only (no TLB reach): both walks need {:.1} s, over the \
+             {:.0} s budget",
+            total(&cost(max, Pages::Both, rounds, max_steps)),
+            budget.seconds
+        ));
+    }
+    while total(&steps) > budget.seconds && (rounds > 1 || max_steps > MIN_STEPS) {
+        if max_steps > MIN_STEPS {
+            max_steps = (max_steps / 2).max(MIN_STEPS);
+        } else {
+            rounds -= 1;
+        }
+        steps = cost(max, pages, rounds, max_steps);
+    }
+    let before = max;
+    while total(&steps) > budget.seconds && max > 4 << 20 {
+        max = max / 4 * 3;
+        steps = cost(max, pages, rounds, max_steps);
+    }
+    if max < before {
+        notes.push(format!(
+            "the walk stops at {} instead of {} to keep within the {:.0} s budget",
+            mib(max),
+            mib(before),
+            budget.seconds
+        ));
+    }
+    CachePlan {
+        sizes: sizes(max),
+        max_bytes: max,
+        pages,
+        rounds,
+        max_steps,
+        steps,
+        notes,
+        budget,
+    }
+}
+
 /// Walks every size on `cpu` (one array of the largest size, its cycle grown size by
-/// size); returns the curve and, when huge pages were asked for, the share of the array
-/// the kernel backed with them.
+/// size) until `deadline`; returns the curve (cut short at the deadline) and, when huge
+/// pages were asked for, the share of the array the kernel backed with them.
 fn sweep(
     cpu: u32,
     sizes: &[u64],
     huge: bool,
     rounds: usize,
     max_steps: usize,
+    deadline: Instant,
 ) -> Result<(Vec<Sample>, Option<f64>), CacheError> {
     std::thread::scope(|s| {
         s.spawn(|| -> Result<(Vec<Sample>, Option<f64>), CacheError> {
@@ -213,10 +414,11 @@ fn sweep(
             let mut cycle = traverse::Cycle::new(buf.words_mut(), 0x5eed ^ u64::from(cpu));
             let mut out = Vec::with_capacity(sizes.len());
             for &bytes in sizes {
+                if Instant::now() > deadline {
+                    break;
+                }
                 let positions = cycle.grow(buf.words_mut(), bytes as usize);
-                // Arrays up to 4 MiB are cheap to walk: two more rounds steady the rises
-                // of the inner levels.
-                let r = if bytes <= 4 << 20 { rounds + 2 } else { rounds };
+                let (r, _) = walk_loads(bytes, rounds, max_steps);
                 let steps = positions.clamp(MIN_STEPS, max_steps.max(MIN_STEPS));
                 let ns = traverse::ns_per_access(buf.words(), positions, r, steps);
                 out.push(Sample { bytes, ns });
@@ -228,7 +430,59 @@ fn sweep(
     })
 }
 
-/// Measures the cache levels on `opts.cpu` and sets them beside the OS's view of that CPU.
+/// A sweep may run this many times its planned time before its curve is cut short.
+const SWEEP_SLACK: f64 = 2.0;
+
+/// Runs one planned sweep, recording what it spent; notes a curve cut short.
+fn planned_sweep(
+    opts: &CacheOptions,
+    plan: &mut CachePlan,
+    index: usize,
+    huge: bool,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Sample>, Option<f64>), CacheError> {
+    let started = Instant::now();
+    let limit = plan
+        .steps
+        .get(index)
+        .map_or(f64::MAX, |s| s.seconds * SWEEP_SLACK);
+    let deadline = started + Duration::from_secs_f64(limit.min(1e6));
+    let out = sweep(
+        opts.cpu,
+        &plan.sizes,
+        huge,
+        plan.rounds,
+        plan.max_steps,
+        deadline,
+    )?;
+    if out.0.len() < plan.sizes.len() {
+        let note = format!(
+            "the walk on {} pages stopped at {} ({} of {} sizes): it ran {:.1} s, twice its \
+             plan; the machine is slower than planned",
+            if huge { "huge" } else { "4 KiB" },
+            out.0
+                .last()
+                .map_or_else(|| "0 MiB".into(), |s| mib(s.bytes)),
+            out.0.len(),
+            plan.sizes.len(),
+            started.elapsed().as_secs_f64()
+        );
+        notes.push(note.clone());
+        if let Some(s) = plan.steps.get_mut(index) {
+            s.note = Some(note);
+        }
+    }
+    if let Some(s) = plan.steps.get_mut(index) {
+        s.record(
+            started.elapsed().as_secs_f64(),
+            topoprobe_sys::usage::peak_resident_bytes(),
+        );
+    }
+    Ok(out)
+}
+
+/// Measures the cache levels on `opts.cpu` and sets them beside the OS's view of that CPU,
+/// as [`plan_caches`] plans it within `opts.budget`.
 ///
 /// # Errors
 ///
@@ -236,17 +490,20 @@ fn sweep(
 /// [`CacheError::Buffer`] when the array cannot be allocated.
 pub fn measure_caches(os: Option<&OsView>, opts: &CacheOptions) -> Result<CacheReport, CacheError> {
     let started = Instant::now();
-    let max = opts.max_bytes.unwrap_or_else(|| default_max(os));
-    let sizes = sizes(max);
-    let want_huge = opts.pages != Pages::Small;
-    let mut huge_pages = HugePages::Unavailable(if want_huge {
+    let levels = os.map_or_else(Vec::new, |os| crate::plan::cache_sizes(os, opts.cpu));
+    let thp = crate::memory::thp_available();
+    let mut plan = plan_caches(&levels, thp, opts);
+    let max = plan.max_bytes;
+    let want_huge = plan.pages != Pages::Small;
+    let mut huge_pages = HugePages::Unavailable(if opts.pages != Pages::Small {
         "transparent huge pages are off (/sys/kernel/mm/transparent_hugepage/enabled)".into()
     } else {
         "4 KiB pages were asked for".into()
     });
+    let mut notes = Vec::new();
     let mut huge_curve = None;
-    if want_huge && crate::memory::thp_available() {
-        let (curve, fraction) = sweep(opts.cpu, &sizes, true, opts.rounds, opts.max_steps)?;
+    if want_huge && thp {
+        let (curve, fraction) = planned_sweep(opts, &mut plan, 0, true, &mut notes)?;
         let fraction = fraction.unwrap_or(0.0);
         if fraction >= 0.5 {
             huge_pages = HugePages::Granted { fraction };
@@ -258,8 +515,15 @@ pub fn measure_caches(os: Option<&OsView>, opts: &CacheOptions) -> Result<CacheR
             ));
         }
     }
-    let small = if huge_curve.is_none() || opts.pages == Pages::Both {
-        Some(sweep(opts.cpu, &sizes, false, opts.rounds, opts.max_steps)?.0)
+    let small = if huge_curve.is_none() || plan.pages == Pages::Both {
+        let index = plan.steps.len().saturating_sub(1);
+        if huge_curve.is_none() && plan.pages == Pages::Huge {
+            // Huge pages were refused: the one planned sweep runs on 4 KiB pages.
+            if let Some(s) = plan.steps.get_mut(index) {
+                "caches: walk on 4 KiB pages".clone_into(&mut s.what);
+            }
+        }
+        Some(planned_sweep(opts, &mut plan, index, false, &mut notes)?.0)
     } else {
         None
     };
@@ -276,6 +540,9 @@ pub fn measure_caches(os: Option<&OsView>, opts: &CacheOptions) -> Result<CacheR
         &huge_pages,
         opts.ghz,
     );
+    let mut all_notes = plan.notes.clone();
+    all_notes.extend(notes);
+    all_notes.extend(a.checked.notes);
     Ok(CacheReport {
         samples,
         small_pages,
@@ -284,9 +551,10 @@ pub fn measure_caches(os: Option<&OsView>, opts: &CacheOptions) -> Result<CacheR
         tlb: a.tlb,
         section: a.checked.section,
         checks: a.checked.checks,
-        notes: a.checked.notes,
+        notes: all_notes,
         max_bytes: max,
         seconds: started.elapsed().as_secs_f64(),
+        cost: plan.cost(),
     })
 }
 

@@ -43,7 +43,27 @@ pub struct Stream {
     pub bytes: u64,
     /// Node the buffers are bound to (`None`: first touch).
     pub node: Option<u32>,
-    /// When to stop adding rounds.
+    /// When to stop adding rounds (its time limit counts everything a round does: the
+    /// eviction, the wait at the gate and the pass).
+    pub rule: SteadyRule,
+}
+
+/// Several kernels run one after another on the same buffers (one allocation and first
+/// touch for all of them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Streams {
+    /// The kernels, in the order they run.
+    pub kernels: Vec<Kernel>,
+    /// Instruction set.
+    pub isa: Isa,
+    /// Non-temporal stores for write and copy.
+    pub non_temporal: bool,
+    /// Working set of all threads together, bytes (split evenly; copy splits each share
+    /// between its source and destination).
+    pub bytes: u64,
+    /// Node the buffers are bound to (`None`: first touch).
+    pub node: Option<u32>,
+    /// When each kernel stops adding rounds.
     pub rule: SteadyRule,
 }
 
@@ -97,6 +117,13 @@ fn round_rate<'a>(passes: impl Iterator<Item = &'a Pass> + Clone) -> Option<(f64
     Some((bytes as f64 / seconds / 1e9, seconds))
 }
 
+/// Bytes of one thread's buffer: its share of `bytes`, a whole number of 8 KiB (so that
+/// the halves a copy uses are whole pages), at least 8 KiB.
+fn share_of(bytes: u64, threads: usize) -> u64 {
+    const GRAIN: u64 = 8 << 10;
+    (bytes / threads.max(1) as u64 / GRAIN).max(1) * GRAIN
+}
+
 /// Runs `stream` on every CPU of `cpus` at once (one thread each, buffers first touched
 /// by their thread), in rounds until the rule is met; returns the bandwidth of all of them
 /// together in GB/s (10^9 bytes per second; copy counts the bytes read and the bytes
@@ -106,18 +133,42 @@ fn round_rate<'a>(passes: impl Iterator<Item = &'a Pass> + Clone) -> Option<(f64
 ///
 /// [`MemError`] when a thread cannot be pinned or its buffers allocated or bound.
 pub fn measure(cpus: &[u32], stream: &Stream) -> Result<SteadyFigure, MemError> {
+    let figures = measure_kernels(
+        cpus,
+        &Streams {
+            kernels: vec![stream.kernel],
+            isa: stream.isa,
+            non_temporal: stream.non_temporal,
+            bytes: stream.bytes,
+            node: stream.node,
+            rule: stream.rule,
+        },
+    )?;
+    figures.into_iter().next().ok_or(MemError::NoCpus)
+}
+
+/// Runs every kernel of `streams` in turn on every CPU of `cpus` at once, on buffers
+/// allocated and first touched once by their threads; returns one figure per kernel, in
+/// order (see [`measure`]).
+///
+/// # Errors
+///
+/// [`MemError`] when a thread cannot be pinned or its buffer allocated or bound.
+pub fn measure_kernels(cpus: &[u32], streams: &Streams) -> Result<Vec<SteadyFigure>, MemError> {
     if cpus.is_empty() {
         return Err(MemError::NoCpus);
     }
-    let share = (stream.bytes / cpus.len() as u64).max(4096);
+    let share = share_of(streams.bytes, cpus.len());
     let barrier = Barrier::new(cpus.len());
     let gate = SpinGate::new(cpus.len());
     let placement = PagePlacement {
-        node: stream.node,
+        node: streams.node,
         huge_pages: Some(false),
     };
     let passes: Mutex<Vec<Option<Pass>>> = Mutex::new(vec![None; cpus.len()]);
-    let steady = Mutex::new(Steady::new(stream.rule));
+    let figures: Mutex<Vec<SteadyFigure>> = Mutex::new(Vec::new());
+    // The kernel under way: its rounds so far, and when its last round ended.
+    let round: Mutex<(Steady, Instant)> = Mutex::new((Steady::new(streams.rule), Instant::now()));
     let stop = AtomicBool::new(false);
     let failed = AtomicBool::new(false);
     let results: Vec<Result<(), MemError>> = std::thread::scope(|s| {
@@ -125,10 +176,10 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<SteadyFigure, MemError> 
             .iter()
             .enumerate()
             .map(|(i, &cpu)| {
-                let (barrier, gate, passes, steady, stop, failed) =
-                    (&barrier, &gate, &passes, &steady, &stop, &failed);
+                let (barrier, gate, passes, figures, round, stop, failed) =
+                    (&barrier, &gate, &passes, &figures, &round, &stop, &failed);
                 s.spawn(move || {
-                    let ready = prepare(cpu, share, stream.kernel, placement);
+                    let ready = prepare(cpu, share, placement);
                     if ready.is_err() {
                         failed.store(true, Ordering::Release);
                     }
@@ -136,34 +187,58 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<SteadyFigure, MemError> 
                     if failed.load(Ordering::Acquire) {
                         return ready.map(|_| ());
                     }
-                    let (mut src, mut dst) = ready?;
-                    // One untimed pass brings every page and TLB entry in.
-                    pass(stream, &mut src, &mut dst);
-                    loop {
-                        evict(&src);
-                        evict(&dst);
-                        gate.wait();
-                        let start = Instant::now();
-                        let bytes = pass(stream, &mut src, &mut dst);
-                        let end = Instant::now();
-                        if let Ok(mut p) = passes.lock() {
-                            p[i] = Some(Pass { start, end, bytes });
+                    let mut buf = ready?;
+                    for (k, &kernel) in streams.kernels.iter().enumerate() {
+                        if k == 0 {
+                            // One untimed pass brings every page and TLB entry in.
+                            pass(kernel, streams, &mut buf);
                         }
                         if barrier.wait().is_leader() {
-                            let done = passes
-                                .lock()
-                                .ok()
-                                .and_then(|p| round_rate(p.iter().flatten()))
-                                .is_none_or(|(gbps, seconds)| {
-                                    steady.lock().map_or(true, |mut s| s.push(gbps, seconds))
-                                });
-                            stop.store(done, Ordering::Release);
+                            if let Ok(mut r) = round.lock() {
+                                *r = (Steady::new(streams.rule), Instant::now());
+                            }
+                            stop.store(false, Ordering::Release);
                         }
                         barrier.wait();
-                        if stop.load(Ordering::Acquire) {
-                            return Ok(());
+                        loop {
+                            evict(&buf);
+                            gate.wait();
+                            let start = Instant::now();
+                            let bytes = pass(kernel, streams, &mut buf);
+                            let end = Instant::now();
+                            if let Ok(mut p) = passes.lock() {
+                                p[i] = Some(Pass { start, end, bytes });
+                            }
+                            if barrier.wait().is_leader() {
+                                let rate = passes
+                                    .lock()
+                                    .ok()
+                                    .and_then(|p| round_rate(p.iter().flatten()));
+                                let done = round.lock().map_or(true, |mut r| {
+                                    // A round's wall time counts everything since the last
+                                    // one ended: the eviction, the gate and the pass.
+                                    let now = Instant::now();
+                                    let seconds = now.duration_since(r.1).as_secs_f64();
+                                    r.1 = now;
+                                    let done = rate.is_none_or(|(gbps, _)| r.0.push(gbps, seconds));
+                                    if done {
+                                        if let (Ok(mut f), Some(fig)) =
+                                            (figures.lock(), r.0.figure())
+                                        {
+                                            f.push(fig);
+                                        }
+                                    }
+                                    done
+                                });
+                                stop.store(done, Ordering::Release);
+                            }
+                            barrier.wait();
+                            if stop.load(Ordering::Acquire) {
+                                break;
+                            }
                         }
                     }
+                    Ok(())
                 })
             })
             .collect();
@@ -175,28 +250,20 @@ pub fn measure(cpus: &[u32], stream: &Stream) -> Result<SteadyFigure, MemError> 
     for r in results {
         r?;
     }
-    let figure = steady.lock().ok().and_then(|s| s.figure());
-    figure.ok_or(MemError::NoCpus)
+    let figures = figures.into_inner().unwrap_or_default();
+    if figures.len() == streams.kernels.len() {
+        Ok(figures)
+    } else {
+        Err(MemError::NoCpus)
+    }
 }
 
-type Buffers = (Buffer, Buffer);
-
-fn prepare(
-    cpu: u32,
-    share: u64,
-    kernel: Kernel,
-    placement: PagePlacement,
-) -> Result<Buffers, MemError> {
+/// Pins the thread and makes its buffer, first touched here.
+fn prepare(cpu: u32, share: u64, placement: PagePlacement) -> Result<Buffer, MemError> {
     pin_current_thread(cpu)?;
-    let (a, b) = match kernel {
-        Kernel::Read | Kernel::Write => (share, 4096),
-        Kernel::Copy => (share / 2, share / 2),
-    };
-    let mut src = Buffer::new(a as usize, placement)?;
-    let mut dst = Buffer::new(b as usize, placement)?;
-    src.words_mut().fill(1);
-    dst.words_mut().fill(0);
-    Ok((src, dst))
+    let mut buf = Buffer::new(share as usize, placement)?;
+    buf.words_mut().fill(1);
+    Ok(buf)
 }
 
 /// Evicts every line of `buffer` from every cache, flushing every 64 bytes (no cache line
@@ -210,21 +277,25 @@ fn evict(buffer: &Buffer) {
     }
 }
 
-/// One pass; returns the bytes it moved.
-fn pass(stream: &Stream, src: &mut Buffer, dst: &mut Buffer) -> u64 {
-    let (k, isa, nt) = (stream.kernel, stream.isa, stream.non_temporal);
-    match k {
+/// One pass of `kernel` over the thread's buffer (copy reads its first half into its
+/// second); returns the bytes it moved.
+fn pass(kernel: Kernel, streams: &Streams, buf: &mut Buffer) -> u64 {
+    let (isa, nt) = (streams.isa, streams.non_temporal);
+    match kernel {
         Kernel::Read => {
-            std::hint::black_box(kernels::run(k, isa, nt, src.words(), &mut []));
-            src.len_bytes() as u64
+            std::hint::black_box(kernels::run(kernel, isa, nt, buf.words(), &mut []));
+            buf.len_bytes() as u64
         }
         Kernel::Write => {
-            kernels::run(k, isa, nt, &[], src.words_mut());
-            src.len_bytes() as u64
+            kernels::run(kernel, isa, nt, &[], buf.words_mut());
+            buf.len_bytes() as u64
         }
         Kernel::Copy => {
-            kernels::run(k, isa, nt, src.words(), dst.words_mut());
-            2 * src.len_bytes().min(dst.len_bytes()) as u64
+            let words = buf.words_mut();
+            let half = words.len() / 2;
+            let (src, dst) = words.split_at_mut(half);
+            kernels::run(kernel, isa, nt, src, &mut dst[..half]);
+            2 * 8 * half as u64
         }
     }
 }

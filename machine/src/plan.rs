@@ -1,0 +1,325 @@
+//! The cost plan of measuring this machine: the latency pairs, the SMT probe, the
+//! inference and every plugin, planned from the shape of the machine before anything is
+//! measured, within one [`Budget`] (by default 10 s and 256 MiB for the default plugins,
+//! 60 s with `shared-caches` or `contention`).
+//!
+//! The budget is shared in this order: the SMT probe, the inference and the stability
+//! checks take what they need; the latency pairs take what they need up to half of the
+//! rest (then a quicker probe setting, then a cap on the pairs: the structure is filled in
+//! from what was measured, and that is said); the plugins share what is left in proportion
+//! to what each would take unhindered, and each plans within its share ([`plugins`]).
+//! Memory is not shared: steps run one after another and free their buffers, so every
+//! plugin may use the whole memory budget.
+
+use topoprobe_infer::sparse::SparseOptions;
+use topoprobe_measure::pair::ProbeConfig;
+use topoprobe_measure::plan::{Shape, MIB};
+use topoprobe_measure::stats::MAX_WARMUP_BATCHES;
+use topoprobe_model::{Budget, CostPlan, CostStep, OsView};
+
+use crate::pairs::{Repetitions, Sampling};
+use crate::plugins::{self, Plugin};
+use crate::MachineError;
+
+/// Wall-clock budget of a measurement with the default plugins, seconds.
+pub const DEFAULT_SECONDS: f64 = 10.0;
+/// Wall-clock budget of a measurement with the slow plugins (`shared-caches`,
+/// `contention`), seconds.
+pub const SLOW_PLUGINS_SECONDS: f64 = 60.0;
+/// Memory budget of a measurement, bytes.
+pub const DEFAULT_BYTES: u64 = 256 * MIB;
+
+/// The default budget for measuring with `plugins`.
+#[must_use]
+pub fn default_budget(plugins: &[Plugin]) -> Budget {
+    let slow = plugins
+        .iter()
+        .any(|p| matches!(p, Plugin::SharedCaches | Plugin::Contention));
+    Budget::new(
+        if slow {
+            SLOW_PLUGINS_SECONDS
+        } else {
+            DEFAULT_SECONDS
+        },
+        DEFAULT_BYTES,
+    )
+}
+
+/// Samples of a pair's warm-up: two batches of four at least (the probe's warm-up stops
+/// when two consecutive batches agree).
+const WARMUP_SAMPLES: usize = 8;
+/// Seconds to start, pin and join the two threads of a pair.
+const PAIR_THREADS_S: f64 = 200e-6;
+/// Length of a sample of the quick probe setting (against 40 µs by default), ns.
+const QUICK_SAMPLE_NS: f64 = 10_000.0;
+/// Samples per batch of the quick probe setting.
+const QUICK_REPS: usize = 15;
+/// Share of the budget (after the fixed costs) the latency pairs may take at most.
+const PAIRS_SHARE: f64 = 0.5;
+/// Seconds of the inference of a table of `n` contexts: `INFERENCE_S_PER_PAIR × n²`
+/// (0.45 s at 2048 contexts, `docs/BENCHMARKS.md`).
+const INFERENCE_S_PER_PAIR: f64 = 1.1e-7;
+
+/// Seconds one pair is expected to take with `config`: two threads started, a warm-up of
+/// two batches, one batch.
+#[must_use]
+pub fn pair_seconds(config: &ProbeConfig) -> f64 {
+    let warm = if config.warm_up { WARMUP_SAMPLES } else { 0 };
+    let samples = warm + config.policy.reps.max(3) + 1;
+    PAIR_THREADS_S + samples as f64 * config.sample_ns * 1e-9
+}
+
+/// The longest one pair may take with `config`: every warm-up batch and every retry.
+#[must_use]
+pub fn pair_seconds_at_most(config: &ProbeConfig) -> f64 {
+    let warm = if config.warm_up {
+        4 * MAX_WARMUP_BATCHES
+    } else {
+        0
+    };
+    let samples = warm + config.policy.reps.max(3) * config.policy.attempts.max(1) + 1;
+    PAIR_THREADS_S + samples as f64 * config.sample_ns * 1e-9
+}
+
+/// How the latency pairs are measured, and what they will cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairPlan {
+    /// Contexts measured.
+    pub contexts: usize,
+    /// Every pair, rather than those the structure needs.
+    pub full: bool,
+    /// Measurements planned (pairs, repeated ones included).
+    pub measurements: usize,
+    /// Pairs of the contexts in all.
+    pub pairs_total: usize,
+    /// The probe's settings.
+    pub config: ProbeConfig,
+    /// Whether the quick setting (shorter samples, smaller batches) was chosen to fit.
+    pub quick: bool,
+    /// Most measurements made (the sparse strategy fills in the rest from the structure
+    /// found so far); `None`: as many as the structure needs.
+    pub max_measurements: Option<usize>,
+    /// Seconds planned.
+    pub seconds: f64,
+    /// What the budget changed, for the user.
+    pub notes: Vec<String>,
+}
+
+impl PairPlan {
+    /// The plan's step.
+    #[must_use]
+    pub fn step(&self) -> CostStep {
+        CostStep::new(
+            "latency",
+            format!("latency pairs of {} contexts", self.contexts),
+            0,
+            self.measurements as u64,
+            self.seconds,
+        )
+    }
+}
+
+/// Measurements the sparse strategy is expected to make on `n` contexts (every pair on a
+/// machine so small that the structure is not worth discovering).
+#[must_use]
+pub fn sparse_measurements(n: usize) -> usize {
+    let pairs = n * n.saturating_sub(1) / 2;
+    let verify = SparseOptions::default().verify_pairs(n);
+    // About five measurements per context, plus the verification pairs (docs/INFERENCE.md).
+    (5 * n + verify).min(pairs)
+}
+
+/// Plans the latency pairs of `n` contexts within `seconds`.
+///
+/// # Errors
+///
+/// [`MachineError::OverBudget`] when every pair is asked for (`sampling.full`) and even
+/// the quick probe setting cannot measure them within `seconds`.
+pub fn plan_pairs(
+    n: usize,
+    sampling: Sampling,
+    repetitions: Repetitions,
+    seconds: f64,
+) -> Result<PairPlan, MachineError> {
+    let pairs_total = n * n.saturating_sub(1) / 2;
+    let measurements = if sampling.full {
+        pairs_total
+    } else {
+        sparse_measurements(n)
+    };
+    let mut config = ProbeConfig {
+        policy: repetitions.policy(),
+        ..ProbeConfig::default()
+    };
+    let natural = measurements as f64 * pair_seconds(&config);
+    let mut plan = PairPlan {
+        contexts: n,
+        full: sampling.full,
+        measurements,
+        pairs_total,
+        config,
+        quick: false,
+        max_measurements: None,
+        seconds: natural,
+        notes: Vec::new(),
+    };
+    if natural <= seconds {
+        return Ok(plan);
+    }
+    // Shorter samples and smaller batches, unless the user set the batches.
+    config.sample_ns = QUICK_SAMPLE_NS;
+    if repetitions.reps.is_none() {
+        config.policy.reps = QUICK_REPS;
+    }
+    let quick = measurements as f64 * pair_seconds(&config);
+    plan.config = config;
+    plan.quick = true;
+    plan.seconds = quick;
+    plan.notes.push(format!(
+        "latency pairs measured with {:.0} µs samples in batches of {} (instead of {:.0} µs and \
+         {}): {} measurements would take {:.1} s, over the {:.1} s they may take of the budget",
+        config.sample_ns / 1000.0,
+        config.policy.reps,
+        ProbeConfig::default().sample_ns / 1000.0,
+        repetitions.policy().reps,
+        measurements,
+        natural,
+        seconds
+    ));
+    if quick <= seconds {
+        return Ok(plan);
+    }
+    if sampling.full {
+        return Err(MachineError::OverBudget(format!(
+            "measuring all {pairs_total} pairs of {n} contexts takes about {quick:.0} s, over \
+             the budget's {seconds:.1} s for them: pass --budget {} or measure the pairs the \
+             structure needs (without --full)",
+            (quick * 1.2 / PAIRS_SHARE).ceil()
+        )));
+    }
+    let cap = ((seconds / pair_seconds(&config)) as usize).max(n.saturating_sub(1));
+    plan.max_measurements = Some(cap);
+    plan.seconds = cap as f64 * pair_seconds(&config);
+    plan.notes.push(format!(
+        "latency: at most {cap} of the about {measurements} measurements the structure needs \
+         fit the budget; the pairs not measured are filled in from the structure found by \
+         then (pass --budget {} for all of them)",
+        (quick / PAIRS_SHARE).ceil()
+    ));
+    Ok(plan)
+}
+
+/// The whole measurement's plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasurePlan {
+    /// The budget.
+    pub budget: Budget,
+    /// The latency pairs.
+    pub pairs: PairPlan,
+    /// Each plugin with its share of the budget, in the order they run.
+    pub plugins: Vec<(Plugin, Budget)>,
+    /// Every step: latency pairs, SMT probe, inference, the plugins' steps (planned on the
+    /// OS's view of the machine; the plugins plan again on the measured topology).
+    pub cost: CostPlan,
+}
+
+/// Seconds of the SMT probe on up to three pairs, run again at the end when watching.
+fn smt_seconds(n: usize, watch: bool) -> f64 {
+    let pairs = 3.min(n / 2).max(usize::from(n >= 2));
+    pairs as f64 * topoprobe_measure::smt::expected_seconds() * if watch { 2.0 } else { 1.0 }
+}
+
+/// Seconds of the stability checks: up to four reference pairs measured before each plugin
+/// and at the end.
+fn stability_seconds(plugins: usize, config: &ProbeConfig, watch: bool) -> f64 {
+    if watch {
+        (4 * (plugins + 3)) as f64 * pair_seconds(config)
+    } else {
+        0.0
+    }
+}
+
+/// Plans measuring the `n` contexts of a machine of `shape` (its OS view `os`) with
+/// `plugins` within `budget`; `watch`: whether the stability checks run.
+///
+/// # Errors
+///
+/// [`MachineError::OverBudget`] when `--full` pairs cannot fit the budget.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_measurement(
+    shape: &Shape,
+    os: Option<&OsView>,
+    plugins: &[Plugin],
+    sampling: Sampling,
+    repetitions: Repetitions,
+    budget: Budget,
+    watch: bool,
+) -> Result<MeasurePlan, MachineError> {
+    let n = shape.contexts();
+    let smt = smt_seconds(n, watch);
+    let inference = INFERENCE_S_PER_PAIR * (n * n) as f64 + 0.01;
+    let default_config = ProbeConfig {
+        policy: repetitions.policy(),
+        ..ProbeConfig::default()
+    };
+    let stability = stability_seconds(plugins.len(), &default_config, watch);
+    let fixed = smt + inference + stability;
+    let after_fixed = (budget.seconds - fixed).max(0.0);
+    let natural: Vec<CostPlan> = plugins
+        .iter()
+        .map(|&p| plugins::plan_plugin(p, shape, os, budget.with_seconds(f64::MAX)))
+        .collect();
+    let natural_total: f64 = natural.iter().map(CostPlan::seconds).sum();
+    let pairs_natural = plan_pairs(n, sampling, repetitions, f64::MAX)?;
+    let pairs = if pairs_natural.seconds + natural_total <= after_fixed {
+        pairs_natural
+    } else {
+        let room = (after_fixed - natural_total).max(PAIRS_SHARE * after_fixed);
+        plan_pairs(n, sampling, repetitions, room)?
+    };
+    let rest = (after_fixed - pairs.seconds).max(0.0);
+    let mut cost = CostPlan::new(budget);
+    cost.steps.push(pairs.step());
+    cost.left_out.extend(pairs.notes.iter().cloned());
+    cost.steps.push(CostStep::new(
+        "smt",
+        "SMT probe",
+        0,
+        3.min(n / 2) as u64,
+        smt,
+    ));
+    cost.steps.push(CostStep::new(
+        "inference",
+        format!("inference of {n} contexts"),
+        (n * n * 8 * 4) as u64,
+        1,
+        inference,
+    ));
+    if stability > 0.0 {
+        cost.steps.push(CostStep::new(
+            "stability",
+            "reference pairs between the phases",
+            0,
+            (4 * (plugins.len() + 3)) as u64,
+            stability,
+        ));
+    }
+    let mut shares = Vec::new();
+    for (i, &p) in plugins.iter().enumerate() {
+        let want = natural[i].seconds();
+        let share = if natural_total > 0.0 {
+            rest * want / natural_total
+        } else {
+            0.0
+        };
+        let b = budget.with_seconds(share);
+        cost.extend(plugins::plan_plugin(p, shape, os, b));
+        shares.push((p, b));
+    }
+    Ok(MeasurePlan {
+        budget,
+        pairs,
+        plugins: shares,
+        cost,
+    })
+}

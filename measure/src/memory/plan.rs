@@ -1,0 +1,383 @@
+//! The memory probe's plan: which socket -> node pairs it measures, with which buffers and
+//! method, in how many steps of what cost, within a [`Budget`].
+//!
+//! - **Pairs.** Every socket and every node with memory make a pair; the pairs are taken in
+//!   this order until the budget is spent: one representative of every distance class of
+//!   the OS's node distances (the class of a pair is the distance from the socket's local
+//!   node to the node), then every socket's local node, then the others. What is left out
+//!   is said ("measured 4 of 16 socket -> node pairs: one per distance class (10, 12, 21,
+//!   32) and every socket's local node").
+//! - **Latency** ([`super::chase`]): a 64 MiB buffer evicted from every cache and chased
+//!   within one lap, wherever lines can be evicted; otherwise a steady-state chase over
+//!   6 × the last-level cache within the memory budget, flagged when the budget cannot
+//!   exceed twice the cache.
+//! - **Bandwidth** ([`super::bandwidth`]): read, write and copy on one set of buffers,
+//!   evicted before every pass. Reads need no more than a few dozen MiB once evicted; the
+//!   writes of regular stores stay in the caches past the timed pass, so the working set is
+//!   6 × the last-level cache (at least 64 MiB) within the memory budget, and where that
+//!   is less than 4 × the cache, write and copy use non-temporal stores (said).
+
+use topoprobe_model::{Budget, CostPlan, CostStep};
+
+use super::{
+    MemOptions, MAX_WORKING_SET, MIN_WORKING_SET, UNKNOWN_WORKING_SET, WORKING_SET_FACTOR,
+};
+use crate::plan::{mib, Rates, Shape, PROCESS_BYTES};
+use crate::steady::SteadyRule;
+
+use super::chase::SLOT_BYTES;
+
+/// Latency buffer when lines can be evicted, bytes: past every second-level TLB's reach on
+/// 4 KiB pages (so the small-page figure includes page walks), within it on huge pages.
+pub const LATENCY_BYTES: u64 = 64 << 20;
+/// Timed rounds of a latency measurement.
+pub const LATENCY_ROUNDS: usize = 4;
+/// Loads per timed latency round at most.
+pub const LATENCY_MAX_STEPS: usize = 1 << 17;
+/// Loads of a steady-state chase (no eviction), per round.
+pub const STEADY_CHASE_STEPS: usize = 1 << 18;
+/// Rounds a bandwidth kernel is expected to take (three at least, one more when the host
+/// disturbs one).
+const EXPECTED_ROUNDS: usize = 4;
+/// A kernel's rounds may run this many times their planned time before they stop (at
+/// least three rounds always run).
+const KERNEL_SLACK: f64 = 1.5;
+/// Working set below which regular stores are not measured: this many last-level caches.
+pub const WRITE_FACTOR: u64 = 4;
+
+/// One measurement of the memory probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemWork {
+    /// Latency from one context to one node.
+    Latency {
+        /// OS CPU number.
+        cpu: u32,
+        /// Socket of the context (index in the shape).
+        socket: usize,
+        /// OS node number.
+        node: u32,
+        /// Whether the buffer is bound to the node (false: one memory, first touch).
+        bind: bool,
+    },
+    /// Read, write and copy bandwidth of some contexts of a socket to one node.
+    Bandwidth {
+        /// Socket (index in the shape).
+        socket: usize,
+        /// OS node number.
+        node: u32,
+        /// Whether the buffers are bound to the node.
+        bind: bool,
+        /// The contexts streaming together.
+        cpus: Vec<u32>,
+    },
+}
+
+/// A measurement and its cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemStep {
+    /// What it measures.
+    pub work: MemWork,
+    /// What it is planned to cost, and, once run, what it spent.
+    pub cost: CostStep,
+    /// Whether it runs even past the budget (the first latency and the first bandwidth).
+    pub required: bool,
+}
+
+/// How the memory probe measures on this machine, and what it will cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemPlan {
+    /// The steps, in the order they run.
+    pub steps: Vec<MemStep>,
+    /// Latency buffer, bytes.
+    pub latency_bytes: u64,
+    /// Whether the latency buffer is evicted from the caches before its chase (else the
+    /// chase runs in its steady state).
+    pub evicts: bool,
+    /// Rounds and loads of each latency chase.
+    pub latency_rounds: usize,
+    /// Bandwidth working set of all threads together, bytes.
+    pub bandwidth_bytes: u64,
+    /// Whether write and copy use non-temporal stores.
+    pub non_temporal: bool,
+    /// When each bandwidth kernel stops adding rounds.
+    pub rule_rounds: usize,
+    /// Socket -> node pairs measured and in all.
+    pub pairs: (usize, usize),
+    /// How the sizes were chosen and what the budget left out, for the user.
+    pub notes: Vec<String>,
+    /// The budget.
+    pub budget: Budget,
+}
+
+impl MemPlan {
+    /// The plan as a record: steps, budget, left-out notes.
+    #[must_use]
+    pub fn cost(&self) -> CostPlan {
+        let mut p = CostPlan::new(self.budget);
+        p.steps = self.steps.iter().map(|s| s.cost.clone()).collect();
+        p.left_out.clone_from(&self.notes);
+        p
+    }
+
+    /// The rounds rule of the bandwidth kernels of `step` (its planned time bounds them).
+    #[must_use]
+    pub fn rule(&self, step: &MemStep, kernels: usize) -> SteadyRule {
+        SteadyRule {
+            max_rounds: self.rule_rounds,
+            max_seconds: step.cost.seconds * KERNEL_SLACK / kernels.max(1) as f64,
+            ..SteadyRule::default()
+        }
+    }
+}
+
+/// The cache-sized working set: [`WORKING_SET_FACTOR`] × `llc`, between [`MIN_WORKING_SET`]
+/// and [`MAX_WORKING_SET`] ([`UNKNOWN_WORKING_SET`] when unknown).
+fn cache_sized(llc: Option<u64>) -> u64 {
+    llc.map_or(UNKNOWN_WORKING_SET, |b| {
+        b.saturating_mul(WORKING_SET_FACTOR)
+            .clamp(MIN_WORKING_SET, MAX_WORKING_SET)
+    })
+}
+
+/// Bytes rounded down to whole MiB (at least one).
+fn whole_mib(bytes: u64) -> u64 {
+    (bytes >> 20).max(1) << 20
+}
+
+/// Seconds of one latency measurement over `bytes` (both page sizes when `pages` is 2).
+fn latency_seconds(r: &Rates, bytes: u64, evicts: bool, pages: usize) -> f64 {
+    let slots = bytes / SLOT_BYTES as u64;
+    let loads = if evicts {
+        slots
+    } else {
+        (LATENCY_ROUNDS * STEADY_CHASE_STEPS) as u64 + slots
+    };
+    // Linking writes every slot in a random order (misses that overlap); a few ns each.
+    let link = slots as f64 * 40e-9;
+    let one = r.thread_start_s
+        + r.touch_seconds(bytes, 1)
+        + link
+        + if evicts {
+            r.flush_seconds(bytes, 1)
+        } else {
+            0.0
+        }
+        + loads as f64 * r.memory_ns * 1e-9;
+    one * pages as f64
+}
+
+/// Seconds of one bandwidth step: `threads` threads first touch `bytes`, stream once
+/// untimed, then run `kernels` kernels of [`EXPECTED_ROUNDS`] evicted passes each.
+fn bandwidth_seconds(r: &Rates, bytes: u64, threads: usize, kernels: usize) -> f64 {
+    let round = r.flush_seconds(bytes, threads) + r.stream_seconds(bytes, threads);
+    threads as f64 * r.thread_start_s
+        + r.touch_seconds(bytes, threads)
+        + r.stream_seconds(bytes, threads)
+        + (kernels * EXPECTED_ROUNDS) as f64 * round
+}
+
+/// The socket -> node pairs in the order they are measured, and why each is where it is:
+/// a representative of each distance class, each socket's local node, the rest.
+fn ordered_pairs(shape: &Shape) -> Vec<(usize, usize)> {
+    let nodes: Vec<usize> = (0..shape.nodes.len().max(1))
+        .filter(|&n| shape.nodes.get(n).is_none_or(|x| x.memory_bytes != Some(0)))
+        .collect();
+    let all: Vec<(usize, usize)> = (0..shape.sockets.len())
+        .flat_map(|s| nodes.iter().map(move |&n| (s, n)))
+        .collect();
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(all.len());
+    let mut classes: Vec<u32> = Vec::new();
+    for &(s, n) in &all {
+        let d = shape.distance(s, n);
+        if !classes.contains(&d) {
+            classes.push(d);
+            out.push((s, n));
+        }
+    }
+    for s in 0..shape.sockets.len() {
+        let local = shape.sockets[s]
+            .local_node
+            .and_then(|id| shape.nodes.iter().position(|x| x.id == id))
+            .unwrap_or(0);
+        if all.contains(&(s, local)) && !out.contains(&(s, local)) {
+            out.push((s, local));
+        }
+    }
+    for p in all {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Plans the memory probe on a machine of `shape` as `opts` asks, within `opts.budget`.
+#[must_use]
+pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
+    let r = Rates::ASSUMED;
+    let budget = opts.budget;
+    let buffers = budget
+        .bytes
+        .saturating_sub(PROCESS_BYTES)
+        .max(MIN_WORKING_SET / 4);
+    let free_cap = shape.free_bytes.map(|f| whole_mib(f / 4));
+    let cap = |b: u64| whole_mib(b.min(buffers).min(free_cap.unwrap_or(u64::MAX)));
+    let llc = shape.largest_llc();
+    let mut notes = Vec::new();
+    let evicts = shape.can_flush;
+    let latency_bytes = match opts.size {
+        Some(s) => s,
+        None if evicts => cap(LATENCY_BYTES),
+        None => cap(cache_sized(llc)),
+    };
+    if !evicts {
+        if let Some(l) = llc.filter(|&l| latency_bytes < 2 * l) {
+            notes.push(format!(
+                "latency: lines cannot be evicted on this machine and the chase's {} is less \
+                 than twice the {} last-level cache: part of its loads hit the cache",
+                mib(latency_bytes),
+                mib(l)
+            ));
+        }
+    }
+    let bandwidth_bytes = match opts.size {
+        Some(s) => s,
+        None => cap(cache_sized(llc)),
+    };
+    let non_temporal = opts.non_temporal.unwrap_or_else(|| {
+        let short = llc.is_some_and(|l| bandwidth_bytes < WRITE_FACTOR * l);
+        if short && !opts.latency_only {
+            notes.push(format!(
+                "write and copy use non-temporal stores: the {} bandwidth working set cannot \
+                 exceed {WRITE_FACTOR} × the {} last-level cache within the {} memory budget, \
+                 and regular stores would leave their writes in the cache",
+                mib(bandwidth_bytes),
+                mib(llc.unwrap_or(0)),
+                mib(budget.bytes)
+            ));
+        }
+        short
+    });
+    let pages = if shape.huge_pages && opts.small_pages {
+        2
+    } else {
+        1
+    };
+    let lat_seconds = latency_seconds(&r, latency_bytes, evicts, pages);
+    let pairs = ordered_pairs(shape);
+    let numa = shape.nodes.len() > 1;
+    let node_id = |n: usize| shape.nodes.get(n).map_or(0, |x| x.id);
+    let mut steps: Vec<MemStep> = Vec::new();
+    for &(s, n) in &pairs {
+        let socket = &shape.sockets[s];
+        let node = node_id(n);
+        let contexts: Vec<u32> = if opts.all_contexts {
+            socket.cpus.clone()
+        } else {
+            socket.cpus.iter().take(1).copied().collect()
+        };
+        for cpu in contexts {
+            steps.push(MemStep {
+                work: MemWork::Latency {
+                    cpu,
+                    socket: s,
+                    node,
+                    bind: numa,
+                },
+                cost: CostStep::new(
+                    "mem",
+                    format!("latency CPU {cpu} -> node {node}"),
+                    latency_bytes + (latency_bytes / SLOT_BYTES as u64) * 4,
+                    (LATENCY_ROUNDS * pages) as u64,
+                    lat_seconds,
+                ),
+                required: steps.is_empty(),
+            });
+        }
+        if opts.latency_only {
+            continue;
+        }
+        let many = opts
+            .threads
+            .unwrap_or(socket.cpus.len())
+            .clamp(1, socket.cpus.len().max(1));
+        let mut counts = vec![1];
+        if many > 1 {
+            counts.push(many);
+        }
+        for t in counts {
+            let first = !steps
+                .iter()
+                .any(|x| matches!(x.work, MemWork::Bandwidth { .. }));
+            steps.push(MemStep {
+                work: MemWork::Bandwidth {
+                    socket: s,
+                    node,
+                    bind: numa,
+                    cpus: socket.cpus.iter().take(t).copied().collect(),
+                },
+                cost: CostStep::new(
+                    "mem",
+                    format!("bandwidth socket {s} -> node {node}, {t} thread(s)"),
+                    bandwidth_bytes,
+                    (3 * EXPECTED_ROUNDS) as u64,
+                    bandwidth_seconds(&r, bandwidth_bytes, t, 3),
+                ),
+                required: first,
+            });
+        }
+    }
+    // Keep the steps in order while they fit; a step that does not fit is left out and a
+    // later, cheaper one may still fit (latency to every node before bandwidth to all).
+    let mut spent = 0.0;
+    let total_steps = steps.len();
+    steps.retain(|st| {
+        let keep = st.required || spent + st.cost.seconds <= budget.seconds;
+        if keep {
+            spent += st.cost.seconds;
+        }
+        keep
+    });
+    let measured: Vec<(usize, u32)> = {
+        let mut v: Vec<(usize, u32)> = steps
+            .iter()
+            .map(|st| match &st.work {
+                MemWork::Latency { socket, node, .. } | MemWork::Bandwidth { socket, node, .. } => {
+                    (*socket, *node)
+                }
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    if steps.len() < total_steps {
+        let mut classes: Vec<u32> = pairs.iter().map(|&(s, n)| shape.distance(s, n)).collect();
+        classes.sort_unstable();
+        classes.dedup();
+        let class_list: Vec<String> = classes.iter().map(u32::to_string).collect();
+        notes.push(format!(
+            "measured {} of {} socket -> node pairs within the {:.0} s budget ({} of {} \
+             measurements): one per distance class of the OS's node distances ({}) first, \
+             then each socket's local node, then the others",
+            measured.len(),
+            pairs.len(),
+            budget.seconds,
+            steps.len(),
+            total_steps,
+            class_list.join(", ")
+        ));
+    }
+    MemPlan {
+        steps,
+        latency_bytes,
+        evicts,
+        latency_rounds: LATENCY_ROUNDS,
+        bandwidth_bytes,
+        non_temporal,
+        rule_rounds: opts.max_rounds.max(3),
+        pairs: (measured.len(), pairs.len()),
+        notes,
+        budget,
+    }
+}

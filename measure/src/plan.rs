@@ -1,0 +1,454 @@
+//! Planning a probe's cost before it runs.
+//!
+//! Every probe plans its work from the shape of the machine ([`Shape`]: its sockets and their
+//! contexts, memory nodes and their distances, last-level caches, free memory), read from the
+//! topology and the OS view, before it measures anything: the steps it will take, the bytes
+//! each allocates, the passes and the seconds it expects ([`CostStep`]). The plan is made to
+//! fit a [`Budget`] on any machine up to topoprobe's limits (4096 contexts, 1024 nodes, any
+//! cache size): what does not fit is left out on purpose and said, never dropped silently.
+//! Time is wall clock: first touch, eviction, thread start and preparation count.
+//!
+//! Seconds are estimated from [`Rates`], deliberately ordinary figures of a server or a
+//! guest (a memory access of 130 ns, 10 GB/s per streaming thread, half a second to touch a
+//! GiB for the first time); the probes then enforce the plan with wall-clock limits, so a
+//! machine slower than the rates shortens measurements instead of overrunning the budget.
+
+use topoprobe_model::{CacheType, OsView, SocketId, Topology};
+
+pub use topoprobe_model::{Budget, CostPlan, CostStep};
+
+/// Bytes in a MiB.
+pub const MIB: u64 = 1 << 20;
+/// Bytes in a GiB.
+pub const GIB: u64 = 1 << 30;
+
+/// One socket as a plan sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SocketShape {
+    /// OS numbers of its contexts: one context of every core first, then the cores'
+    /// further contexts (the order in which many-thread measurements add threads).
+    pub cpus: Vec<u32>,
+    /// Number of cores.
+    pub cores: usize,
+    /// Bytes of its last-level cache, every instance added up, as the OS lists it.
+    pub llc_bytes: Option<u64>,
+    /// OS number of the memory node holding most of its contexts.
+    pub local_node: Option<u32>,
+}
+
+/// One memory node as a plan sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeShape {
+    /// OS node number.
+    pub id: u32,
+    /// Its row of the OS distance table, in the order of [`Shape::nodes`] (empty when the OS
+    /// gives none).
+    pub distances: Vec<u32>,
+    /// Memory of the node, bytes, when known (`Some(0)`: a node without memory).
+    pub memory_bytes: Option<u64>,
+}
+
+/// What a plan needs to know of a machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    /// The sockets.
+    pub sockets: Vec<SocketShape>,
+    /// The memory nodes the OS lists, ascending by number (empty: no NUMA information, one
+    /// memory reached by first touch).
+    pub nodes: Vec<NodeShape>,
+    /// Sizes of the data and unified caches of the first context, innermost first, bytes.
+    pub cache_levels: Vec<u64>,
+    /// Free memory of the emptiest node with memory, bytes, when known.
+    pub free_bytes: Option<u64>,
+    /// Whether cache lines can be evicted by instruction (`clflush`, `dc civac`).
+    pub can_flush: bool,
+    /// Whether transparent huge pages can be asked for.
+    pub huge_pages: bool,
+}
+
+/// Bytes of the last-level cache of `cpus`: every instance of the highest data or unified
+/// level that holds one of them, added up (`None` when the OS lists none).
+#[must_use]
+pub fn last_level_bytes(os: &OsView, cpus: &[u32]) -> Option<u64> {
+    let relevant = |c: &&topoprobe_model::OsCache| {
+        c.kind != CacheType::Instruction && c.cpus.iter().any(|x| cpus.contains(x))
+    };
+    let top = os.caches.iter().filter(relevant).map(|c| c.level).max()?;
+    let mut seen: Vec<&[u32]> = Vec::new();
+    let mut total = 0u64;
+    for c in os.caches.iter().filter(relevant).filter(|c| c.level == top) {
+        if seen.contains(&c.cpus.as_slice()) {
+            continue;
+        }
+        seen.push(&c.cpus);
+        total = total.saturating_add(c.size_bytes?);
+    }
+    (total > 0).then_some(total)
+}
+
+/// The data and unified cache sizes the OS lists for `cpu`, innermost first, bytes.
+#[must_use]
+pub fn cache_sizes(os: &OsView, cpu: u32) -> Vec<u64> {
+    let mut v: Vec<(u8, u64)> = os
+        .caches
+        .iter()
+        .filter(|c| c.kind != CacheType::Instruction && c.cpus.contains(&cpu))
+        .filter_map(|c| Some((c.level, c.size_bytes?)))
+        .collect();
+    v.sort_unstable();
+    v.dedup_by_key(|(l, _)| *l);
+    v.into_iter().map(|(_, b)| b).collect()
+}
+
+/// The OS's nodes as a plan sees them.
+fn nodes_of(os: &OsView) -> Vec<NodeShape> {
+    os.nodes
+        .iter()
+        .flatten()
+        .map(|n| NodeShape {
+            id: n.id,
+            distances: n.distances.clone(),
+            memory_bytes: n.memory_bytes,
+        })
+        .collect()
+}
+
+/// The node holding most of `cpus` (the lowest number on a tie).
+fn local_node(os: &OsView, cpus: &[u32]) -> Option<u32> {
+    let mut best: Option<(usize, u32)> = None;
+    for n in os.nodes.iter().flatten() {
+        let k = n.cpus.iter().filter(|c| cpus.contains(c)).count();
+        if k > 0 && best.is_none_or(|(b, _)| k > b) {
+            best = Some((k, n.id));
+        }
+    }
+    best.map(|(_, id)| id)
+}
+
+/// `cores` (each a list of contexts) flattened with one context of every core first.
+fn spread(cores: &[Vec<u32>]) -> Vec<u32> {
+    let deepest = cores.iter().map(Vec::len).max().unwrap_or(0);
+    (0..deepest)
+        .flat_map(|k| cores.iter().filter_map(move |c| c.get(k).copied()))
+        .collect()
+}
+
+impl Shape {
+    /// The shape of the machine the OS describes, restricted to `cpus` (every online CPU
+    /// when empty): sockets are its packages. The machine facts that are not in the OS view
+    /// (free memory, flushing, huge pages) are those of this machine; set them for another.
+    #[must_use]
+    pub fn from_os(os: &OsView, cpus: &[u32]) -> Self {
+        let keep = |c: u32| cpus.is_empty() || cpus.contains(&c);
+        let sockets = os
+            .packages()
+            .values()
+            .filter_map(|members| {
+                let mine: Vec<u32> = members.iter().copied().filter(|&c| keep(c)).collect();
+                if mine.is_empty() {
+                    return None;
+                }
+                let cores: Vec<Vec<u32>> = os
+                    .cores()
+                    .into_iter()
+                    .map(|core| core.into_iter().filter(|c| mine.contains(c)).collect())
+                    .filter(|core: &Vec<u32>| !core.is_empty())
+                    .collect();
+                Some(SocketShape {
+                    cpus: spread(&cores),
+                    cores: cores.len(),
+                    llc_bytes: last_level_bytes(os, &mine),
+                    local_node: local_node(os, &mine),
+                })
+            })
+            .collect::<Vec<_>>();
+        let first = sockets.first().and_then(|s| s.cpus.first().copied());
+        Self {
+            cache_levels: first.map_or_else(Vec::new, |c| cache_sizes(os, c)),
+            nodes: nodes_of(os),
+            sockets,
+            ..Self::this_machine_facts()
+        }
+    }
+
+    /// The shape of a measured topology: its sockets, cores and contexts, with the caches
+    /// and nodes the OS lists (`os`; none when `None`).
+    #[must_use]
+    pub fn from_topology(topo: &Topology, os: Option<&OsView>) -> Self {
+        let sockets: Vec<SocketShape> = (0..topo.num_sockets())
+            .map(|s| {
+                let cores: Vec<Vec<u32>> = topo
+                    .socket_cores(SocketId(s))
+                    .iter()
+                    .map(|&core| {
+                        topo.core_contexts(core)
+                            .iter()
+                            .map(|c| topo.contexts()[c.0].os_id)
+                            .collect()
+                    })
+                    .collect();
+                let cpus = spread(&cores);
+                SocketShape {
+                    llc_bytes: os.and_then(|os| last_level_bytes(os, &cpus)),
+                    local_node: os.and_then(|os| local_node(os, &cpus)),
+                    cores: cores.len(),
+                    cpus,
+                }
+            })
+            .collect();
+        let first = sockets.first().and_then(|s| s.cpus.first().copied());
+        Self {
+            cache_levels: match (os, first) {
+                (Some(os), Some(c)) => cache_sizes(os, c),
+                _ => Vec::new(),
+            },
+            nodes: os.map_or_else(Vec::new, nodes_of),
+            sockets,
+            ..Self::this_machine_facts()
+        }
+    }
+
+    /// A shape with no socket and this machine's facts: whether lines can be flushed and
+    /// huge pages asked for; free memory unknown.
+    #[must_use]
+    pub fn this_machine_facts() -> Self {
+        Self {
+            sockets: Vec::new(),
+            nodes: Vec::new(),
+            cache_levels: Vec::new(),
+            free_bytes: None,
+            can_flush: topoprobe_sys::counter::can_flush(),
+            huge_pages: crate::memory::thp_available(),
+        }
+    }
+
+    /// Number of contexts.
+    #[must_use]
+    pub fn contexts(&self) -> usize {
+        self.sockets.iter().map(|s| s.cpus.len()).sum()
+    }
+
+    /// Number of cores.
+    #[must_use]
+    pub fn cores(&self) -> usize {
+        self.sockets.iter().map(|s| s.cores).sum()
+    }
+
+    /// The largest last-level cache of a socket, bytes.
+    #[must_use]
+    pub fn largest_llc(&self) -> Option<u64> {
+        self.sockets.iter().filter_map(|s| s.llc_bytes).max()
+    }
+
+    /// The first context (the one single-threaded probes run on).
+    #[must_use]
+    pub fn first_cpu(&self) -> Option<u32> {
+        self.sockets.first().and_then(|s| s.cpus.first().copied())
+    }
+
+    /// Distance from socket `socket`'s local node to node `node` (an index of
+    /// [`Shape::nodes`]) in the OS's table: the class a socket -> node pair belongs to.
+    /// Without a table, 10 for the local node and 20 for the others (the ACPI convention).
+    #[must_use]
+    pub fn distance(&self, socket: usize, node: usize) -> u32 {
+        let Some(target) = self.nodes.get(node) else {
+            return 10;
+        };
+        let local = self
+            .sockets
+            .get(socket)
+            .and_then(|s| s.local_node)
+            .and_then(|id| self.nodes.iter().position(|n| n.id == id));
+        match local {
+            Some(l) => self.nodes[l]
+                .distances
+                .get(node)
+                .copied()
+                .unwrap_or(if l == node { 10 } else { 20 }),
+            None if Some(target.id) == self.sockets.get(socket).and_then(|s| s.local_node) => 10,
+            None => 20,
+        }
+    }
+}
+
+/// The figures a plan assumes of a machine it has not measured yet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    /// Time of a load from memory, ns.
+    pub memory_ns: f64,
+    /// Time of a load from each cache level (L1, L2, L3 and beyond), ns.
+    pub cache_ns: [f64; 3],
+    /// Streaming rate of one thread, GB/s.
+    pub thread_gbps: f64,
+    /// Streaming rate of a socket's memory, GB/s (what many threads share).
+    pub socket_gbps: f64,
+    /// Time to evict one cache line by instruction, ns (one thread).
+    pub flush_ns: f64,
+    /// Seconds to touch (fault in and zero) one GiB for the first time, one thread.
+    pub touch_s_per_gib: f64,
+    /// Seconds to start, pin and join a thread.
+    pub thread_start_s: f64,
+}
+
+impl Rates {
+    /// Ordinary figures of servers and guests today.
+    pub const ASSUMED: Self = Self {
+        memory_ns: 130.0,
+        cache_ns: [1.5, 5.0, 25.0],
+        thread_gbps: 10.0,
+        socket_gbps: 100.0,
+        flush_ns: 2.0,
+        touch_s_per_gib: 0.5,
+        thread_start_s: 100e-6,
+    };
+
+    /// Seconds to touch `bytes` for the first time, spread over `threads` threads.
+    #[must_use]
+    pub fn touch_seconds(&self, bytes: u64, threads: usize) -> f64 {
+        bytes as f64 / GIB as f64 * self.touch_s_per_gib / threads.max(1) as f64
+    }
+
+    /// Seconds for `threads` threads to stream `bytes` together.
+    #[must_use]
+    pub fn stream_seconds(&self, bytes: u64, threads: usize) -> f64 {
+        let gbps = (self.thread_gbps * threads.max(1) as f64).min(self.socket_gbps);
+        bytes as f64 / (gbps * 1e9)
+    }
+
+    /// Seconds for `threads` threads to evict `bytes` from the caches by instruction.
+    #[must_use]
+    pub fn flush_seconds(&self, bytes: u64, threads: usize) -> f64 {
+        (bytes / 64) as f64 * self.flush_ns * 1e-9 / threads.max(1) as f64
+    }
+
+    /// Time of one dependent load over an array of `bytes` on a machine whose caches are
+    /// `levels` (innermost first), ns.
+    #[must_use]
+    pub fn access_ns(&self, bytes: u64, levels: &[u64]) -> f64 {
+        for (i, &size) in levels.iter().enumerate() {
+            if bytes <= size {
+                return self.cache_ns[i.min(self.cache_ns.len() - 1)];
+            }
+        }
+        self.memory_ns
+    }
+}
+
+/// Bytes a process needs besides the probes' buffers (its code, tables and thread stacks),
+/// kept out of the memory budget of the buffers.
+pub const PROCESS_BYTES: u64 = 24 * MIB;
+
+/// Whole MiB of `bytes`, for messages.
+#[must_use]
+pub fn mib(bytes: u64) -> String {
+    if bytes >= GIB && bytes % GIB == 0 {
+        format!("{} GiB", bytes / GIB)
+    } else if bytes >= 10 * GIB {
+        format!("{:.1} GiB", bytes as f64 / GIB as f64)
+    } else {
+        format!("{} MiB", bytes.div_ceil(MIB))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topoprobe_model::{OsCache, OsCpu, OsNode};
+
+    /// Two packages of two cores with two contexts each (context i's sibling is i + 4),
+    /// one node each, an L3 per package.
+    fn two_sockets() -> OsView {
+        let cpu = |id: u32| OsCpu {
+            id,
+            package: i64::from(id % 4 / 2),
+            die: None,
+            core: i64::from(id % 2),
+            cluster: None,
+            thread_siblings: vec![id % 4, id % 4 + 4],
+            core_siblings: vec![],
+            node: Some(id % 4 / 2),
+            capacity: None,
+            base_freq_khz: None,
+            max_freq_khz: None,
+            kind: None,
+        };
+        OsView {
+            cpus: (0..8).map(cpu).collect(),
+            nodes: Some(vec![
+                OsNode {
+                    id: 0,
+                    cpus: vec![0, 1, 4, 5],
+                    distances: vec![10, 21],
+                    memory_bytes: Some(GIB),
+                },
+                OsNode {
+                    id: 1,
+                    cpus: vec![2, 3, 6, 7],
+                    distances: vec![21, 10],
+                    memory_bytes: Some(GIB),
+                },
+            ]),
+            caches: vec![
+                OsCache {
+                    level: 1,
+                    kind: CacheType::Data,
+                    size_bytes: Some(32 << 10),
+                    line_size: Some(64),
+                    ways: None,
+                    cpus: vec![0, 4],
+                },
+                OsCache {
+                    level: 3,
+                    kind: CacheType::Unified,
+                    size_bytes: Some(32 * MIB),
+                    line_size: Some(64),
+                    ways: None,
+                    cpus: vec![0, 1, 4, 5],
+                },
+                OsCache {
+                    level: 3,
+                    kind: CacheType::Unified,
+                    size_bytes: Some(32 * MIB),
+                    line_size: Some(64),
+                    ways: None,
+                    cpus: vec![2, 3, 6, 7],
+                },
+            ],
+            ..OsView::default()
+        }
+    }
+
+    #[test]
+    fn an_os_view_gives_sockets_with_one_context_per_core_first() {
+        let s = Shape::from_os(&two_sockets(), &[]);
+        assert_eq!(s.sockets.len(), 2);
+        assert_eq!(s.sockets[0].cpus, [0, 1, 4, 5]);
+        assert_eq!(s.sockets[1].cpus, [2, 3, 6, 7]);
+        assert_eq!(s.sockets[1].cores, 2);
+        assert_eq!(s.sockets[1].local_node, Some(1));
+        assert_eq!(s.sockets[0].llc_bytes, Some(32 * MIB));
+        assert_eq!(s.cache_levels, [32 << 10, 32 * MIB]);
+        assert_eq!(s.contexts(), 8);
+        assert_eq!(
+            (s.distance(0, 0), s.distance(0, 1), s.distance(1, 0)),
+            (10, 21, 21)
+        );
+        let only = Shape::from_os(&two_sockets(), &[2, 6]);
+        assert_eq!(only.sockets.len(), 1);
+        assert_eq!(only.sockets[0].cpus, [2, 6]);
+        assert_eq!(only.sockets[0].cores, 1);
+    }
+
+    #[test]
+    fn rates_estimate_the_usual_costs() {
+        let r = Rates::ASSUMED;
+        assert!((r.touch_seconds(GIB, 1) - 0.5).abs() < 1e-9);
+        assert!((r.stream_seconds(10_000_000_000, 1) - 1.0).abs() < 1e-9);
+        // Many threads share the socket's memory.
+        assert!((r.stream_seconds(100_000_000_000, 64) - 1.0).abs() < 1e-9);
+        assert_eq!(r.access_ns(16 << 10, &[32 << 10, MIB]), 1.5);
+        assert_eq!(r.access_ns(2 * MIB, &[32 << 10, MIB]), r.memory_ns);
+        assert_eq!(mib(1536 * MIB), "1536 MiB");
+        assert_eq!(mib(2 * GIB), "2 GiB");
+    }
+}

@@ -1,0 +1,50 @@
+//! This process's own resource use, for recording what a measurement really spent.
+
+/// Peak resident memory of this process so far (`VmHWM` of `/proc/self/status`), bytes;
+/// `None` where the OS does not report it.
+#[must_use]
+pub fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    kib_field(&status, "VmHWM:").map(|k| k.saturating_mul(1024))
+}
+
+/// Resident memory of this process now (`VmRSS` of `/proc/self/status`), bytes; `None`
+/// where the OS does not report it.
+#[must_use]
+pub fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    kib_field(&status, "VmRSS:").map(|k| k.saturating_mul(1024))
+}
+
+/// The number of KiB of the line of `status` that starts with `field` (`VmHWM:   1234 kB`).
+fn kib_field(status: &str, field: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_read_in_kib() {
+        let s = "Name:\ttp\nVmHWM:\t  2048 kB\nVmRSS:\t    12 kB\n";
+        assert_eq!(kib_field(s, "VmHWM:"), Some(2048));
+        assert_eq!(kib_field(s, "VmRSS:"), Some(12));
+        assert_eq!(kib_field(s, "VmSwap:"), None);
+        assert_eq!(kib_field("VmHWM: x kB", "VmHWM:"), None);
+    }
+
+    #[test]
+    fn this_process_has_a_peak_at_least_as_large_as_its_resident_memory() {
+        let (Some(peak), Some(now)) = (peak_resident_bytes(), resident_bytes()) else {
+            return;
+        };
+        assert!(peak >= now && now > 0, "{peak} {now}");
+    }
+}

@@ -1,0 +1,137 @@
+//! A measurement's cost plan for people: every step with the bytes, passes and seconds it
+//! plans (and, once run, what it spent), the totals against the budget, and what the
+//! budget leaves out.
+
+use std::fmt::Write as _;
+
+use topoprobe_model::CostPlan;
+
+/// Bytes as MiB (KiB below one MiB).
+fn size(bytes: u64) -> String {
+    if bytes == 0 {
+        "-".into()
+    } else if bytes < 1 << 20 {
+        format!("{} KiB", bytes.div_ceil(1024))
+    } else {
+        format!("{} MiB", bytes.div_ceil(1 << 20))
+    }
+}
+
+/// The plan as a table: one line per step (probe, what, memory, passes, planned seconds,
+/// and spent seconds and peak memory when it ran), the totals, and the notes.
+#[must_use]
+pub fn render(plan: &CostPlan) -> String {
+    let mut out = String::new();
+    let ran = plan.steps.iter().any(|s| s.spent_seconds.is_some());
+    let _ = write!(
+        out,
+        "{:<14} {:<46} {:>9} {:>7} {:>8}",
+        "probe", "step", "memory", "passes", "planned"
+    );
+    if ran {
+        let _ = write!(out, " {:>8} {:>9}", "spent", "peak RSS");
+    }
+    out.push('\n');
+    for s in &plan.steps {
+        let _ = write!(
+            out,
+            "{:<14} {:<46} {:>9} {:>7} {:>7.2}s",
+            s.probe,
+            s.what,
+            size(s.bytes),
+            s.passes,
+            s.seconds
+        );
+        if ran {
+            match s.spent_seconds {
+                Some(t) => {
+                    let _ = write!(out, " {t:>7.2}s");
+                }
+                None => {
+                    let _ = write!(out, " {:>8}", "-");
+                }
+            }
+            let _ = write!(out, " {:>9}", s.spent_peak_bytes.map_or("-".into(), size));
+        }
+        out.push('\n');
+        if let Some(n) = &s.note {
+            let _ = writeln!(out, "{:<14}   note: {n}", "");
+        }
+    }
+    let _ = write!(
+        out,
+        "total: {:.1} s planned of the {:.0} s budget, largest step {} of the {} memory budget",
+        plan.seconds(),
+        plan.budget.seconds,
+        size(plan.peak_bytes()),
+        size(plan.budget.bytes)
+    );
+    if let Some(t) = plan.spent_seconds() {
+        let _ = write!(out, "; spent {t:.1} s");
+        if let Some(p) = plan.spent_peak_bytes() {
+            let _ = write!(out, ", peak RSS {}", size(p));
+        }
+    }
+    out.push('\n');
+    for n in &plan.left_out {
+        let _ = writeln!(out, "left out: {n}");
+    }
+    out
+}
+
+/// One line for a description's provenance: planned and spent seconds and memory.
+#[must_use]
+pub fn summary(plan: &CostPlan) -> String {
+    let mut s = format!(
+        "{} steps, {:.1} s planned of the {:.0} s budget, largest step {} of {}",
+        plan.steps.len(),
+        plan.seconds(),
+        plan.budget.seconds,
+        size(plan.peak_bytes()),
+        size(plan.budget.bytes)
+    );
+    if let Some(t) = plan.spent_seconds() {
+        let _ = write!(s, "; spent {t:.1} s");
+    }
+    if let Some(p) = plan.spent_peak_bytes() {
+        let _ = write!(s, ", peak RSS {}", size(p));
+    }
+    if !plan.left_out.is_empty() {
+        let _ = write!(s, "; {} left out (see warnings)", plan.left_out.len());
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topoprobe_model::{Budget, CostStep};
+
+    #[test]
+    fn the_table_has_every_step_the_totals_and_the_notes() {
+        let mut p = CostPlan::new(Budget::new(10.0, 256 << 20));
+        p.steps.push(CostStep::new(
+            "mem",
+            "latency CPU 0 -> node 0",
+            64 << 20,
+            4,
+            0.25,
+        ));
+        let mut s = CostStep::new("power", "power", 0, 0, 0.0);
+        s.note = Some("unavailable: no RAPL".into());
+        p.steps.push(s);
+        p.left_out.push("measured 1 of 2 pairs".into());
+        let t = render(&p);
+        assert!(t.contains("latency CPU 0 -> node 0"), "{t}");
+        assert!(t.contains("64 MiB") && t.contains("0.25s"), "{t}");
+        assert!(t.contains("note: unavailable: no RAPL"), "{t}");
+        assert!(t.contains("0.2 s planned of the 10 s budget"), "{t}");
+        assert!(t.contains("left out: measured 1 of 2 pairs"), "{t}");
+        assert!(!t.contains("spent"), "{t}");
+        p.steps[0].spent_seconds = Some(0.3);
+        p.steps[0].spent_peak_bytes = Some(70 << 20);
+        let t = render(&p);
+        assert!(t.contains("spent 0.3 s, peak RSS 70 MiB"), "{t}");
+        assert!(summary(&p).contains("spent 0.3 s"));
+    }
+}
