@@ -1,6 +1,8 @@
 # Shared by the acceptance scripts of scripts/bench: the binary, the log file and a header
 # that says which machine, which commit and how loaded the machine was.
 #   source scripts/bench/common.sh NAME   -> sets TP, LOG; prints the header into LOG
+# machine-check.sh, the one-command check for a larger machine (docs/BENCHMARKS.md), does not
+# source it: it builds nothing and writes everything, the same header included, under its OUTDIR.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 NAME=$1
