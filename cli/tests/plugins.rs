@@ -159,7 +159,7 @@ fn plugins_are_checked_before_measuring() {
     let (code, _, err) = run(&["infer", "--from-matrix", "x.csv", "--plugins", "cache"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("--plugins apply to measuring this machine"),
+        err.contains("--plugins") && err.contains("apply to measuring this machine"),
         "{err}"
     );
     // Without a description and without --topology, the commands say what to do.
@@ -172,4 +172,115 @@ fn plugins_are_checked_before_measuring() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("run `topoprobe infer` first"), "{err}");
+}
+
+/// Seconds and largest buffer of a plan printed as JSON.
+fn plan_totals(json: &str) -> (f64, u64, Value) {
+    let v: Value = serde_json::from_str(json).expect("plan json");
+    let steps = v["steps"].as_array().expect("steps");
+    let seconds = steps.iter().filter_map(|s| s["seconds"].as_f64()).sum();
+    let bytes = steps
+        .iter()
+        .filter_map(|s| s["bytes"].as_u64())
+        .max()
+        .unwrap_or(0);
+    (seconds, bytes, v)
+}
+
+#[test]
+fn a_dry_run_prints_the_plan_within_the_budget_and_measures_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let desc = dir.path().join("desc.json");
+    let run_env = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
+            .args(args)
+            .env("TOPOPROBE_FILE", &desc)
+            .output()
+            .expect("run");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run_env(&["infer", "--plan"]);
+    assert_eq!(code, 0, "{err}");
+    for what in [
+        "latency pairs",
+        "SMT probe",
+        "inference",
+        "caches: walk",
+        "mem ",
+    ] {
+        assert!(out.contains(what), "{what} missing:\n{out}");
+    }
+    assert!(out.contains("of the 10 s budget"), "{out}");
+    assert!(!desc.exists(), "a dry run writes no description");
+    let (code, out, err) = run_env(&["infer", "--plan", "--json", "--budget", "4"]);
+    assert_eq!(code, 0, "{err}");
+    let (seconds, bytes, v) = plan_totals(&out);
+    assert_eq!(v["budget"]["seconds"], 4.0, "{v}");
+    assert!(seconds <= 4.0, "{seconds} s planned within 4 s: {v}");
+    assert!(bytes <= 256 << 20, "{bytes}");
+    // Every plugin: 60 s.
+    let (code, out, err) = run_env(&["infer", "--plan", "--json", "--plugins", "all"]);
+    assert_eq!(code, 0, "{err}");
+    let (seconds, _, v) = plan_totals(&out);
+    assert_eq!(v["budget"]["seconds"], 60.0);
+    assert!(seconds <= 60.0);
+    // The commands: 15 s and 512 MiB, and a smaller memory budget shrinks the buffers.
+    let (code, out, err) = run(&["cache", "--plan", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let (seconds, bytes, _) = plan_totals(&out);
+    assert!(seconds <= 15.0 && bytes <= 512 << 20, "{out}");
+    let (code, out, err) = run(&["cache", "--plan", "--json", "--max-memory", "64M"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, bytes, _) = plan_totals(&out);
+    assert!(bytes <= 64 << 20, "{out}");
+    let topo = topology(dir.path());
+    let (code, out, err) = run(&["mem", "--plan", "--json", "--topology", &topo]);
+    assert_eq!(code, 0, "{err}");
+    let (seconds, bytes, v) = plan_totals(&out);
+    assert!(seconds <= 15.0 && bytes <= 512 << 20, "{v}");
+    assert!(
+        v["steps"][0]["what"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("latency CPU")),
+        "{v}"
+    );
+    let (code, out, err) = run(&["matrix", "--plan", "--full"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("latency pairs of"), "{out}");
+    // --plan and --budget belong to measuring this machine.
+    let (code, _, err) = run(&["infer", "--from-matrix", "x.csv", "--plan"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn a_measurement_records_its_plan_and_what_it_spent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let desc = dir.path().join("desc.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
+        .args(["infer", "--plugins", "mem-latency", "--json"])
+        .env("TOPOPROBE_FILE", &desc)
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let cost = &v["provenance"]["cost"];
+    assert_eq!(cost["budget"]["seconds"], 10.0, "{cost}");
+    let steps = cost["steps"].as_array().expect("steps");
+    for probe in ["latency", "smt", "inference", "mem"] {
+        let s = steps
+            .iter()
+            .find(|s| s["probe"] == probe)
+            .unwrap_or_else(|| panic!("no {probe} step: {cost}"));
+        assert!(s["seconds"].as_f64().is_some(), "{s}");
+        assert!(s["spent_seconds"].as_f64().is_some_and(|t| t >= 0.0), "{s}");
+    }
 }

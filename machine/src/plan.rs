@@ -13,7 +13,7 @@
 
 use topoprobe_infer::sparse::SparseOptions;
 use topoprobe_measure::pair::ProbeConfig;
-use topoprobe_measure::plan::{Shape, MIB};
+use topoprobe_measure::plan::{mib, Shape, MIB, PROCESS_BYTES};
 use topoprobe_measure::stats::MAX_WARMUP_BATCHES;
 use topoprobe_model::{Budget, CostPlan, CostStep, OsView};
 
@@ -59,6 +59,11 @@ const PAIRS_SHARE: f64 = 0.5;
 /// Seconds of the inference of a table of `n` contexts: `INFERENCE_S_PER_PAIR × n²`
 /// (0.45 s at 2048 contexts, `docs/BENCHMARKS.md`).
 const INFERENCE_S_PER_PAIR: f64 = 1.1e-7;
+/// Bytes the latency tables of a measurement and its inference hold per ordered pair of
+/// contexts (the measured, filled-in and spread tables, the description's normalized and
+/// raw tables, the inference's working copies): 117 MB of peak RSS for `infer
+/// --from-matrix` of 1024 contexts.
+pub const TABLE_BYTES_PER_PAIR: u64 = 110;
 
 /// Seconds one pair is expected to take with `config`: two threads started, a warm-up of
 /// two batches, one batch.
@@ -223,6 +228,39 @@ pub struct MeasurePlan {
     pub cost: CostPlan,
 }
 
+/// Shares `seconds` among claims of `wants` seconds: every claim below an even share gets
+/// what it wants, and the others split what is left evenly (what a small plugin does not
+/// need goes to the large ones; a large one cannot starve a small one). Slack left when
+/// every claim is met is spread in proportion, so that steps running a little slower than
+/// planned still fit.
+#[must_use]
+pub fn share_out(seconds: f64, wants: &[f64]) -> Vec<f64> {
+    let mut given = vec![0.0; wants.len()];
+    let mut left = seconds.max(0.0);
+    let mut open: Vec<usize> = (0..wants.len()).collect();
+    open.sort_by(|&a, &b| wants[a].total_cmp(&wants[b]));
+    while let Some(&i) = open.first() {
+        let even = left / open.len() as f64;
+        if wants[i] <= even {
+            given[i] = wants[i];
+            left -= wants[i];
+            open.remove(0);
+        } else {
+            for &j in &open {
+                given[j] = even;
+            }
+            return given;
+        }
+    }
+    let total: f64 = wants.iter().sum();
+    if total > 0.0 {
+        for (g, w) in given.iter_mut().zip(wants) {
+            *g += left * w / total;
+        }
+    }
+    given
+}
+
 /// Seconds of the SMT probe on up to three pairs, run again at the end when watching.
 fn smt_seconds(n: usize, watch: bool) -> f64 {
     let pairs = 3.min(n / 2).max(usize::from(n >= 2));
@@ -270,6 +308,7 @@ pub fn plan_measurement(
         .map(|&p| plugins::plan_plugin(p, shape, os, budget.with_seconds(f64::MAX)))
         .collect();
     let natural_total: f64 = natural.iter().map(CostPlan::seconds).sum();
+    debug_assert!(natural_total >= 0.0);
     let pairs_natural = plan_pairs(n, sampling, repetitions, f64::MAX)?;
     let pairs = if pairs_natural.seconds + natural_total <= after_fixed {
         pairs_natural
@@ -288,13 +327,23 @@ pub fn plan_measurement(
         3.min(n / 2) as u64,
         smt,
     ));
+    let tables = TABLE_BYTES_PER_PAIR * (n * n) as u64;
     cost.steps.push(CostStep::new(
         "inference",
         format!("inference of {n} contexts"),
-        (n * n * 8 * 4) as u64,
+        tables,
         1,
         inference,
     ));
+    if tables.saturating_add(PROCESS_BYTES) > budget.bytes {
+        cost.left_out.push(format!(
+            "the latency tables of {n} contexts (N² values, kept whole by the inference and \
+             the description) take about {}, over the {} memory budget: the budget bounds the \
+             probes' buffers, not these tables",
+            mib(tables),
+            mib(budget.bytes)
+        ));
+    }
     if stability > 0.0 {
         cost.steps.push(CostStep::new(
             "stability",
@@ -304,15 +353,11 @@ pub fn plan_measurement(
             stability,
         ));
     }
+    let wants: Vec<f64> = natural.iter().map(CostPlan::seconds).collect();
+    let given = share_out(rest, &wants);
     let mut shares = Vec::new();
-    for (i, &p) in plugins.iter().enumerate() {
-        let want = natural[i].seconds();
-        let share = if natural_total > 0.0 {
-            rest * want / natural_total
-        } else {
-            0.0
-        };
-        let b = budget.with_seconds(share);
+    for (&p, &seconds) in plugins.iter().zip(&given) {
+        let b = budget.with_seconds(seconds);
         cost.extend(plugins::plan_plugin(p, shape, os, b));
         shares.push((p, b));
     }
@@ -322,4 +367,45 @@ pub fn plan_measurement(
         plugins: shares,
         cost,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_claims_are_met_and_large_ones_split_the_rest() {
+        let g = share_out(10.0, &[1.0, 100.0, 2.0, 50.0]);
+        assert_eq!(g[0], 1.0);
+        assert_eq!(g[2], 2.0);
+        assert!(
+            (g[1] - 3.5).abs() < 1e-9 && (g[3] - 3.5).abs() < 1e-9,
+            "{g:?}"
+        );
+        // Room for all: each gets what it wants, and the slack in proportion.
+        let g = share_out(10.0, &[1.0, 3.0]);
+        assert!(
+            (g[0] - 2.5).abs() < 1e-9 && (g[1] - 7.5).abs() < 1e-9,
+            "{g:?}"
+        );
+        assert!(share_out(5.0, &[]).is_empty());
+        assert_eq!(share_out(-1.0, &[1.0]), [0.0]);
+    }
+
+    #[test]
+    fn pairs_get_quicker_then_capped_as_the_budget_shrinks() {
+        let r = Repetitions::default();
+        let s = Sampling::default();
+        let free = plan_pairs(256, s, r, 100.0).unwrap();
+        assert!(!free.quick && free.max_measurements.is_none());
+        let quick = plan_pairs(256, s, r, free.seconds / 2.0).unwrap();
+        assert!(quick.quick && quick.max_measurements.is_none(), "{quick:?}");
+        let capped = plan_pairs(256, s, r, free.seconds / 20.0).unwrap();
+        assert!(capped.max_measurements.is_some(), "{capped:?}");
+        assert!(capped.notes.iter().any(|n| n.contains("filled in")));
+        // A pair costs about 1.5 ms with the default probe settings.
+        let one = pair_seconds(&ProbeConfig::default());
+        assert!(one > 1e-3 && one < 2e-3, "{one}");
+        assert!(pair_seconds_at_most(&ProbeConfig::default()) > 4.0 * one);
+    }
 }

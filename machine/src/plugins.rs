@@ -245,9 +245,9 @@ pub fn plan_plugin(plugin: Plugin, shape: &Shape, os: Option<&OsView>, budget: B
             memory::plan::plan_memory(shape, &o).cost()
         }
         Plugin::Contention => contention_plan(shape, budget),
-        Plugin::Power => match power::check_available(&PowerOptions::default()) {
-            Ok(_) => power::plan_power(shape, &PowerOptions::default(), budget).cost(),
-            Err(e) => nothing(plugin, budget, e.to_string()),
+        Plugin::Power => match &shape.power_unavailable {
+            None => power::plan_power(shape, &PowerOptions::default(), budget).cost(),
+            Some(why) => nothing(plugin, budget, why.clone()),
         },
     }
 }

@@ -64,6 +64,8 @@ pub struct Shape {
     pub can_flush: bool,
     /// Whether transparent huge pages can be asked for.
     pub huge_pages: bool,
+    /// Why power cannot be measured, when it cannot (no RAPL counters).
+    pub power_unavailable: Option<String>,
 }
 
 /// Bytes of the last-level cache of `cpus`: every instance of the highest data or unified
@@ -219,6 +221,10 @@ impl Shape {
             free_bytes: None,
             can_flush: topoprobe_sys::counter::can_flush(),
             huge_pages: crate::memory::thp_available(),
+            power_unavailable:
+                crate::power::check_available(&crate::power::PowerOptions::default())
+                    .err()
+                    .map(|e| e.to_string()),
         }
     }
 

@@ -346,7 +346,7 @@ pub fn plan_caches(levels: &[u64], huge_pages: bool, opts: &CacheOptions) -> Cac
         steps = cost(max, pages, rounds, max_steps);
         notes.push(format!(
             "walked on huge pages only (no TLB reach): both walks need {:.1} s, over the \
-             {:.0} s budget",
+             {:.1} s budget",
             total(&cost(max, Pages::Both, rounds, max_steps)),
             budget.seconds
         ));
@@ -366,7 +366,7 @@ pub fn plan_caches(levels: &[u64], huge_pages: bool, opts: &CacheOptions) -> Cac
     }
     if max < before {
         notes.push(format!(
-            "the walk stops at {} instead of {} to keep within the {:.0} s budget",
+            "the walk stops at {} instead of {} to keep within the {:.1} s budget",
             mib(max),
             mib(before),
             budget.seconds

@@ -12,11 +12,14 @@
 //! weighing on one long timed run (what made two threads read at 0.65× likwid-bench on a
 //! busy AMD guest, whose vCPUs are descheduled often).
 //!
-//! Before every timed pass each thread evicts its buffers from every cache (`clflush` /
+//! Before every timed pass each thread evicts its buffer from every cache (`clflush` /
 //! `dc civac`, [`topoprobe_sys::counter::flush_line`]), so that the pass streams from memory
-//! however much cache the host lends the guest: a guest told of one 32 MiB L3 may have its
-//! two vCPUs on two dies with an L3 each, which a working set of a few times the L3 the
-//! guest knows of does not defeat.
+//! however much cache there is: a guest told of one 32 MiB L3 may have its two vCPUs on two
+//! dies with an L3 each, and a server's L3 may be larger than any buffer a budget allows.
+//! The rule's time limit counts a round's whole wall time: the eviction, the wait at the gate
+//! and the pass (counting only the passes let evictions of a 1 GiB working set stretch a
+//! measurement to a minute on a 16-vCPU guest). Several kernels run on one set of buffers
+//! ([`measure_kernels`]): one allocation and first touch serve read, write and copy.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex};

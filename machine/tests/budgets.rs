@@ -1,0 +1,447 @@
+//! Every probe planned (not run) for machines from 2 to 4096 contexts, 1 to 32 memory nodes
+//! and last-level caches up to 1.1 GiB per socket: the simulator's 512- and 4096-context
+//! servers, OS views built here (8 nodes per socket, 1.1 GiB L3), and every sysfs capture
+//! of `measure/tests/data/sysfs` (4 NUMA nodes on 2 packages, 128 ARM cores, a hybrid, …).
+//! Each plan must keep within its budget: `topoprobe infer` 10 s (60 s with every plugin)
+//! and 256 MiB of buffers, each measuring command 15 s and 512 MiB; what a budget leaves
+//! out must be said.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use topoprobe_infer::sim::platforms::{chiplet_server, mesh_server};
+use topoprobe_infer::sim::MachineSpec;
+use topoprobe_machine::pairs::{Repetitions, Sampling};
+use topoprobe_machine::plan::{default_budget, plan_measurement, plan_pairs};
+use topoprobe_machine::plugins::{self, in_order, plan_plugin, Plugin};
+use topoprobe_machine::MachineError;
+use topoprobe_measure::cache::{self, CacheOptions};
+use topoprobe_measure::memory::{self, plan::plan_memory, MemOptions};
+use topoprobe_measure::plan::{Shape, GIB, MIB, PROCESS_BYTES};
+use topoprobe_measure::power::{plan_power, PowerOptions};
+use topoprobe_model::{Budget, CacheType, CostPlan, OsCache, OsCpu, OsNode, OsView};
+
+/// The budget of a measuring command.
+const COMMAND: Budget = Budget::new(15.0, 512 * MIB);
+
+/// A machine to plan for: its name, its OS view and its shape.
+struct Machine {
+    name: String,
+    os: OsView,
+}
+
+impl Machine {
+    fn shape(&self) -> Shape {
+        Shape {
+            can_flush: true,
+            huge_pages: true,
+            free_bytes: Some(64 * GIB),
+            power_unavailable: None,
+            ..Shape::from_os(&self.os, &[])
+        }
+    }
+}
+
+/// An OS view of `sockets` (each a list of cores, each a list of CPUs), `nodes` memory
+/// nodes per socket (CPUs split evenly), an L3 of `llc` bytes per socket (split into
+/// `llc_parts` instances), 48 KiB L1d and 2 MiB L2 per core; node distances 10 inside a
+/// node, 12 between the nodes of a socket, 32 across sockets.
+fn os_view(sockets: &[Vec<Vec<u32>>], nodes: usize, llc: u64, llc_parts: usize) -> OsView {
+    let mut cpus = Vec::new();
+    let mut caches = Vec::new();
+    let mut node_list: Vec<OsNode> = Vec::new();
+    let mut core_id = 0i64;
+    for (s, cores) in sockets.iter().enumerate() {
+        let all: Vec<u32> = cores.iter().flatten().copied().collect();
+        for core in cores {
+            let mut siblings = core.clone();
+            siblings.sort_unstable();
+            for &c in core {
+                cpus.push(OsCpu {
+                    id: c,
+                    package: s as i64,
+                    die: None,
+                    core: core_id,
+                    cluster: None,
+                    thread_siblings: siblings.clone(),
+                    core_siblings: all.clone(),
+                    node: None,
+                    capacity: None,
+                    base_freq_khz: None,
+                    max_freq_khz: None,
+                    kind: None,
+                });
+            }
+            core_id += 1;
+            for (level, kind, size) in [
+                (1, CacheType::Data, 48 << 10),
+                (1, CacheType::Instruction, 32 << 10),
+                (2, CacheType::Unified, 2 * MIB),
+            ] {
+                caches.push(OsCache {
+                    level,
+                    kind,
+                    size_bytes: Some(size),
+                    line_size: Some(64),
+                    ways: None,
+                    cpus: siblings.clone(),
+                });
+            }
+        }
+        let per_part = all.len().div_ceil(llc_parts);
+        for part in all.chunks(per_part.max(1)) {
+            let mut members = part.to_vec();
+            members.sort_unstable();
+            caches.push(OsCache {
+                level: 3,
+                kind: CacheType::Unified,
+                size_bytes: Some(llc / llc_parts as u64),
+                line_size: Some(64),
+                ways: None,
+                cpus: members,
+            });
+        }
+        let per_node = all.len().div_ceil(nodes);
+        for part in all.chunks(per_node.max(1)) {
+            let mut members = part.to_vec();
+            members.sort_unstable();
+            node_list.push(OsNode {
+                id: node_list.len() as u32,
+                cpus: members,
+                distances: Vec::new(),
+                memory_bytes: Some(64 * GIB),
+            });
+        }
+    }
+    let total = node_list.len();
+    for i in 0..total {
+        node_list[i].distances = (0..total)
+            .map(|j| {
+                if i == j {
+                    10
+                } else if i / nodes == j / nodes {
+                    12
+                } else {
+                    32
+                }
+            })
+            .collect();
+    }
+    for c in &mut cpus {
+        c.node = node_list
+            .iter()
+            .find(|n| n.cpus.contains(&c.id))
+            .map(|n| n.id);
+    }
+    cpus.sort_by_key(|c| c.id);
+    OsView {
+        cpus,
+        nodes: Some(node_list),
+        caches,
+        ..OsView::default()
+    }
+}
+
+/// A simulated machine's sockets and cores (context ids as CPU numbers).
+fn sim_sockets(spec: &MachineSpec) -> Vec<Vec<Vec<u32>>> {
+    let truth = spec.truth();
+    let mut sockets: Vec<Vec<Vec<u32>>> = vec![Vec::new(); truth.num_sockets()];
+    for core in truth.core_sets() {
+        let s = truth.socket[core[0]];
+        sockets[s].push(core.iter().map(|&c| c as u32).collect());
+    }
+    sockets
+}
+
+/// `sockets` sockets of `cores` cores of `smt` contexts, CPUs numbered like Linux (every
+/// core's first context first).
+fn regular(sockets: usize, cores: usize, smt: usize) -> Vec<Vec<Vec<u32>>> {
+    let all_cores = sockets * cores;
+    (0..sockets)
+        .map(|s| {
+            (0..cores)
+                .map(|c| {
+                    (0..smt)
+                        .map(|t| (t * all_cores + s * cores + c) as u32)
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../measure/tests/data/sysfs")
+}
+
+/// The OS views of the sysfs captures.
+fn captures() -> Vec<Machine> {
+    let mut names: Vec<String> = std::fs::read_dir(data_dir())
+        .expect("the sysfs captures")
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".tar.bz2")
+                .map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let out = Command::new("tar")
+                .arg("xjf")
+                .arg(data_dir().join(format!("{name}.tar.bz2")))
+                .arg("-C")
+                .arg(dir.path())
+                .output()
+                .expect("tar (with bzip2) runs");
+            assert!(out.status.success(), "{name}: {out:?}");
+            let os = topoprobe_measure::os::read_os_view(&dir.path().join(&name))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            Machine { name, os }
+        })
+        .collect()
+}
+
+/// Every machine the plans are checked on.
+fn machines() -> Vec<Machine> {
+    let mut v = vec![
+        Machine {
+            name: "2 contexts, 32 MiB L3".into(),
+            os: os_view(&regular(1, 2, 1), 1, 32 * MIB, 1),
+        },
+        Machine {
+            name: "16 vCPUs, 300 MiB L3".into(),
+            os: os_view(&regular(1, 16, 1), 1, 300 * MIB, 1),
+        },
+        Machine {
+            name: "simulated chiplet server, 512 contexts".into(),
+            os: os_view(&sim_sockets(&chiplet_server(2, 16)), 4, 512 * MIB, 16),
+        },
+        Machine {
+            name: "simulated mesh server, 4096 contexts".into(),
+            os: os_view(&sim_sockets(&mesh_server(1024)), 1, 1100 * MIB, 1),
+        },
+        Machine {
+            name: "simulated chiplet server, 8 sockets, 4096 contexts, 32 nodes".into(),
+            os: os_view(&sim_sockets(&chiplet_server(8, 32)), 4, 1100 * MIB, 32),
+        },
+        Machine {
+            name: "2 sockets × 128 cores × 2, 8 nodes per socket, 1.1 GiB L3".into(),
+            os: os_view(&regular(2, 128, 2), 8, 1100 * MIB, 1),
+        },
+        Machine {
+            name: "8 sockets × 256 cores × 2, 4 nodes per socket, 1.1 GiB L3".into(),
+            os: os_view(&regular(8, 256, 2), 4, 1100 * MIB, 8),
+        },
+    ];
+    v.extend(captures());
+    v
+}
+
+/// The steps of `plan` that run probes (the inference's tables are planned apart).
+fn probe_bytes(plan: &CostPlan) -> u64 {
+    plan.steps
+        .iter()
+        .filter(|s| s.probe != "inference")
+        .map(|s| s.bytes)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Checks that `plan` keeps within `budget` (seconds; bytes of the probes' buffers and
+/// the process besides).
+fn within(plan: &CostPlan, budget: Budget, what: &str) {
+    assert!(
+        plan.seconds() <= budget.seconds,
+        "{what}: {:.1} s planned, over {} s:\n{}",
+        plan.seconds(),
+        budget.seconds,
+        topoprobe_view::cost::render(plan)
+    );
+    assert!(
+        probe_bytes(plan) + PROCESS_BYTES <= budget.bytes,
+        "{what}: {} bytes planned, over {}:\n{}",
+        probe_bytes(plan),
+        budget.bytes,
+        topoprobe_view::cost::render(plan)
+    );
+}
+
+#[test]
+fn infer_keeps_within_its_budget_on_every_machine() {
+    for m in machines() {
+        let shape = m.shape();
+        for list in [plugins::DEFAULT, "all"] {
+            let wanted = in_order(&plugins::parse(list).unwrap());
+            let budget = default_budget(&wanted);
+            let plan = plan_measurement(
+                &shape,
+                Some(&m.os),
+                &wanted,
+                Sampling::default(),
+                Repetitions::default(),
+                budget,
+                true,
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", m.name));
+            within(&plan.cost, budget, &format!("{}, --plugins {list}", m.name));
+            // The default plugins still measure caches and memory latency and bandwidth.
+            let has = |what: &str| plan.cost.steps.iter().any(|s| s.what.contains(what));
+            assert!(has("caches: walk"), "{}: no cache walk", m.name);
+            assert!(has("latency CPU"), "{}: no memory latency", m.name);
+            assert!(has("bandwidth socket"), "{}: no memory bandwidth", m.name);
+            // The latency pairs are planned, and capped only where they must be.
+            let pairs = &plan.pairs;
+            if shape.contexts() <= 64 {
+                assert!(
+                    !pairs.quick && pairs.max_measurements.is_none(),
+                    "{}",
+                    m.name
+                );
+            }
+            if pairs.max_measurements.is_some() || pairs.quick {
+                assert!(!pairs.notes.is_empty(), "{}: a silent cut", m.name);
+            }
+            // The tables of a large machine are said when over the memory budget.
+            let tables = plan
+                .cost
+                .steps
+                .iter()
+                .find(|s| s.probe == "inference")
+                .map_or(0, |s| s.bytes);
+            if tables + PROCESS_BYTES > budget.bytes {
+                assert!(
+                    plan.cost
+                        .left_out
+                        .iter()
+                        .any(|n| n.contains("latency tables")),
+                    "{}",
+                    m.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn each_measuring_command_keeps_within_fifteen_seconds_and_512_mib() {
+    for m in machines() {
+        let shape = m.shape();
+        let mem = plan_memory(
+            &shape,
+            &MemOptions {
+                budget: COMMAND,
+                ..MemOptions::default()
+            },
+        );
+        within(&mem.cost(), COMMAND, &format!("{}: mem", m.name));
+        assert!(mem.pairs.0 >= 1);
+        if mem.pairs.0 < mem.pairs.1 {
+            assert!(
+                mem.notes.iter().any(|n| n.contains("distance class")),
+                "{}: {:?}",
+                m.name,
+                mem.notes
+            );
+        }
+        let c = cache::plan_caches(
+            &shape.cache_levels,
+            true,
+            &CacheOptions {
+                budget: COMMAND,
+                ..CacheOptions::default()
+            },
+        );
+        within(&c.cost(), COMMAND, &format!("{}: cache", m.name));
+        let power = plan_power(&shape, &PowerOptions::default(), COMMAND);
+        within(&power.cost(), COMMAND, &format!("{}: power", m.name));
+        for p in [Plugin::Contention, Plugin::SharedCaches] {
+            let plan = plan_plugin(p, &shape, Some(&m.os), COMMAND);
+            within(&plan, COMMAND, &format!("{}: {}", m.name, p.name()));
+        }
+        let pairs = plan_pairs(
+            shape.contexts(),
+            Sampling::default(),
+            Repetitions::default(),
+            COMMAND.seconds,
+        )
+        .unwrap_or_else(|e| panic!("{}: matrix: {e}", m.name));
+        assert!(pairs.seconds <= COMMAND.seconds, "{}: matrix", m.name);
+    }
+}
+
+#[test]
+fn the_memory_plan_measures_one_pair_per_distance_class_first() {
+    // 2 sockets × 8 nodes: distances 10, 12 and 32.
+    let os = os_view(&regular(2, 128, 2), 8, 1100 * MIB, 1);
+    let shape = Machine {
+        name: String::new(),
+        os: os.clone(),
+    }
+    .shape();
+    let plan = plan_memory(
+        &shape,
+        &MemOptions {
+            budget: Budget::new(3.0, 256 * MIB),
+            ..MemOptions::default()
+        },
+    );
+    let (measured, total) = plan.pairs;
+    assert_eq!(total, 32);
+    assert!(measured < total && measured >= 3, "{measured} of {total}");
+    let note = plan.notes.join("\n");
+    assert!(note.contains("(10, 12, 32)"), "{note}");
+    // The first three latencies are one of each class.
+    let first: Vec<(usize, u32)> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match s.work {
+            memory::plan::MemWork::Latency { socket, node, .. } => Some((socket, node)),
+            memory::plan::MemWork::Bandwidth { .. } => None,
+        })
+        .take(3)
+        .collect();
+    let classes: Vec<u32> = first
+        .iter()
+        .map(|&(s, n)| shape.distance(s, n as usize))
+        .collect();
+    assert_eq!(classes, [10, 12, 32], "{first:?}");
+    // With a 1.1 GiB L3, writes cannot be measured with regular stores in 512 MiB.
+    assert!(plan.non_temporal);
+    assert!(plan.bandwidth_bytes + PROCESS_BYTES <= 256 * MIB);
+}
+
+#[test]
+fn every_pair_of_a_big_machine_is_refused_with_the_budget_that_would_fit() {
+    let e = plan_pairs(
+        4096,
+        Sampling {
+            full: true,
+            seed: None,
+        },
+        Repetitions::default(),
+        15.0,
+    )
+    .unwrap_err();
+    let MachineError::OverBudget(message) = e else {
+        panic!("{e}");
+    };
+    assert!(message.contains("--budget"), "{message}");
+    // A small machine's every pair fits.
+    let small = plan_pairs(
+        16,
+        Sampling {
+            full: true,
+            seed: None,
+        },
+        Repetitions::default(),
+        15.0,
+    )
+    .unwrap();
+    assert_eq!(small.measurements, 120);
+    assert!(small.max_measurements.is_none() && !small.quick);
+}
