@@ -54,7 +54,7 @@ impl PairFlag {
 }
 
 impl fmt::Display for PairFlag {
-    /// "spread 10.2% above the 14.0% limit after 5 batches", or "not measured: <why>".
+    /// "spread 10.2% above the 14.0% limit after 5 batches", or "not measured: " and why.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Noisy {

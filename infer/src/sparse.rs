@@ -70,10 +70,10 @@
 //! ([`Collected::flagged`]), counts in its class only where nothing else was measured, and
 //! never keeps a value apart from its class. A noisy reading is never the drift reference.
 //!
-//! **Drift.** The first pair measured is a reference, measured again every 8 measurements
-//! until consecutive readings agree (then ever more rarely, and once before a row is split
-//! while it drifts); every value is rescaled to the latest state of the interpolated
-//! reference, so a warm-up drift (DVFS) does not make levels.
+//! **Drift.** The first pair measured with an accepted reading is a reference, measured
+//! again every 8 measurements until consecutive readings agree (then ever more rarely, and
+//! once before a row is split while it drifts); every value is rescaled to the latest state
+//! of the interpolated reference, so a warm-up drift (DVFS) does not make levels.
 //!
 //! **Cost.** About one comparison per context per level of the structure, plus the pivot
 //! rows, the band pairs and the verification: 4.8–6.5·N on the simulated paper platforms

@@ -271,7 +271,7 @@ pub(crate) fn measure_with(
     progress(Progress::PairsDone);
     let mut monitor = ctx
         .watch
-        .then(|| Monitor::new(&table.collected.measured, cpus));
+        .then(|| Monitor::for_table(&table.collected, cpus));
     if let Some(m) = monitor.as_mut() {
         m.check(probe, "after pairs");
     }

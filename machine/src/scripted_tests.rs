@@ -466,3 +466,24 @@ fn a_pair_given_up_is_missing_and_flagged_and_nothing_measured_fails() {
         );
     }
 }
+
+#[test]
+fn a_noisy_pair_is_never_a_reference_pair() {
+    // Rows 0-1 at 10 ns (noisy), the rest at 40 ns: the 10 ns class would give a reference.
+    let m = LatencyMatrix::from_fn(4, |a, b| {
+        (a != b).then_some(if a.min(b) == 0 && a.max(b) == 1 {
+            10.0
+        } else {
+            40.0
+        })
+    });
+    let mut probe = Injected::new(MatrixProbe::new(&m), &[(0, 1)]);
+    let c = topoprobe_infer::collect_full(&mut probe, &mut |_, _| {}).expect("collected");
+    let refs = |monitor: &crate::stability::Monitor| -> Vec<(usize, usize)> {
+        monitor.references().iter().map(|r| r.rows).collect()
+    };
+    let cpus = [0, 1, 2, 3];
+    assert!(refs(&crate::stability::Monitor::new(&c.measured, &cpus)).contains(&(0, 1)));
+    let kept = refs(&crate::stability::Monitor::for_table(&c, &cpus));
+    assert!(!kept.is_empty() && !kept.contains(&(0, 1)), "{kept:?}");
+}

@@ -60,6 +60,16 @@ pub struct Noisy {
     pub batches: usize,
 }
 
+/// A relative value in percent: one decimal, or two significant digits below 0.1%.
+fn percent(v: f64) -> String {
+    let p = v * 100.0;
+    if p == 0.0 || p.abs() >= 0.1 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.1e}%")
+    }
+}
+
 impl Noisy {
     /// The flag in words, for a sample of relative spread `spread`: "spread 10.2% above
     /// the 14.0% limit after 5 batches". A spread under the limit means that more than
@@ -71,17 +81,13 @@ impl Noisy {
         } else {
             format!("{} batches", self.batches)
         };
-        if spread > self.limit {
-            format!(
-                "spread {:.1}% above the {:.1}% limit after {batches}",
-                spread * 100.0,
-                self.limit * 100.0
-            )
+        let above = spread > self.limit;
+        let (spread, limit) = (percent(spread), percent(self.limit));
+        if above {
+            format!("spread {spread} above the {limit} limit after {batches}")
         } else {
             format!(
-                "more than half of the samples were outliers in each of {batches} (spread of the rest {:.1}%, limit {:.1}%)",
-                spread * 100.0,
-                self.limit * 100.0
+                "more than half of the samples were outliers in each of {batches} (spread of the rest {spread}, limit {limit})"
             )
         }
     }
@@ -194,6 +200,16 @@ mod tests {
         assert_eq!(
             s.noise_note().as_deref(),
             Some("spread 20.0% above the 14.0% limit after 5 batches")
+        );
+        // A limit far below a tenth of a percent keeps two significant digits.
+        s.noisy = Some(Noisy {
+            limit: 2e-8,
+            batches: 1,
+        });
+        s.spread = 0.0012;
+        assert_eq!(
+            s.noise_note().as_deref(),
+            Some("spread 0.1% above the 2.0e-6% limit after 1 batch")
         );
     }
 

@@ -2,12 +2,12 @@
 //! progress, a noise estimate, and drift tracking by a reference pair.
 //!
 //! **Drift.** Cores leaving low-frequency states make the first measurements slower (the
-//! simulator's `with_drift`). The first pair measured becomes the *reference pair*; it is
-//! measured again every [`REF_INTERVAL`] measurements, and the interval doubles (up to
-//! [`REF_INTERVAL_MAX`]) once consecutive reference readings agree. A reading taken at time
-//! `t` is scaled by `ref(now) / ref(t)`, where `ref` is the median-of-three smoothed,
-//! linearly interpolated reference curve: every value is expressed at the latest clock
-//! state, so values measured early and late compare correctly.
+//! simulator's `with_drift`). The first pair with an accepted reading becomes the
+//! *reference pair*; it is measured again every [`REF_INTERVAL`] measurements, and the
+//! interval doubles (up to [`REF_INTERVAL_MAX`]) once consecutive reference readings agree.
+//! A reading taken at time `t` is scaled by `ref(now) / ref(t)`, where `ref` is the
+//! median-of-three smoothed, linearly interpolated reference curve: every value is expressed
+//! at the latest clock state, so values measured early and late compare correctly.
 //!
 //! **Noisy readings.** A reading the probe flags as noisy ([`topoprobe_model::Noisy`]) is
 //! not believed on its own: the pair is measured once more at once. A pair with an accepted

@@ -37,7 +37,7 @@ pub enum PairFailure {
     /// affinity): a fact of the machine, which stops a run.
     #[error("{0}")]
     Pin(String),
-    /// The partner thread did not answer for [`STALL`] on every try (its CPU was taken by
+    /// The partner thread did not answer for 2 s on every try (its CPU was taken by
     /// a higher-priority task).
     #[error(
         "the partner thread did not answer for {} s, {tries} times in a row (is its CPU busy with a higher-priority task?)",
