@@ -2,8 +2,9 @@
 //!
 //! The binary is a thin layer over the libraries: [`args`] holds every argument,
 //! [`error`] the exit codes, [`inputs`] loads the topology a command works on, [`output`]
-//! and [`progress`] write results and progress, and each module of [`commands`] runs one
-//! command. Exit codes: 0 success, 1 runtime failure, 2 usage error.
+//! and [`progress`] write results and progress, [`pair_notes`] says which pairs were
+//! flagged (noisy, or given up), and each module of [`commands`] runs one command. Exit
+//! codes: 0 success, 1 runtime failure, 2 usage error.
 
 use std::process::ExitCode;
 
@@ -14,6 +15,7 @@ mod commands;
 mod error;
 mod inputs;
 mod output;
+mod pair_notes;
 mod planned;
 mod progress;
 mod render;

@@ -188,6 +188,107 @@ fn latency_prints_statistics_and_json() {
     assert!(out.contains("ns one way"), "{out}");
 }
 
+/// A spread limit no pair meets: every pair is noisy (5 samples per batch).
+const HOPELESS: [&str; 4] = ["--max-stdev", "0.000001", "--reps", "5"];
+
+#[test]
+fn a_noisy_pair_is_flagged_and_every_command_exits_0() {
+    let c = cpus();
+    if c.len() < 2 {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (c[0].to_string(), c[1].to_string());
+    let list = format!("{a},{b}");
+
+    // One pair: the best batch, flagged, in JSON and in text.
+    let mut args = vec!["latency", &a, &b, "--json"];
+    args.extend(HOPELESS);
+    let (code, out, err) = run(dir.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let noisy = v["noisy"].as_bool().expect("noisy");
+    // Five identical samples (a coarse timer) would meet any limit: nothing to flag then.
+    if !noisy {
+        assert_eq!(v["spread"].as_f64(), Some(0.0), "{out}");
+        return;
+    }
+    assert!(v["median_ns"].as_f64().expect("median") > 0.0);
+    assert_eq!(v["spread_limit"].as_f64(), Some(2e-8));
+    assert!(
+        v["noise_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("limit after 5 batches")),
+        "{out}"
+    );
+    let mut args = vec!["latency", &a, &b];
+    args.extend(HOPELESS);
+    let (code, out, err) = run(dir.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("  noisy: ") && out.contains("the best batch is kept"),
+        "{out}"
+    );
+
+    // The matrix: CSV unchanged in shape, the flag on standard error and in FILE.notes.
+    let csv = dir.path().join("m.csv");
+    let csv_arg = csv.to_str().expect("path");
+    let mut args = vec!["matrix", "--full", "--cpus", &list, "-o", csv_arg];
+    args.extend(HOPELESS);
+    let (code, _, err) = run(dir.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("# noisy pairs") && err.contains(&format!("CPUs {a}-{b}: spread")),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    assert_eq!(text.lines().count(), 2, "{text}");
+    let notes_path = dir.path().join("m.csv.notes");
+    let notes = std::fs::read_to_string(&notes_path).expect("notes");
+    assert!(
+        notes.contains(&format!("0\t1\t{a}\t{b}\tnoisy\tspread ")),
+        "{notes}"
+    );
+    // A later quiet matrix at the same place removes the notes of this one.
+    let mut args = vec!["matrix", "--full", "--cpus", &list, "-o", csv_arg];
+    args.extend(["--max-stdev", "100000"]);
+    let (code, _, err) = run(dir.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(!notes_path.exists(), "{err}");
+    // The table marks the pair.
+    let mut args = vec!["matrix", "--cpus", &list];
+    args.extend(HOPELESS);
+    let (code, out, err) = run(dir.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("*\n") && out.contains("# noisy pairs"),
+        "{out}"
+    );
+
+    // The description: a warning in the JSON, said on standard error.
+    let mut args = vec!["infer", "--cpus", &list, "--plugins", "none", "--json"];
+    args.extend(HOPELESS);
+    let (code, out, err) = run(dir.path(), &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("topoprobe: noisy pairs: 1 pair of CPUs kept"),
+        "{err}"
+    );
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let warnings = v["validation"]["warnings"].as_array().expect("warnings");
+    let w = warnings
+        .iter()
+        .find(|w| w["kind"] == "noisy_pairs")
+        .expect("noisy_pairs warning");
+    assert!(
+        w["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!("({a}, {b}) spread"))),
+        "{w}"
+    );
+    assert_eq!(v["provenance"]["parameters"]["pairs_noisy"], "1");
+}
+
 #[test]
 fn bad_cpu_lists_and_pairs_are_clear_errors() {
     let dir = tempfile::tempdir().expect("tempdir");

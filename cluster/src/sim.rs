@@ -235,6 +235,7 @@ impl RankProbe for SimProbe {
             median,
             min: samples[0],
             spread: var.sqrt() / median,
+            noisy: None,
         }))
     }
 

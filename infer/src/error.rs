@@ -32,6 +32,14 @@ pub enum InferError {
         /// What went wrong.
         message: String,
     },
+    /// No pair could be measured: every one was missing or given up.
+    #[error("none of the {pairs} pairs could be measured: {reason}")]
+    NothingMeasured {
+        /// Pairs tried.
+        pairs: usize,
+        /// Why (the first pair the probe gave up on, when it gave up on any).
+        reason: String,
+    },
     /// The structure found is inconsistent with the model (a bug or a degenerate input).
     #[error(transparent)]
     Model(#[from] topoprobe_model::ModelError),

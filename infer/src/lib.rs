@@ -42,6 +42,7 @@ mod assemble;
 mod collect;
 pub mod compare;
 mod error;
+mod flagged;
 pub mod layers;
 mod levels;
 mod linkage;
@@ -60,12 +61,14 @@ mod table;
 mod threshold;
 mod timing;
 mod tree;
+mod uncertain;
 mod validate;
 
 use topoprobe_model::{LatencyMatrix, Provenance, Topology, TopologyBuilder};
 
 pub use collect::{collect_full, Collected};
 pub use error::InferError;
+pub use flagged::{FlaggedPair, PairFlag};
 pub use load::{infer_mct, load_topology, LoadError};
 pub use options::{InferOptions, OsEvidence, SharedCache, DEFAULT_GHZ};
 

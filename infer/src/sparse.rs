@@ -62,12 +62,18 @@
 //! Contexts the structure holds equivalent so get exactly the same values (were a pivot's
 //! measured row kept beside its equivalents' filled-in rows, its noise would look like a
 //! profile difference). A measured pair that disagrees with its class beyond the noise keeps
-//! its own value.
+//! its own value, unless it is noisy.
 //!
-//! **Drift.** The first pair measured is a reference, measured again every 8 measurements
-//! until consecutive readings agree (then ever more rarely, and once before a row is split
-//! while it drifts); every value is rescaled to the latest state of the interpolated
-//! reference, so a warm-up drift (DVFS) does not make levels.
+//! **Noisy pairs.** A reading the probe flags as noisy (its spread stayed above the limit)
+//! is measured again at once; a pair with an accepted reading counts by its accepted
+//! readings only, and a pair whose readings are all noisy is flagged
+//! ([`Collected::flagged`]), counts in its class only where nothing else was measured, and
+//! never keeps a value apart from its class. A noisy reading is never the drift reference.
+//!
+//! **Drift.** The first pair measured with an accepted reading is a reference, measured
+//! again every 8 measurements until consecutive readings agree (then ever more rarely, and
+//! once before a row is split while it drifts); every value is rescaled to the latest state
+//! of the interpolated reference, so a warm-up drift (DVFS) does not make levels.
 //!
 //! **Cost.** About one comparison per context per level of the structure, plus the pivot
 //! rows, the band pairs and the verification: 4.8–6.5·N on the simulated paper platforms
@@ -144,13 +150,17 @@ impl SparseOptions {
 /// after every measurement.
 ///
 /// The result's `pairs` is the number of distinct pairs measured, `measurements` the number
-/// of probe calls (repeated measurements and drift references included), and `measured`
-/// the measured pairs alone.
+/// of probe calls (repeated measurements and drift references included), `measured` the
+/// measured pairs alone, and `flagged` the noisy pairs and those the probe gave up on. A
+/// noisy reading is measured again at once and never makes structure on its own: a pair
+/// with an accepted reading counts by its accepted readings, and a pair whose readings are
+/// all noisy takes its class pair's value rather than standing apart from it.
 ///
 /// # Errors
 ///
-/// Returns [`InferError::Probe`] when the probe fails, or [`InferError::TooSmall`] when it
-/// has fewer than two contexts.
+/// Returns [`InferError::Probe`] when the probe fails, [`InferError::TooSmall`] when it
+/// has fewer than two contexts, or [`InferError::NothingMeasured`] when no pair could be
+/// measured.
 pub fn collect_sparse(
     source: &mut dyn PairLatency,
     opts: &SparseOptions,
@@ -176,6 +186,10 @@ pub fn collect_sparse(
     let noise = meter.noise();
     let tolerance = Tolerance::for_noise(noise).agree;
     let (latency, spread, measured) = fill::tables(&tree, &meter, tolerance);
+    let flagged = meter.flagged();
+    if meter.measured().is_empty() {
+        return Err(crate::collect::nothing_measured(meter.pairs(), &flagged));
+    }
     Ok(Collected {
         // Filled-in values are exactly equal where measurements were not: differences
         // within a pair's error are not structure.
@@ -185,6 +199,7 @@ pub fn collect_sparse(
         measured,
         pairs: meter.pairs(),
         measurements: meter.calls(),
+        flagged,
     })
 }
 

@@ -299,7 +299,7 @@ pub(crate) fn measure_with(
     let mut stability_spent = 0.0;
     let mut monitor = ctx
         .watch
-        .then(|| Monitor::new(&table.collected.measured, cpus));
+        .then(|| Monitor::for_table(&table.collected, cpus));
     let check = |m: &mut Monitor, probe: &mut dyn PairLatency, phase: &str, spent: &mut f64| {
         let t = Instant::now();
         m.check(probe, phase);

@@ -129,9 +129,14 @@ pub struct MeasuredTable {
 /// at most `max_measurements` measurements, the rest filled in from the structure found),
 /// calling `progress(done, total)` as pairs are measured.
 ///
+/// A noisy pair does not fail the table: it is kept with its spread and flagged, and a pair
+/// the probe gave up on (a partner that stalled twice) is missing and flagged; both are in
+/// [`Collected::flagged`], and [`Collected::infer`] reports them.
+///
 /// # Errors
 ///
-/// [`MachineError::Collect`] when a pair cannot be measured (the error names it).
+/// [`MachineError::Collect`] when the probe fails in a way that stops the run (a CPU that
+/// cannot be pinned; the error names the pair), or when no pair at all could be measured.
 pub fn collect(
     probe: &mut dyn PairLatency,
     sampling: Sampling,

@@ -54,6 +54,10 @@ const PAIR_THREADS_S: f64 = 200e-6;
 const QUICK_SAMPLE_NS: f64 = 10_000.0;
 /// Samples per batch of the quick probe setting.
 const QUICK_REPS: usize = 15;
+/// Share of the budget kept free of every step: starting the process, calibrating the
+/// timer, reading the OS view, saving the description, and steps a little slower than
+/// planned.
+const HEADROOM: f64 = 0.05;
 /// Share of the budget (after the fixed costs) the latency pairs may take at most.
 const PAIRS_SHARE: f64 = 0.5;
 /// Seconds of the inference of a table of `n` contexts: `INFERENCE_S_PER_PAIR × n²`
@@ -302,7 +306,7 @@ pub fn plan_measurement(
     };
     let stability = stability_seconds(plugins.len(), &default_config, watch);
     let fixed = smt + inference + stability;
-    let after_fixed = (budget.seconds - fixed).max(0.0);
+    let after_fixed = (budget.seconds * (1.0 - HEADROOM) - fixed).max(0.0);
     let natural: Vec<CostPlan> = plugins
         .iter()
         .map(|&p| plugins::plan_plugin(p, shape, os, budget.with_seconds(f64::MAX)))

@@ -1,12 +1,14 @@
 //! The measurement run on scripted probes: a guest of two vCPUs that the "host" moves
-//! between latency levels and SMT siblings while the run goes on.
+//! between latency levels and SMT siblings while the run goes on, and probes that inject
+//! noise (a pair flagged noisy, a pair given up) into the whole workflow.
 
 use std::cell::Cell;
 use std::rc::Rc;
 
 use topoprobe_measure::smt::SmtTest;
 use topoprobe_model::{
-    OsCpu, OsView, PairLatency, PairSample, ProbeError, StructureLevel, Topology,
+    LatencyMatrix, MatrixProbe, Noisy, OsCpu, OsView, PairLatency, PairReading, PairSample,
+    ProbeError, StructureLevel, Topology,
 };
 
 use crate::measurement::{measure_with, Context};
@@ -31,6 +33,7 @@ impl PairLatency for Scripted {
             median: v,
             min: v * 0.98,
             spread: 0.01,
+            noisy: None,
         }))
     }
 }
@@ -240,4 +243,251 @@ fn a_description_unlike_the_saved_one_is_unstable() {
     // The same run again: nothing to say.
     let (topo, _) = run(&STEADY, &context(true, Some(saved))).unwrap();
     assert!(!is_unstable(&topo), "{:?}", unstable_messages(&topo));
+}
+
+/// A probe that passes `inner` through, but flags the pairs of `noisy` as noisy (huge
+/// spread, value scaled by `scale`) and gives up on the pairs of `given_up`: the noise of
+/// a busy CPU, injected.
+struct Injected<P> {
+    inner: P,
+    noisy: Vec<(usize, usize)>,
+    scale: f64,
+    given_up: Vec<(usize, usize)>,
+}
+
+impl<P: PairLatency> Injected<P> {
+    fn new(inner: P, noisy: &[(usize, usize)]) -> Self {
+        Self {
+            inner,
+            noisy: noisy.to_vec(),
+            scale: 1.0,
+            given_up: Vec::new(),
+        }
+    }
+}
+
+impl<P: PairLatency> PairLatency for Injected<P> {
+    fn contexts(&self) -> usize {
+        self.inner.contexts()
+    }
+
+    fn measure(&mut self, a: usize, b: usize) -> Result<Option<PairSample>, ProbeError> {
+        Ok(self.measure_pair(a, b)?.sample())
+    }
+
+    fn measure_pair(&mut self, a: usize, b: usize) -> Result<PairReading, ProbeError> {
+        let k = (a.min(b), a.max(b));
+        if self.given_up.contains(&k) {
+            return Ok(PairReading::GaveUp(
+                "the partner thread did not answer for 2 s, 2 times in a row".into(),
+            ));
+        }
+        let reading = self.inner.measure_pair(a, b)?;
+        Ok(match reading {
+            PairReading::Sample(s) if self.noisy.contains(&k) => PairReading::Sample(PairSample {
+                median: s.median * self.scale,
+                min: s.min * self.scale * 0.5,
+                spread: 0.5,
+                noisy: Some(Noisy {
+                    limit: 0.14,
+                    batches: 5,
+                }),
+            }),
+            r => r,
+        })
+    }
+}
+
+/// An OS view of `n` CPUs in one package, one core each.
+fn flat_os(n: u32) -> OsView {
+    let cpu = |id: u32| OsCpu {
+        id,
+        package: 0,
+        die: None,
+        core: i64::from(id),
+        cluster: None,
+        thread_siblings: vec![id],
+        core_siblings: (0..n).collect(),
+        node: Some(0),
+        capacity: None,
+        base_freq_khz: None,
+        max_freq_khz: None,
+        kind: None,
+    };
+    OsView {
+        cpus: (0..n).map(cpu).collect(),
+        ..OsView::default()
+    }
+}
+
+/// Two clusters of four cores: 40 ns inside, 70 ns across.
+fn two_clusters() -> LatencyMatrix {
+    LatencyMatrix::from_fn(8, |a, b| {
+        (a != b).then_some(if a / 4 == b / 4 { 40.0 } else { 70.0 })
+    })
+}
+
+/// Measures `probe` (rows are CPUs `0..n`) with every pair or the sparse strategy.
+fn measure_probe(probe: &mut dyn PairLatency, full: bool) -> Result<Topology, MachineError> {
+    let n = u32::try_from(probe.contexts()).expect("contexts");
+    let cpus: Vec<u32> = (0..n).collect();
+    let ctx = Context {
+        os: Ok(flat_os(n)),
+        watch: false,
+        saved: None,
+        free: Box::new(|_| Some(1 << 30)),
+    };
+    let opts = MeasureOptions {
+        plugins: Vec::new(),
+        sampling: crate::pairs::Sampling { full, seed: None },
+        ..MeasureOptions::default()
+    };
+    let mut smt = |a: u32, b: u32| {
+        Ok(SmtTest {
+            a,
+            b,
+            slowdown: 1.0,
+        })
+    };
+    let mut plugins = |_: &mut Topology, _: &mut dyn FnMut(Progress<'_>)| Ok(Vec::new());
+    let plan = crate::plan_this_machine(&opts, &cpus, ctx.os.as_ref().ok(), ctx.watch)?;
+    let (topo, _) = measure_with(
+        &opts,
+        &cpus,
+        &ctx,
+        &plan,
+        probe,
+        &mut smt,
+        &mut plugins,
+        &mut |_| {},
+    )?;
+    Ok(topo)
+}
+
+fn warning<'t>(topo: &'t Topology, kind: &str) -> Option<&'t str> {
+    topo.validation()
+        .warnings
+        .iter()
+        .find(|w| w.kind == kind)
+        .map(|w| w.message.as_str())
+}
+
+#[test]
+fn a_noisy_pair_is_flagged_and_the_run_succeeds() {
+    let m = two_clusters();
+    for full in [true, false] {
+        let mut probe = Injected::new(MatrixProbe::new(&m), &[(1, 2)]);
+        probe.scale = 1.1;
+        let topo = measure_probe(&mut probe, full).expect("the run succeeds");
+        // The structure is the clusters': the other pairs decide it.
+        assert_eq!(
+            (topo.num_cores(), topo.groups().len()),
+            (8, 2),
+            "full {full}"
+        );
+        let w = warning(&topo, "noisy_pairs").expect("noisy pairs warned");
+        assert!(
+            w.starts_with("1 pair of CPUs kept")
+                && w.contains("(1, 2) spread 50.0% above the 14.0% limit after 5 batches")
+                && w.contains("they decide no level"),
+            "full {full}: {w}"
+        );
+        assert_eq!(topo.provenance().parameters["pairs_noisy"], "1");
+        assert!(
+            topo.validation()
+                .unresolved
+                .iter()
+                .all(|u| !u.reason.contains("noisy")),
+            "{:?}",
+            topo.validation()
+        );
+        assert!(topo
+            .validation()
+            .confidence
+            .iter()
+            .all(|c| !c.basis.contains("noisy")));
+        // Its spread is kept in the description.
+        let spread = topo.latency_tables().spread.as_ref().expect("spread");
+        if full {
+            assert_eq!(spread.get(1, 2), Some(0.5));
+        }
+    }
+}
+
+#[test]
+fn a_pair_measured_only_through_noise_lowers_the_confidence() {
+    // Two vCPUs, the only pair noisy (a busy loop on one of them).
+    let latency = Rc::new(Cell::new(40.0));
+    let calls = Rc::new(Cell::new(0));
+    let inner = Scripted { latency, calls };
+    let mut probe = Injected::new(inner, &[(0, 1)]);
+    let topo = measure_probe(&mut probe, true).expect("the run succeeds");
+    let w = warning(&topo, "noisy_pairs").expect("warned");
+    assert!(
+        w.contains("CPUs 0, 1 were measured through noisy pairs only"),
+        "{w}"
+    );
+    let v = topo.validation();
+    assert!(!v.confidence.is_empty());
+    assert!(
+        v.confidence.iter().all(|c| c.confidence <= 0.5),
+        "{:?}",
+        v.confidence
+    );
+}
+
+#[test]
+fn a_pair_given_up_is_missing_and_flagged_and_nothing_measured_fails() {
+    let m = two_clusters();
+    let mut probe = Injected::new(MatrixProbe::new(&m), &[]);
+    probe.given_up = vec![(2, 5)];
+    let topo = measure_probe(&mut probe, true).expect("the run succeeds");
+    let w = warning(&topo, "pairs_given_up").expect("warned");
+    assert!(
+        w.contains("1 pair of CPUs could not be measured")
+            && w.contains("(2, 5) the partner thread did not answer"),
+        "{w}"
+    );
+    assert_eq!(topo.latency_tables().raw.get(2, 5), None);
+    assert_eq!(topo.groups().len(), 2);
+
+    let mut probe = Injected::new(MatrixProbe::new(&m), &[]);
+    probe.given_up = (0..8)
+        .flat_map(|a| (a + 1..8).map(move |b| (a, b)))
+        .collect();
+    for full in [true, false] {
+        let e = measure_probe(&mut probe, full).unwrap_err();
+        let chain = format!(
+            "{e}: {}",
+            std::error::Error::source(&e)
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        );
+        assert!(
+            chain.contains("none of the 28 pairs could be measured")
+                && chain.contains("the partner thread did not answer"),
+            "{chain}"
+        );
+    }
+}
+
+#[test]
+fn a_noisy_pair_is_never_a_reference_pair() {
+    // Rows 0-1 at 10 ns (noisy), the rest at 40 ns: the 10 ns class would give a reference.
+    let m = LatencyMatrix::from_fn(4, |a, b| {
+        (a != b).then_some(if a.min(b) == 0 && a.max(b) == 1 {
+            10.0
+        } else {
+            40.0
+        })
+    });
+    let mut probe = Injected::new(MatrixProbe::new(&m), &[(0, 1)]);
+    let c = topoprobe_infer::collect_full(&mut probe, &mut |_, _| {}).expect("collected");
+    let refs = |monitor: &crate::stability::Monitor| -> Vec<(usize, usize)> {
+        monitor.references().iter().map(|r| r.rows).collect()
+    };
+    let cpus = [0, 1, 2, 3];
+    assert!(refs(&crate::stability::Monitor::new(&c.measured, &cpus)).contains(&(0, 1)));
+    let kept = refs(&crate::stability::Monitor::for_table(&c, &cpus));
+    assert!(!kept.is_empty() && !kept.contains(&(0, 1)), "{kept:?}");
 }

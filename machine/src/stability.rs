@@ -12,6 +12,7 @@
 //! description as an `unstable_topology` warning and an unresolved level, so that it says
 //! which levels moved and by how much instead of describing one moment with confidence.
 
+use topoprobe_infer::Collected;
 use topoprobe_measure::smt::SmtTest;
 use topoprobe_model::{
     ContextId, LatencyMatrix, OsView, PairLatency, Role, StructureLevel, Topology, Unresolved,
@@ -117,6 +118,19 @@ impl Monitor {
             })
             .collect();
         Self { refs }
+    }
+
+    /// [`Monitor::new`] on the measured pairs of a collected table, leaving out its noisy
+    /// pairs: a reference pair whose value the probe could not settle would report its own
+    /// noise as a move.
+    #[must_use]
+    pub fn for_table(collected: &Collected, cpus: &[u32]) -> Self {
+        let mut measured = collected.measured.clone();
+        for p in collected.noisy() {
+            measured.set(p.a, p.b, None);
+            measured.set(p.b, p.a, None);
+        }
+        Self::new(&measured, cpus)
     }
 
     /// The reference pairs and their checks so far.

@@ -17,16 +17,27 @@
 //! transfer; on Intel guests the upgrade is nearly free and both agree. Each pair is warmed up until consecutive batches agree
 //! (DVFS ramp, paper §3.5), then measured in batches until the spread is under the
 //! threshold (7%, raised on retries up to 14%), with outliers rejected.
+//!
+//! One noisy pair does not sink a run: when no batch gets under the threshold, the pair is
+//! kept with its best batch and flagged ([`PairMeasurement::noisy`]). A partner thread that
+//! stalls is given a second try; a pair that stalls twice, or has no usable sample, is a
+//! *passing* failure ([`PairFailure::is_passing`]): the [`PairLatency`] view gives it up
+//! ([`PairReading::GaveUp`]) and the run goes on without it. A CPU that cannot be pinned
+//! stops the run.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use topoprobe_model::{PairLatency, PairSample, ProbeError};
+use topoprobe_model::{Noisy, PairLatency, PairReading, PairSample, ProbeError};
 
 use crate::stats::{median, Adaptive, RepetitionPolicy, Summary, Verdict, WarmUp};
 use crate::timer::Timer;
 use topoprobe_sys::affinity;
+
+mod error;
+
+pub use error::{PairError, PairFailure};
 
 /// A cache line of its own (128 bytes: adjacent-line prefetchers pair 64-byte lines).
 #[repr(align(128))]
@@ -36,8 +47,10 @@ struct Line(AtomicU64);
 const STOP: u64 = u64::MAX;
 /// Samples per warm-up batch.
 const WARMUP_BATCH: usize = 4;
-/// A single sample longer than this means the partner is not running: the pair fails.
+/// A single sample longer than this means the partner is not running: the try fails.
 const STALL: Duration = Duration::from_secs(2);
+/// Tries of a pair whose partner stalls (the second is usually on a quiet CPU again).
+const STALL_TRIES: usize = 2;
 
 /// How each side of the ping-pong waits for its turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,7 +98,8 @@ pub struct PairMeasurement {
     pub a: u32,
     /// Second context (OS CPU number).
     pub b: u32,
-    /// Robust summary of the accepted batch: one-way latency in ns.
+    /// Robust summary of the accepted batch (of the best batch when [`noisy`](Self::noisy)):
+    /// one-way latency in ns.
     pub summary: Summary,
     /// Round trips per sample.
     pub round_trips: u32,
@@ -96,6 +110,30 @@ pub struct PairMeasurement {
     /// The first warm-up batch's slowdown against the steady state, when it showed a
     /// frequency ramp.
     pub ramp: Option<f64>,
+    /// Set when no batch's spread got under the threshold: the summary is the best batch's,
+    /// kept and flagged as noisy.
+    pub noisy: Option<Noisy>,
+}
+
+impl PairMeasurement {
+    /// The measurement as the inference sees it: median, min and spread of the summary,
+    /// with its noise flag.
+    #[must_use]
+    pub fn sample(&self) -> PairSample {
+        PairSample {
+            median: self.summary.median,
+            min: self.summary.min,
+            spread: self.summary.spread,
+            noisy: self.noisy,
+        }
+    }
+
+    /// The noise flag in words ("spread 10.2% above the 14.0% limit after 5 batches");
+    /// `None` for an accepted pair.
+    #[must_use]
+    pub fn noise_note(&self) -> Option<String> {
+        self.sample().noise_note()
+    }
 }
 
 /// The probe: measures pairs of the given CPUs.
@@ -145,20 +183,32 @@ impl PairProbe {
         self.retried
     }
 
-    /// Measures the pair of OS CPUs `a` and `b`.
+    /// Measures the pair of OS CPUs `a` and `b`. A pair whose spread stays above the
+    /// threshold after every retry is not an error: it is returned with its best batch,
+    /// flagged ([`PairMeasurement::noisy`]). A stalled partner is tried once more.
     ///
     /// # Errors
     ///
-    /// Returns a [`ProbeError`] naming the pair when a thread cannot be pinned, the
-    /// partner thread stalls, or the spread stays above the threshold after every retry.
-    pub fn measure_cpus(&mut self, a: u32, b: u32) -> Result<PairMeasurement, ProbeError> {
+    /// Returns a [`PairError`] naming the pair when `a == b`, a thread cannot be pinned,
+    /// the partner thread stalls on both tries, no batch has a usable sample, or the probe
+    /// breaks; [`PairError::is_passing`] tells the failures a run can go on without.
+    pub fn measure_cpus(&mut self, a: u32, b: u32) -> Result<PairMeasurement, PairError> {
+        let fail = |failure| PairError { a, b, failure };
         if a == b {
-            return Err(ProbeError(format!(
-                "CPU {a} cannot be measured against itself"
-            )));
+            return Err(fail(PairFailure::SameCpu));
         }
-        let m = ping_pong(&self.timer, a, b, &self.config)
-            .map_err(|e| ProbeError(format!("pair ({a}, {b}): {e}")))?;
+        let mut tries = 0;
+        let m = loop {
+            tries += 1;
+            match ping_pong(&self.timer, a, b, &self.config) {
+                Ok(m) => break m,
+                Err(PairFailure::Stalled { .. }) if tries < STALL_TRIES => {}
+                Err(PairFailure::Stalled { .. }) => {
+                    return Err(fail(PairFailure::Stalled { tries }))
+                }
+                Err(f) => return Err(fail(f)),
+            }
+        };
         if let Some(r) = m.ramp {
             self.ramps.push(r);
         }
@@ -175,18 +225,23 @@ impl PairLatency for PairProbe {
     }
 
     fn measure(&mut self, a: usize, b: usize) -> Result<Option<PairSample>, ProbeError> {
+        Ok(self.measure_pair(a, b)?.sample())
+    }
+
+    /// A noisy pair is a flagged sample; a passing failure (a partner that stalled twice,
+    /// no usable sample) gives the pair up; any other failure stops the run.
+    fn measure_pair(&mut self, a: usize, b: usize) -> Result<PairReading, ProbeError> {
         let (Some(&ca), Some(&cb)) = (self.cpus.get(a), self.cpus.get(b)) else {
             return Err(ProbeError(format!(
                 "row {a} or {b} is outside the {} CPUs measured",
                 self.cpus.len()
             )));
         };
-        let m = self.measure_cpus(ca, cb)?;
-        Ok(Some(PairSample {
-            median: m.summary.median,
-            min: m.summary.min,
-            spread: m.summary.spread,
-        }))
+        match self.measure_cpus(ca, cb) {
+            Ok(m) => Ok(PairReading::Sample(m.sample())),
+            Err(e) if e.is_passing() => Ok(PairReading::GaveUp(e.failure.to_string())),
+            Err(e) => Err(ProbeError(e.to_string())),
+        }
     }
 }
 
@@ -231,17 +286,17 @@ struct Pinger<'a> {
     next: u64,
 }
 
-/// What a stalled partner means.
-fn stalled() -> String {
-    format!(
-        "the partner thread did not answer for {} s (is its CPU busy with a higher-priority task?)",
-        STALL.as_secs()
-    )
+/// A stalled partner, on one try.
+const STALLED: PairFailure = PairFailure::Stalled { tries: 1 };
+
+/// The shared line holds a value neither side wrote.
+fn line_changed() -> PairFailure {
+    PairFailure::Broken("the shared line changed unexpectedly".to_string())
 }
 
 impl Pinger<'_> {
     /// One sample of `round_trips` round trips: one-way latency in ns.
-    fn sample(&mut self, round_trips: u32) -> Result<f64, String> {
+    fn sample(&mut self, round_trips: u32) -> Result<f64, PairFailure> {
         let started = Instant::now();
         let t0 = self.timer.now();
         let mut spins: u32 = 0;
@@ -259,14 +314,12 @@ impl Pinger<'_> {
                             Ordering::Acquire,
                         ) {
                             Ok(_) => break,
-                            Err(x) if x & 1 == 0 && x != v => {
-                                return Err("the shared line changed unexpectedly".to_string())
-                            }
+                            Err(x) if x & 1 == 0 && x != v => return Err(line_changed()),
                             Err(_) => {
                                 std::hint::spin_loop();
                                 spins = spins.wrapping_add(1);
                                 if spins.is_multiple_of(4096) && started.elapsed() > STALL {
-                                    return Err(stalled());
+                                    return Err(STALLED);
                                 }
                             }
                         }
@@ -279,13 +332,13 @@ impl Pinger<'_> {
                         .compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Relaxed)
                         .is_err()
                     {
-                        return Err("the shared line changed unexpectedly".to_string());
+                        return Err(line_changed());
                     }
                     while self.line.0.load(Ordering::Acquire) != v + 2 {
                         std::hint::spin_loop();
                         spins = spins.wrapping_add(1);
                         if spins.is_multiple_of(4096) && started.elapsed() > STALL {
-                            return Err(stalled());
+                            return Err(STALLED);
                         }
                     }
                 }
@@ -301,7 +354,7 @@ impl Pinger<'_> {
                 std::hint::spin_loop();
                 spins = spins.wrapping_add(1);
                 if spins.is_multiple_of(4096) && started.elapsed() > STALL {
-                    return Err(stalled());
+                    return Err(STALLED);
                 }
             }
         }
@@ -310,13 +363,17 @@ impl Pinger<'_> {
     }
 
     /// `count` samples.
-    fn batch(&mut self, count: usize, round_trips: u32) -> Result<Vec<f64>, String> {
+    fn batch(&mut self, count: usize, round_trips: u32) -> Result<Vec<f64>, PairFailure> {
         (0..count).map(|_| self.sample(round_trips)).collect()
     }
 }
 
 /// Runs the initiator on the current thread (already pinned, line first-touched here).
-fn initiate(line: &Line, timer: &Timer, config: &ProbeConfig) -> Result<PairMeasurement, String> {
+fn initiate(
+    line: &Line,
+    timer: &Timer,
+    config: &ProbeConfig,
+) -> Result<PairMeasurement, PairFailure> {
     let mut p = Pinger {
         line,
         timer,
@@ -344,21 +401,26 @@ fn initiate(line: &Line, timer: &Timer, config: &ProbeConfig) -> Result<PairMeas
     let mut adaptive = Adaptive::new(config.policy);
     loop {
         let b = p.batch(config.policy.reps.max(3), round_trips)?;
-        match adaptive.judge(&b) {
-            Verdict::Done(summary, batches) => {
-                return Ok(PairMeasurement {
-                    a: 0,
-                    b: 0,
-                    summary,
-                    round_trips,
-                    batches,
-                    warmup_batches: warm.batches(),
-                    ramp: warm.ramp(),
-                })
-            }
-            Verdict::Retry => {}
-            Verdict::Fail(reason) => return Err(reason),
-        }
+        let (summary, batches, noisy) = match adaptive.judge(&b) {
+            Verdict::Retry => continue,
+            Verdict::Done(summary, batches) => (summary, batches, None),
+            Verdict::Noisy {
+                best,
+                batches,
+                limit,
+            } => (best, batches, Some(Noisy { limit, batches })),
+            Verdict::NoSample { batches } => return Err(PairFailure::NoSample { batches }),
+        };
+        return Ok(PairMeasurement {
+            a: 0,
+            b: 0,
+            summary,
+            round_trips,
+            batches,
+            warmup_batches: warm.batches(),
+            ramp: warm.ramp(),
+            noisy,
+        });
     }
 }
 
@@ -368,14 +430,14 @@ fn ping_pong(
     a: u32,
     b: u32,
     config: &ProbeConfig,
-) -> Result<PairMeasurement, String> {
+) -> Result<PairMeasurement, PairFailure> {
     let (tx, rx) = mpsc::channel::<Arc<Line>>();
     let start = Barrier::new(2);
     let partner_failed = AtomicBool::new(false);
     let (start, partner_failed) = (&start, &partner_failed);
     let wait = config.wait;
     std::thread::scope(|s| {
-        let responder = s.spawn(move || -> Result<(), String> {
+        let responder = s.spawn(move || -> Result<(), PairFailure> {
             let pinned = affinity::pin_current_thread(b);
             let Ok(line) = rx.recv() else {
                 return Ok(());
@@ -389,22 +451,24 @@ fn ping_pong(
                     respond(&line, wait);
                     Ok(())
                 }
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(PairFailure::Pin(e.to_string())),
             }
         });
-        let initiator = s.spawn(move || -> Result<PairMeasurement, String> {
+        let initiator = s.spawn(move || -> Result<PairMeasurement, PairFailure> {
             let pinned = affinity::pin_current_thread(a);
             // First touch by this thread, after pinning.
             let line = Arc::new(Line(AtomicU64::new(0)));
             if tx.send(Arc::clone(&line)).is_err() {
-                return Err("the partner thread ended early".to_string());
+                return Err(PairFailure::Broken(
+                    "the partner thread ended early".to_string(),
+                ));
             }
             start.wait();
             let result = match pinned {
-                Err(e) => Err(e.to_string()),
-                Ok(()) if partner_failed.load(Ordering::Acquire) => {
-                    Err("the partner thread could not be pinned".to_string())
-                }
+                Err(e) => Err(PairFailure::Pin(e.to_string())),
+                Ok(()) if partner_failed.load(Ordering::Acquire) => Err(PairFailure::Pin(
+                    "the partner thread could not be pinned".to_string(),
+                )),
                 Ok(()) => initiate(&line, timer, config),
             };
             line.0.store(STOP, Ordering::Release);
@@ -412,10 +476,10 @@ fn ping_pong(
         });
         let measured = initiator
             .join()
-            .map_err(|_| "the measuring thread panicked".to_string())?;
+            .map_err(|_| PairFailure::Broken("the measuring thread panicked".to_string()))?;
         let answered = responder
             .join()
-            .map_err(|_| "the partner thread panicked".to_string())?;
+            .map_err(|_| PairFailure::Broken("the partner thread panicked".to_string()))?;
         answered?;
         measured.map(|m| PairMeasurement { a, b, ..m })
     })
@@ -482,6 +546,46 @@ mod tests {
             let m = probe.measure_cpus(a, b).expect("pair");
             assert!(m.summary.median > 0.0, "{wait:?}: {m:?}");
             assert_eq!(m.round_trips, 200);
+        }
+    }
+
+    #[test]
+    fn a_pair_that_never_settles_is_kept_and_flagged() {
+        let cpus = affinity::allowed_cpus().expect("cpus").to_vec();
+        let (a, b) = (cpus[0], *cpus.last().expect("cpu"));
+        if a == b {
+            return;
+        }
+        // A limit no real pair meets: every batch is too noisy.
+        let limit = 1e-9;
+        let mut probe = PairProbe::new(
+            Timer::calibrate(),
+            vec![a, b],
+            ProbeConfig {
+                policy: RepetitionPolicy {
+                    reps: 5,
+                    max_stdev: limit,
+                    max_stdev_limit: limit,
+                    attempts: 2,
+                },
+                round_trips: Some(100),
+                warm_up: false,
+                ..ProbeConfig::default()
+            },
+        );
+        let m = probe.measure_cpus(a, b).expect("kept, not failed");
+        if m.summary.spread <= limit {
+            // Five identical samples (a coarse timer): nothing to flag.
+            assert_eq!(m.noisy, None);
+            return;
+        }
+        assert_eq!(m.noisy, Some(Noisy { limit, batches: 2 }));
+        assert_eq!(m.batches, 2);
+        let note = m.noise_note().expect("note");
+        assert!(note.contains("limit after 2 batches"), "{note}");
+        match probe.measure_pair(0, 1).expect("reading") {
+            PairReading::Sample(s) => assert!(s.is_noisy() && s.median > 0.0, "{s:?}"),
+            r => panic!("{r:?}"),
         }
     }
 

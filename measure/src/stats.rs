@@ -115,12 +115,25 @@ pub enum Verdict {
     Done(Summary, usize),
     /// Measure another batch.
     Retry,
-    /// Give up: why.
-    Fail(String),
+    /// Every batch's spread stayed above its threshold: the pair is kept with its best
+    /// batch (the one of least spread), flagged as noisy.
+    Noisy {
+        /// The batch of least spread.
+        best: Summary,
+        /// Batches measured.
+        batches: usize,
+        /// The threshold of the last batch (the most the policy accepts).
+        limit: f64,
+    },
+    /// No batch had a usable sample (every sample zero or not finite): nothing to keep.
+    NoSample {
+        /// Batches measured.
+        batches: usize,
+    },
 }
 
-/// Adaptive repetitions: feed it batches until it says [`Verdict::Done`] or
-/// [`Verdict::Fail`].
+/// Adaptive repetitions: feed it batches until it says [`Verdict::Done`],
+/// [`Verdict::Noisy`] or [`Verdict::NoSample`].
 #[derive(Debug, Clone)]
 pub struct Adaptive {
     policy: RepetitionPolicy,
@@ -139,7 +152,9 @@ impl Adaptive {
         }
     }
 
-    /// Judges one batch of samples.
+    /// Judges one batch of samples. After [`RepetitionPolicy::attempts`] batches none of
+    /// which was good, the pair is not failed: the verdict is [`Verdict::Noisy`] with the
+    /// best batch, or [`Verdict::NoSample`] when no batch had a usable sample.
     pub fn judge(&mut self, batch: &[f64]) -> Verdict {
         let threshold = self.policy.threshold(self.attempt);
         self.attempt += 1;
@@ -156,17 +171,16 @@ impl Adaptive {
         if self.attempt < self.policy.attempts.max(1) {
             return Verdict::Retry;
         }
-        Verdict::Fail(match self.best {
-            Some(b) => format!(
-                "the spread of the samples stayed above the limit: best {:.1}% against {:.1}% after {} batches of {} \
-                 (is another program running on these CPUs? raise --max-stdev or --reps)",
-                b.spread * 100.0,
-                threshold * 100.0,
-                self.attempt,
-                self.policy.reps
-            ),
-            None => format!("no usable sample in {} batches", self.attempt),
-        })
+        match self.best {
+            Some(best) => Verdict::Noisy {
+                best,
+                batches: self.attempt,
+                limit: threshold,
+            },
+            None => Verdict::NoSample {
+                batches: self.attempt,
+            },
+        }
     }
 }
 
@@ -287,21 +301,62 @@ mod tests {
         assert!(matches!(verdicts.last(), Some(Verdict::Done(_, n)) if *n > 1));
     }
 
-    #[test]
-    fn a_hopeless_pair_fails_with_a_reason() {
-        let mut a = Adaptive::new(RepetitionPolicy::default());
-        let wild = batch(80.0, 0.5);
+    /// Feeds `batch` until the verdict is not [`Verdict::Retry`] (at most 10 times).
+    fn judge_until_final(a: &mut Adaptive, batch: &[f64]) -> Verdict {
         let mut last = Verdict::Retry;
         for _ in 0..10 {
-            last = a.judge(&wild);
+            last = a.judge(batch);
             if last != Verdict::Retry {
                 break;
             }
         }
-        match last {
-            Verdict::Fail(m) => assert!(m.contains("spread"), "{m}"),
+        last
+    }
+
+    #[test]
+    fn a_hopeless_pair_is_kept_with_its_best_batch_and_flagged() {
+        let mut a = Adaptive::new(RepetitionPolicy::default());
+        let wild = batch(80.0, 0.5);
+        match judge_until_final(&mut a, &wild) {
+            Verdict::Noisy {
+                best,
+                batches,
+                limit,
+            } => {
+                assert_eq!(batches, 5);
+                assert!((limit - 0.14).abs() < 1e-12, "{limit}");
+                assert!(best.spread > limit, "{best:?}");
+                assert!((best.median - 80.0).abs() < 10.0, "{best:?}");
+            }
             v => panic!("{v:?}"),
         }
+    }
+
+    #[test]
+    fn the_best_of_the_noisy_batches_is_kept() {
+        let policy = RepetitionPolicy {
+            attempts: 3,
+            ..RepetitionPolicy::default()
+        };
+        let mut a = Adaptive::new(policy);
+        assert_eq!(a.judge(&batch(80.0, 0.45)), Verdict::Retry);
+        assert_eq!(a.judge(&batch(90.0, 0.3)), Verdict::Retry);
+        match a.judge(&batch(100.0, 0.5)) {
+            Verdict::Noisy { best, batches, .. } => {
+                assert_eq!(batches, 3);
+                assert!((best.median - 90.0).abs() < 5.0, "{best:?}");
+            }
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn batches_without_a_usable_sample_give_none() {
+        let mut a = Adaptive::new(RepetitionPolicy::default());
+        assert_eq!(
+            judge_until_final(&mut a, &[0.0, f64::NAN, -3.0]),
+            Verdict::NoSample { batches: 5 }
+        );
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub use os_view::{
     format_cpu_list, parse_cpu_list, parse_cpu_mask, CacheType, CoreKey, CpuKind, CpuListError,
     OsCache, OsCpu, OsNode, OsView, MAX_CPU,
 };
-pub use probe::{MatrixProbe, PairLatency, PairSample, ProbeError};
+pub use probe::{MatrixProbe, Noisy, PairLatency, PairReading, PairSample, ProbeError};
 pub use query::{Component, Level};
 pub use sections::{
     Access, CacheLevel, CacheSection, ContentionLevel, ContentionPair, ContentionSection,

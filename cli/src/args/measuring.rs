@@ -66,7 +66,7 @@ pub(crate) struct Repetitions {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(3..=100_000))]
     pub(crate) reps: Option<u32>,
     /// Largest relative spread of a pair's samples, in percent (default 7; raised on each
-    /// retry, up to twice as much).
+    /// retry, up to twice as much; a pair still above it is kept and flagged as noisy).
     #[arg(long, value_name = "PERCENT", value_parser = positive)]
     pub(crate) max_stdev: Option<f64>,
 }
@@ -125,7 +125,10 @@ pub(crate) struct MatrixArgs {
     /// With --plan: print the plan as JSON.
     #[arg(long, requires = "plan")]
     pub(crate) json: bool,
-    /// Write to FILE (atomically) instead of standard output.
+    /// Write to FILE (atomically) instead of standard output. Noisy pairs (spread above
+    /// the limit after every retry) are kept and flagged: `*` in the table; with CSV, a
+    /// `# noisy pairs` block on standard error and the notes file FILE.notes (one
+    /// tab-separated line per flagged pair; an older FILE.notes is removed when none is).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
 }

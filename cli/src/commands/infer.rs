@@ -65,6 +65,7 @@ fn measure(args: &InferArgs) -> Result<()> {
     {
         eprintln!("topoprobe: unstable topology: {}", w.message);
     }
+    crate::pair_notes::say_flagged_pairs(&m.topology);
     emit(&m.topology, &args.output, args.hints.ghz)?;
     Ok(saved?)
 }

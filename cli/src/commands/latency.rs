@@ -1,4 +1,6 @@
-//! `topoprobe latency A B`: measure one pair and print its statistics.
+//! `topoprobe latency A B`: measure one pair and print its statistics. A pair whose spread
+//! stays above the limit is printed with its best batch and flagged (`noisy` in the text and
+//! the JSON), not an error.
 
 use std::fmt::Write as _;
 
@@ -79,10 +81,15 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
             "batches": m.batches,
             "warmup_batches": m.warmup_batches,
             "frequency_ramp": m.ramp,
+            "noisy": m.noisy.is_some(),
             "wait": format!("{:?}", args.wait).to_lowercase(),
             "timer": timer.describe(),
             "ghz": timer.ghz(),
         });
+        if let Some(n) = m.noisy {
+            v["spread_limit"] = serde_json::json!(n.limit);
+            v["noise_note"] = serde_json::json!(m.noise_note());
+        }
         if let Some(t) = smt_test {
             v["smt_slowdown"] = serde_json::json!(t.slowdown);
             v["shares_core"] = serde_json::json!(t.shares_core());
@@ -108,6 +115,12 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
         m.batches,
         if m.batches == 1 { "" } else { "es" }
     );
+    if let Some(note) = m.noise_note() {
+        let _ = writeln!(
+            out,
+            "  noisy: {note}; the best batch is kept (is another program running on these CPUs?)"
+        );
+    }
     let _ = match m.ramp {
         Some(r) => writeln!(
             out,

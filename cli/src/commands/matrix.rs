@@ -1,8 +1,14 @@
 //! `topoprobe matrix`: measure and print the latency matrix of this machine.
+//!
+//! A noisy pair does not fail the command: it is kept and flagged. The table marks it with
+//! `*` and lists the flagged pairs below; the CSV stays N lines of N numbers, and the flags
+//! go to a `# noisy pairs` block on standard error and, with `-o FILE`, to the companion
+//! file `FILE.notes` ([`pair_notes`]).
 
 use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
+use topoprobe_infer::Collected;
 use topoprobe_model::format::csv;
 use topoprobe_model::LatencyMatrix;
 
@@ -12,10 +18,18 @@ use topoprobe_model::{Budget, CostPlan};
 
 use crate::args::MatrixArgs;
 use crate::output::write_to;
+use crate::pair_notes;
 use crate::progress::pair_bar;
 
-/// The matrix as a table with CPU numbers as row and column headers (ns, whole numbers).
-fn table(m: &LatencyMatrix, cpus: &[u32]) -> String {
+/// Whether the pair of rows `a` and `b` is flagged as noisy.
+fn is_noisy(c: &Collected, a: usize, b: usize) -> bool {
+    c.noisy().any(|p| (p.a, p.b) == (a.min(b), a.max(b)))
+}
+
+/// The matrix as a table with CPU numbers as row and column headers (ns, whole numbers);
+/// a noisy pair's value is marked with `*`.
+fn table(c: &Collected, cpus: &[u32]) -> String {
+    let m: &LatencyMatrix = &c.latency;
     let width = 6;
     let mut s = format!("{:>width$}", "");
     for c in cpus {
@@ -26,6 +40,9 @@ fn table(m: &LatencyMatrix, cpus: &[u32]) -> String {
         let _ = write!(s, "{ca:>width$}");
         for b in 0..cpus.len() {
             match m.get(a, b) {
+                Some(v) if a != b && is_noisy(c, a, b) => {
+                    let _ = write!(s, "{:>w$.0}*", v, w = width - 1);
+                }
                 Some(v) if a != b => {
                     let _ = write!(s, "{:>width$.0}", v);
                 }
@@ -85,13 +102,22 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<()> {
         },
     )?;
     bar.finish_and_clear();
-    let m = &measured.collected.latency;
+    let collected = &measured.collected;
+    let notes = pair_notes::block(
+        collected,
+        &cpus,
+        args.output
+            .as_ref()
+            .map(|_| "see the notes file")
+            .filter(|_| args.wants_csv()),
+    );
     let bytes = if args.wants_csv() {
         let mut v = Vec::new();
-        csv::write_matrix(m, &mut v).context("writing the CSV")?;
+        csv::write_matrix(&collected.latency, &mut v).context("writing the CSV")?;
+        eprint!("{notes}");
         v
     } else {
-        let mut s = table(m, &cpus);
+        let mut s = table(collected, &cpus);
         let total = cpus.len() * (cpus.len() - 1) / 2;
         let _ = writeln!(
             s,
@@ -106,7 +132,23 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<()> {
             },
             p.timer().describe()
         );
+        if !notes.is_empty() {
+            s.push_str(&notes);
+            if collected.noisy().next().is_some() {
+                let _ = writeln!(
+                    s,
+                    "# * a noisy pair: its value is the best estimate there is"
+                );
+            }
+            if args.output.is_some() {
+                eprint!("{notes}");
+            }
+        }
         s.into_bytes()
     };
-    write_to(args.output.as_deref(), &bytes)
+    write_to(args.output.as_deref(), &bytes)?;
+    match args.output.as_deref() {
+        Some(path) if args.wants_csv() => pair_notes::write_companion(collected, &cpus, path),
+        _ => Ok(()),
+    }
 }

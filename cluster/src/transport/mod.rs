@@ -240,6 +240,7 @@ fn sample_stats(samples: &[f64]) -> Option<PairSample> {
         } else {
             0.0
         },
+        noisy: None,
     })
 }
 
@@ -527,6 +528,7 @@ impl RankProbe for Coordinator<'_> {
             median: v[0],
             min: v[1],
             spread: v[2],
+            noisy: None,
         }))
     }
 

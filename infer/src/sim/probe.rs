@@ -163,6 +163,7 @@ impl PairLatency for SimProbe {
             median,
             min: samples[0],
             spread: var.sqrt() / median,
+            noisy: None,
         }))
     }
 }

@@ -195,6 +195,7 @@ impl<'t> Fill<'t> {
         (level.is_finite() && level > 0.0).then_some(PairValue {
             value: level,
             spread: 0.0,
+            noisy: false,
         })
     }
 
@@ -215,6 +216,7 @@ impl<'t> Fill<'t> {
         Some(PairValue {
             value: x.max(y),
             spread: 0.0,
+            noisy: false,
         })
     }
 
@@ -251,13 +253,17 @@ impl<'t> Fill<'t> {
     }
 }
 
-/// Median value and spread of a class pair's measured pairs.
+/// Median value and spread of a class pair's measured pairs: of its accepted pairs when it
+/// has any (noisy pairs count only where nothing else was measured).
 fn summary(values: &[PairValue]) -> Option<PairValue> {
-    let mut v: Vec<f64> = values.iter().map(|p| p.value).collect();
-    let mut s: Vec<f64> = values.iter().map(|p| p.spread).collect();
+    let noisy = values.iter().all(|p| p.noisy);
+    let used = values.iter().filter(|p| noisy || !p.noisy);
+    let mut v: Vec<f64> = used.clone().map(|p| p.value).collect();
+    let mut s: Vec<f64> = used.map(|p| p.spread).collect();
     Some(PairValue {
         value: median(&mut v)?,
         spread: median(&mut s)?,
+        noisy,
     })
 }
 
@@ -266,7 +272,8 @@ fn summary(values: &[PairValue]) -> Option<PairValue> {
 /// Every pair takes the value of its class pair ([`Fill::predict`]): contexts the structure
 /// holds equivalent get exactly the same values, so that no context looks different from
 /// its equivalents merely because more of its own pairs were measured. A measured pair that
-/// disagrees with its class pair by more than `tolerance` (log ratio) keeps its own value.
+/// disagrees with its class pair by more than `tolerance` (log ratio) keeps its own value,
+/// unless it is noisy: a noisy pair never stands apart from its class on its own.
 pub(super) fn tables(
     tree: &ModuleTree,
     meter: &Meter<'_>,
@@ -286,7 +293,9 @@ pub(super) fn tables(
             }
             let class = fill.predict(a, b);
             let value = match (own, class) {
-                (Some(o), Some(c)) if (o.value / c.value).ln().abs() > tolerance => Some(o),
+                (Some(o), Some(c)) if !o.noisy && (o.value / c.value).ln().abs() > tolerance => {
+                    Some(o)
+                }
                 (o, c) => c.or(o),
             };
             if let Some(p) = value {

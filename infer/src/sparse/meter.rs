@@ -2,17 +2,24 @@
 //! progress, a noise estimate, and drift tracking by a reference pair.
 //!
 //! **Drift.** Cores leaving low-frequency states make the first measurements slower (the
-//! simulator's `with_drift`). The first pair measured becomes the *reference pair*; it is
-//! measured again every [`REF_INTERVAL`] measurements, and the interval doubles (up to
-//! [`REF_INTERVAL_MAX`]) once consecutive reference readings agree. A reading taken at time
-//! `t` is scaled by `ref(now) / ref(t)`, where `ref` is the median-of-three smoothed,
-//! linearly interpolated reference curve: every value is expressed at the latest clock
-//! state, so values measured early and late compare correctly.
+//! simulator's `with_drift`). The first pair with an accepted reading becomes the
+//! *reference pair*; it is measured again every [`REF_INTERVAL`] measurements, and the
+//! interval doubles (up to [`REF_INTERVAL_MAX`]) once consecutive reference readings agree.
+//! A reading taken at time `t` is scaled by `ref(now) / ref(t)`, where `ref` is the
+//! median-of-three smoothed, linearly interpolated reference curve: every value is expressed
+//! at the latest clock state, so values measured early and late compare correctly.
+//!
+//! **Noisy readings.** A reading the probe flags as noisy ([`topoprobe_model::Noisy`]) is
+//! not believed on its own: the pair is measured once more at once. A pair with an accepted
+//! reading takes its value from its accepted readings only; a pair whose readings are all
+//! noisy keeps their median and stays flagged ([`PairValue::noisy`]). A noisy reading never
+//! becomes the drift reference. A pair the probe gave up on is missing, with the reason.
 
 use std::collections::{HashMap, HashSet};
 
-use topoprobe_model::PairLatency;
+use topoprobe_model::{Noisy, PairLatency, PairReading};
 
+use crate::flagged::{FlaggedPair, PairFlag};
 use crate::InferError;
 
 /// Measurements between two reference readings while the drift is not settled.
@@ -38,6 +45,8 @@ struct Reading {
     spread: f64,
     /// Number of measurements made before it (its time).
     at: usize,
+    /// Set when the probe flagged the reading as noisy.
+    noisy: Option<Noisy>,
 }
 
 /// The unordered key of a pair.
@@ -61,6 +70,9 @@ pub(super) struct PairValue {
     pub value: f64,
     /// Median spread of its readings.
     pub spread: f64,
+    /// Whether every reading of the pair was noisy (then `value` is their median);
+    /// otherwise only its accepted readings count.
+    pub noisy: bool,
 }
 
 /// The probe with its readings, budget, progress and drift reference.
@@ -69,6 +81,7 @@ pub(super) struct Meter<'a> {
     progress: &'a mut dyn FnMut(usize, usize),
     readings: HashMap<(usize, usize), Vec<Reading>>,
     missing: HashSet<(usize, usize)>,
+    gave_up: HashMap<(usize, usize), String>,
     calls: usize,
     budget: usize,
     estimate: usize,
@@ -95,6 +108,7 @@ impl<'a> Meter<'a> {
             progress,
             readings: HashMap::new(),
             missing: HashSet::new(),
+            gave_up: HashMap::new(),
             calls: 0,
             budget,
             estimate: estimate.min(budget),
@@ -168,15 +182,46 @@ impl<'a> Meter<'a> {
         self.readings.contains_key(&key(a, b))
     }
 
-    /// The pair's value and spread from earlier readings.
+    /// The pair's value and spread from earlier readings: of its accepted readings when
+    /// it has any, otherwise of its noisy ones (flagged).
     pub(super) fn pair(&self, a: usize, b: usize) -> Option<PairValue> {
         let rs = self.readings.get(&key(a, b))?;
-        let mut values: Vec<f64> = rs.iter().map(|r| self.corrected(r)).collect();
-        let mut spreads: Vec<f64> = rs.iter().map(|r| r.spread).collect();
+        let noisy = rs.iter().all(|r| r.noisy.is_some());
+        let used = rs.iter().filter(|r| noisy || r.noisy.is_none());
+        let mut values: Vec<f64> = used.clone().map(|r| self.corrected(r)).collect();
+        let mut spreads: Vec<f64> = used.map(|r| r.spread).collect();
         Some(PairValue {
             value: median(&mut values)?,
             spread: median(&mut spreads)?,
+            noisy,
         })
+    }
+
+    /// The flagged pairs, in order: measured pairs whose every reading was noisy, and
+    /// missing pairs the probe gave up on.
+    pub(super) fn flagged(&self) -> Vec<FlaggedPair> {
+        let mut out: Vec<FlaggedPair> = self
+            .readings
+            .iter()
+            .filter_map(|(&(a, b), rs)| {
+                let last = rs.last()?.noisy?;
+                let p = self.pair(a, b)?;
+                p.noisy.then(|| FlaggedPair {
+                    a,
+                    b,
+                    flag: PairFlag::noisy(p.spread, last),
+                })
+            })
+            .chain(self.missing.iter().filter_map(|k| {
+                self.gave_up.get(k).map(|why| FlaggedPair {
+                    a: k.0,
+                    b: k.1,
+                    flag: PairFlag::GaveUp(why.clone()),
+                })
+            }))
+            .collect();
+        out.sort_by_key(|p| (p.a, p.b));
+        out
     }
 
     /// Every measured pair with its value and spread.
@@ -219,12 +264,22 @@ impl<'a> Meter<'a> {
         Some(self.corrected(r))
     }
 
-    /// Takes a new reading of the pair (after a reference reading when one is due).
+    /// Takes a new reading of the pair (after a reference reading when one is due); a
+    /// first reading that is noisy is followed by a second one at once.
     fn measure(&mut self, a: usize, b: usize) -> Result<Option<f64>, InferError> {
         self.track_drift()?;
+        self.take(a, b)?;
+        if self.readings_of(a, b) == 1 && self.pair(a, b).is_some_and(|p| p.noisy) {
+            self.take(a, b)?;
+        }
+        Ok(self.known(a, b))
+    }
+
+    /// One reading of the pair, recorded (or the pair marked missing).
+    fn take(&mut self, a: usize, b: usize) -> Result<(), InferError> {
         if let Some(r) = self.call(a, b)? {
             self.record(a, b, r);
-            if self.reference.is_none() {
+            if self.reference.is_none() && r.noisy.is_none() {
                 self.reference = Some(key(a, b));
                 self.refs.push((r.at, r.raw));
                 self.next_ref = self.calls + self.interval;
@@ -232,7 +287,7 @@ impl<'a> Meter<'a> {
         } else if !self.is_measured(a, b) {
             self.missing.insert(key(a, b));
         }
-        Ok(self.known(a, b))
+        Ok(())
     }
 
     /// One call to the probe, within the budget.
@@ -240,24 +295,33 @@ impl<'a> Meter<'a> {
         if self.calls >= self.budget || a == b {
             return Ok(None);
         }
-        let sample =
-            self.source
-                .measure(a, b)
-                .map_err(|e| InferError::Probe { a, b, message: e.0 })?;
+        let reading = self
+            .source
+            .measure_pair(a, b)
+            .map_err(|e| InferError::Probe { a, b, message: e.0 })?;
         let at = self.calls;
         self.calls += 1;
         (self.progress)(self.calls, self.estimate.max(self.calls));
-        Ok(sample
-            .filter(|s| s.median.is_finite() && s.median > 0.0)
-            .map(|s| Reading {
-                raw: s.median,
-                spread: if s.spread.is_finite() {
-                    s.spread.max(0.0)
+        let sample = match reading {
+            PairReading::Sample(s) => s,
+            PairReading::Unavailable => return Ok(None),
+            PairReading::GaveUp(why) => {
+                self.gave_up.insert(key(a, b), why);
+                return Ok(None);
+            }
+        };
+        Ok(
+            (sample.median.is_finite() && sample.median > 0.0).then(|| Reading {
+                raw: sample.median,
+                spread: if sample.spread.is_finite() {
+                    sample.spread.max(0.0)
                 } else {
                     0.0
                 },
                 at,
-            }))
+                noisy: sample.noisy,
+            }),
+        )
     }
 
     fn record(&mut self, a: usize, b: usize, r: Reading) {
@@ -291,7 +355,10 @@ impl<'a> Meter<'a> {
         }
         if let Some(r) = self.call(a, b)? {
             self.record(a, b, r);
-            self.refs.push((r.at, r.raw));
+            // A noisy reading of the reference would move every value: it is not one.
+            if r.noisy.is_none() {
+                self.refs.push((r.at, r.raw));
+            }
         }
         self.interval = if self.settled() {
             (self.interval * 2).min(REF_INTERVAL_MAX)
