@@ -126,8 +126,10 @@ pub fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> Memor
     MemorySection { latency, bandwidth }
 }
 
-/// Finds which contexts share every measured level of `section` (concurrent walks on
-/// contexts chosen from the topology) and records it; returns the pairs tested, per level.
+/// Finds which contexts share every data level of `section` (concurrent walks on
+/// contexts chosen from the topology, checked against the OS's `os` caches) and records
+/// it; returns each level's name and result, with a warning where the walks did not
+/// decide or did not run ([`shared::measure_section`]).
 ///
 /// # Errors
 ///
@@ -135,22 +137,15 @@ pub fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> Memor
 /// cannot be allocated).
 pub fn measure_sharing(
     topo: &Topology,
+    os: Option<&OsView>,
     section: &mut CacheSection,
-) -> Result<Vec<(String, Vec<shared::PairTest>)>, MachineError> {
-    let mut out = Vec::new();
-    for level in &mut section.levels {
-        let Some(kib) = level.measured_size_kib else {
-            continue;
-        };
-        let (instances, tests) =
-            shared::sharing(topo, kib * 1024, 3).map_err(|e| MachineError::Plugin {
-                plugin: "shared-caches",
-                source: format!("finding which contexts share {}: {e}", level.name()).into(),
-            })?;
-        level.shared_by = instances;
-        out.push((level.name(), tests));
-    }
-    Ok(out)
+) -> Result<Vec<(String, shared::LevelSharing)>, MachineError> {
+    shared::measure_section(topo, os, section, &shared::SharingOptions::default()).map_err(|e| {
+        MachineError::Plugin {
+            plugin: "shared-caches",
+            source: format!("finding which contexts share a cache level: {e}").into(),
+        }
+    })
 }
 
 /// The working set of the memory and contention plugins and where its size comes from.
@@ -262,7 +257,10 @@ pub fn run(
         let mut section = report.section;
         if want(Plugin::SharedCaches) {
             progress(Progress::Step("shared caches"));
-            measure_sharing(topo, &mut section)?;
+            for (_, found) in measure_sharing(topo, os, &mut section)? {
+                let warning = found.warning.map(|w| Warning::new("shared_caches", w));
+                topo.validation_mut().warnings.extend(warning);
+            }
         }
         topo.set_caches(Some(section));
     }
@@ -325,6 +323,10 @@ pub fn run(
                 None => return Err(failed(Plugin::Power)(e)),
             },
         }
+    }
+    if let Some(os) = os {
+        // The sections just measured (cache sharing, contention) are compared too.
+        topoprobe_infer::compare::record_os_differences(topo, os);
     }
     progress(Progress::StepsDone);
     Ok(())
