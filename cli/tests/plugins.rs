@@ -89,6 +89,37 @@ fn cache_json_has_the_documented_shape() {
 }
 
 #[test]
+fn shared_cache_tests_record_their_outcome() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topo = topology(dir.path());
+    let (code, out, err) = run(&[
+        "cache",
+        "--json",
+        "--shared",
+        "--max-size",
+        "8M",
+        "--topology",
+        &topo,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let tests = v["sharing_tests"].as_array().expect("sharing_tests");
+    assert!(!tests.is_empty(), "{v}");
+    for t in tests {
+        let outcome = t["test"]["outcome"].as_str().unwrap_or("");
+        assert!(
+            ["decided", "inconclusive", "unavailable"].contains(&outcome),
+            "{t}"
+        );
+        // A level that was not decided says why, and a warning says what was kept.
+        if outcome != "decided" {
+            assert!(t["test"]["reason"].as_str().is_some(), "{t}");
+            assert!(t["warning"].as_str().is_some(), "{t}");
+        }
+    }
+}
+
+#[test]
 fn mem_json_has_the_documented_shape() {
     let dir = tempfile::tempdir().expect("tempdir");
     let topo = topology(dir.path());
@@ -148,6 +179,15 @@ fn contention_reports_pairs_and_scalability() {
         let pairs = v["pairs"].as_array().expect("pairs");
         assert_eq!(pairs.len(), 1, "{v}");
         assert!(pairs[0]["overhead"].as_f64().is_some_and(|o| o > 0.0));
+        // The socket curve: one thread, then both (the pair's measurement).
+        let points = v["socket_curve"]["points"]
+            .as_array()
+            .expect("socket_curve");
+        let threads: Vec<u64> = points
+            .iter()
+            .filter_map(|p| p["threads"].as_u64())
+            .collect();
+        assert_eq!(threads, [1, 2], "{v}");
     }
 }
 

@@ -9,7 +9,11 @@
 //!   (only meaningful differences: OS groups that latency found no trace of, and latency
 //!   groups that match nothing the OS describes);
 //! - **socket**: inferred sockets against the OS's packages;
-//! - **node**: inferred memory nodes (when the topology has any) against the OS's NUMA nodes.
+//! - **node**: inferred memory nodes (when the topology has any) against the OS's NUMA nodes,
+//!   and measured contention between contexts of different OS nodes (when the topology has
+//!   a contention section);
+//! - **cache**: the measured sharing of each cache level (when the topology has a cache
+//!   section with `shared_by` measured) against the OS's shared caches.
 //!
 //! Only CPUs present in both are compared (a topology may cover a subset of the machine);
 //! CPUs of the topology that the OS does not list as online are reported once.
@@ -26,6 +30,8 @@
 //! assert_eq!(diffs.len(), 1);
 //! ```
 
+mod caches;
+mod contention;
 mod sets;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,11 +69,32 @@ pub fn compare_with_os(topo: &Topology, os: &OsView) -> Vec<OsDifference> {
     if common.is_empty() {
         return out;
     }
+    let mut measured = caches::differences(topo, os, &common);
+    measured.extend(contention::differences(topo, os, &common));
     let c = Common::new(topo, os, common);
     c.cores(&mut out);
     c.groups(&mut out);
     c.sockets(&mut out);
     c.nodes(&mut out);
+    out.extend(measured);
+    out
+}
+
+/// The differences between the measured sections of `topo` and the OS's view: each cache
+/// level's measured sharing against the OS's shared caches, and contention between
+/// contexts of different OS NUMA nodes (part of [`compare_with_os`]; empty without those
+/// sections).
+#[must_use]
+pub fn section_differences(topo: &Topology, os: &OsView) -> Vec<OsDifference> {
+    let online: BTreeSet<u32> = os.cpus.iter().map(|c| c.id).collect();
+    let common: BTreeSet<u32> = topo
+        .contexts()
+        .iter()
+        .map(|c| c.os_id)
+        .filter(|c| online.contains(c))
+        .collect();
+    let mut out = caches::differences(topo, os, &common);
+    out.extend(contention::differences(topo, os, &common));
     out
 }
 

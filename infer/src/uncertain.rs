@@ -129,7 +129,7 @@ fn partition(topo: &Topology, level: StructureLevel) -> BTreeSet<Vec<usize>> {
         StructureLevel::Core => topo.cores().iter().map(|c| sorted(&c.contexts)).collect(),
         StructureLevel::Group => topo.groups().iter().map(|g| sorted(&g.contexts)).collect(),
         StructureLevel::Socket => topo.sockets().iter().map(|s| sorted(&s.contexts)).collect(),
-        StructureLevel::Node => BTreeSet::new(),
+        StructureLevel::Node | StructureLevel::Cache => BTreeSet::new(),
     }
 }
 

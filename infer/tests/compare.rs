@@ -336,3 +336,125 @@ fn differences_are_recorded_and_shown() {
     assert_eq!(record_os_differences(&mut topo, &os_like(&back)), 0);
     assert!(topo.validation().os_differences.is_empty());
 }
+
+/// `os` with one OS NUMA node per package (node 0 for package 36, node 1 otherwise).
+fn node_per_package(mut os: OsView) -> OsView {
+    let packages = os.packages();
+    os.nodes = Some(
+        packages
+            .values()
+            .enumerate()
+            .map(|(i, cpus)| OsNode {
+                id: u32::try_from(i).unwrap(),
+                cpus: cpus.clone(),
+                distances: Vec::new(),
+                memory_bytes: None,
+            })
+            .collect(),
+    );
+    for c in &mut os.cpus {
+        c.node = Some(u32::from(c.package != 36));
+    }
+    os
+}
+
+#[test]
+fn measured_cache_sharing_is_compared_with_the_os() {
+    use topoprobe_model::{
+        CacheLevel, CacheSection, ContextId, Origin, PairVerdict, SharingOutcome, SharingPair,
+        SharingTest,
+    };
+    // The 16-core flat socket of the Xeon guest; the OS lists one L3 for all 16 CPUs.
+    let spec = platforms::flat_mesh(16);
+    let mut topo = inferred(&spec);
+    let all: Vec<u32> = (0..16).collect();
+    let os = with_caches(os_like(&topo), 3, std::slice::from_ref(&all));
+    let level = |shared_by: Vec<Vec<ContextId>>, source, verdict| {
+        let mut l = CacheLevel::new(3, Some(CacheType::Unified));
+        l.shared_by = shared_by;
+        l.sharing = Some(SharingTest {
+            outcome: SharingOutcome::Decided,
+            source: Some(source),
+            array_kib: Some(21 * 1024),
+            alone_ns: Some(20.0),
+            double_ns: Some(60.0),
+            pairs: vec![SharingPair {
+                a: ContextId(0),
+                b: ContextId(1),
+                ratio: 1.01,
+                fraction: 0.02,
+                fraction_again: Some(0.01),
+                verdict,
+            }],
+            reason: None,
+        });
+        CacheSection {
+            levels: vec![l],
+            tlb: Vec::new(),
+        }
+    };
+    let private: Vec<Vec<ContextId>> = (0..16).map(|i| vec![ContextId(i)]).collect();
+    let shared = vec![(0..16).map(ContextId).collect::<Vec<_>>()];
+    // Measured shared by all 16, as the OS: no difference.
+    topo.set_caches(Some(level(
+        shared.clone(),
+        Origin::Measured,
+        PairVerdict::Shared,
+    )));
+    assert!(compare_with_os(&topo, &os).is_empty());
+    // Measured private: a cache difference with the pair that shows it.
+    topo.set_caches(Some(level(
+        private.clone(),
+        Origin::Measured,
+        PairVerdict::Private,
+    )));
+    let diffs = compare_with_os(&topo, &os);
+    assert_eq!(levels(&diffs), [StructureLevel::Cache], "{diffs:#?}");
+    assert!(
+        diffs[0].message.contains("the OS lists one L3 for CPUs the walks find in separate instances: {0-15} into {0} + {1} + "),
+        "{}",
+        diffs[0].message
+    );
+    assert!(diffs[0].message.contains("CPUs 0 and 1 walking together"));
+    assert_eq!(record_os_differences(&mut topo, &os), 1);
+    // The OS's sharing kept (the walks did not decide): nothing measured to compare.
+    topo.set_caches(Some(level(shared, Origin::Os, PairVerdict::Unclear)));
+    assert!(compare_with_os(&topo, &os).is_empty());
+    // Without an L3 in the OS view there is nothing to compare either.
+    topo.set_caches(Some(level(private, Origin::Measured, PairVerdict::Private)));
+    assert!(compare_with_os(&topo, &os_like(&topo)).is_empty());
+}
+
+#[test]
+fn contention_across_os_nodes_is_a_node_difference() {
+    use topoprobe_model::{ContentionPair, ContentionSection, ContextId};
+    let spec = platforms::xeon_2s();
+    let mut topo = inferred(&spec);
+    let os = node_per_package(os_like(&topo));
+    let far = topo
+        .contexts()
+        .iter()
+        .find(|c| c.socket != topo.contexts()[0].socket)
+        .unwrap()
+        .id;
+    let section = |gbps: f64| ContentionSection {
+        alone_gbps: 10.0,
+        pairs: vec![ContentionPair {
+            a: ContextId(0),
+            b: far,
+            gbps,
+            overhead: 10.0 / gbps,
+        }],
+        ..ContentionSection::default()
+    };
+    topo.set_contention(Some(section(9.8)));
+    assert!(compare_with_os(&topo, &os).is_empty());
+    topo.set_contention(Some(section(6.0)));
+    let diffs = compare_with_os(&topo, &os);
+    assert_eq!(levels(&diffs), [StructureLevel::Node], "{diffs:#?}");
+    assert!(
+        diffs[0].message.contains("60% of the bandwidth alone"),
+        "{}",
+        diffs[0].message
+    );
+}

@@ -309,7 +309,7 @@ pub fn plan_measurement(
     let after_fixed = (budget.seconds * (1.0 - HEADROOM) - fixed).max(0.0);
     let natural: Vec<CostPlan> = plugins
         .iter()
-        .map(|&p| plugins::plan_plugin(p, shape, os, budget.with_seconds(f64::MAX)))
+        .map(|&p| plugins::plan_plugin(p, shape, None, os, budget.with_seconds(f64::MAX)))
         .collect();
     let natural_total: f64 = natural.iter().map(CostPlan::seconds).sum();
     debug_assert!(natural_total >= 0.0);
@@ -362,7 +362,7 @@ pub fn plan_measurement(
     let mut shares = Vec::new();
     for (&p, &seconds) in plugins.iter().zip(&given) {
         let b = budget.with_seconds(seconds);
-        cost.extend(plugins::plan_plugin(p, shape, os, b));
+        cost.extend(plugins::plan_plugin(p, shape, None, os, b));
         shares.push((p, b));
     }
     Ok(MeasurePlan {

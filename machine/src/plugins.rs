@@ -1,17 +1,22 @@
 //! Plugins: the measurements that enrich a freshly inferred description (memory, caches,
 //! shared caches, contention, power), chosen by name (`--plugins cache,mem`).
 
-use topoprobe_measure::cache::{self, shared, CacheOptions};
-use topoprobe_measure::contention::{self, ContentionOptions};
-use topoprobe_measure::memory::{self, MemOptions, MemReport};
-use topoprobe_measure::plan::{mib, Rates, Shape, PROCESS_BYTES};
+use topoprobe_measure::cache::{self, shared};
+use topoprobe_measure::contention;
+use topoprobe_measure::memory::{self, MemReport};
+use topoprobe_measure::plan::{mib, Shape};
 use topoprobe_measure::power::{self, PowerOptions};
 use topoprobe_model::{
-    Access, Budget, CacheSection, CostPlan, CostStep, LatencyUnit, MemoryBandwidth, MemoryLatency,
+    Access, Budget, CacheSection, CostPlan, LatencyUnit, MemoryBandwidth, MemoryLatency,
     MemorySection, NodeId, OsView, SocketId, Threads, Topology, Warning,
 };
 
 use crate::{MachineError, Progress};
+
+mod plans;
+
+use plans::{cache_options, contention_setup, mem_options};
+pub use plans::{plan_plugin, shared_setup};
 
 /// A plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,8 +131,10 @@ pub fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> Memor
     MemorySection { latency, bandwidth }
 }
 
-/// Finds which contexts share every measured level of `section` (concurrent walks on
-/// contexts chosen from the topology) and records it; returns the pairs tested, per level.
+/// Finds which contexts share every data level of `section` (concurrent walks on
+/// contexts chosen from the topology, checked against the OS's `os` caches) and records
+/// it; returns each level's name and result, with a warning where the walks did not
+/// decide or did not run ([`shared::measure_section`]).
 ///
 /// # Errors
 ///
@@ -135,22 +142,14 @@ pub fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> Memor
 /// cannot be allocated).
 pub fn measure_sharing(
     topo: &Topology,
+    os: Option<&OsView>,
     section: &mut CacheSection,
-) -> Result<Vec<(String, Vec<shared::PairTest>)>, MachineError> {
-    let mut out = Vec::new();
-    for level in &mut section.levels {
-        let Some(kib) = level.measured_size_kib else {
-            continue;
-        };
-        let (instances, tests) =
-            shared::sharing(topo, kib * 1024, 3).map_err(|e| MachineError::Plugin {
-                plugin: "shared-caches",
-                source: format!("finding which contexts share {}: {e}", level.name()).into(),
-            })?;
-        level.shared_by = instances;
-        out.push((level.name(), tests));
-    }
-    Ok(out)
+    opts: &shared::SharingOptions,
+) -> Result<Vec<(String, shared::LevelSharing)>, MachineError> {
+    shared::measure_section(topo, os, section, opts).map_err(|e| MachineError::Plugin {
+        plugin: "shared-caches",
+        source: format!("finding which contexts share a cache level: {e}").into(),
+    })
 }
 
 /// Wraps a plugin's error.
@@ -184,142 +183,6 @@ pub fn in_order(plugins: &[Plugin]) -> Vec<Plugin> {
         }
     }
     out
-}
-
-/// The cache plugin's options on a machine of `shape` within `budget`.
-fn cache_options(
-    shape: &Shape,
-    os: Option<&OsView>,
-    budget: Budget,
-    ghz: Option<f64>,
-) -> CacheOptions {
-    CacheOptions {
-        ghz,
-        budget,
-        ..CacheOptions::quick(shape.first_cpu().unwrap_or(0), os)
-    }
-}
-
-/// The memory plugin's options within `budget`.
-fn mem_options(budget: Budget, latency_only: bool, ghz: Option<f64>) -> MemOptions {
-    MemOptions {
-        small_pages: false,
-        max_rounds: 10,
-        latency_only,
-        ghz,
-        budget,
-        ..MemOptions::default()
-    }
-}
-
-/// The contention plugin's options within `budget`.
-fn contention_options(shape: &Shape, budget: Budget) -> ContentionOptions {
-    let room = budget.bytes.saturating_sub(PROCESS_BYTES);
-    ContentionOptions {
-        total_bytes: Some(memory::working_set(shape.largest_llc()).min(room)),
-        ..ContentionOptions::default()
-    }
-}
-
-/// A plan of no cost with a note (a plugin whose hardware is missing).
-fn nothing(plugin: Plugin, budget: Budget, note: String) -> CostPlan {
-    let mut p = CostPlan::new(budget);
-    let mut step = CostStep::new(plugin.name(), plugin.name(), 0, 0, 0.0);
-    step.note = Some(note);
-    p.steps.push(step);
-    p
-}
-
-/// Plans `plugin` on a machine of `shape` (OS view `os`) within `budget`: its steps, their
-/// cost, and what the budget leaves out.
-#[must_use]
-pub fn plan_plugin(plugin: Plugin, shape: &Shape, os: Option<&OsView>, budget: Budget) -> CostPlan {
-    match plugin {
-        Plugin::Cache => {
-            let o = cache_options(shape, os, budget, None);
-            cache::plan_caches(&shape.cache_levels, shape.huge_pages, &o).cost()
-        }
-        Plugin::SharedCaches => shared_plan(shape, budget),
-        Plugin::Mem | Plugin::MemLatency => {
-            let o = mem_options(budget, plugin == Plugin::MemLatency, None);
-            memory::plan::plan_memory(shape, &o).cost()
-        }
-        Plugin::Contention => contention_plan(shape, budget),
-        Plugin::Power => match &shape.power_unavailable {
-            None => power::plan_power(shape, &PowerOptions::default(), budget).cost(),
-            Some(why) => nothing(plugin, budget, why.clone()),
-        },
-    }
-}
-
-/// The shared-caches plugin's plan: for every data level the OS lists, one concurrent walk
-/// per scope around the first context (its core, its groups, its socket, the machine) of two
-/// arrays of two thirds of the level; levels whose two arrays do not fit the memory budget
-/// are left out.
-fn shared_plan(shape: &Shape, budget: Budget) -> CostPlan {
-    let r = Rates::ASSUMED;
-    let mut p = CostPlan::new(budget);
-    let room = budget.bytes.saturating_sub(PROCESS_BYTES);
-    for (i, &size) in shape.cache_levels.iter().enumerate() {
-        let array = size * 2 / 3;
-        if 2 * array > room {
-            p.left_out.push(format!(
-                "L{}: which contexts share its {} is not measured: two walks of {} do not fit \
-                 the {} memory budget",
-                i + 1,
-                mib(size),
-                mib(array),
-                mib(budget.bytes)
-            ));
-            continue;
-        }
-        let positions = (array / 1024).max(1);
-        let walk = (positions.max(1 << 20) * 4) as f64
-            * r.access_ns(2 * array, &shape.cache_levels)
-            * 1e-9;
-        let test = r.touch_seconds(array, 1) + positions as f64 * 40e-9 + walk;
-        let scopes = 3;
-        p.steps.push(CostStep::new(
-            "shared-caches",
-            format!("shared caches: L{}", i + 1),
-            2 * array,
-            (scopes + 1) as u64,
-            (scopes + 1) as f64 * test,
-        ));
-    }
-    p
-}
-
-/// The contention plugin's plan: the copy bandwidth of one context alone, of one pair per
-/// scope, and of one group per level at every thread count up to its size.
-fn contention_plan(shape: &Shape, budget: Budget) -> CostPlan {
-    let r = Rates::ASSUMED;
-    let o = contention_options(shape, budget);
-    let bytes = o.total_bytes.unwrap_or(o.bytes_per_thread);
-    let copy = |t: usize| {
-        r.touch_seconds(bytes, t) + 5.0 * (r.flush_seconds(bytes, t) + r.stream_seconds(bytes, t))
-    };
-    let socket = shape
-        .sockets
-        .first()
-        .map_or(1, |s| s.cpus.len())
-        .min(o.max_threads);
-    let mut p = CostPlan::new(budget);
-    p.steps.push(CostStep::new(
-        "contention",
-        "contention: pairs",
-        bytes,
-        4,
-        4.0 * copy(2),
-    ));
-    p.steps.push(CostStep::new(
-        "contention",
-        "contention: scalability",
-        bytes,
-        socket as u64,
-        (1..=socket).map(copy).sum(),
-    ));
-    p
 }
 
 /// Runs `plugins` (each with its share of the budget, as [`crate::plan::plan_measurement`]
@@ -357,7 +220,7 @@ pub fn run(
         let started = std::time::Instant::now();
         let cost = match plugin {
             Plugin::Cache => {
-                progress(Progress::Step("caches"));
+                progress(Progress::Step("caches: walk on huge pages"));
                 let report = cache::measure_caches(os, &cache_options(&shape, os, budget, ghz))
                     .map_err(failed(Plugin::Cache))?;
                 for n in &report.notes {
@@ -369,10 +232,15 @@ pub fn run(
                 report.cost
             }
             Plugin::SharedCaches => {
-                let mut p = shared_plan(&shape, budget);
+                let (opts, mut p) = shared_setup(topo, os, &shape, budget);
                 if let Some(mut section) = topo.caches().cloned() {
-                    progress(Progress::Step("shared caches"));
-                    measure_sharing(topo, &mut section)?;
+                    if let Some(first) = p.steps.first() {
+                        progress(Progress::Step(&first.what));
+                    }
+                    for (_, found) in measure_sharing(topo, os, &mut section, &opts)? {
+                        let warning = found.warning.map(|w| Warning::new("shared_caches", w));
+                        topo.validation_mut().warnings.extend(warning);
+                    }
                     topo.set_caches(Some(section));
                 }
                 for n in &p.left_out {
@@ -415,10 +283,9 @@ pub fn run(
                 report.cost
             }
             Plugin::Contention => {
-                let mut p = contention_plan(&shape, budget);
-                let o = contention_options(&shape, budget);
+                let (o, mut p) = contention_setup(topo, &shape, budget);
                 let section = contention::measure_contention(topo, &o, |s| {
-                    progress(Progress::Step(s));
+                    progress(Progress::Step(&format!("contention: {s}")));
                 })
                 .map_err(failed(Plugin::Contention))?;
                 topo.set_contention(Some(section));
@@ -427,7 +294,7 @@ pub fn run(
             }
             Plugin::Power => {
                 progress(Progress::Step("power"));
-                let mut p = plan_plugin(plugin, &shape, os, budget);
+                let mut p = plan_plugin(plugin, &shape, Some(topo), os, budget);
                 let plan = power::plan_power(&shape, &PowerOptions::default(), budget);
                 match power::measure_power(topo, &plan.options) {
                     Ok(section) => {
@@ -451,6 +318,10 @@ pub fn run(
             }
         };
         costs.push(cost);
+    }
+    if let Some(os) = os {
+        // The sections just measured (cache sharing, contention) are compared too.
+        topoprobe_infer::compare::record_os_differences(topo, os);
     }
     progress(Progress::StepsDone);
     Ok(costs)

@@ -360,7 +360,7 @@ fn each_measuring_command_keeps_within_fifteen_seconds_and_512_mib() {
         let power = plan_power(&shape, &PowerOptions::default(), COMMAND);
         within(&power.cost(), COMMAND, &format!("{}: power", m.name));
         for p in [Plugin::Contention, Plugin::SharedCaches] {
-            let plan = plan_plugin(p, &shape, Some(&m.os), COMMAND);
+            let plan = plan_plugin(p, &shape, None, Some(&m.os), COMMAND);
             within(&plan, COMMAND, &format!("{}: {}", m.name, p.name()));
         }
         let pairs = plan_pairs(

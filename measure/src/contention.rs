@@ -5,19 +5,43 @@
 //! are representatives chosen from the latency topology — from one context outwards, one
 //! partner per scope (core, groups, socket, machine) — and each scope that shows an
 //! overhead gives its components as groups ([`groups::levels`] clusters the overheads as
-//! Servet does). Then the effective bandwidth is measured as threads are added inside one
-//! group per level.
+//! Servet does).
+//!
+//! Two contexts of a large socket rarely saturate its memory, so pairs alone often find
+//! nothing. The socket curve answers what they cannot: the copy bandwidth of the first
+//! context's socket at 1, 2, 4, … threads up to all its contexts (capped by
+//! [`ContentionOptions::max_threads`]), threads spread over the socket's cores and groups
+//! ([`plan::curve_order`]), is always measured. When no pair shows an overhead and, from
+//! some count on, each thread gets less than 90% of the bandwidth alone
+//! ([`curve::contention_from`]), the socket's contexts contend: that is a level whose
+//! groups are the sockets, with the count in [`ContentionLevel::from_threads`]; otherwise
+//! the curve says there is no contention up to that many threads. A level found by pairs
+//! gets the socket curve when its group is the socket, and a curve of its own inside its
+//! group otherwise.
+//!
+//! Every measurement is planned from the topology and the options ([`plan`]), and no
+//! measurement's working set exceeds [`ContentionOptions::max_total_bytes`].
 
+pub mod curve;
 pub mod groups;
+pub mod plan;
+
+use std::collections::BTreeMap;
 
 use topoprobe_model::{
-    ContentionLevel, ContentionPair, ContentionSection, ContextId, ScalingPoint, Topology,
+    ContentionLevel, ContentionPair, ContentionSection, ContextId, CurvePoint, ScalingPoint,
+    SocketCurve, Topology,
 };
 
 use crate::cache::shared::{instances, scopes};
 use crate::memory::bandwidth::{self, Stream};
 use crate::memory::kernels::{Isa, Kernel};
 use crate::memory::MemError;
+use plan::{level_curve, measurements, Measurement, Step};
+
+/// Largest working set of one measurement, all threads together, when not told
+/// otherwise: 2 GiB.
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 2 << 30;
 
 /// What [`measure_contention`] does.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,9 +51,12 @@ pub struct ContentionOptions {
     /// Working set of all threads together, bytes, when it is to stay the same whatever
     /// the thread count (`None`: `bytes_per_thread` times the threads).
     pub total_bytes: Option<u64>,
+    /// Largest working set of one measurement, all threads together, bytes: caps
+    /// `bytes_per_thread` times the threads.
+    pub max_total_bytes: u64,
     /// When the rounds of a measurement stop.
     pub rule: crate::steady::SteadyRule,
-    /// Largest thread count of the scalability curve.
+    /// Largest thread count of a scalability curve.
     pub max_threads: usize,
 }
 
@@ -38,22 +65,32 @@ impl Default for ContentionOptions {
         Self {
             bytes_per_thread: 512 << 20,
             total_bytes: None,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
             rule: crate::steady::SteadyRule::default(),
             max_threads: 64,
         }
     }
 }
 
-fn copy(cpus: &[u32], opts: &ContentionOptions) -> Result<f64, MemError> {
+impl ContentionOptions {
+    /// Working set of `threads` threads copying at once, all together, bytes:
+    /// `total_bytes`, or `bytes_per_thread` times the threads, at most `max_total_bytes`.
+    #[must_use]
+    pub fn working_set(&self, threads: usize) -> u64 {
+        self.total_bytes
+            .unwrap_or_else(|| self.bytes_per_thread.saturating_mul(threads as u64))
+            .min(self.max_total_bytes)
+    }
+}
+
+fn copy(cpus: &[u32], bytes: u64, opts: &ContentionOptions) -> Result<f64, MemError> {
     bandwidth::measure(
         cpus,
         &Stream {
             kernel: Kernel::Copy,
             isa: Isa::detect(),
             non_temporal: false,
-            bytes: opts
-                .total_bytes
-                .unwrap_or(opts.bytes_per_thread * cpus.len() as u64),
+            bytes,
             node: None,
             rule: opts.rule,
         },
@@ -61,7 +98,8 @@ fn copy(cpus: &[u32], opts: &ContentionOptions) -> Result<f64, MemError> {
     .map(|f| f.value)
 }
 
-/// Measures the overhead levels and the scalability of one group per level.
+/// Measures the overhead levels, the socket curve and the scalability of one group per
+/// level.
 ///
 /// # Errors
 ///
@@ -71,45 +109,110 @@ pub fn measure_contention(
     opts: &ContentionOptions,
     progress: impl FnMut(&str),
 ) -> Result<ContentionSection, MemError> {
-    let os = |c: ContextId| topo.contexts()[c.0].os_id;
-    contention_with(topo, opts.max_threads, progress, |ctxs| {
-        let cpus: Vec<u32> = ctxs.iter().map(|&c| os(c)).collect();
-        copy(&cpus, opts)
+    let os = |c: &ContextId| topo.contexts().get(c.0).map(|h| h.os_id);
+    contention_with(topo, opts, progress, |ctxs, bytes| {
+        let cpus: Vec<u32> = ctxs.iter().filter_map(os).collect();
+        copy(&cpus, bytes, opts)
     })
 }
 
-/// [`measure_contention`] with the bandwidth measurement given: `copy(contexts)` is the
-/// total copy bandwidth of those contexts copying at once (tests drive it with a
-/// simulated memory system).
+/// The measurements already made, by contexts and bytes.
+struct Made<C> {
+    copy: C,
+    done: BTreeMap<(Vec<ContextId>, u64), f64>,
+}
+
+impl<C: FnMut(&[ContextId], u64) -> Result<f64, MemError>> Made<C> {
+    /// The total bandwidth of `m`, measured unless an earlier measurement had its
+    /// contexts and bytes.
+    fn get(&mut self, m: &Measurement, progress: &mut impl FnMut(&str)) -> Result<f64, MemError> {
+        if let Some(&v) = self.done.get(&m.key()) {
+            return Ok(v);
+        }
+        progress(&m.step.describe(&m.contexts));
+        let v = (self.copy)(&m.contexts, m.bytes)?;
+        self.done.insert(m.key(), v);
+        Ok(v)
+    }
+}
+
+/// [`measure_contention`] with the bandwidth measurement given: `copy(contexts, bytes)`
+/// is the total copy bandwidth of those contexts copying at once over `bytes` in all
+/// (tests drive it with a simulated memory system). It makes [`plan::measurements`] in
+/// order, then the curves of levels found inside groups smaller than the socket.
 ///
 /// # Errors
 ///
 /// What `copy` returns, or [`MemError::NoCpus`] for a topology without contexts.
 pub fn contention_with(
     topo: &Topology,
-    max_threads: usize,
+    opts: &ContentionOptions,
     mut progress: impl FnMut(&str),
-    mut copy: impl FnMut(&[ContextId]) -> Result<f64, MemError>,
+    copy: impl FnMut(&[ContextId], u64) -> Result<f64, MemError>,
 ) -> Result<ContentionSection, MemError> {
     let Some(first) = topo.contexts().first().map(|h| h.id) else {
         return Err(MemError::NoCpus);
     };
-    progress("bandwidth alone");
-    let alone = copy(&[first])?;
+    let mut made = Made {
+        copy,
+        done: BTreeMap::new(),
+    };
+    let planned = measurements(topo, opts);
+    let mut alone = 0.0;
     let mut pairs = Vec::new();
     let mut per_scope = Vec::new();
-    for scope in scopes(topo, first) {
-        progress(&format!("pair {}+{}", first.0, scope.partner.0));
-        let both = copy(&[first, scope.partner])? / 2.0;
-        let pair = ContentionPair {
-            a: first,
-            b: scope.partner,
-            gbps: both,
-            overhead: alone / both,
-        };
-        pairs.push(pair);
-        per_scope.push((scope, pair));
+    let mut scope_list = scopes(topo, first).into_iter();
+    let mut curve_points = Vec::new();
+    for m in &planned {
+        let total = made.get(m, &mut progress)?;
+        match m.step {
+            Step::Alone => {
+                alone = total;
+                curve_points.push(CurvePoint {
+                    threads: 1,
+                    gbps: total,
+                });
+            }
+            Step::Pair { .. } => {
+                let both = total / 2.0;
+                let pair = ContentionPair {
+                    a: first,
+                    b: m.contexts.get(1).copied().unwrap_or(first),
+                    gbps: both,
+                    overhead: alone / both,
+                };
+                pairs.push(pair);
+                if let Some(scope) = scope_list.next() {
+                    per_scope.push((scope, pair));
+                }
+            }
+            Step::Curve { .. } | Step::LevelCurve { .. } => {}
+        }
     }
+    // The socket curve, its counts measured above (or, for a count whose contexts a
+    // pair had, by that pair).
+    let socket_curve = plan::curve_contexts(topo).map(|(socket, order)| {
+        for n in plan::thread_counts(order.len(), opts.max_threads) {
+            if n == 1 {
+                continue;
+            }
+            let key = Measurement {
+                step: Step::Curve { threads: n },
+                contexts: order[..n].to_vec(),
+                bytes: opts.working_set(n),
+            }
+            .key();
+            if let Some(&gbps) = made.done.get(&key) {
+                curve_points.push(CurvePoint { threads: n, gbps });
+            }
+        }
+        SocketCurve {
+            socket,
+            contention_from: curve::contention_from(alone, &curve_points),
+            contexts: order,
+            points: curve_points.clone(),
+        }
+    });
     // Overhead levels from the representatives, then each level's groups from the
     // topology: the components of the widest scope showing that level's overhead.
     let mut levels: Vec<ContentionLevel> = groups::levels(alone, &pairs);
@@ -125,66 +228,83 @@ pub fn contention_with(
             level.groups = instances(topo, Some(scope));
         }
     }
-    let mut scalability = Vec::new();
-    for (li, level) in levels.iter().enumerate() {
-        let Some(group) = level.groups.first() else {
-            continue;
-        };
-        for n in 1..=group.len().min(max_threads) {
-            progress(&format!("scalability level {li}: {n} thread(s)"));
-            let gbps = if n == 1 { alone } else { copy(&group[..n])? };
-            scalability.push(ScalingPoint {
-                level: li,
-                group: 0,
-                threads: n,
-                gbps,
+    // No pair showed an overhead: the socket curve says whether the socket's contexts
+    // contend, and from how many threads.
+    if let (true, Some(c)) = (levels.is_empty(), &socket_curve) {
+        if let Some(k) = c.contention_from {
+            levels.push(ContentionLevel {
+                overhead: curve::overhead_at_largest(alone, &c.points).unwrap_or(1.0),
+                groups: topo.sockets().iter().map(|s| s.contexts.clone()).collect(),
+                from_threads: Some(k),
             });
         }
     }
+    let scalability = scalability(
+        first,
+        &levels,
+        socket_curve.as_ref(),
+        opts,
+        &mut made,
+        &mut progress,
+        alone,
+    )?;
     Ok(ContentionSection {
         alone_gbps: alone,
         pairs,
         levels,
         scalability,
+        socket_curve,
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use topoprobe_infer::{infer, InferOptions};
-    use topoprobe_model::LatencyMatrix;
-
-    #[test]
-    fn a_simulated_two_socket_machine_has_one_overhead_level_per_socket() {
-        // 2 sockets × 4 cores; each socket's memory controller gives 20 GB/s in all, one
-        // core alone gets 10 GB/s: two cores of a socket share, cores of two sockets not.
-        let lat = LatencyMatrix::from_fn(8, |a, b| {
-            Some(if a == b {
-                0.0
-            } else if a / 4 == b / 4 {
-                40.0
-            } else {
-                150.0
-            })
-        });
-        let topo = infer(&lat, &InferOptions::default()).unwrap();
-        let sim = |ctxs: &[ContextId]| -> Result<f64, MemError> {
-            let per_socket = |s: usize| ctxs.iter().filter(|c| c.0 / 4 == s).count() as f64;
-            Ok((0..2).map(|s| (per_socket(s) * 10.0).min(15.0)).sum())
-        };
-        let c = contention_with(&topo, 8, |_| {}, sim).unwrap();
-        assert_eq!(c.alone_gbps, 10.0);
-        assert_eq!(c.pairs.len(), 2, "{:?}", c.pairs);
-        assert_eq!(c.levels.len(), 1, "{:?}", c.levels);
-        let ids: Vec<Vec<usize>> = c.levels[0]
+/// The curve of each level inside its group that holds `first` (its first group
+/// otherwise): the socket curve's points when that group is the curve's socket, new
+/// measurements otherwise.
+fn scalability<C: FnMut(&[ContextId], u64) -> Result<f64, MemError>>(
+    first: ContextId,
+    levels: &[ContentionLevel],
+    socket_curve: Option<&SocketCurve>,
+    opts: &ContentionOptions,
+    made: &mut Made<C>,
+    progress: &mut impl FnMut(&str),
+    alone: f64,
+) -> Result<Vec<ScalingPoint>, MemError> {
+    let mut out = Vec::new();
+    for (li, level) in levels.iter().enumerate() {
+        let Some((gi, group)) = level
             .groups
             .iter()
-            .map(|g| g.iter().map(|x| x.0).collect())
-            .collect();
-        assert_eq!(ids, [vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
-        assert!((c.levels[0].overhead - 10.0 / 7.5).abs() < 1e-9);
-        let curve: Vec<f64> = c.scalability.iter().map(|p| p.gbps).collect();
-        assert_eq!(curve, [10.0, 15.0, 15.0, 15.0]);
+            .enumerate()
+            .find(|(_, g)| g.contains(&first))
+            .or_else(|| level.groups.first().map(|g| (0, g)))
+        else {
+            continue;
+        };
+        let point = |threads: usize, gbps: f64| ScalingPoint {
+            level: li,
+            group: gi,
+            threads,
+            gbps,
+        };
+        let mut sorted = group.clone();
+        sorted.sort_unstable();
+        let on_curve = socket_curve.filter(|c| {
+            let mut s = c.contexts.clone();
+            s.sort_unstable();
+            s == sorted
+        });
+        if let Some(c) = on_curve {
+            out.extend(c.points.iter().map(|p| point(p.threads, p.gbps)));
+            continue;
+        }
+        out.push(point(1, alone));
+        for m in level_curve(li, group, opts) {
+            let gbps = made.get(&m, progress)?;
+            out.push(point(m.contexts.len(), gbps));
+        }
     }
+    Ok(out)
 }
+
+#[cfg(test)]
+mod tests;

@@ -66,8 +66,9 @@ pub use probe::{MatrixProbe, Noisy, PairLatency, PairReading, PairSample, ProbeE
 pub use query::{Component, Level};
 pub use sections::{
     Access, CacheLevel, CacheSection, ContentionLevel, ContentionPair, ContentionSection,
-    MemoryBandwidth, MemoryLatency, MemorySection, PowerEntry, PowerScope, PowerSection,
-    PowerState, ScalingPoint, Threads, TlbReach,
+    CurvePoint, MemoryBandwidth, MemoryLatency, MemorySection, PairVerdict, PowerEntry, PowerScope,
+    PowerSection, PowerState, ScalingPoint, SharingOutcome, SharingPair, SharingTest, SocketCurve,
+    Threads, TlbReach,
 };
 pub use size::{parse_size, SizeError, MAX_SIZE};
 pub use topology::{LatencyTables, Topology, TopologyBuilder, FORMAT};

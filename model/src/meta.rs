@@ -198,10 +198,13 @@ pub enum StructureLevel {
     Socket,
     /// The memory nodes.
     Node,
+    /// Which contexts share a cache level (the shared-cache test against the OS's
+    /// `shared_cpu_list`).
+    Cache,
 }
 
 impl StructureLevel {
-    /// Lower-case name (`core`, `group`, `socket`, `node`).
+    /// Lower-case name (`core`, `group`, `socket`, `node`, `cache`).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -209,6 +212,7 @@ impl StructureLevel {
             Self::Group => "group",
             Self::Socket => "socket",
             Self::Node => "node",
+            Self::Cache => "cache",
         }
     }
 }

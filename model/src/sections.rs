@@ -4,6 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
+mod scaling;
+mod sharing;
+
+pub use scaling::{CurvePoint, SocketCurve};
+pub use sharing::{PairVerdict, SharingOutcome, SharingPair, SharingTest};
+
 use crate::ids::{ContextId, NodeId, SocketId};
 use crate::os_view::CacheType;
 
@@ -153,6 +159,10 @@ pub struct CacheLevel {
     /// instance (empty when not measured).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_by: Vec<Vec<ContextId>>,
+    /// How `shared_by` was found, when the shared-cache test ran: the walks, what they
+    /// decided, and whether the OS's sharing was kept because they did not decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<SharingTest>,
 }
 
 impl CacheLevel {
@@ -169,6 +179,7 @@ impl CacheLevel {
             measured_size_kib: None,
             line_bytes: None,
             shared_by: Vec::new(),
+            sharing: None,
         }
     }
 
@@ -200,6 +211,11 @@ pub struct ContentionSection {
     /// Effective bandwidth as threads are added inside one group of a level.
     #[serde(default)]
     pub scalability: Vec<ScalingPoint>,
+    /// Copy bandwidth as threads are added across the first context's socket, at 1, 2,
+    /// 4, … threads, and the count from which they contend (absent in descriptions made
+    /// before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_curve: Option<SocketCurve>,
 }
 
 /// One measured pair of contexts reading memory at the same time.
@@ -218,10 +234,18 @@ pub struct ContentionPair {
 /// Contexts grouped by a common memory-access overhead.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContentionLevel {
-    /// Typical slowdown of two contexts of one group accessing memory together.
+    /// Typical slowdown of two contexts of one group accessing memory together; for a
+    /// level found on the socket curve ([`ContentionLevel::from_threads`]), the slowdown
+    /// of each thread at the largest thread count measured.
     pub overhead: f64,
-    /// The groups: contexts connected by pairs with at least this overhead.
+    /// The groups: contexts connected by pairs with at least this overhead (the sockets,
+    /// for a level found on the socket curve).
     pub groups: Vec<Vec<ContextId>>,
+    /// For a level found on the socket curve rather than by pairs: the thread count from
+    /// which the socket's threads contend (absent for a level found by pairs, where two
+    /// threads already do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_threads: Option<usize>,
 }
 
 /// Effective bandwidth of `threads` threads inside one group.

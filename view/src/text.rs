@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 
 use topoprobe_model::format::plural;
 use topoprobe_model::{
-    Access, CoreId, Member, NodeId, PowerScope, PowerState, SocketId, Threads, Topology,
+    Access, CoreId, Member, NodeId, Origin, PowerScope, PowerState, SharingOutcome, SharingTest,
+    SocketId, Threads, Topology,
 };
 
 use crate::common::{core_members, lat, members_word, num, smt_range, socket_memory};
@@ -530,6 +531,9 @@ impl View<'_> {
                     let _ = write!(line, ": {}", sets.join(" "));
                 }
             }
+            if let Some(t) = &l.sharing {
+                let _ = write!(line, " ({})", sharing_note(t));
+            }
             writeln!(self.out, "{}", line.trim_end())?;
         }
         Ok(())
@@ -539,10 +543,10 @@ impl View<'_> {
         let Some(c) = self.topo.contention() else {
             return Ok(());
         };
-        if c.levels.is_empty() && c.pairs.is_empty() {
+        if c.levels.is_empty() && c.pairs.is_empty() && c.socket_curve.is_none() {
             return Ok(());
         }
-        self.heading("memory contention (slowdown of two contexts reading memory together)")?;
+        self.heading("memory contention (slowdown of contexts copying memory together)")?;
         writeln!(self.out, "  one context alone: {:.1} GB/s", c.alone_gbps)?;
         for l in &c.levels {
             let sizes: Vec<usize> = l.groups.iter().map(Vec::len).collect();
@@ -551,7 +555,24 @@ impl View<'_> {
                 Some(n) if same => format!("{} of {n} contexts", plural(sizes.len(), "group")),
                 _ => format!("{} of sizes {sizes:?}", plural(sizes.len(), "group")),
             };
-            writeln!(self.out, "  overhead {:.2}x: {shape}", l.overhead)?;
+            let from = l
+                .from_threads
+                .map_or(String::new(), |k| format!(" from {k} threads"));
+            writeln!(self.out, "  overhead {:.2}x{from}: {shape}", l.overhead)?;
+        }
+        if let Some(curve) = &c.socket_curve {
+            let points: Vec<String> = curve
+                .points
+                .iter()
+                .map(|p| format!("{} {:.1}", p.threads, p.gbps))
+                .collect();
+            writeln!(
+                self.out,
+                "  socket {} (threads GB/s): {}; {}",
+                curve.socket.0,
+                points.join(", "),
+                curve.summary(c.alone_gbps)
+            )?;
         }
         if self.opts.verbose {
             for p in &c.scalability {
@@ -672,6 +693,21 @@ impl View<'_> {
 }
 
 /// A size in KiB, as KiB or MiB.
+/// How a level's sharing was found: `measured`, `the OS's: walks inconclusive`,
+/// `the OS's: unavailable`.
+fn sharing_note(t: &SharingTest) -> String {
+    let from = match t.source {
+        Some(Origin::Os) => "the OS's",
+        Some(_) => "measured",
+        None => "unknown",
+    };
+    match t.outcome {
+        SharingOutcome::Decided => from.to_string(),
+        SharingOutcome::Inconclusive => format!("{from}: walks inconclusive"),
+        SharingOutcome::Unavailable => format!("{from}: walks unavailable"),
+    }
+}
+
 pub(crate) fn kib(k: u64) -> String {
     if k >= 1024 && k.is_multiple_of(1024) {
         format!("{} MiB", k / 1024)
@@ -798,6 +834,72 @@ mod tests {
             plain.contains("Core 0 · PU 0, PU 1 · 8 ns between contexts"),
             "{plain}"
         );
+    }
+
+    #[test]
+    fn cache_sharing_contention_curve_and_os_differences_are_shown() {
+        use topoprobe_model::{
+            CacheLevel, CacheSection, CacheType, ContentionSection, CurvePoint, OsDifference,
+            SocketCurve, StructureLevel,
+        };
+        let mut topo = two_sockets();
+        let mut l3 = CacheLevel::new(3, Some(CacheType::Unified));
+        l3.os_size_kib = Some(32 * 1024);
+        l3.measured_size_kib = Some(32 * 1024);
+        l3.shared_by = vec![(0..6).map(ContextId).collect()];
+        l3.sharing = Some(SharingTest {
+            outcome: SharingOutcome::Inconclusive,
+            source: Some(Origin::Os),
+            array_kib: Some(21 * 1024),
+            alone_ns: Some(20.0),
+            double_ns: Some(60.0),
+            pairs: Vec::new(),
+            reason: Some("unclear".into()),
+        });
+        topo.set_caches(Some(CacheSection {
+            levels: vec![l3],
+            tlb: Vec::new(),
+        }));
+        topo.set_contention(Some(ContentionSection {
+            alone_gbps: 10.0,
+            socket_curve: Some(SocketCurve {
+                socket: SocketId(0),
+                contexts: (0..4).map(ContextId).collect(),
+                points: vec![
+                    CurvePoint {
+                        threads: 1,
+                        gbps: 10.0,
+                    },
+                    CurvePoint {
+                        threads: 2,
+                        gbps: 20.0,
+                    },
+                    CurvePoint {
+                        threads: 4,
+                        gbps: 39.0,
+                    },
+                ],
+                contention_from: None,
+            }),
+            ..ContentionSection::default()
+        }));
+        topo.set_os_differences(vec![OsDifference {
+            level: StructureLevel::Cache,
+            message: "the OS lists one L3 for CPUs the walks find in separate instances".into(),
+            rerun: "re-run `topoprobe cache --shared`".into(),
+        }]);
+        let text = render(&topo);
+        assert!(
+            text.contains("1 instance of 6 contexts (the OS's: walks inconclusive)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "socket 0 (threads GB/s): 1 10.0, 2 20.0, 4 39.0; no contention up to 4 threads"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("- cache: the OS lists one L3"), "{text}");
     }
 
     #[test]

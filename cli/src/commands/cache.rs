@@ -7,7 +7,7 @@ use topoprobe_measure::cache::check::size_text;
 use topoprobe_measure::cache::{self, shared, CacheOptions, CacheReport, HugePages, Method};
 use topoprobe_measure::os;
 use topoprobe_measure::timer::{Timer, TimerKind};
-use topoprobe_model::ContextId;
+use topoprobe_model::{ContextId, OsDifference};
 use topoprobe_sys::affinity;
 
 use crate::args::CacheArgs;
@@ -49,6 +49,7 @@ pub(crate) fn run(args: &CacheArgs) -> Result<()> {
             plan.extend(topoprobe_machine::plugins::plan_plugin(
                 topoprobe_machine::plugins::Plugin::SharedCaches,
                 &shape,
+                None,
                 view.as_ref(),
                 opts.budget,
             ));
@@ -61,14 +62,32 @@ pub(crate) fn run(args: &CacheArgs) -> Result<()> {
     bar.finish_and_clear();
     let mut report = report.with_context(|| format!("measuring the caches on CPU {cpu}"))?;
     let mut tests = Vec::new();
+    let mut differences = Vec::new();
     if args.shared {
-        let topo = crate::inputs::topology(args.topology.as_deref())?;
-        tests = topoprobe_machine::plugins::measure_sharing(&topo, &mut report.section)?;
+        let mut topo = crate::inputs::topology(args.topology.as_deref())?;
+        topo.set_caches(Some(report.section.clone()));
+        let shape = topoprobe_measure::plan::Shape::from_topology(&topo, view.as_ref());
+        let left = opts
+            .budget
+            .with_seconds((opts.budget.seconds - report.seconds).max(1.0));
+        let (sharing, plan) =
+            topoprobe_machine::plugins::shared_setup(&topo, view.as_ref(), &shape, left);
+        report.notes.extend(plan.left_out);
+        tests = topoprobe_machine::plugins::measure_sharing(
+            &topo,
+            view.as_ref(),
+            &mut report.section,
+            &sharing,
+        )?;
+        if let Some(v) = &view {
+            topo.set_caches(Some(report.section.clone()));
+            differences = topoprobe_infer::compare::section_differences(&topo, v);
+        }
     }
     let text = if args.report.is_json()? {
-        json(&report, &tests, args.curve)?
+        json(&report, &tests, &differences, args.curve)?
     } else {
-        text(&report, &tests, cpu, args.curve)
+        text(&report, &tests, &differences, cpu, args.curve)
     };
     args.report.write(text.as_bytes())
 }
@@ -117,9 +136,13 @@ fn pages(report: &CacheReport) -> String {
     }
 }
 
+/// Each level's sharing test: its name and result.
+type SharingTests = [(String, shared::LevelSharing)];
+
 fn text(
     report: &CacheReport,
-    tests: &[(String, Vec<shared::PairTest>)],
+    tests: &SharingTests,
+    differences: &[OsDifference],
     cpu: u32,
     curve: bool,
 ) -> String {
@@ -163,22 +186,50 @@ fn text(
         );
     }
     for (name, t) in tests {
-        let shared_by = report
-            .section
-            .levels
+        let pairs: Vec<String> = t
+            .test
+            .pairs
             .iter()
-            .find(|l| &l.name() == name)
-            .map(|l| &l.shared_by[..])
-            .unwrap_or_default();
-        let ratios: Vec<String> = t
-            .iter()
-            .map(|p| format!("{}+{}: {:.2}×", p.a.0, p.b.0, p.ratio))
+            .map(|p| {
+                format!(
+                    "{}+{}: {:.2}× alone, {:.0}% of the way to shared: {}",
+                    p.a.0,
+                    p.b.0,
+                    p.ratio,
+                    p.fraction * 100.0,
+                    p.verdict.as_str()
+                )
+            })
             .collect();
+        let array = t.test.array_kib.map_or(String::new(), |k| {
+            format!("arrays of {}, ", size_text(k * 1024))
+        });
+        let source = match t.test.source {
+            Some(topoprobe_model::Origin::Os) => ", the OS's sharing kept",
+            _ => "",
+        };
         let _ = writeln!(
             out,
-            "{name} shared by: {} (concurrent/alone {})",
-            instances(shared_by),
-            ratios.join(", ")
+            "{name} shared by: {} ({}{source}; {array}{})",
+            instances(&t.shared_by),
+            t.test.outcome.as_str(),
+            if pairs.is_empty() {
+                "no pair walked".to_string()
+            } else {
+                pairs.join(", ")
+            }
+        );
+        if let Some(w) = &t.warning {
+            let _ = writeln!(out, "warning: {w}");
+        }
+    }
+    for d in differences {
+        let _ = writeln!(
+            out,
+            "differs from the OS ({}): {} (re-run: {})",
+            d.level.as_str(),
+            d.message,
+            d.rerun
         );
     }
     for n in &report.notes {
@@ -199,6 +250,9 @@ fn text(
 }
 
 fn instances(shared_by: &[Vec<ContextId>]) -> String {
+    if shared_by.is_empty() {
+        return "unknown".into();
+    }
     if shared_by.iter().all(|i| i.len() == 1) {
         return "each context alone".into();
     }
@@ -214,7 +268,8 @@ fn instances(shared_by: &[Vec<ContextId>]) -> String {
 
 fn json(
     report: &CacheReport,
-    tests: &[(String, Vec<shared::PairTest>)],
+    tests: &SharingTests,
+    differences: &[OsDifference],
     curve: bool,
 ) -> Result<String> {
     let levels: Vec<serde_json::Value> = report
@@ -258,10 +313,13 @@ fn json(
             .map(|(name, t)| {
                 serde_json::json!({
                     "level": name,
-                    "pairs": t.iter().map(|p| serde_json::json!({"a": p.a.0, "b": p.b.0, "ratio": p.ratio})).collect::<Vec<_>>(),
+                    "shared_by": t.shared_by.iter().map(|i| i.iter().map(|c| c.0).collect::<Vec<_>>()).collect::<Vec<_>>(),
+                    "test": t.test,
+                    "warning": t.warning,
                 })
             })
             .collect();
+        v["os_differences"] = serde_json::to_value(differences)?;
     }
     if curve {
         v["curve"] = report

@@ -21,6 +21,7 @@ pub(crate) fn run(args: &ContentionArgs) -> Result<()> {
         let plan = topoprobe_machine::plugins::plan_plugin(
             topoprobe_machine::plugins::Plugin::Contention,
             &shape,
+            Some(&topo),
             os.as_ref(),
             budget,
         );
@@ -71,12 +72,32 @@ fn text(s: &ContentionSection) -> String {
             "no overhead groups: concurrent copies lose less than 10%"
         );
     }
-    for (i, l) in s.levels.iter().enumerate() {
-        let groups: Vec<String> = l.groups.iter().map(|g| ids(g)).collect();
+    if let Some(c) = &s.socket_curve {
+        let points: Vec<String> = c
+            .points
+            .iter()
+            .map(|p| format!("{}: {:.1}", p.threads, p.gbps))
+            .collect();
         let _ = writeln!(
             out,
-            "overhead level {i}: {:.2}× slower together; groups {}",
-            l.overhead,
+            "socket {} curve, threads spread over its cores (GB/s in all): {}",
+            c.socket.0,
+            points.join(", ")
+        );
+        let _ = writeln!(out, "  {}", c.summary(s.alone_gbps));
+    }
+    for (i, l) in s.levels.iter().enumerate() {
+        let groups: Vec<String> = l.groups.iter().map(|g| ids(g)).collect();
+        let how = match l.from_threads {
+            Some(k) => format!(
+                "{:.2}× slower per thread at the curve's largest count, from {k} threads on",
+                l.overhead
+            ),
+            None => format!("{:.2}× slower together", l.overhead),
+        };
+        let _ = writeln!(
+            out,
+            "overhead level {i}: {how}; groups {}",
             groups.join(" ")
         );
         let points: Vec<String> = s

@@ -1,302 +1,218 @@
 //! Which contexts share a cache level (Servet Fig. 5), tested on representatives chosen
-//! from the latency topology rather than on all pairs.
+//! from the latency topology rather than on all pairs, and checked against the OS.
 //!
-//! Two threads walk arrays of two thirds of the level's size at the same time; when they
-//! share the level, the arrays no longer fit together and each walk becomes at least
-//! twice as slow as alone. From one context outwards, one partner per latency scope (its
-//! core, each enclosing group, its socket, the machine) is tested; the widest scope that
-//! still shares is the level's sharing domain, and its components are the instances.
+//! From the first context outwards, one partner per latency scope (its core, each
+//! enclosing group, its socket, the machine; [`scopes()`]) walks an array at the same time
+//! as the first context; the widest scope that still shares is the level's sharing
+//! domain, and its components are the instances. Where the OS's instance of the level cuts
+//! a scope, a partner inside it and one outside are both walked, so that the OS's boundary
+//! is tested rather than assumed.
+//!
+//! The test is sized from the level ([`mod@plan`]: arrays of two thirds of what one context
+//! keeps, then other sizes when that one cannot tell), calibrated on the context itself
+//! and decided three ways ([`decide`]: shared, private, unclear). A level whose arrays
+//! exceed the memory budget is not walked ("unavailable"), and one whose walks do not
+//! decide keeps the OS's sharing with a warning: a level's `shared_by` never silently
+//! contradicts the OS, and a decided one that differs from the OS is reported among the
+//! description's differences from the OS (`topoprobe_infer::compare`).
 
-use std::sync::Barrier;
+pub mod decide;
+pub mod plan;
+pub mod scopes;
+mod walk;
 
-use topoprobe_model::{Component, ContextId, Topology};
+use topoprobe_model::{
+    CacheSection, CacheType, ContextId, OsView, PairVerdict, SharingOutcome, Topology,
+};
 
-use super::traverse;
+pub use decide::{overruled, sharing_with, LevelSharing};
+pub use plan::{plan, LevelSpec, SharingOptions, SharingPlan};
+pub use scopes::{instances, scope_tests, scopes, Scope, ScopeTest};
+
 use crate::cache::CacheError;
-use topoprobe_sys::affinity::pin_current_thread;
-use topoprobe_sys::buffer::{Buffer, PagePlacement};
 
-/// Slowdown above which two contexts share the level (Servet's ratio > 2).
-pub const SHARED_RATIO: f64 = 2.0;
-
-/// A scope of the latency topology around one context, with a partner inside it but
-/// outside the previous scope.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Scope {
-    /// The component (core, group, socket) — `None` for the whole machine.
-    pub component: Option<Component>,
-    /// The context tested against the first one.
-    pub partner: ContextId,
-}
-
-/// The scopes around `ctx` that contain another context, innermost first.
-#[must_use]
-pub fn scopes(topo: &Topology, ctx: ContextId) -> Vec<Scope> {
-    let mut around: Vec<Option<Component>> = Vec::new();
-    if let Some(core) = topo.core_of(ctx) {
-        around.push(Some(Component::Core(core)));
-    }
-    around.extend(
-        topo.groups_of(ctx)
-            .into_iter()
-            .map(|g| Some(Component::Group(g))),
-    );
-    if let Some(s) = topo.socket_of(ctx) {
-        around.push(Some(Component::Socket(s)));
-    }
-    around.push(None);
-    let mut out = Vec::new();
-    let mut inside: Vec<ContextId> = vec![ctx];
-    for c in around {
-        let members: Vec<ContextId> = match c {
-            Some(c) => topo.contexts_of(c),
-            None => topo.contexts().iter().map(|h| h.id).collect(),
-        };
-        if let Some(&partner) = members.iter().find(|m| !inside.contains(m)) {
-            out.push(Scope {
-                component: c,
-                partner,
-            });
-        }
-        inside = members;
-    }
-    out
-}
-
-/// The instances of a level shared within `scope`: the contexts of every component of the
-/// scope's kind (every context alone when `scope` is `None`: the level is private).
-#[must_use]
-pub fn instances(topo: &Topology, scope: Option<&Scope>) -> Vec<Vec<ContextId>> {
-    match scope {
-        None => topo.contexts().iter().map(|h| vec![h.id]).collect(),
-        Some(Scope {
-            component: None, ..
-        }) => vec![topo.contexts().iter().map(|h| h.id).collect()],
-        Some(Scope {
-            component: Some(c), ..
-        }) => {
-            let kind: Vec<Component> = match c {
-                Component::Core(_) => (0..topo.num_cores())
-                    .map(|i| Component::Core(topoprobe_model::CoreId(i)))
-                    .collect(),
-                Component::Group(g) => {
-                    let depth = topo.groups()[g.0].depth;
-                    topo.groups()
-                        .iter()
-                        .filter(|x| x.depth == depth)
-                        .map(|x| Component::Group(x.id))
-                        .collect()
-                }
-                Component::Socket(_) => (0..topo.num_sockets())
-                    .map(|i| Component::Socket(topoprobe_model::SocketId(i)))
-                    .collect(),
-                other => vec![*other],
-            };
-            kind.into_iter().map(|k| topo.contexts_of(k)).collect()
-        }
-    }
-}
-
-/// One tested pair.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PairTest {
-    /// First context.
-    pub a: ContextId,
-    /// Second context.
-    pub b: ContextId,
-    /// Concurrent walk time over the walk alone.
-    pub ratio: f64,
-}
-
-/// Finds the sharing domain of a level of `bytes` bytes: tests the scopes around the first
-/// context from the inside out and stops at the first that does not share. Returns the
-/// instances and every pair tested.
+/// Finds which contexts share one level by walking on this machine ([`sharing_with`]).
 ///
 /// # Errors
 ///
 /// [`CacheError`] when a thread cannot be pinned or an array allocated.
 pub fn sharing(
     topo: &Topology,
-    bytes: u64,
-    rounds: usize,
-) -> Result<(Vec<Vec<ContextId>>, Vec<PairTest>), CacheError> {
-    let array = (bytes * 2 / 3).max(traverse::STRIDE_BYTES as u64);
-    let os = |c: ContextId| topo.contexts()[c.0].os_id;
-    sharing_with(topo, |a, b| {
-        let cpus: Vec<u32> = std::iter::once(os(a)).chain(b.map(os)).collect();
-        let times = walk_together(&cpus, array, rounds)?;
-        Ok(times.iter().sum::<f64>() / times.len() as f64)
+    spec: &LevelSpec,
+    opts: &SharingOptions,
+) -> Result<LevelSharing, CacheError> {
+    let os = |c: &ContextId| topo.contexts().get(c.0).map(|h| h.os_id);
+    sharing_with(topo, spec, opts, |ctxs, bytes| {
+        let cpus: Vec<u32> = ctxs.iter().filter_map(os).collect();
+        walk::walk_together(&cpus, bytes, opts.rounds)
     })
 }
 
-/// [`sharing`] with the walk given: `walk(a, None)` is the time of a walk alone on `a`,
-/// `walk(a, Some(b))` the mean time of two walks at once (tests drive it with simulated
-/// caches).
+/// The OS's instances of the cache of `level` holding `kind` (any data-holding cache when
+/// `kind` is `None`), as contexts of `topo`, each ascending; CPUs outside the topology
+/// are left out.
+#[must_use]
+pub fn os_instances(
+    topo: &Topology,
+    os: &OsView,
+    level: u32,
+    kind: Option<CacheType>,
+) -> Vec<Vec<ContextId>> {
+    let mut out: Vec<Vec<ContextId>> = os
+        .caches
+        .iter()
+        .filter(|c| u32::from(c.level) == level)
+        .filter(|c| kind.map_or(c.kind.holds_data(), |k| c.kind == k))
+        .map(|c| {
+            let mut v: Vec<ContextId> = c
+                .cpus
+                .iter()
+                .filter_map(|&cpu| topo.context_by_os_id(cpu))
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .filter(|v| !v.is_empty())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The data-holding levels of `section` as the test sees them, with their index in the
+/// section: what one context keeps, the OS's size and instances, the level inside.
+#[must_use]
+pub fn level_specs(
+    topo: &Topology,
+    section: &CacheSection,
+    os: Option<&OsView>,
+) -> Vec<(usize, LevelSpec)> {
+    let mut out = Vec::new();
+    let mut inner: Option<u64> = None;
+    for (i, l) in section.levels.iter().enumerate() {
+        if l.kind.is_some_and(|k| !k.holds_data()) {
+            continue;
+        }
+        let reach_bytes = l.measured_size_kib.map(|k| k * 1024);
+        let os_bytes = l.os_size_kib.map(|k| k * 1024);
+        out.push((
+            i,
+            LevelSpec {
+                name: l.name(),
+                reach_bytes,
+                os_bytes,
+                inner_bytes: inner,
+                os_instances: os
+                    .map(|v| os_instances(topo, v, l.level, l.kind))
+                    .unwrap_or_default(),
+            },
+        ));
+        inner = reach_bytes.or(os_bytes).or(inner);
+    }
+    out
+}
+
+/// Tests every data-holding level of `section` on this machine and records each level's
+/// `shared_by` and `sharing`; returns each level's name and result, in the section's
+/// order.
+///
+/// # Errors
+///
+/// [`CacheError`] when a thread cannot be pinned or an array allocated.
+pub fn measure_section(
+    topo: &Topology,
+    os: Option<&OsView>,
+    section: &mut CacheSection,
+    opts: &SharingOptions,
+) -> Result<Vec<(String, LevelSharing)>, CacheError> {
+    let os_id = |c: &ContextId| topo.contexts().get(c.0).map(|h| h.os_id);
+    measure_section_with(topo, os, section, opts, |_, ctxs, bytes| {
+        let cpus: Vec<u32> = ctxs.iter().filter_map(os_id).collect();
+        walk::walk_together(&cpus, bytes, opts.rounds)
+    })
+}
+
+/// [`measure_section`] with the walks given: `walk(level, contexts, bytes)` walks an
+/// array of `bytes` on each of `contexts` at once for the test of `level` and returns the
+/// mean time of one access, ns (tests drive it with simulated caches).
 ///
 /// # Errors
 ///
 /// What `walk` returns.
-pub fn sharing_with<E>(
+pub fn measure_section_with<E>(
     topo: &Topology,
-    mut walk: impl FnMut(ContextId, Option<ContextId>) -> Result<f64, E>,
-) -> Result<(Vec<Vec<ContextId>>, Vec<PairTest>), E> {
-    let Some(first) = topo.contexts().first().map(|h| h.id) else {
-        return Ok((Vec::new(), Vec::new()));
-    };
-    let alone = walk(first, None)?;
-    let mut tests = Vec::new();
-    let mut widest: Option<Scope> = None;
-    for scope in scopes(topo, first) {
-        let ratio = walk(first, Some(scope.partner))? / alone;
-        tests.push(PairTest {
-            a: first,
-            b: scope.partner,
-            ratio,
-        });
-        if ratio <= SHARED_RATIO {
-            break;
-        }
-        widest = Some(scope);
+    os: Option<&OsView>,
+    section: &mut CacheSection,
+    opts: &SharingOptions,
+    mut walk: impl FnMut(&LevelSpec, &[ContextId], u64) -> Result<f64, E>,
+) -> Result<Vec<(String, LevelSharing)>, E> {
+    let mut results = Vec::new();
+    for (i, spec) in level_specs(topo, section, os) {
+        let found = sharing_with(topo, &spec, opts, |c, b| walk(&spec, c, b))?;
+        results.push((i, spec, found));
     }
-    Ok((instances(topo, widest.as_ref()), tests))
+    for (inner, outer, reason) in contradictions(topo, &results) {
+        for k in [inner, outer] {
+            if let Some((_, spec, found)) = results.get_mut(k) {
+                if found.test.outcome == SharingOutcome::Decided {
+                    *found = decide::overruled(topo, spec, found.clone(), &reason);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, spec, found) in results {
+        if let Some(level) = section.levels.get_mut(i) {
+            level.shared_by.clone_from(&found.shared_by);
+            level.sharing = Some(found.test.clone());
+        }
+        out.push((spec.name, found));
+    }
+    Ok(out)
 }
 
-/// Walks an array of `bytes` on each CPU at the same time; returns each walk's ns/access.
-fn walk_together(cpus: &[u32], bytes: u64, rounds: usize) -> Result<Vec<f64>, CacheError> {
-    let barrier = Barrier::new(cpus.len());
-    std::thread::scope(|s| {
-        let handles: Vec<_> = cpus
-            .iter()
-            .map(|&cpu| {
-                let barrier = &barrier;
-                s.spawn(move || -> Result<f64, CacheError> {
-                    let pinned = pin_current_thread(cpu);
-                    let buf = Buffer::new(
-                        bytes as usize,
-                        PagePlacement {
-                            node: None,
-                            huge_pages: Some(false),
-                        },
-                    );
-                    // Every thread reaches the barrier, even one that failed.
-                    let ready = pinned.map_err(CacheError::from).and_then(|()| {
-                        let mut b = buf?;
-                        b.touch();
-                        let n = traverse::prepare(b.words_mut(), bytes as usize);
-                        traverse::walk(b.words(), n);
-                        Ok((b, n))
-                    });
-                    barrier.wait();
-                    let (b, n) = ready?;
-                    Ok(traverse::ns_per_access(
-                        b.words(),
-                        n,
-                        rounds,
-                        n.max(1 << 20),
-                    ))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+/// Pairs of levels (indices into `results`, inner first) whose walks contradict each
+/// other, with why: contexts that share an inner level share every level outside it, so
+/// a pair found sharing a level but not a larger one was walked under two placements (a
+/// host that moved a vCPU between the tests).
+fn contradictions(
+    topo: &Topology,
+    results: &[(usize, LevelSpec, LevelSharing)],
+) -> Vec<(usize, usize, String)> {
+    let os = |c: ContextId| topo.contexts().get(c.0).map_or(c.0 as u32, |h| h.os_id);
+    let same = |a: &topoprobe_model::SharingPair, b: &topoprobe_model::SharingPair| {
+        (a.a, a.b) == (b.a, b.b) || (a.a, a.b) == (b.b, b.a)
+    };
+    let mut out = Vec::new();
+    for (i, (_, inner, x)) in results.iter().enumerate() {
+        for (j, (_, outer, y)) in results.iter().enumerate().skip(i + 1) {
+            let clash = x.test.pairs.iter().find(|p| {
+                p.verdict == PairVerdict::Shared
+                    && y.test
+                        .pairs
+                        .iter()
+                        .any(|q| q.verdict == PairVerdict::Private && same(p, q))
+            });
+            if let Some(p) = clash {
+                out.push((
+                    i,
+                    j,
+                    format!(
+                        "CPUs {} and {} walked as sharing the {} but not the {}, which holds \
+                         it: the host moved a vCPU between the two tests, or the machine was \
+                         busy",
+                        os(p.a),
+                        os(p.b),
+                        inner.name,
+                        outer.name
+                    ),
+                ));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use topoprobe_infer::{infer, InferOptions};
-    use topoprobe_model::LatencyMatrix;
-
-    /// 2 sockets × 2 groups × 2 cores × 2 SMT contexts (context i's sibling is i + 8).
-    fn topo() -> Topology {
-        let lat = LatencyMatrix::from_fn(16, |a, b| {
-            let (ca, cb) = (a % 8, b % 8);
-            Some(if a == b {
-                0.0
-            } else if ca == cb {
-                8.0
-            } else if ca / 2 == cb / 2 {
-                30.0
-            } else if ca / 4 == cb / 4 {
-                60.0
-            } else {
-                200.0
-            })
-        });
-        infer(&lat, &InferOptions::default()).unwrap()
-    }
-
-    #[test]
-    fn scopes_go_from_the_core_to_the_machine() {
-        let t = topo();
-        let s = scopes(&t, ContextId(0));
-        let partners: Vec<usize> = s.iter().map(|x| x.partner.0).collect();
-        assert_eq!(s.len(), 4, "{s:?}");
-        assert_eq!(partners[0], 8);
-        assert!(matches!(s[0].component, Some(Component::Core(_))));
-        assert!(matches!(s[1].component, Some(Component::Group(_))));
-        assert!(matches!(s[2].component, Some(Component::Socket(_))));
-        assert!(s[3].component.is_none());
-        // Each partner is outside the previous scope.
-        assert_eq!(t.context_latency(ContextId(0), s[1].partner), Some(30.0));
-    }
-
-    #[test]
-    fn instances_follow_the_widest_sharing_scope() {
-        let t = topo();
-        let s = scopes(&t, ContextId(0));
-        assert_eq!(instances(&t, None).len(), 16);
-        let per_core = instances(&t, Some(&s[0]));
-        assert_eq!(per_core.len(), 8);
-        assert!(per_core.iter().all(|c| c.len() == 2));
-        let per_group = instances(&t, Some(&s[1]));
-        assert_eq!(per_group.len(), 4);
-        assert!(per_group.iter().all(|c| c.len() == 4));
-        assert_eq!(instances(&t, Some(&s[2])).len(), 2);
-        assert_eq!(
-            instances(&t, Some(&s[3])),
-            vec![(0..16).map(ContextId).collect::<Vec<_>>()]
-        );
-    }
-
-    #[test]
-    fn simulated_caches_give_their_sharing_domains() {
-        let t = topo();
-        // A simulated machine: L1 per core (shared by SMT siblings), L2 per group of two
-        // cores, L3 per socket. Two walks that share the level take 3× as long (noise
-        // aside); walks that do not, 1.05×.
-        let shares = |level: usize, a: ContextId, b: ContextId| match level {
-            1 => a.0 % 8 == b.0 % 8,
-            2 => (a.0 % 8) / 2 == (b.0 % 8) / 2,
-            _ => (a.0 % 8) / 4 == (b.0 % 8) / 4,
-        };
-        for (level, count, size) in [(1usize, 8usize, 2usize), (2, 4, 4), (3, 2, 8)] {
-            let (inst, tests) = sharing_with(&t, |a, b| -> Result<f64, ()> {
-                Ok(match b {
-                    None => 10.0,
-                    Some(b) if shares(level, a, b) => 31.0,
-                    Some(_) => 10.5,
-                })
-            })
-            .unwrap();
-            assert_eq!(inst.len(), count, "level {level}: {inst:?}");
-            assert!(
-                inst.iter().all(|i| i.len() == size),
-                "level {level}: {inst:?}"
-            );
-            // It stops at the first scope that does not share.
-            assert!(tests.last().unwrap().ratio < SHARED_RATIO);
-            assert_eq!(tests.len(), level + 1);
-        }
-        // A private cache: even the SMT sibling does not share it.
-        let (inst, tests) = sharing_with(&t, |_, b| -> Result<f64, ()> {
-            Ok(if b.is_none() { 10.0 } else { 10.2 })
-        })
-        .unwrap();
-        assert_eq!(inst.len(), 16);
-        assert_eq!(tests.len(), 1);
-    }
-}
+mod tests;

@@ -32,6 +32,7 @@ pub fn levels(alone_gbps: f64, pairs: &[ContentionPair]) -> Vec<ContentionLevel>
         .map(|(bw, members)| ContentionLevel {
             overhead: alone_gbps / bw,
             groups: components(&members),
+            from_threads: None,
         })
         .collect()
 }

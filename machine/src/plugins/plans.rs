@@ -1,0 +1,310 @@
+//! Each plugin's plan on a machine of a given shape within its budget: the steps it will
+//! take, their cost, and the options that keep it within the budget. Where the measured
+//! topology is known (a live run, or a command given a description), the shared-cache test
+//! and the contention run are planned measurement by measurement from it; a dry run before
+//! any latency is measured estimates them from the OS's view.
+
+use topoprobe_measure::cache::shared::{self, SharingOptions};
+use topoprobe_measure::cache::{self, CacheOptions};
+use topoprobe_measure::contention::{plan as contention_plan, ContentionOptions};
+use topoprobe_measure::memory::{self, MemOptions};
+use topoprobe_measure::plan::{mib, Rates, Shape, PROCESS_BYTES};
+use topoprobe_measure::power::{self, PowerOptions};
+use topoprobe_measure::steady::SteadyRule;
+use topoprobe_model::{Budget, CostPlan, CostStep, OsView, Topology};
+
+use super::Plugin;
+
+/// Rounds a copy measurement of the contention run is expected to take.
+const COPY_ROUNDS: usize = 4;
+/// Most rounds of a copy measurement of the contention run.
+const COPY_MAX_ROUNDS: usize = 6;
+/// A measurement may run this many times its planned time before its rounds stop.
+const SLACK: f64 = 1.5;
+/// Smallest working set the contention run shrinks to when time is short, bytes.
+const MIN_COPY_BYTES: u64 = 16 << 20;
+
+/// The memory budget's room for buffers.
+fn room(budget: Budget) -> u64 {
+    budget.bytes.saturating_sub(PROCESS_BYTES).max(1 << 20)
+}
+
+/// The cache plugin's options on a machine of `shape` within `budget`.
+pub(super) fn cache_options(
+    shape: &Shape,
+    os: Option<&OsView>,
+    budget: Budget,
+    ghz: Option<f64>,
+) -> CacheOptions {
+    CacheOptions {
+        ghz,
+        budget,
+        ..CacheOptions::quick(shape.first_cpu().unwrap_or(0), os)
+    }
+}
+
+/// The memory plugin's options within `budget`.
+pub(super) fn mem_options(budget: Budget, latency_only: bool, ghz: Option<f64>) -> MemOptions {
+    MemOptions {
+        small_pages: false,
+        max_rounds: 10,
+        latency_only,
+        ghz,
+        budget,
+        ..MemOptions::default()
+    }
+}
+
+/// A plan of no cost with a note (a plugin whose hardware is missing).
+fn nothing(plugin: Plugin, budget: Budget, note: String) -> CostPlan {
+    let mut p = CostPlan::new(budget);
+    let mut step = CostStep::new(plugin.name(), plugin.name(), 0, 0, 0.0);
+    step.note = Some(note);
+    p.steps.push(step);
+    p
+}
+
+/// Plans `plugin` on a machine of `shape` (OS view `os`; measured topology `topo` when
+/// known) within `budget`: its steps, their cost, and what the budget leaves out.
+#[must_use]
+pub fn plan_plugin(
+    plugin: Plugin,
+    shape: &Shape,
+    topo: Option<&Topology>,
+    os: Option<&OsView>,
+    budget: Budget,
+) -> CostPlan {
+    match plugin {
+        Plugin::Cache => {
+            let o = cache_options(shape, os, budget, None);
+            cache::plan_caches(&shape.cache_levels, shape.huge_pages, &o).cost()
+        }
+        Plugin::SharedCaches => match topo {
+            Some(t) if t.caches().is_some() => shared_setup(t, os, shape, budget).1,
+            _ => shared_estimate(shape, budget),
+        },
+        Plugin::Mem | Plugin::MemLatency => {
+            let o = mem_options(budget, plugin == Plugin::MemLatency, None);
+            memory::plan::plan_memory(shape, &o).cost()
+        }
+        Plugin::Contention => match topo {
+            Some(t) => contention_setup(t, shape, budget).1,
+            None => contention_estimate(shape, budget),
+        },
+        Plugin::Power => match &shape.power_unavailable {
+            None => power::plan_power(shape, &PowerOptions::default(), budget).cost(),
+            Some(why) => nothing(plugin, budget, why.clone()),
+        },
+    }
+}
+
+/// Seconds of one walk over `array` bytes (its dependent accesses at the time of a walk
+/// twice as large, on a machine whose caches are `levels`), first touch included.
+fn walk_seconds(r: &Rates, accesses: u64, largest: u64, levels: &[u64]) -> f64 {
+    accesses as f64 * r.access_ns(2 * largest, levels) * 1e-9
+}
+
+/// The shared-cache test of the cache levels `topo` holds: the options that keep it within
+/// `budget`, and its plan (one step per level; levels left out are said).
+#[must_use]
+pub fn shared_setup(
+    topo: &Topology,
+    os: Option<&OsView>,
+    shape: &Shape,
+    budget: Budget,
+) -> (SharingOptions, CostPlan) {
+    let r = Rates::ASSUMED;
+    let mut opts = SharingOptions {
+        max_bytes: room(budget),
+        ..SharingOptions::default()
+    };
+    let Some(section) = topo.caches() else {
+        return (opts, CostPlan::new(budget));
+    };
+    let specs = shared::level_specs(topo, section, os);
+    let cost = |opts: &SharingOptions| -> (CostPlan, Vec<u64>) {
+        let mut p = CostPlan::new(budget);
+        let mut peaks = Vec::new();
+        for (_, spec) in &specs {
+            match shared::plan(topo, spec, opts) {
+                Ok(plan) => {
+                    let largest = plan.arrays.iter().copied().max().unwrap_or(0);
+                    let seconds = walk_seconds(
+                        &r,
+                        plan.max_accesses(opts.rounds),
+                        largest,
+                        &shape.cache_levels,
+                    ) + r.touch_seconds(plan.peak_bytes(), 1)
+                        * plan.max_walks() as f64;
+                    p.steps.push(CostStep::new(
+                        "shared-caches",
+                        format!("shared caches: {}", spec.name),
+                        plan.peak_bytes(),
+                        plan.max_walks() as u64,
+                        seconds,
+                    ));
+                    peaks.push(plan.peak_bytes());
+                }
+                Err(why) => p
+                    .left_out
+                    .push(format!("{}: unavailable: {why}", spec.name)),
+            }
+        }
+        (p, peaks)
+    };
+    let (mut plan, mut peaks) = cost(&opts);
+    if plan.seconds() > budget.seconds && opts.rounds > 1 {
+        opts.rounds = 1;
+        (plan, peaks) = cost(&opts);
+    }
+    while plan.seconds() > budget.seconds {
+        // The largest level's test costs most: leave it out by the memory it needs.
+        let Some(&largest) = peaks.iter().max() else {
+            break;
+        };
+        opts.max_bytes = largest.saturating_sub(1);
+        (plan, peaks) = cost(&opts);
+        plan.left_out.push(format!(
+            "levels whose test needs {} or more are left out: the test would take longer \
+             than the {:.1} s budget",
+            mib(largest),
+            budget.seconds
+        ));
+    }
+    (opts, plan)
+}
+
+/// The shared-cache test estimated from the OS's caches of the first context, before the
+/// topology is measured: one calibration and one pair per scope for each data level.
+fn shared_estimate(shape: &Shape, budget: Budget) -> CostPlan {
+    let r = Rates::ASSUMED;
+    let mut p = CostPlan::new(budget);
+    let room = room(budget);
+    for (i, &size) in shape.cache_levels.iter().enumerate() {
+        let array = size * 2 / 3;
+        if 2 * array > room {
+            p.left_out.push(format!(
+                "L{}: which contexts share its {} is not measured: two walks of {} do not fit \
+                 the {} memory budget",
+                i + 1,
+                mib(size),
+                mib(array),
+                mib(budget.bytes)
+            ));
+            continue;
+        }
+        let positions = (array / 1024).max(1);
+        let walks = 4 + 2 * 3;
+        let accesses = walks * positions.max(1 << 20) * (shared::plan::DEFAULT_ROUNDS as u64 + 1);
+        p.steps.push(CostStep::new(
+            "shared-caches",
+            format!("shared caches: L{}", i + 1),
+            2 * array,
+            walks,
+            walk_seconds(&r, accesses, array, &shape.cache_levels),
+        ));
+    }
+    p
+}
+
+/// Seconds of one copy measurement of `threads` threads over `bytes` in all: first touch,
+/// then [`COPY_ROUNDS`] evicted passes.
+fn copy_seconds(r: &Rates, bytes: u64, threads: usize) -> f64 {
+    threads as f64 * r.thread_start_s
+        + r.touch_seconds(bytes, threads)
+        + (COPY_ROUNDS + 1) as f64
+            * (r.flush_seconds(bytes, threads) + r.stream_seconds(bytes, threads))
+}
+
+/// The contention run of `topo`: the options that keep it within `budget` (its working set
+/// shrinks when time is short), and its plan, one step per measurement.
+pub(super) fn contention_setup(
+    topo: &Topology,
+    shape: &Shape,
+    budget: Budget,
+) -> (ContentionOptions, CostPlan) {
+    let r = Rates::ASSUMED;
+    let room = room(budget);
+    let mut opts = ContentionOptions {
+        total_bytes: Some(memory::working_set(shape.largest_llc()).min(room)),
+        max_total_bytes: room,
+        ..ContentionOptions::default()
+    };
+    let cost = |opts: &ContentionOptions| -> CostPlan {
+        let mut p = CostPlan::new(budget);
+        for m in contention_plan::measurements(topo, opts) {
+            p.steps.push(CostStep::new(
+                "contention",
+                format!("contention: {}", m.step.describe(&m.contexts)),
+                m.bytes,
+                COPY_ROUNDS as u64,
+                copy_seconds(&r, m.bytes, m.contexts.len()),
+            ));
+        }
+        p
+    };
+    let mut plan = cost(&opts);
+    while plan.seconds() > budget.seconds && opts.working_set(1) > MIN_COPY_BYTES {
+        opts.total_bytes = Some((opts.working_set(1) / 2).max(MIN_COPY_BYTES));
+        plan = cost(&opts);
+    }
+    while plan.seconds() > budget.seconds && opts.max_threads > 2 {
+        opts.max_threads /= 2;
+        plan = cost(&opts);
+    }
+    let longest = plan.steps.iter().map(|s| s.seconds).fold(0.0, f64::max);
+    opts.rule = SteadyRule {
+        max_rounds: COPY_MAX_ROUNDS,
+        max_seconds: longest * SLACK,
+        ..SteadyRule::default()
+    };
+    let extra = contention_plan::most_measurements(topo, &opts).saturating_sub(plan.steps.len());
+    if extra > 0 {
+        plan.left_out.push(format!(
+            "contention: up to {extra} more measurement(s) when an overhead level is found \
+             inside a group smaller than the socket (its scalability curve)"
+        ));
+    }
+    if opts.working_set(1) < memory::working_set(shape.largest_llc()).min(room) {
+        plan.left_out.push(format!(
+            "contention copies over {} (instead of {}) to keep within the {:.1} s budget",
+            mib(opts.working_set(1)),
+            mib(memory::working_set(shape.largest_llc()).min(room)),
+            budget.seconds
+        ));
+    }
+    (opts, plan)
+}
+
+/// The contention run estimated from the shape, before the topology is measured: the
+/// context alone, a pair per scope (its core, its socket, the machine) and the socket curve
+/// at 1, 2, 4, … threads.
+fn contention_estimate(shape: &Shape, budget: Budget) -> CostPlan {
+    let r = Rates::ASSUMED;
+    let room = room(budget);
+    let bytes = memory::working_set(shape.largest_llc()).min(room);
+    let socket = shape.sockets.first().map_or(1, |s| s.cpus.len());
+    let counts = contention_plan::thread_counts(socket, ContentionOptions::default().max_threads);
+    let pairs = 1 + usize::from(shape.sockets.len() > 1) + usize::from(socket > shape.cores());
+    let mut p = CostPlan::new(budget);
+    p.steps.push(CostStep::new(
+        "contention",
+        "contention: bandwidth alone and pairs",
+        bytes,
+        (1 + pairs) as u64,
+        copy_seconds(&r, bytes, 1) + pairs as f64 * copy_seconds(&r, bytes, 2),
+    ));
+    let curve: f64 = counts
+        .iter()
+        .filter(|&&t| t > 2)
+        .map(|&t| copy_seconds(&r, bytes, t))
+        .sum();
+    p.steps.push(CostStep::new(
+        "contention",
+        "contention: socket curve",
+        bytes,
+        counts.len() as u64,
+        curve,
+    ));
+    p
+}
