@@ -50,6 +50,9 @@ pub fn default_budget(plugins: &[Plugin]) -> Budget {
 const WARMUP_SAMPLES: usize = 8;
 /// Seconds to start, pin and join the two threads of a pair.
 const PAIR_THREADS_S: f64 = 200e-6;
+/// Seconds to calibrate the probe's timer (five rounds of 4 ms against the monotonic
+/// clock).
+const TIMER_S: f64 = 0.025;
 /// Length of a sample of the quick probe setting (against 40 µs by default), ns.
 const QUICK_SAMPLE_NS: f64 = 10_000.0;
 /// Samples per batch of the quick probe setting.
@@ -123,7 +126,7 @@ impl PairPlan {
             format!("latency pairs of {} contexts", self.contexts),
             0,
             self.measurements as u64,
-            self.seconds,
+            self.seconds + TIMER_S,
         )
     }
 }

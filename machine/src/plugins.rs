@@ -15,8 +15,8 @@ use crate::{MachineError, Progress};
 
 mod plans;
 
-use plans::{cache_options, contention_setup, mem_options};
-pub use plans::{plan_plugin, shared_setup};
+use plans::{cache_options, mem_options};
+pub use plans::{contention_plan_with, contention_setup, plan_plugin, shared_setup};
 
 /// A plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

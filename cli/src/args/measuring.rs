@@ -269,10 +269,10 @@ pub(crate) struct MemArgs {
 /// `topoprobe contention`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ContentionArgs {
-    /// Working set of each thread (e.g. 256M; larger than its share of the last-level
-    /// cache).
-    #[arg(long, value_name = "SIZE", default_value = "512M", value_parser = parse_size)]
-    pub(crate) size: u64,
+    /// Working set of each copy measurement, all threads together (e.g. 256M; default: 6 ×
+    /// the last-level cache within the memory budget, smaller when time is short).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) size: Option<u64>,
     /// Topology the representative pairs are chosen from (default: this machine's
     /// description).
     #[arg(long, value_name = "FILE")]

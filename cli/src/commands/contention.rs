@@ -15,26 +15,28 @@ pub(crate) fn run(args: &ContentionArgs) -> Result<()> {
     let budget = args
         .planning
         .budget(crate::commands::matrix::MEASURING_BUDGET);
+    let os = topoprobe_measure::os::current().ok();
+    let shape = topoprobe_measure::plan::Shape::from_topology(&topo, os.as_ref());
+    let (mut opts, mut plan) =
+        topoprobe_machine::plugins::contention_setup(&topo, &shape, budget);
+    if let Some(size) = args.size {
+        // The size asked for, planned again (the working set decides each step's cost).
+        opts = ContentionOptions {
+            total_bytes: Some(size),
+            max_total_bytes: size,
+            ..opts
+        };
+        plan = topoprobe_machine::plugins::contention_plan_with(&topo, &opts, budget);
+    }
     if args.planning.plan {
-        let os = topoprobe_measure::os::current().ok();
-        let shape = topoprobe_measure::plan::Shape::from_topology(&topo, os.as_ref());
-        let plan = topoprobe_machine::plugins::plan_plugin(
-            topoprobe_machine::plugins::Plugin::Contention,
-            &shape,
-            Some(&topo),
-            os.as_ref(),
-            budget,
-        );
         return crate::planned::print(&plan, args.report.is_json()?, args.report.output.as_deref());
     }
-    let opts = ContentionOptions {
-        bytes_per_thread: args.size,
-        ..ContentionOptions::default()
-    };
-    let bar = crate::progress::spinner("contention");
-    let section = contention::measure_contention(&topo, &opts, |s| bar.set_message(s.to_string()))
-        .context("measuring memory-access contention")?;
-    bar.finish_and_clear();
+    let mut bar = crate::progress::PlanBar::new("contention", &plan);
+    let section = contention::measure_contention(&topo, &opts, |s| {
+        bar.step(&format!("contention: {s}"));
+    })
+    .context("measuring memory-access contention")?;
+    bar.finish();
     let out = if args.report.is_json()? {
         format!("{}\n", serde_json::to_string_pretty(&section)?)
     } else {

@@ -98,10 +98,29 @@ pub fn plan_plugin(
     }
 }
 
-/// Seconds of one walk over `array` bytes (its dependent accesses at the time of a walk
-/// twice as large, on a machine whose caches are `levels`), first touch included.
-fn walk_seconds(r: &Rates, accesses: u64, largest: u64, levels: &[u64]) -> f64 {
-    accesses as f64 * r.access_ns(2 * largest, levels) * 1e-9
+/// Dependent accesses of one walk over an array of `bytes` with `rounds` timed rounds of at
+/// least 2^20 accesses, its untimed lap included (as the shared-cache test walks).
+fn walk_accesses(bytes: u64, rounds: usize) -> u64 {
+    let positions = (bytes / 1024).max(1);
+    let steps = positions.max(1 << 20);
+    positions.max(steps / 4) + rounds.max(1) as u64 * steps
+}
+
+/// Seconds of the expected shared-cache test of one level with arrays of `array` bytes and
+/// `partners` partners: the array and one twice its size walked alone, twice each, then
+/// every pair twice (a pair sharing the level walks at the larger array's pace, one that
+/// does not at the array's: half way between is expected), first touches included. An
+/// array a little larger than a level still hits it in part: its pace is taken half way
+/// between the level's and the next one's.
+fn sharing_seconds(r: &Rates, array: u64, partners: usize, rounds: usize, levels: &[u64]) -> f64 {
+    let alone = r.access_ns(array, levels);
+    let double = (alone + r.access_ns(2 * array, levels)) / 2.0;
+    let a = walk_accesses(array, rounds) as f64;
+    let d = walk_accesses(2 * array, rounds) as f64;
+    let calibration = 2.0 * (a * alone + d * double);
+    let pairs = 2.0 * partners as f64 * a * (alone + double) / 2.0;
+    let touches = (4 + 2 * partners) as f64 * r.touch_seconds(2 * array, 1);
+    (calibration + pairs) * 1e-9 + touches
 }
 
 /// The shared-cache test of the cache levels `topo` holds: the options that keep it within
@@ -128,14 +147,10 @@ pub fn shared_setup(
         for (_, spec) in &specs {
             match shared::plan(topo, spec, opts) {
                 Ok(plan) => {
-                    let largest = plan.arrays.iter().copied().max().unwrap_or(0);
-                    let seconds = walk_seconds(
-                        &r,
-                        plan.max_accesses(opts.rounds),
-                        largest,
-                        &shape.cache_levels,
-                    ) + r.touch_seconds(plan.peak_bytes(), 1)
-                        * plan.max_walks() as f64;
+                    let partners: usize = plan.scopes.iter().map(|s| s.partners.len()).sum();
+                    let first = plan.arrays.first().copied().unwrap_or(0);
+                    let seconds =
+                        sharing_seconds(&r, first, partners, opts.rounds, &shape.cache_levels);
                     p.steps.push(CostStep::new(
                         "shared-caches",
                         format!("shared caches: {}", spec.name),
@@ -193,15 +208,22 @@ fn shared_estimate(shape: &Shape, budget: Budget) -> CostPlan {
             ));
             continue;
         }
-        let positions = (array / 1024).max(1);
-        let walks = 4 + 2 * 3;
-        let accesses = walks * positions.max(1 << 20) * (shared::plan::DEFAULT_ROUNDS as u64 + 1);
+        // Partners: the core's sibling, the socket, the machine.
+        let partners = usize::from(shape.contexts() > shape.cores())
+            + 1
+            + usize::from(shape.sockets.len() > 1);
         p.steps.push(CostStep::new(
             "shared-caches",
             format!("shared caches: L{}", i + 1),
             2 * array,
-            walks,
-            walk_seconds(&r, accesses, array, &shape.cache_levels),
+            (4 + 2 * partners) as u64,
+            sharing_seconds(
+                &r,
+                array,
+                partners,
+                shared::plan::DEFAULT_ROUNDS,
+                &shape.cache_levels,
+            ),
         ));
     }
     p
@@ -216,33 +238,39 @@ fn copy_seconds(r: &Rates, bytes: u64, threads: usize) -> f64 {
             * (r.flush_seconds(bytes, threads) + r.stream_seconds(bytes, threads))
 }
 
+/// The plan of the contention run of `topo` with `opts`: one step per measurement it
+/// makes whatever it finds.
+#[must_use]
+pub fn contention_plan_with(topo: &Topology, opts: &ContentionOptions, budget: Budget) -> CostPlan {
+    let r = Rates::ASSUMED;
+    let mut p = CostPlan::new(budget);
+    for m in contention_plan::measurements(topo, opts) {
+        p.steps.push(CostStep::new(
+            "contention",
+            format!("contention: {}", m.step.describe(&m.contexts)),
+            m.bytes,
+            COPY_ROUNDS as u64,
+            copy_seconds(&r, m.bytes, m.contexts.len()),
+        ));
+    }
+    p
+}
+
 /// The contention run of `topo`: the options that keep it within `budget` (its working set
 /// shrinks when time is short), and its plan, one step per measurement.
-pub(super) fn contention_setup(
+#[must_use]
+pub fn contention_setup(
     topo: &Topology,
     shape: &Shape,
     budget: Budget,
 ) -> (ContentionOptions, CostPlan) {
-    let r = Rates::ASSUMED;
-    let room = room(budget);
+        let room = room(budget);
     let mut opts = ContentionOptions {
         total_bytes: Some(memory::working_set(shape.largest_llc()).min(room)),
         max_total_bytes: room,
         ..ContentionOptions::default()
     };
-    let cost = |opts: &ContentionOptions| -> CostPlan {
-        let mut p = CostPlan::new(budget);
-        for m in contention_plan::measurements(topo, opts) {
-            p.steps.push(CostStep::new(
-                "contention",
-                format!("contention: {}", m.step.describe(&m.contexts)),
-                m.bytes,
-                COPY_ROUNDS as u64,
-                copy_seconds(&r, m.bytes, m.contexts.len()),
-            ));
-        }
-        p
-    };
+    let cost = |opts: &ContentionOptions| contention_plan_with(topo, opts, budget);
     let mut plan = cost(&opts);
     while plan.seconds() > budget.seconds && opts.working_set(1) > MIN_COPY_BYTES {
         opts.total_bytes = Some((opts.working_set(1) / 2).max(MIN_COPY_BYTES));
