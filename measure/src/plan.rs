@@ -344,6 +344,16 @@ impl Rates {
 /// kept out of the memory budget of the buffers.
 pub const PROCESS_BYTES: u64 = 24 * MIB;
 
+/// Seconds for messages: whole seconds from 10 s, one decimal below (`15 s`, `0.5 s`).
+#[must_use]
+pub fn secs(seconds: f64) -> String {
+    if seconds >= 10.0 {
+        format!("{seconds:.0} s")
+    } else {
+        format!("{seconds:.1} s")
+    }
+}
+
 /// Whole MiB of `bytes`, for messages.
 #[must_use]
 pub fn mib(bytes: u64) -> String {

@@ -262,10 +262,10 @@ pub fn plan_power(shape: &crate::plan::Shape, opts: &PowerOptions, budget: Budge
         let per = ((budget.seconds - fixed) / intervals.max(1) as f64).max(0.0);
         let d = Duration::from_secs_f64(per).clamp(MIN_DURATION, o.duration);
         notes.push(format!(
-            "each load state is measured for {:.2} s instead of {:.2} s (the {:.0} s budget)",
+            "each load state is measured for {:.2} s instead of {:.2} s (the {} budget)",
             d.as_secs_f64(),
             o.duration.as_secs_f64(),
-            budget.seconds
+            crate::plan::secs(budget.seconds)
         ));
         o.duration = d;
         steps = steps_for(&o, k);
@@ -276,9 +276,9 @@ pub fn plan_power(shape: &crate::plan::Shape, opts: &PowerOptions, budget: Budge
     }
     if k < sockets {
         notes.push(format!(
-            "power measured on {k} of {sockets} sockets (the {:.0} s budget); no machine \
+            "power measured on {k} of {sockets} sockets (the {} budget); no machine \
              totals",
-            budget.seconds
+            crate::plan::secs(budget.seconds)
         ));
         o.sockets = Some(k);
     }

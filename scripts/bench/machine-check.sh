@@ -272,12 +272,15 @@ fi
 echo "== infer (default plugins)"
 plan "$P_INFER" "$F_INFER"
 export TOPOPROBE_FILE=$OUT/description.json
+# The plan first (a dry run: nothing measured), to set beside what the run takes.
+timeout 30 "$TP" infer --plan --json > "$OUT/infer-plan.json" 2> "$OUT/logs/infer-plan.err" < /dev/null || true
+PLANNED=$(flat "$OUT/infer-plan.json" | awk -F= '/^steps\.[0-9]+\.seconds=/ { s += $2 } END { if (s) printf "%.1f", s }')
 STDOUT=$OUT/infer.txt step infer "$LIMIT" "$TP" infer
 fig="$(sed -n 's/^topoprobe: \(.*\) (measured on this machine)$/\1/p' "$OUT/infer.txt" | head -1)"
 smt=$(sed -n 's/.*SMT: \([a-z]*\).*/\1/p' "$OUT/infer.txt" | head -1)
 pairs=$(sed -n 's/^topoprobe: measured \(.* s\); description.*/\1/p' "$OUT/logs/infer.err" | head -1)
 warn=$(sed -n '/^warnings$/,/^$/s/^  - \([a-z_]*\):.*/\1/p' "$OUT/infer.txt" | sort -u | paste -sd, - | sed 's/,/, /g')
-[ -n "$fig" ] && fig="$fig, SMT ${smt:-?}; ${pairs:-?}; warnings: ${warn:-none}" || fig="no description: $(tail -1 "$OUT/logs/infer.err")"
+[ -n "$fig" ] && fig="$fig, SMT ${smt:-?}; ${pairs:-?}; planned ${PLANNED:-?} s; warnings: ${warn:-none}" || fig="no description: $(tail -1 "$OUT/logs/infer.err")"
 row "infer (default plugins)" "$RC" "$WALL" "$PEAK" "$fig"
 INFER_OK=$([ -s "$OUT/description.json" ] && echo 1 || echo 0)
 [ "$INFER_OK" = 1 ] && "$TP" show --topology "$OUT/description.json" --format tsv 2> /dev/null | grep -v '^#' > "$OUT/logs/infer-partition.tsv"

@@ -6,6 +6,15 @@ use std::fmt::Write as _;
 
 use topoprobe_model::CostPlan;
 
+/// Seconds: whole from 10 s, one decimal below.
+fn secs(seconds: f64) -> String {
+    if seconds >= 10.0 {
+        format!("{seconds:.0} s")
+    } else {
+        format!("{seconds:.1} s")
+    }
+}
+
 /// Bytes as MiB (KiB below one MiB).
 fn size(bytes: u64) -> String {
     if bytes == 0 {
@@ -60,9 +69,9 @@ pub fn render(plan: &CostPlan) -> String {
     }
     let _ = write!(
         out,
-        "total: {:.1} s planned of the {:.0} s budget, largest step {} of the {} memory budget",
+        "total: {:.1} s planned of the {} budget, largest step {} of the {} memory budget",
         plan.seconds(),
-        plan.budget.seconds,
+        secs(plan.budget.seconds),
         size(plan.peak_bytes()),
         size(plan.budget.bytes)
     );
@@ -83,10 +92,10 @@ pub fn render(plan: &CostPlan) -> String {
 #[must_use]
 pub fn summary(plan: &CostPlan) -> String {
     let mut s = format!(
-        "{} steps, {:.1} s planned of the {:.0} s budget, largest step {} of {}",
+        "{} steps, {:.1} s planned of the {} budget, largest step {} of {}",
         plan.steps.len(),
         plan.seconds(),
-        plan.budget.seconds,
+        secs(plan.budget.seconds),
         size(plan.peak_bytes()),
         size(plan.budget.bytes)
     );
@@ -97,7 +106,11 @@ pub fn summary(plan: &CostPlan) -> String {
         let _ = write!(s, ", peak RSS {}", size(p));
     }
     if !plan.left_out.is_empty() {
-        let _ = write!(s, "; {} left out (see warnings)", plan.left_out.len());
+        let _ = write!(
+            s,
+            "; {} note(s) on what the budget left out",
+            plan.left_out.len()
+        );
     }
     s
 }

@@ -17,8 +17,7 @@ pub(crate) fn run(args: &ContentionArgs) -> Result<()> {
         .budget(crate::commands::matrix::MEASURING_BUDGET);
     let os = topoprobe_measure::os::current().ok();
     let shape = topoprobe_measure::plan::Shape::from_topology(&topo, os.as_ref());
-    let (mut opts, mut plan) =
-        topoprobe_machine::plugins::contention_setup(&topo, &shape, budget);
+    let (mut opts, mut plan) = topoprobe_machine::plugins::contention_setup(&topo, &shape, budget);
     if let Some(size) = args.size {
         // The size asked for, planned again (the working set decides each step's cost).
         opts = ContentionOptions {

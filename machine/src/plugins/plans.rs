@@ -264,7 +264,7 @@ pub fn contention_setup(
     shape: &Shape,
     budget: Budget,
 ) -> (ContentionOptions, CostPlan) {
-        let room = room(budget);
+    let room = room(budget);
     let mut opts = ContentionOptions {
         total_bytes: Some(memory::working_set(shape.largest_llc()).min(room)),
         max_total_bytes: room,

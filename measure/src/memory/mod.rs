@@ -344,8 +344,8 @@ pub fn run_plan(
         if !step.required && elapsed + step.cost.seconds > plan.budget.seconds {
             skipped += 1;
             plan.steps[i].cost.note = Some(format!(
-                "left out: {elapsed:.1} s of the {:.0} s budget were spent before it",
-                plan.budget.seconds
+                "left out: {elapsed:.1} s of the {} budget were spent before it",
+                crate::plan::secs(plan.budget.seconds)
             ));
             continue;
         }
@@ -410,8 +410,8 @@ pub fn run_plan(
     if skipped > 0 {
         report.notes.push(format!(
             "{skipped} measurement(s) left out: the machine was slower than planned and the \
-             {:.0} s budget ran out",
-            plan.budget.seconds
+             {} budget ran out",
+            crate::plan::secs(plan.budget.seconds)
         ));
     }
     for (si, socket) in shape.sockets.iter().enumerate() {

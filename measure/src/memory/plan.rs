@@ -357,12 +357,12 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
         classes.dedup();
         let class_list: Vec<String> = classes.iter().map(u32::to_string).collect();
         notes.push(format!(
-            "measured {} of {} socket -> node pairs within the {:.0} s budget ({} of {} \
+            "measured {} of {} socket -> node pairs within the {} budget ({} of {} \
              measurements): one per distance class of the OS's node distances ({}) first, \
              then each socket's local node, then the others",
             measured.len(),
             pairs.len(),
-            budget.seconds,
+            crate::plan::secs(budget.seconds),
             steps.len(),
             total_steps,
             class_list.join(", ")
