@@ -114,8 +114,8 @@ fn os_view(sockets: &[Vec<Vec<u32>>], nodes: usize, llc: u64, llc_parts: usize) 
         }
     }
     let total = node_list.len();
-    for i in 0..total {
-        node_list[i].distances = (0..total)
+    for (i, node) in node_list.iter_mut().enumerate() {
+        node.distances = (0..total)
             .map(|j| {
                 if i == j {
                     10

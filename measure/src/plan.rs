@@ -357,7 +357,7 @@ pub fn secs(seconds: f64) -> String {
 /// Whole MiB of `bytes`, for messages.
 #[must_use]
 pub fn mib(bytes: u64) -> String {
-    if bytes >= GIB && bytes % GIB == 0 {
+    if bytes >= GIB && bytes.is_multiple_of(GIB) {
         format!("{} GiB", bytes / GIB)
     } else if bytes >= 10 * GIB {
         format!("{:.1} GiB", bytes as f64 / GIB as f64)
