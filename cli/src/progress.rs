@@ -79,10 +79,13 @@ impl PlanBar {
         }
     }
 
-    /// The step named `name` started (a name not in the plan only changes the message).
+    /// The step named `name` started, or the first step of the probe or plugin `name` (a
+    /// name not in the plan only changes the message).
     pub(crate) fn step(&mut self, name: &str) {
         let n = self.plan.steps.len();
-        if let Some(i) = (self.next..n).find(|&i| self.plan.steps[i].what == name) {
+        let by_name = (self.next..n).find(|&i| self.plan.steps[i].what == name);
+        let by_probe = || (self.next..n).find(|&i| self.plan.steps[i].probe == name);
+        if let Some(i) = by_name.or_else(by_probe) {
             self.next = i + 1;
             self.bar
                 .set_position((self.plan.seconds_before(i) * 1000.0) as u64);

@@ -6,8 +6,9 @@
 //! and 256 MiB of buffers, each measuring command 15 s and 512 MiB; what a budget leaves
 //! out must be said.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use common::{captures, unpack};
 
 use topoprobe_infer::sim::platforms::{chiplet_server, mesh_server};
 use topoprobe_infer::sim::MachineSpec;
@@ -170,36 +171,13 @@ fn regular(sockets: usize, cores: usize, smt: usize) -> Vec<Vec<Vec<u32>>> {
         .collect()
 }
 
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../measure/tests/data/sysfs")
-}
-
 /// The OS views of the sysfs captures.
-fn captures() -> Vec<Machine> {
-    let mut names: Vec<String> = std::fs::read_dir(data_dir())
-        .expect("the sysfs captures")
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".tar.bz2")
-                .map(str::to_string)
-        })
-        .collect();
-    names.sort();
-    names
+fn capture_views() -> Vec<Machine> {
+    captures()
         .into_iter()
         .map(|name| {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let out = Command::new("tar")
-                .arg("xjf")
-                .arg(data_dir().join(format!("{name}.tar.bz2")))
-                .arg("-C")
-                .arg(dir.path())
-                .output()
-                .expect("tar (with bzip2) runs");
-            assert!(out.status.success(), "{name}: {out:?}");
-            let os = topoprobe_measure::os::read_os_view(&dir.path().join(&name))
+            let (_dir, root) = unpack(&name);
+            let os = topoprobe_measure::os::read_os_view(&root)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             Machine { name, os }
         })
@@ -238,7 +216,7 @@ fn machines() -> Vec<Machine> {
             os: os_view(&regular(8, 256, 2), 4, 1100 * MIB, 8),
         },
     ];
-    v.extend(captures());
+    v.extend(capture_views());
     v
 }
 

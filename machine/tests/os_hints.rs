@@ -2,32 +2,12 @@
 //! distinct packages, checked against what `lstopo -v` printed for the capture, and never
 //! the NUMA node count (the SNC capture `memorysidecaches` has 4 nodes on 2 packages).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use common::{captures, data_dir, unpack};
 
 use topoprobe_machine::hints::os_hints;
 use topoprobe_measure::os::read_os_view;
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../measure/tests/data/sysfs")
-}
-
-/// Every capture in the folder (each `<name>.tar.bz2` with its
-/// `<name>.debian-hwloc2.9.console`).
-fn captures() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(data_dir())
-        .expect("the sysfs captures")
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".tar.bz2")
-                .map(str::to_string)
-        })
-        .collect();
-    v.sort();
-    v
-}
 
 /// `depth N:  K Package (type #1)` in lstopo's summary.
 fn lstopo_count(console: &str, ty: &str) -> usize {
@@ -48,20 +28,8 @@ fn the_socket_hint_is_the_package_count_on_every_capture() {
     assert!(names.len() >= 6, "{names:?}");
     let mut snc_seen = false;
     for name in &names {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let out = Command::new("tar")
-            .arg("xjf")
-            .arg(data_dir().join(format!("{name}.tar.bz2")))
-            .arg("-C")
-            .arg(dir.path())
-            .output()
-            .expect("tar (with bzip2) runs");
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let view = read_os_view(&dir.path().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (_dir, root) = unpack(name);
+        let view = read_os_view(&root).unwrap_or_else(|e| panic!("{name}: {e}"));
         let console =
             std::fs::read_to_string(data_dir().join(format!("{name}.debian-hwloc2.9.console")))
                 .expect("console");

@@ -371,6 +371,18 @@ mod tests {
     use super::*;
     use topoprobe_model::{OsCache, OsCpu, OsNode};
 
+    /// A cache of `size` bytes shared by `cpus`.
+    fn cache(level: u8, kind: CacheType, size: u64, cpus: &[u32]) -> OsCache {
+        OsCache {
+            level,
+            kind,
+            size_bytes: Some(size),
+            line_size: Some(64),
+            ways: None,
+            cpus: cpus.to_vec(),
+        }
+    }
+
     /// Two packages of two cores with two contexts each (context i's sibling is i + 4),
     /// one node each, an L3 per package.
     fn two_sockets() -> OsView {
@@ -405,30 +417,9 @@ mod tests {
                 },
             ]),
             caches: vec![
-                OsCache {
-                    level: 1,
-                    kind: CacheType::Data,
-                    size_bytes: Some(32 << 10),
-                    line_size: Some(64),
-                    ways: None,
-                    cpus: vec![0, 4],
-                },
-                OsCache {
-                    level: 3,
-                    kind: CacheType::Unified,
-                    size_bytes: Some(32 * MIB),
-                    line_size: Some(64),
-                    ways: None,
-                    cpus: vec![0, 1, 4, 5],
-                },
-                OsCache {
-                    level: 3,
-                    kind: CacheType::Unified,
-                    size_bytes: Some(32 * MIB),
-                    line_size: Some(64),
-                    ways: None,
-                    cpus: vec![2, 3, 6, 7],
-                },
+                cache(1, CacheType::Data, 32 << 10, &[0, 4]),
+                cache(3, CacheType::Unified, 32 * MIB, &[0, 1, 4, 5]),
+                cache(3, CacheType::Unified, 32 * MIB, &[2, 3, 6, 7]),
             ],
             ..OsView::default()
         }

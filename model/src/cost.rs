@@ -131,6 +131,17 @@ impl CostPlan {
         }
     }
 
+    /// A plan under `budget` made of `steps` (in the order they run) and the `left_out`
+    /// notes.
+    #[must_use]
+    pub fn of(budget: Budget, steps: Vec<CostStep>, left_out: Vec<String>) -> Self {
+        Self {
+            budget,
+            steps,
+            left_out,
+        }
+    }
+
     /// Planned seconds of every step together.
     #[must_use]
     pub fn seconds(&self) -> f64 {

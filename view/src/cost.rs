@@ -67,20 +67,7 @@ pub fn render(plan: &CostPlan) -> String {
             let _ = writeln!(out, "{:<14}   note: {n}", "");
         }
     }
-    let _ = write!(
-        out,
-        "total: {:.1} s planned of the {} budget, largest step {} of the {} memory budget",
-        plan.seconds(),
-        secs(plan.budget.seconds),
-        size(plan.peak_bytes()),
-        size(plan.budget.bytes)
-    );
-    if let Some(t) = plan.spent_seconds() {
-        let _ = write!(out, "; spent {t:.1} s");
-        if let Some(p) = plan.spent_peak_bytes() {
-            let _ = write!(out, ", peak RSS {}", size(p));
-        }
-    }
+    let _ = write!(out, "total: {}", totals(plan));
     out.push('\n');
     for n in &plan.left_out {
         let _ = writeln!(out, "left out: {n}");
@@ -88,12 +75,11 @@ pub fn render(plan: &CostPlan) -> String {
     out
 }
 
-/// One line for a description's provenance: planned and spent seconds and memory.
-#[must_use]
-pub fn summary(plan: &CostPlan) -> String {
+/// The totals of a plan: planned seconds against the budget, the largest step against the
+/// memory budget, and what was spent once it ran.
+fn totals(plan: &CostPlan) -> String {
     let mut s = format!(
-        "{} steps, {:.1} s planned of the {} budget, largest step {} of {}",
-        plan.steps.len(),
+        "{:.1} s planned of the {} budget, largest step {} of the {} memory budget",
         plan.seconds(),
         secs(plan.budget.seconds),
         size(plan.peak_bytes()),
@@ -105,6 +91,13 @@ pub fn summary(plan: &CostPlan) -> String {
     if let Some(p) = plan.spent_peak_bytes() {
         let _ = write!(s, ", peak RSS {}", size(p));
     }
+    s
+}
+
+/// One line for a description's provenance: planned and spent seconds and memory.
+#[must_use]
+pub fn summary(plan: &CostPlan) -> String {
+    let mut s = format!("{} steps, {}", plan.steps.len(), totals(plan));
     if !plan.left_out.is_empty() {
         let _ = write!(
             s,

@@ -212,9 +212,14 @@ fn shared_estimate(shape: &Shape, budget: Budget) -> CostPlan {
         let partners = usize::from(shape.contexts() > shape.cores())
             + 1
             + usize::from(shape.sockets.len() > 1);
+        let name = if i == 0 {
+            "L1d".to_string()
+        } else {
+            format!("L{}", i + 1)
+        };
         p.steps.push(CostStep::new(
             "shared-caches",
-            format!("shared caches: L{}", i + 1),
+            format!("shared caches: {name}"),
             2 * array,
             (4 + 2 * partners) as u64,
             sharing_seconds(

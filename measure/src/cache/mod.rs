@@ -220,10 +220,7 @@ impl CachePlan {
     /// The plan as a record.
     #[must_use]
     pub fn cost(&self) -> CostPlan {
-        let mut p = CostPlan::new(self.budget);
-        p.steps.clone_from(&self.steps);
-        p.left_out.clone_from(&self.notes);
-        p
+        CostPlan::of(self.budget, self.steps.clone(), self.notes.clone())
     }
 }
 

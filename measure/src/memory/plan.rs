@@ -113,10 +113,11 @@ impl MemPlan {
     /// The plan as a record: steps, budget, left-out notes.
     #[must_use]
     pub fn cost(&self) -> CostPlan {
-        let mut p = CostPlan::new(self.budget);
-        p.steps = self.steps.iter().map(|s| s.cost.clone()).collect();
-        p.left_out.clone_from(&self.notes);
-        p
+        CostPlan::of(
+            self.budget,
+            self.steps.iter().map(|s| s.cost.clone()).collect(),
+            self.notes.clone(),
+        )
     }
 
     /// The rounds rule of the bandwidth kernels of `step` (its planned time bounds them).
