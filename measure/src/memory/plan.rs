@@ -177,9 +177,9 @@ fn bandwidth_seconds(r: &Rates, bytes: u64, threads: usize, kernels: usize) -> f
         + (kernels * EXPECTED_ROUNDS) as f64 * round
 }
 
-/// The socket -> node pairs in the order they are measured, and why each is where it is:
-/// a representative of each distance class, each socket's local node, the rest.
-fn ordered_pairs(shape: &Shape) -> Vec<(usize, usize)> {
+/// The socket -> node pairs in the order they are measured — a representative of each
+/// distance class, each socket's local node, the rest — and how many representatives lead.
+fn ordered_pairs(shape: &Shape) -> (Vec<(usize, usize)>, usize) {
     let nodes: Vec<usize> = (0..shape.nodes.len().max(1))
         .filter(|&n| shape.nodes.get(n).is_none_or(|x| x.memory_bytes != Some(0)))
         .collect();
@@ -195,6 +195,7 @@ fn ordered_pairs(shape: &Shape) -> Vec<(usize, usize)> {
             out.push((s, n));
         }
     }
+    let representatives = out.len();
     for s in 0..shape.sockets.len() {
         let local = shape.sockets[s]
             .local_node
@@ -209,7 +210,7 @@ fn ordered_pairs(shape: &Shape) -> Vec<(usize, usize)> {
             out.push(p);
         }
     }
-    out
+    (out, representatives)
 }
 
 /// Plans the memory probe on a machine of `shape` as `opts` asks, within `opts.budget`.
@@ -265,11 +266,13 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
         1
     };
     let lat_seconds = latency_seconds(&r, latency_bytes, evicts, pages);
-    let pairs = ordered_pairs(shape);
+    let (pairs, representatives) = ordered_pairs(shape);
     let numa = shape.nodes.len() > 1;
     let node_id = |n: usize| shape.nodes.get(n).map_or(0, |x| x.id);
-    let mut steps: Vec<MemStep> = Vec::new();
+    // Per pair: its latency steps, then its bandwidth steps.
+    let mut per_pair: Vec<(Vec<MemStep>, Vec<MemStep>)> = Vec::new();
     for &(s, n) in &pairs {
+        let (mut latencies, mut bandwidths) = (Vec::new(), Vec::new());
         let socket = &shape.sockets[s];
         let node = node_id(n);
         let contexts: Vec<u32> = if opts.all_contexts {
@@ -278,7 +281,7 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
             socket.cpus.iter().take(1).copied().collect()
         };
         for cpu in contexts {
-            steps.push(MemStep {
+            latencies.push(MemStep {
                 work: MemWork::Latency {
                     cpu,
                     socket: s,
@@ -292,10 +295,11 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
                     (LATENCY_ROUNDS * pages) as u64,
                     lat_seconds,
                 ),
-                required: steps.is_empty(),
+                required: false,
             });
         }
         if opts.latency_only {
+            per_pair.push((latencies, bandwidths));
             continue;
         }
         let many = opts
@@ -307,10 +311,7 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
             counts.push(many);
         }
         for t in counts {
-            let first = !steps
-                .iter()
-                .any(|x| matches!(x.work, MemWork::Bandwidth { .. }));
-            steps.push(MemStep {
+            bandwidths.push(MemStep {
                 work: MemWork::Bandwidth {
                     socket: s,
                     node,
@@ -324,12 +325,35 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
                     (3 * EXPECTED_ROUNDS) as u64,
                     bandwidth_seconds(&r, bandwidth_bytes, t, 3),
                 ),
-                required: first,
+                required: false,
             });
         }
+        per_pair.push((latencies, bandwidths));
+    }
+    // The class representatives' latencies, then their bandwidths, then the same for the
+    // other pairs: with little time, every class gets its latency before any pair gets
+    // more. The first latency and the first bandwidth run whatever the budget.
+    let mut steps: Vec<MemStep> = Vec::new();
+    let mut rest = per_pair.split_off(representatives.min(per_pair.len()));
+    for group in [&mut per_pair, &mut rest] {
+        for (latencies, _) in group.iter_mut() {
+            steps.append(latencies);
+        }
+        for (_, bandwidths) in group.iter_mut() {
+            steps.append(bandwidths);
+        }
+    }
+    if let Some(first) = steps.first_mut() {
+        first.required = true;
+    }
+    if let Some(first) = steps
+        .iter_mut()
+        .find(|x| matches!(x.work, MemWork::Bandwidth { .. }))
+    {
+        first.required = true;
     }
     // Keep the steps in order while they fit; a step that does not fit is left out and a
-    // later, cheaper one may still fit (latency to every node before bandwidth to all).
+    // later, cheaper one may still fit.
     let mut spent = 0.0;
     let total_steps = steps.len();
     steps.retain(|st| {
