@@ -3,77 +3,10 @@
 //! inference. The pairs are flagged, the structure is found, and only a collection in which
 //! nothing could be measured fails.
 
-use std::collections::HashMap;
-
-use topoprobe_infer::sim::{platforms, MachineSpec, Noise, SimProbe};
+use topoprobe_infer::sim::{platforms, Injected, MachineSpec, Noise, SimProbe};
 use topoprobe_infer::sparse::{collect_sparse, SparseOptions};
 use topoprobe_infer::{collect_full, infer, Collected, InferError, InferOptions, PairFlag};
-use topoprobe_model::{
-    LatencyMatrix, MatrixProbe, Noisy, PairLatency, PairReading, PairSample, ProbeError,
-    StructureLevel, Topology,
-};
-
-/// The flag the injected noise carries.
-const NOISE: Noisy = Noisy {
-    limit: 0.14,
-    batches: 5,
-};
-
-/// Passes `inner` through, but flags some pairs as noisy (spread 40%, value times
-/// `scale`, on every reading or on the first only) and gives up on others; counts the
-/// readings of every pair.
-struct Injected<P> {
-    inner: P,
-    /// Pairs made noisy (`a < b`).
-    noisy: Box<dyn Fn(usize, usize) -> bool>,
-    scale: f64,
-    first_only: bool,
-    given_up: Box<dyn Fn(usize, usize) -> bool>,
-    readings: HashMap<(usize, usize), usize>,
-}
-
-impl<P: PairLatency> Injected<P> {
-    fn new(inner: P, noisy: impl Fn(usize, usize) -> bool + 'static) -> Self {
-        Self {
-            inner,
-            noisy: Box::new(noisy),
-            scale: 1.0,
-            first_only: false,
-            given_up: Box::new(|_, _| false),
-            readings: HashMap::new(),
-        }
-    }
-}
-
-impl<P: PairLatency> PairLatency for Injected<P> {
-    fn contexts(&self) -> usize {
-        self.inner.contexts()
-    }
-
-    fn measure(&mut self, a: usize, b: usize) -> Result<Option<PairSample>, ProbeError> {
-        Ok(self.measure_pair(a, b)?.sample())
-    }
-
-    fn measure_pair(&mut self, a: usize, b: usize) -> Result<PairReading, ProbeError> {
-        let k = (a.min(b), a.max(b));
-        let count = self.readings.entry(k).or_insert(0);
-        *count += 1;
-        let first = *count == 1;
-        if (self.given_up)(k.0, k.1) {
-            return Ok(PairReading::GaveUp("the partner thread stalled".into()));
-        }
-        let noisy = (self.noisy)(k.0, k.1) && (first || !self.first_only);
-        Ok(match self.inner.measure_pair(a, b)? {
-            PairReading::Sample(s) if noisy => PairReading::Sample(PairSample {
-                median: s.median * self.scale,
-                min: s.min * self.scale * 0.5,
-                spread: 0.4,
-                noisy: Some(NOISE),
-            }),
-            r => r,
-        })
-    }
-}
+use topoprobe_model::{LatencyMatrix, MatrixProbe, StructureLevel, Topology};
 
 /// A simulated machine with a little noise.
 fn sim(spec: &MachineSpec, seed: u64) -> (MachineSpec, SimProbe) {
@@ -196,7 +129,11 @@ fn a_busy_context_is_flagged_in_a_sparse_collection_and_the_structure_found() {
         );
         // Every noisy pair was read again before it was believed.
         for k in &flagged {
-            assert!(p.readings[k] >= 2, "{k:?} read {} times", p.readings[k]);
+            assert!(
+                p.readings(k.0, k.1) >= 2,
+                "{k:?} read {} times",
+                p.readings(k.0, k.1)
+            );
         }
         let topo = c.infer(&spec.infer_options()).expect("inferred");
         spec.truth()

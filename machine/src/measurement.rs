@@ -337,7 +337,9 @@ pub(crate) fn measure_with(
             infer_opts.sockets_origin = Origin::Os;
         }
     }
-    progress(Progress::Step(&plan.cost.steps[2].what));
+    if let Some(step) = plan.cost.steps.iter().find(|s| s.probe == "inference") {
+        progress(Progress::Step(&step.what));
+    }
     let inference_started = Instant::now();
     let mut topo = table
         .collected
@@ -538,7 +540,6 @@ pub fn shape_of_this_machine(cpus: &[u32], os: Option<&OsView>) -> Shape {
             local_node: None,
         });
     }
-    shape.free_bytes = plugins::least_free_memory();
     shape
 }
 

@@ -212,10 +212,7 @@ pub fn run(
     }
     let mut costs = Vec::new();
     for &(plugin, budget) in plugins {
-        let shape = Shape {
-            free_bytes: least_free_memory(),
-            ..Shape::from_topology(topo, os)
-        };
+        let shape = Shape::from_topology(topo, os);
         progress(Progress::Plugin(plugin.name()));
         let started = std::time::Instant::now();
         let cost = match plugin {
@@ -342,16 +339,6 @@ fn spent_in_one(p: &mut CostPlan, started: std::time::Instant) {
         };
         s.record(share, peak);
     }
-}
-
-/// Free memory of the node with the least of it, among the online nodes that have memory.
-#[must_use]
-pub fn least_free_memory() -> Option<u64> {
-    topoprobe_sys::memory::online_nodes()
-        .iter()
-        .filter_map(topoprobe_measure::os::node_free_bytes)
-        .filter(|&f| f > 0)
-        .min()
 }
 
 #[cfg(test)]

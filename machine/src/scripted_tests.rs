@@ -7,9 +7,11 @@ use std::rc::Rc;
 
 use topoprobe_measure::smt::SmtTest;
 use topoprobe_model::{
-    LatencyMatrix, MatrixProbe, Noisy, OsCpu, OsView, PairLatency, PairReading, PairSample,
-    ProbeError, StructureLevel, Topology,
+    LatencyMatrix, MatrixProbe, OsCpu, OsView, PairLatency, PairSample, ProbeError, StructureLevel,
+    Topology,
 };
+
+use topoprobe_infer::sim::Injected;
 
 use crate::measurement::{measure_with, Context};
 use crate::stability::is_unstable;
@@ -245,59 +247,15 @@ fn a_description_unlike_the_saved_one_is_unstable() {
     assert!(!is_unstable(&topo), "{:?}", unstable_messages(&topo));
 }
 
-/// A probe that passes `inner` through, but flags the pairs of `noisy` as noisy (huge
-/// spread, value scaled by `scale`) and gives up on the pairs of `given_up`: the noise of
-/// a busy CPU, injected.
-struct Injected<P> {
-    inner: P,
-    noisy: Vec<(usize, usize)>,
-    scale: f64,
-    given_up: Vec<(usize, usize)>,
+/// The noise of a busy CPU on the pairs `noisy` (a spread of 50%), as the live probe flags
+/// it.
+fn injected<P: PairLatency>(inner: P, noisy: &[(usize, usize)]) -> Injected<P> {
+    let noisy = noisy.to_vec();
+    let mut probe = Injected::new(inner, move |a, b| noisy.contains(&(a, b)));
+    probe.spread = 0.5;
+    probe.given_up_reason = "the partner thread did not answer for 2 s, 2 times in a row".into();
+    probe
 }
-
-impl<P: PairLatency> Injected<P> {
-    fn new(inner: P, noisy: &[(usize, usize)]) -> Self {
-        Self {
-            inner,
-            noisy: noisy.to_vec(),
-            scale: 1.0,
-            given_up: Vec::new(),
-        }
-    }
-}
-
-impl<P: PairLatency> PairLatency for Injected<P> {
-    fn contexts(&self) -> usize {
-        self.inner.contexts()
-    }
-
-    fn measure(&mut self, a: usize, b: usize) -> Result<Option<PairSample>, ProbeError> {
-        Ok(self.measure_pair(a, b)?.sample())
-    }
-
-    fn measure_pair(&mut self, a: usize, b: usize) -> Result<PairReading, ProbeError> {
-        let k = (a.min(b), a.max(b));
-        if self.given_up.contains(&k) {
-            return Ok(PairReading::GaveUp(
-                "the partner thread did not answer for 2 s, 2 times in a row".into(),
-            ));
-        }
-        let reading = self.inner.measure_pair(a, b)?;
-        Ok(match reading {
-            PairReading::Sample(s) if self.noisy.contains(&k) => PairReading::Sample(PairSample {
-                median: s.median * self.scale,
-                min: s.min * self.scale * 0.5,
-                spread: 0.5,
-                noisy: Some(Noisy {
-                    limit: 0.14,
-                    batches: 5,
-                }),
-            }),
-            r => r,
-        })
-    }
-}
-
 /// An OS view of `n` CPUs in one package, one core each.
 fn flat_os(n: u32) -> OsView {
     let cpu = |id: u32| OsCpu {
@@ -376,7 +334,7 @@ fn warning<'t>(topo: &'t Topology, kind: &str) -> Option<&'t str> {
 fn a_noisy_pair_is_flagged_and_the_run_succeeds() {
     let m = two_clusters();
     for full in [true, false] {
-        let mut probe = Injected::new(MatrixProbe::new(&m), &[(1, 2)]);
+        let mut probe = injected(MatrixProbe::new(&m), &[(1, 2)]);
         probe.scale = 1.1;
         let topo = measure_probe(&mut probe, full).expect("the run succeeds");
         // The structure is the clusters': the other pairs decide it.
@@ -420,7 +378,7 @@ fn a_pair_measured_only_through_noise_lowers_the_confidence() {
     let latency = Rc::new(Cell::new(40.0));
     let calls = Rc::new(Cell::new(0));
     let inner = Scripted { latency, calls };
-    let mut probe = Injected::new(inner, &[(0, 1)]);
+    let mut probe = injected(inner, &[(0, 1)]);
     let topo = measure_probe(&mut probe, true).expect("the run succeeds");
     let w = warning(&topo, "noisy_pairs").expect("warned");
     assert!(
@@ -439,8 +397,8 @@ fn a_pair_measured_only_through_noise_lowers_the_confidence() {
 #[test]
 fn a_pair_given_up_is_missing_and_flagged_and_nothing_measured_fails() {
     let m = two_clusters();
-    let mut probe = Injected::new(MatrixProbe::new(&m), &[]);
-    probe.given_up = vec![(2, 5)];
+    let mut probe = injected(MatrixProbe::new(&m), &[]);
+    probe.given_up = Box::new(|a, b| (a, b) == (2, 5));
     let topo = measure_probe(&mut probe, true).expect("the run succeeds");
     let w = warning(&topo, "pairs_given_up").expect("warned");
     assert!(
@@ -451,10 +409,8 @@ fn a_pair_given_up_is_missing_and_flagged_and_nothing_measured_fails() {
     assert_eq!(topo.latency_tables().raw.get(2, 5), None);
     assert_eq!(topo.groups().len(), 2);
 
-    let mut probe = Injected::new(MatrixProbe::new(&m), &[]);
-    probe.given_up = (0..8)
-        .flat_map(|a| (a + 1..8).map(move |b| (a, b)))
-        .collect();
+    let mut probe = injected(MatrixProbe::new(&m), &[]);
+    probe.given_up = Box::new(|_, _| true);
     for full in [true, false] {
         let e = measure_probe(&mut probe, full).unwrap_err();
         let chain = format!(
@@ -481,7 +437,7 @@ fn a_noisy_pair_is_never_a_reference_pair() {
             40.0
         })
     });
-    let mut probe = Injected::new(MatrixProbe::new(&m), &[(0, 1)]);
+    let mut probe = injected(MatrixProbe::new(&m), &[(0, 1)]);
     let c = topoprobe_infer::collect_full(&mut probe, &mut |_, _| {}).expect("collected");
     let refs = |monitor: &crate::stability::Monitor| -> Vec<(usize, usize)> {
         monitor.references().iter().map(|r| r.rows).collect()

@@ -11,15 +11,12 @@ use std::time::Instant;
 
 use topoprobe_measure::memory::kernels::{self, Isa, Kernel};
 use topoprobe_sys::buffer::{Buffer, PagePlacement};
-use topoprobe_sys::counter::{can_flush, fence, flush_line};
+use topoprobe_sys::counter::{can_flush, flush_lines};
 
 /// Seconds to evict every line of `b`.
 fn evict(b: &Buffer) -> f64 {
     let t = Instant::now();
-    for w in b.words().iter().step_by(8) {
-        flush_line(w);
-    }
-    fence();
+    flush_lines(b.words());
     t.elapsed().as_secs_f64()
 }
 

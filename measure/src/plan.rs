@@ -15,7 +15,7 @@
 
 use topoprobe_model::{CacheType, OsView, SocketId, Topology};
 
-pub use topoprobe_model::{Budget, CostPlan, CostStep};
+pub use topoprobe_model::{seconds_text as secs, Budget, CostPlan, CostStep};
 
 /// Bytes in a MiB.
 pub const MIB: u64 = 1 << 20;
@@ -210,15 +210,15 @@ impl Shape {
         }
     }
 
-    /// A shape with no socket and this machine's facts: whether lines can be flushed and
-    /// huge pages asked for; free memory unknown.
+    /// A shape with no socket and this machine's facts: its free memory now, whether lines
+    /// can be flushed, huge pages asked for and power measured.
     #[must_use]
     pub fn this_machine_facts() -> Self {
         Self {
             sockets: Vec::new(),
             nodes: Vec::new(),
             cache_levels: Vec::new(),
-            free_bytes: None,
+            free_bytes: crate::os::least_free_bytes(),
             can_flush: topoprobe_sys::counter::can_flush(),
             huge_pages: crate::memory::thp_available(),
             power_unavailable:
@@ -343,16 +343,6 @@ impl Rates {
 /// Bytes a process needs besides the probes' buffers (its code, tables and thread stacks),
 /// kept out of the memory budget of the buffers.
 pub const PROCESS_BYTES: u64 = 24 * MIB;
-
-/// Seconds for messages: whole seconds from 10 s, one decimal below (`15 s`, `0.5 s`).
-#[must_use]
-pub fn secs(seconds: f64) -> String {
-    if seconds >= 10.0 {
-        format!("{seconds:.0} s")
-    } else {
-        format!("{seconds:.1} s")
-    }
-}
 
 /// Whole MiB of `bytes`, for messages.
 #[must_use]

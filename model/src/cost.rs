@@ -97,6 +97,17 @@ impl CostStep {
     }
 }
 
+/// Seconds as messages say them: whole seconds from 10 s, one decimal below (`15 s`,
+/// `0.5 s`).
+#[must_use]
+pub fn seconds_text(seconds: f64) -> String {
+    if seconds >= 10.0 {
+        format!("{seconds:.0} s")
+    } else {
+        format!("{seconds:.1} s")
+    }
+}
+
 /// Seconds rounded to the millisecond (what a plan or a wall clock resolves).
 fn to_ms(seconds: f64) -> f64 {
     if seconds.is_finite() {

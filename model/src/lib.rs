@@ -50,7 +50,7 @@ pub use components::{
     Core, Evidence, Group, HwContext, Interconnect, LatencyLevel, Member, Node, Parent, Role,
     Socket,
 };
-pub use cost::{Budget, CostPlan, CostStep};
+pub use cost::{seconds_text, Budget, CostPlan, CostStep};
 pub use error::ModelError;
 pub use ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
 pub use matrix::{median_sorted, LatencyMatrix, LatencySummary, MatrixShapeError};

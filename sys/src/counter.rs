@@ -154,6 +154,22 @@ pub fn flush_line<T: ?Sized>(value: &T) {
     imp::flush(std::ptr::from_ref(value).cast::<u8>());
 }
 
+/// Evicts every cache line holding part of `values` from every cache, then waits for the
+/// evictions to complete (a no-op where [`can_flush`] is false). No cache line is smaller
+/// than 64 bytes, so one flush per 64 bytes covers them all.
+pub fn flush_lines<T>(values: &[T]) {
+    if !can_flush() {
+        return;
+    }
+    let bytes = std::mem::size_of_val(values);
+    let base = values.as_ptr().cast::<u8>();
+    for offset in (0..bytes).step_by(64) {
+        // SAFETY: `offset < bytes`, so the pointer stays inside `values`, one allocation.
+        imp::flush(unsafe { base.add(offset) });
+    }
+    fence();
+}
+
 /// A full memory fence that also orders cache flushes (`mfence`, `dsb ish`).
 #[inline]
 pub fn fence() {

@@ -4,16 +4,7 @@
 
 use std::fmt::Write as _;
 
-use topoprobe_model::CostPlan;
-
-/// Seconds: whole from 10 s, one decimal below.
-fn secs(seconds: f64) -> String {
-    if seconds >= 10.0 {
-        format!("{seconds:.0} s")
-    } else {
-        format!("{seconds:.1} s")
-    }
-}
+use topoprobe_model::{seconds_text as secs, CostPlan};
 
 /// Bytes as MiB (KiB below one MiB).
 fn size(bytes: u64) -> String {

@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 
 use anyhow::{Context, Result};
-use topoprobe_machine::plugins::least_free_memory;
 use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_measure::memory::{self, MemOptions, MemReport};
 use topoprobe_measure::plan::{mib, Shape};
@@ -37,10 +36,7 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
     args.report.check()?;
     let topo = crate::inputs::topology(args.topology.as_deref())?;
     let os = topoprobe_measure::os::current().ok();
-    let shape = Shape {
-        free_bytes: least_free_memory(),
-        ..Shape::from_topology(&topo, os.as_ref())
-    };
+    let shape = Shape::from_topology(&topo, os.as_ref());
     if let Some(t) = args.threads {
         let max = topo
             .sockets()

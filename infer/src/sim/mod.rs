@@ -12,7 +12,8 @@
 //! From a spec come the measured [`LatencyMatrix`](topoprobe_model::LatencyMatrix)
 //! ([`MachineSpec::matrix`]), the noise-free latencies ([`MachineSpec::true_latency`]), the
 //! ground truth ([`MachineSpec::truth`], compared with an inferred topology by
-//! [`Truth::check`]), and a probe that measures pairs one at a time ([`SimProbe`]).
+//! [`Truth::check`]), and a probe that measures pairs one at a time ([`SimProbe`]);
+//! [`Injected`] adds the noise of a busy machine to any probe.
 //! [`platforms`] has named machines: the paper's five and modern ones.
 //!
 //! ```no_run
@@ -28,6 +29,7 @@
 //! # Ok::<(), topoprobe_infer::InferError>(())
 //! ```
 
+mod injected;
 mod layout;
 mod matrices;
 pub mod platforms;
@@ -37,6 +39,7 @@ mod truth;
 
 use rand::Rng;
 
+pub use injected::{Injected, PairFilter};
 pub use probe::{SimProbe, DEFAULT_SAMPLES};
 pub use spec::{CrossSocket, MachineSpec, Noise, Numbering, SpecError, Unit};
 pub use truth::Truth;

@@ -30,7 +30,7 @@ use super::MemError;
 use crate::steady::{Steady, SteadyFigure, SteadyRule};
 use topoprobe_sys::affinity::pin_current_thread;
 use topoprobe_sys::buffer::{Buffer, PagePlacement};
-use topoprobe_sys::counter::{can_flush, fence, flush_line};
+use topoprobe_sys::counter::flush_lines;
 
 /// One bandwidth run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -204,7 +204,7 @@ pub fn measure_kernels(cpus: &[u32], streams: &Streams) -> Result<Vec<SteadyFigu
                         }
                         barrier.wait();
                         loop {
-                            evict(&buf);
+                            flush_lines(buf.words());
                             gate.wait();
                             let start = Instant::now();
                             let bytes = pass(kernel, streams, &mut buf);
@@ -267,17 +267,6 @@ fn prepare(cpu: u32, share: u64, placement: PagePlacement) -> Result<Buffer, Mem
     let mut buf = Buffer::new(share as usize, placement)?;
     buf.words_mut().fill(1);
     Ok(buf)
-}
-
-/// Evicts every line of `buffer` from every cache, flushing every 64 bytes (no cache line
-/// is smaller); nothing where the architecture has no flush.
-fn evict(buffer: &Buffer) {
-    if can_flush() {
-        for w in buffer.words().iter().step_by(8) {
-            flush_line(w);
-        }
-        fence();
-    }
 }
 
 /// One pass of `kernel` over the thread's buffer (copy reads its first half into its

@@ -19,7 +19,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use topoprobe_sys::buffer::Buffer;
-use topoprobe_sys::counter::{can_flush, fence, flush_line};
+use topoprobe_sys::counter::flush_lines;
 
 /// Bytes between two visited positions: one line of every aligned pair of lines.
 pub const SLOT_BYTES: usize = 128;
@@ -55,16 +55,6 @@ pub fn chase(words: &[u64], from: usize, steps: usize) -> usize {
         j = words[j] as usize;
     }
     black_box(j)
-}
-
-/// Evicts every line of `buf` from every cache (nothing where lines cannot be evicted).
-pub fn evict(buf: &Buffer) {
-    if can_flush() {
-        for w in buf.words().iter().step_by(8) {
-            flush_line(w);
-        }
-        fence();
-    }
 }
 
 /// How a linked buffer is chased.
@@ -109,7 +99,7 @@ impl ChaseRounds {
 #[must_use]
 pub fn timed_rounds(buf: &Buffer, how: ChaseRounds) -> Vec<f64> {
     if how.evict {
-        evict(buf);
+        flush_lines(buf.words());
     }
     let words = buf.words();
     let mut j = chase(words, 0, how.warm_up);

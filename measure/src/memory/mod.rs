@@ -22,7 +22,7 @@ pub mod plan;
 
 use std::time::Instant;
 
-use topoprobe_model::{Budget, CostPlan, OsView};
+use topoprobe_model::{Budget, CostPlan};
 
 use crate::plan::Shape;
 use bandwidth::Streams;
@@ -203,8 +203,8 @@ pub fn latency(
                         evict: false,
                     }
                 };
-                let mut ns = chase::timed_rounds(&buf, how);
-                Ok(median(&mut ns))
+                let ns = chase::timed_rounds(&buf, how);
+                Ok(crate::stats::median(&ns).unwrap_or(f64::NAN))
             })
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
@@ -227,22 +227,6 @@ pub fn latency(
         huge_ns,
         small_ns,
     })
-}
-
-/// Median of a list (`NaN` when empty).
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        f64::NAN
-    } else {
-        topoprobe_model::median_sorted(v)
-    }
-}
-
-/// Bytes of the last-level cache that `cpus` use ([`crate::plan::last_level_bytes`]).
-#[must_use]
-pub fn last_level_bytes(os: &OsView, cpus: &[u32]) -> Option<u64> {
-    crate::plan::last_level_bytes(os, cpus)
 }
 
 /// Times the last-level cache that makes a cache-sized working set.
@@ -271,24 +255,6 @@ pub fn working_set(llc: Option<u64>) -> u64 {
 pub fn thp_available() -> bool {
     std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
         .is_ok_and(|s| s.contains("[always]") || s.contains("[madvise]"))
-}
-
-/// The contexts a socket's many-thread bandwidth runs on: one per core first, then the
-/// cores' further contexts, `n` of them (all when `None`).
-#[must_use]
-pub fn spread_contexts(
-    topo: &topoprobe_model::Topology,
-    socket: usize,
-    n: Option<usize>,
-) -> Vec<u32> {
-    let shape = Shape::from_topology(topo, None);
-    let mut order = shape
-        .sockets
-        .get(socket)
-        .map(|s| s.cpus.clone())
-        .unwrap_or_default();
-    order.truncate(n.unwrap_or(order.len()).max(1));
-    order
 }
 
 /// Plans the measurement on `shape` ([`plan::plan_memory`]) and runs it.

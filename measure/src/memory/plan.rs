@@ -19,9 +19,7 @@
 
 use topoprobe_model::{Budget, CostPlan, CostStep};
 
-use super::{
-    MemOptions, MAX_WORKING_SET, MIN_WORKING_SET, UNKNOWN_WORKING_SET, WORKING_SET_FACTOR,
-};
+use super::{working_set, MemOptions, MIN_WORKING_SET};
 use crate::plan::{mib, Rates, Shape, PROCESS_BYTES};
 use crate::steady::SteadyRule;
 
@@ -131,15 +129,6 @@ impl MemPlan {
     }
 }
 
-/// The cache-sized working set: [`WORKING_SET_FACTOR`] × `llc`, between [`MIN_WORKING_SET`]
-/// and [`MAX_WORKING_SET`] ([`UNKNOWN_WORKING_SET`] when unknown).
-fn cache_sized(llc: Option<u64>) -> u64 {
-    llc.map_or(UNKNOWN_WORKING_SET, |b| {
-        b.saturating_mul(WORKING_SET_FACTOR)
-            .clamp(MIN_WORKING_SET, MAX_WORKING_SET)
-    })
-}
-
 /// Bytes rounded down to whole MiB (at least one).
 fn whole_mib(bytes: u64) -> u64 {
     (bytes >> 20).max(1) << 20
@@ -230,7 +219,7 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
     let latency_bytes = match opts.size {
         Some(s) => s,
         None if evicts => cap(LATENCY_BYTES),
-        None => cap(cache_sized(llc)),
+        None => cap(working_set(llc)),
     };
     if !evicts {
         if let Some(l) = llc.filter(|&l| latency_bytes < 2 * l) {
@@ -244,7 +233,7 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
     }
     let bandwidth_bytes = match opts.size {
         Some(s) => s,
-        None => cap(cache_sized(llc)),
+        None => cap(working_set(llc)),
     };
     let non_temporal = opts.non_temporal.unwrap_or_else(|| {
         let short = llc.is_some_and(|l| bandwidth_bytes < WRITE_FACTOR * l);

@@ -142,6 +142,17 @@ pub fn node_free_bytes(id: u32) -> Option<u64> {
     nodes::free_bytes(Path::new("/"), id)
 }
 
+/// Free memory of the node with the least of it now, among this machine's online nodes
+/// that have memory, bytes; `None` when the OS does not say.
+#[must_use]
+pub fn least_free_bytes() -> Option<u64> {
+    topoprobe_sys::memory::online_nodes()
+        .iter()
+        .filter_map(node_free_bytes)
+        .filter(|&f| f > 0)
+        .min()
+}
+
 /// Reads the OS view of this machine (root `/`).
 ///
 /// # Errors
