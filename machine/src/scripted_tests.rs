@@ -42,24 +42,7 @@ impl PairLatency for Scripted {
 
 /// The guest's OS view: one package, two cores without SMT.
 fn os() -> OsView {
-    let cpu = |id: u32| OsCpu {
-        id,
-        package: 0,
-        die: None,
-        core: i64::from(id),
-        cluster: None,
-        thread_siblings: vec![id],
-        core_siblings: vec![0, 1],
-        node: Some(0),
-        capacity: None,
-        base_freq_khz: None,
-        max_freq_khz: None,
-        kind: None,
-    };
-    OsView {
-        cpus: vec![cpu(0), cpu(1)],
-        ..OsView::default()
-    }
+    flat_os(2)
 }
 
 fn context(watch: bool, saved: Option<Topology>) -> Context {
@@ -256,6 +239,7 @@ fn injected<P: PairLatency>(inner: P, noisy: &[(usize, usize)]) -> Injected<P> {
     probe.given_up_reason = "the partner thread did not answer for 2 s, 2 times in a row".into();
     probe
 }
+
 /// An OS view of `n` CPUs in one package, one core each.
 fn flat_os(n: u32) -> OsView {
     let cpu = |id: u32| OsCpu {
