@@ -11,6 +11,28 @@ use topoprobe_place::PlaceError;
 
 use crate::args::Cli;
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_is_said_once() {
+        let io = std::io::Error::from_raw_os_error(22);
+        let e = anyhow::Error::new(io)
+            .context(format!(
+                "setting the affinity: {}",
+                std::io::Error::from_raw_os_error(22)
+            ))
+            .context("pinning thread 3");
+        let m = message(&e);
+        assert_eq!(m.matches("os error 22").count(), 1, "{m}");
+        assert!(
+            m.starts_with("pinning thread 3: setting the affinity"),
+            "{m}"
+        );
+    }
+}
+
 /// A request that can never succeed (exit status 2).
 #[derive(Debug)]
 pub(crate) struct Usage(pub(crate) String);
@@ -71,12 +93,30 @@ pub(crate) fn exit_code(e: &anyhow::Error) -> u8 {
 /// and returns its exit status.
 pub(crate) fn report(e: &anyhow::Error) -> u8 {
     let code = exit_code(e);
+    let message = message(e);
     if code == 2 {
-        usage_message(&format!("{e:#}")).print().ok();
+        usage_message(&message).print().ok();
     } else {
-        eprintln!("topoprobe: error: {e:#}");
+        eprintln!("topoprobe: error: {message}");
     }
     code
+}
+
+/// The error and its causes joined by `: `, leaving out a cause whose text the message
+/// already holds (an I/O error that its context quotes, said once, not twice).
+pub(crate) fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// A clap usage error carrying `message`, with the usage line of the command being run.

@@ -1,49 +1,174 @@
-//! Writing a topology in the chosen format, to a file (atomically) or standard output.
+//! The one output path of every command: where a result goes (`-o FILE`, `-` or nothing
+//! for standard output), in which format (`--format`, `--json`, else the file's extension,
+//! else the command's default), and how it is written (atomically for a regular file,
+//! directly into a terminal, pipe or device).
+//!
+//! A command names the formats it writes with a [`Formats`] enum; [`choose`] applies the
+//! rules the same way for all of them: an extension that names a format the command does
+//! not write, or one that contradicts `--format`, is a usage error.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use clap::ValueEnum;
 use topoprobe_model::format::{hwloc_xml, json, mct, tsv, write_atomic};
 use topoprobe_model::Topology;
 use topoprobe_view::color::{use_color, ColorWhen};
 use topoprobe_view::dot;
+use topoprobe_view::result::Rendered;
 use topoprobe_view::text::{self, TextOptions};
 
-use crate::args::{Format, Output, ReportOutput};
+use crate::args::{Format, Output, ReportOutput, ResultFormat};
 use crate::error::Usage;
 
-/// Renders a topology in a format; `ghz` converts ns into the cycles of a `.mct` file,
-/// `text` says how to render the text view.
-pub(crate) fn render(
-    topo: &Topology,
-    format: Format,
-    ghz: Option<f64>,
-    text: TextOptions,
-) -> Result<Vec<u8>> {
-    Ok(match format {
-        Format::Text => text::render_with(topo, text).into_bytes(),
-        Format::Dot => dot::render(topo).into_bytes(),
-        Format::HwlocXml => hwloc_xml::render(topo).into_bytes(),
-        Format::Json => json::to_json_string(topo).into_bytes(),
-        Format::Tsv => tsv::partition_string(topo).into_bytes(),
-        Format::Mct => {
-            let mut v = Vec::new();
-            mct::write_mct(topo, ghz, &mut v).context("rendering the .mct file")?;
-            v
-        }
-    })
+/// Every kind of file a command writes, as its extension names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `.txt`, `.text`
+    Text,
+    /// `.json`
+    Json,
+    /// `.csv`
+    Csv,
+    /// `.tsv`
+    Tsv,
+    /// `.mct`
+    Mct,
+    /// `.dot`, `.gv`
+    Dot,
+    /// `.xml`
+    Xml,
+    /// `.html`, `.htm`
+    Html,
+    /// `.svg`
+    Svg,
+    /// `.png`
+    Png,
 }
 
-/// Writes a topology where `out` says (`ghz`: see [`render`]); the text view is coloured
-/// on a terminal unless `NO_COLOR` is set.
-pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()> {
-    let text = TextOptions {
-        color: use_color(ColorWhen::Auto, out.output.is_none()),
-        verbose: false,
+impl Kind {
+    /// The kind a file's extension names, if any.
+    pub(crate) fn of_path(path: &Path) -> Option<Self> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "txt" | "text" => Self::Text,
+            "json" => Self::Json,
+            "csv" => Self::Csv,
+            "tsv" => Self::Tsv,
+            "mct" => Self::Mct,
+            "dot" | "gv" => Self::Dot,
+            "xml" => Self::Xml,
+            "html" | "htm" => Self::Html,
+            "svg" => Self::Svg,
+            "png" => Self::Png,
+            _ => return None,
+        })
+    }
+}
+
+/// The formats one command writes.
+pub(crate) trait Formats: Copy + PartialEq + ValueEnum {
+    /// The format when neither `--format` nor the file's extension chooses one.
+    const DEFAULT: Self;
+    /// What `--json` means.
+    const JSON: Self;
+    /// The format a kind of file means for this command, if it writes that kind.
+    fn of_kind(kind: Kind) -> Option<Self>;
+}
+
+/// The name of a format on the command line (`hwloc-xml`, `json`…).
+pub(crate) fn name_of<F: ValueEnum>(f: &F) -> String {
+    f.to_possible_value()
+        .map_or_else(|| "?".to_string(), |v| v.get_name().to_string())
+}
+
+/// The names of every format of `F`, as "a, b or c".
+fn names_of<F: Formats>() -> String {
+    let names: Vec<String> = F::value_variants().iter().map(name_of).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => String::new(),
+    }
+}
+
+/// Whether `path` means standard output (`-o -`).
+pub(crate) fn is_stdout(path: Option<&Path>) -> bool {
+    path.is_none_or(|p| p.as_os_str() == "-")
+}
+
+/// The format of a command's output: `--json`, else `--format`, else the extension of the
+/// `-o` file, else `F::DEFAULT`.
+///
+/// # Errors
+///
+/// A usage error when the file's extension names a format this command does not write,
+/// or a different one than `--format`/`--json`.
+pub(crate) fn choose<F: Formats>(
+    given: Option<F>,
+    json: bool,
+    path: Option<&Path>,
+) -> Result<F, Usage> {
+    let given = if json { Some(F::JSON) } else { given };
+    let file = path.filter(|p| !is_stdout(Some(p)));
+    let by_ext = match file.and_then(|p| Kind::of_path(p).map(|k| (p, k))) {
+        Some((p, kind)) => match F::of_kind(kind) {
+            Some(f) => Some(f),
+            None => {
+                return Err(Usage(format!(
+                    "-o {}: the extension names a format this command does not write \
+                     (it writes {}): name the file for one of them, or drop the extension",
+                    p.display(),
+                    names_of::<F>()
+                )))
+            }
+        },
+        None => None,
     };
-    let bytes = render(topo, out.format()?, ghz, text)?;
-    write_to(out.output.as_deref(), &bytes)
+    match (given, by_ext) {
+        (Some(g), Some(e)) if g != e => Err(Usage(format!(
+            "--format {} conflicts with -o {}, whose extension means {}: drop one, or name \
+             the file to match",
+            name_of(&g),
+            file.unwrap_or_else(|| Path::new("")).display(),
+            name_of(&e)
+        ))),
+        (Some(g), _) => Ok(g),
+        (None, Some(e)) => Ok(e),
+        (None, None) => Ok(F::DEFAULT),
+    }
+}
+
+/// Checks, before any work, that a result can be written to `path`: its directory exists,
+/// and it is none of the command's input files (`-o same.csv` would destroy the input).
+///
+/// # Errors
+///
+/// An error naming a missing directory; a usage error when the output is an input.
+pub(crate) fn check_target(path: Option<&Path>, inputs: &[&Path]) -> Result<()> {
+    let Some(path) = path.filter(|p| !is_stdout(Some(p))) else {
+        return Ok(());
+    };
+    topoprobe_model::format::check_place(path)?;
+    if let Some(input) = inputs.iter().find(|i| same_file(path, i)) {
+        return Err(Usage(format!(
+            "-o {} is the input file {}: writing would destroy it; name another file",
+            path.display(),
+            input.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Whether two paths name the same existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino() && x.is_file(),
+        _ => false,
+    }
 }
 
 /// Writes to standard output; a closed pipe (`topoprobe show | head`) is not an error.
@@ -60,125 +185,192 @@ pub(crate) fn write_stdout(bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// Writes to `path` atomically, or to standard output when there is no path.
+/// Writes to `path` (atomically for a regular file, directly into a terminal, pipe or
+/// device), or to standard output when there is no path or it is `-`.
 ///
 /// # Errors
 ///
 /// Fails when the file or standard output cannot be written.
-pub(crate) fn write_to(path: Option<&std::path::Path>, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_to(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     match path {
-        Some(path) => {
+        Some(path) if !is_stdout(Some(path)) => {
+            let regular = std::fs::metadata(path).map_or(true, |m| m.is_file());
             write_atomic(path, bytes)?;
-            eprintln!("topoprobe: wrote {}", path.display());
+            if regular {
+                eprintln!("topoprobe: wrote {}", path.display());
+            }
             Ok(())
         }
-        None => write_stdout(bytes),
+        _ => write_stdout(bytes),
     }
 }
 
-/// The format a file's extension names: `.json`, `.tsv`, `.mct`, `.dot`/`.gv`, `.xml`,
-/// `.txt`; `None` for any other extension.
-fn format_of_extension(path: &std::path::Path) -> Option<Format> {
-    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "json" => Format::Json,
-        "tsv" => Format::Tsv,
-        "mct" => Format::Mct,
-        "dot" | "gv" => Format::Dot,
-        "xml" => Format::HwlocXml,
-        "txt" | "text" => Format::Text,
-        _ => return None,
+impl Formats for Format {
+    const DEFAULT: Self = Self::Text;
+    const JSON: Self = Self::Json;
+    fn of_kind(kind: Kind) -> Option<Self> {
+        Some(match kind {
+            Kind::Text => Self::Text,
+            Kind::Json => Self::Json,
+            Kind::Csv => Self::Csv,
+            Kind::Tsv => Self::Tsv,
+            Kind::Mct => Self::Mct,
+            Kind::Dot => Self::Dot,
+            Kind::Xml => Self::HwlocXml,
+            // The graphs of `--format dot`, rendered by Graphviz.
+            Kind::Svg | Kind::Png => Self::Dot,
+            Kind::Html => return None,
+        })
+    }
+}
+
+impl Formats for ResultFormat {
+    const DEFAULT: Self = Self::Text;
+    const JSON: Self = Self::Json;
+    fn of_kind(kind: Kind) -> Option<Self> {
+        match kind {
+            Kind::Text => Some(Self::Text),
+            Kind::Json => Some(Self::Json),
+            Kind::Csv => Some(Self::Csv),
+            _ => None,
+        }
+    }
+}
+
+/// Renders a topology in a format; `ghz` converts ns into the cycles of a `.mct` file,
+/// `text` says how to render the text view.
+pub(crate) fn render(
+    topo: &Topology,
+    format: Format,
+    ghz: Option<f64>,
+    text: TextOptions,
+) -> Result<Vec<u8>> {
+    Ok(match format {
+        Format::Text => text::render_with(topo, text).into_bytes(),
+        Format::Dot => dot::render(topo).into_bytes(),
+        Format::HwlocXml => hwloc_xml::render(topo).into_bytes(),
+        Format::Json => json::to_json_string(topo).into_bytes(),
+        Format::Tsv => tsv::partition_string(topo).into_bytes(),
+        Format::Csv => {
+            let mut v = Vec::new();
+            topoprobe_model::format::csv::write_matrix(&topo.latency_tables().raw, &mut v)
+                .context("rendering the latency matrix")?;
+            v
+        }
+        Format::Mct => {
+            let mut v = Vec::new();
+            mct::write_mct(topo, ghz, &mut v).context("rendering the .mct file")?;
+            v
+        }
     })
 }
 
-/// The name of a format on the command line.
-pub(crate) fn format_name(f: Format) -> String {
-    use clap::ValueEnum;
-    f.to_possible_value()
-        .map_or_else(|| format!("{f:?}"), |v| v.get_name().to_string())
+/// Writes a topology where `out` says (`ghz`: see [`render`]); the text view is coloured
+/// on a terminal unless `NO_COLOR` is set.
+pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()> {
+    let text = TextOptions {
+        color: use_color(ColorWhen::Auto, is_stdout(out.output.as_deref())),
+        verbose: false,
+    };
+    let bytes = render(topo, out.format()?, ghz, text)?;
+    write_to(out.output.as_deref(), &bytes)
 }
 
 impl Output {
-    /// Checks the request before measuring: the format, and that the `-o` file's directory
-    /// exists.
+    /// Checks the request before measuring: the format, that the `-o` file's directory
+    /// exists, and that it is none of `inputs`.
     ///
     /// # Errors
     ///
-    /// A usage error for conflicting formats; an error naming a missing directory.
-    pub(crate) fn check(&self) -> Result<()> {
+    /// A usage error for conflicting formats or an output that is an input; an error
+    /// naming a missing directory.
+    pub(crate) fn check(&self, inputs: &[&Path]) -> Result<()> {
         self.format()?;
-        if let Some(path) = &self.output {
-            topoprobe_model::format::check_place(path)?;
-        }
-        Ok(())
+        check_target(self.output.as_deref(), inputs)
     }
 
-    /// The chosen format: `--format` (or `--json`), else the extension of `-o FILE`, else
-    /// text.
+    /// The chosen format (see [`choose`]).
     ///
     /// # Errors
     ///
-    /// A usage error when `--format` and the extension of the file name different formats.
+    /// A usage error when the extension of the file names another format.
     pub(crate) fn format(&self) -> Result<Format, Usage> {
-        let given = if self.json {
-            Some(Format::Json)
-        } else {
-            self.format
-        };
-        let by_ext = self.output.as_deref().and_then(format_of_extension);
-        match (given, by_ext) {
-            (Some(g), Some(e)) if g != e => Err(Usage(format!(
-                "--format {} conflicts with -o {}, whose extension means {}: drop one, or \
-                 name the file to match",
-                format_name(g),
-                self.output
-                    .as_deref()
-                    .unwrap_or_else(|| Path::new(""))
-                    .display(),
-                format_name(e)
-            ))),
-            (Some(g), _) => Ok(g),
-            (None, Some(e)) => Ok(e),
-            (None, None) => Ok(Format::Text),
-        }
+        choose(self.format, self.json, self.output.as_deref())
     }
 }
 
 impl ReportOutput {
-    /// Whether the report is JSON: `--json`, or an `-o` file whose name ends in `.json`.
+    /// The chosen format (see [`choose`]).
     ///
     /// # Errors
     ///
-    /// A usage error for `--json` with a file named for another format (`-o r.txt`).
+    /// A usage error when the extension of the file names another format.
+    pub(crate) fn format(&self) -> Result<ResultFormat, Usage> {
+        choose(self.format, self.json, self.output.as_deref())
+    }
+
+    /// Whether the result is to be JSON.
+    ///
+    /// # Errors
+    ///
+    /// As [`ReportOutput::format`].
     pub(crate) fn is_json(&self) -> Result<bool, Usage> {
-        let path = self.output.as_deref();
-        match (self.json, path.and_then(format_of_extension)) {
-            (_, Some(Format::Json)) => Ok(true),
-            (true, Some(other)) => Err(Usage(format!(
-                "--json conflicts with -o {}, whose extension means {}: drop one, or name the \
-                 file .json",
-                path.unwrap_or_else(|| Path::new("")).display(),
-                format_name(other)
-            ))),
-            (json, _) => Ok(json),
-        }
+        Ok(self.format()? == ResultFormat::Json)
     }
 
     /// Checks the request before measuring: the format, and that the `-o` file's directory
-    /// exists (a measurement is not thrown away at the end for a typing error).
+    /// exists and is none of `inputs` (a measurement is not thrown away at the end for a
+    /// typing error).
     ///
     /// # Errors
     ///
     /// A usage error for conflicting formats; an error naming a missing directory.
-    pub(crate) fn check(&self) -> Result<()> {
-        self.is_json()?;
-        if let Some(path) = &self.output {
-            topoprobe_model::format::check_place(path)?;
+    pub(crate) fn check(&self, inputs: &[&Path]) -> Result<()> {
+        self.format()?;
+        check_target(self.output.as_deref(), inputs)
+    }
+
+    /// [`ReportOutput::check`], and that a result of type `R` has the chosen format
+    /// (`--format csv` is refused for a result that is not a table).
+    ///
+    /// # Errors
+    ///
+    /// As [`ReportOutput::check`]; a usage error for CSV of a result with no table.
+    pub(crate) fn check_for<R: Rendered>(&self, inputs: &[&Path]) -> Result<()> {
+        self.check(inputs)?;
+        if self.format()? == ResultFormat::Csv && !R::HAS_CSV {
+            return Err(Usage(
+                "this result is not a table: --format csv is not available (choose text or json)"
+                    .into(),
+            )
+            .into());
         }
         Ok(())
     }
 
-    /// Writes the report to the `-o` file (atomically), or to standard output.
+    /// Writes a result in the chosen format.
+    ///
+    /// # Errors
+    ///
+    /// A usage error for a format the result does not have; fails when the file or
+    /// standard output cannot be written.
+    pub(crate) fn emit<R: Rendered>(&self, result: &R) -> Result<()> {
+        let text = match self.format()? {
+            ResultFormat::Text => result.text(),
+            ResultFormat::Json => {
+                topoprobe_view::result::json(result).context("rendering the result as JSON")?
+            }
+            ResultFormat::Csv => result.csv().ok_or_else(|| {
+                Usage(
+                    "this result is not a table: --format csv is not available (choose text or json)"
+                        .into(),
+                )
+            })?,
+        };
+        self.write(text.as_bytes())
+    }
+
+    /// Writes already rendered bytes where the result goes.
     ///
     /// # Errors
     ///
@@ -211,9 +403,14 @@ mod tests {
             Format::Mct
         );
         assert_eq!(
+            out(None, false, Some("m.csv")).format().unwrap(),
+            Format::Csv
+        );
+        assert_eq!(
             out(None, false, Some("m.out")).format().unwrap(),
             Format::Text
         );
+        assert_eq!(out(None, false, Some("-")).format().unwrap(), Format::Text);
         assert_eq!(out(None, false, None).format().unwrap(), Format::Text);
         assert_eq!(
             out(None, true, Some("m.json")).format().unwrap(),
@@ -230,5 +427,17 @@ mod tests {
             e.0.contains("--format tsv") && e.0.contains("means json"),
             "{e}"
         );
+        let e = out(None, false, Some("m.html")).format().unwrap_err();
+        assert!(e.0.contains("does not write"), "{e}");
+    }
+
+    #[test]
+    fn results_take_text_json_or_csv() {
+        let r = |path: &str| choose::<ResultFormat>(None, false, Some(Path::new(path)));
+        assert_eq!(r("x.csv").unwrap(), ResultFormat::Csv);
+        assert_eq!(r("x.json").unwrap(), ResultFormat::Json);
+        assert_eq!(r("x.log").unwrap(), ResultFormat::Text);
+        let e = r("x.png").unwrap_err();
+        assert!(e.0.contains("text, json or csv"), "{e}");
     }
 }

@@ -396,10 +396,11 @@ pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Resul
         }
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
             if x != y {
-                return Err(structure(format!(
-                    "{what} {i} disagrees with the structure: {}",
-                    field_diff(x, y)
-                )));
+                if let Some(diff) = field_diff(x, y) {
+                    return Err(structure(format!(
+                        "{what} {i} disagrees with the structure: {diff}"
+                    )));
+                }
             }
         }
         Ok(())
@@ -415,17 +416,29 @@ pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Resul
     )?;
     first_diff("level", &stored.levels, &derived.levels)?;
     if stored.facts != derived.facts {
-        return Err(structure(format!(
-            "the facts disagree with the structure: {}",
-            field_diff(&stored.facts, &derived.facts)
-        )));
+        if let Some(diff) = field_diff(&stored.facts, &derived.facts) {
+            return Err(structure(format!(
+                "the facts disagree with the structure: {diff}"
+            )));
+        }
     }
     Ok(())
 }
 
+/// Relative difference below which two figures are the same: a file's figures keep 4
+/// significant digits (`format::rounding`), and a median of rounded figures may differ
+/// from the rounded median by as much again.
+const ROUNDING_TOLERANCE: f64 = 1.5e-3;
+
+/// Whether two figures agree to the precision a description keeps.
+fn same_figure(a: f64, b: f64) -> bool {
+    a == b || (a - b).abs() <= ROUNDING_TOLERANCE * a.abs().max(b.abs())
+}
+
 /// The first field in which two values differ, as their JSON shows it:
-/// `"socket" is 1 in the file, 0 from the structure`.
-fn field_diff<T: serde::Serialize>(stored: &T, derived: &T) -> String {
+/// `"socket" is 1 in the file, 0 from the structure`; `None` when they agree to the
+/// precision a file keeps (see [`same_figure`]).
+fn field_diff<T: serde::Serialize>(stored: &T, derived: &T) -> Option<String> {
     fn walk(path: &str, a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
         use serde_json::Value;
         match (a, b) {
@@ -454,6 +467,13 @@ fn field_diff<T: serde::Serialize>(stored: &T, derived: &T) -> String {
                 .enumerate()
                 .find_map(|(i, (va, vb))| walk(&format!("{path}[{i}]"), va, vb)),
             _ if a == b => None,
+            (Value::Number(x), Value::Number(y))
+                if x.as_f64()
+                    .zip(y.as_f64())
+                    .is_some_and(|(x, y)| same_figure(x, y)) =>
+            {
+                None
+            }
             _ => Some(format!(
                 "`{}` is {} in the file, {} from the structure",
                 if path.is_empty() { "value" } else { path },
@@ -472,7 +492,7 @@ fn field_diff<T: serde::Serialize>(stored: &T, derived: &T) -> String {
         }
     }
     match (serde_json::to_value(stored), serde_json::to_value(derived)) {
-        (Ok(a), Ok(b)) => walk("", &a, &b).unwrap_or_else(|| "a value differs".to_string()),
-        _ => "a value differs".to_string(),
+        (Ok(a), Ok(b)) => walk("", &a, &b),
+        _ => Some("a value differs".to_string()),
     }
 }

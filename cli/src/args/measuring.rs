@@ -322,14 +322,30 @@ impl Measure {
     }
 }
 
-/// Where the report of a measurement goes: text or JSON, on standard output or in a file.
+/// Where a command's result goes, and in which format.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct ReportOutput {
-    /// Print JSON (also chosen by an `-o` file name ending in `.json`).
-    #[arg(long)]
+    /// Output format (default: from the extension of -o FILE — .json, .csv, .txt — else
+    /// text).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<ResultFormat>,
+    /// Shorthand for `--format json`.
+    #[arg(long, conflicts_with = "format")]
     pub(crate) json: bool,
-    /// Write the report to FILE (atomically; its directory must exist) instead of standard
-    /// output: JSON for `FILE.json`, else text.
+    /// Write to FILE (atomically; its directory must exist) instead of standard output;
+    /// `-` is standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+}
+
+/// Formats of a command's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum ResultFormat {
+    /// Text for people.
+    #[default]
+    Text,
+    /// JSON, figures rounded to 4 significant digits.
+    Json,
+    /// CSV, for results that are tables.
+    Csv,
 }

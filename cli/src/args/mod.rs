@@ -18,7 +18,7 @@ mod views;
 
 pub(crate) use measuring::{
     CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
-    ReportOutput, WaitArg,
+    ReportOutput, ResultFormat, WaitArg,
 };
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
 pub(crate) use tuning::{AutopinArgs, BalanceArgs};
@@ -121,6 +121,8 @@ pub(crate) enum YesNo {
 /// Output formats of a topology.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Format {
+    /// The latency matrix as CSV (what `topoprobe matrix` writes).
+    Csv,
     /// The text view: a tree with the latency of every level.
     Text,
     /// The JSON description (topoprobe/1).
@@ -169,14 +171,15 @@ impl Hints {
 /// Where and how to write a topology.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Output {
-    /// Output format (default: from the extension of -o FILE — .json, .tsv, .mct, .dot,
-    /// .xml, .txt — else text).
+    /// Output format (default: from the extension of -o FILE — .json, .csv, .tsv, .mct,
+    /// .dot, .xml, .txt — else text).
     #[arg(long, value_enum)]
     pub(crate) format: Option<Format>,
     /// Shorthand for `--format json`.
     #[arg(long, conflicts_with = "format")]
     pub(crate) json: bool,
-    /// Write to FILE (atomically; its directory must exist) instead of standard output.
+    /// Write to FILE (atomically; its directory must exist) instead of standard output;
+    /// `-` is standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
 }

@@ -14,7 +14,7 @@ use crate::args::CacheArgs;
 
 /// Runs the command.
 pub(crate) fn run(args: &CacheArgs) -> Result<()> {
-    args.report.check()?;
+    args.report.check(&[])?;
     let cpu = match args.cpu {
         Some(c) => c,
         None => affinity::allowed_cpus()

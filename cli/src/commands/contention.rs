@@ -10,7 +10,7 @@ use crate::args::ContentionArgs;
 
 /// Runs the command.
 pub(crate) fn run(args: &ContentionArgs) -> Result<()> {
-    args.report.check()?;
+    args.report.check(&[])?;
     let topo = crate::inputs::topology(args.topology.as_deref())?;
     let budget = args
         .planning

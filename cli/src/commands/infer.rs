@@ -26,7 +26,7 @@ fn from_mct(path: &Path, args: &InferArgs) -> Result<Topology> {
 /// Measures this machine, saves its description and prints it (even when saving failed,
 /// which is then reported).
 fn measure(args: &InferArgs) -> Result<()> {
-    args.output.check()?;
+    args.output.check(&[])?;
     let mut opts = MeasureOptions {
         cpus: args.measure.cpus.clone(),
         repetitions: args.measure.repetitions.into(),
@@ -90,6 +90,13 @@ pub(crate) fn run(args: &InferArgs) -> Result<()> {
     {
         return Err(Usage("--cpus, --reps, --max-stdev, --full, --seed, --plugins, --budget, --max-memory and --plan apply to measuring this machine, not to --from-matrix or --from-mct".into()).into());
     }
+    let inputs: Vec<&Path> = args
+        .from_matrix
+        .iter()
+        .chain(&args.from_mct)
+        .map(std::path::PathBuf::as_path)
+        .collect();
+    args.output.check(&inputs)?;
     let mut topo = match (&args.from_matrix, &args.from_mct) {
         (Some(p), _) => infer_matrix_file(p, &args.hints)?,
         (None, Some(p)) => from_mct(p, args)?,

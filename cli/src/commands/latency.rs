@@ -15,7 +15,7 @@ use crate::error::Usage;
 
 /// Runs the command.
 pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
-    args.report.check()?;
+    args.report.check(&[])?;
     if args.a == args.b {
         return Err(Usage(format!(
             "CPU {} cannot be measured against itself: name two different CPUs",

@@ -33,7 +33,7 @@ fn options(args: &MemArgs) -> MemOptions {
 
 /// Runs the command.
 pub(crate) fn run(args: &MemArgs) -> Result<()> {
-    args.report.check()?;
+    args.report.check(&[])?;
     let topo = crate::inputs::topology(args.topology.as_deref())?;
     let os = topoprobe_measure::os::current().ok();
     let shape = Shape::from_topology(&topo, os.as_ref());

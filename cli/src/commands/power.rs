@@ -20,7 +20,7 @@ use crate::args::{PowerArgs, ReportOutput};
 
 /// Runs the command.
 pub(crate) fn run(args: &PowerArgs) -> Result<()> {
-    args.report.check()?;
+    args.report.check(&[])?;
     let mut opts = PowerOptions {
         duration: Duration::from_secs_f64(args.duration),
         ..PowerOptions::default()

@@ -13,8 +13,13 @@ const MAX_LINKS: usize = 40;
 /// The bytes are written to a temporary file in the target's directory, flushed and
 /// synced to disk, then renamed over the target. When `path` is a symbolic link, the file
 /// it points to is replaced and the link kept. A file that is replaced keeps its
-/// permissions; a new file gets those a newly created file gets (`0o666` less the umask
-/// on Unix). The directory must exist: it is not created (see [`create_parent`]).
+/// permissions and, where this process may set them, its owner and group; a new file gets
+/// the permissions a newly created file gets (`0o666` less the umask on Unix). The
+/// directory must exist: it is not created (see [`create_parent`]).
+///
+/// A target that exists and is not a regular file (a terminal, `/dev/stdout`, a FIFO, a
+/// device) is written directly, never replaced: a rename would put a regular file in its
+/// place.
 ///
 /// # Errors
 ///
@@ -22,9 +27,14 @@ const MAX_LINKS: usize = 40;
 /// `path` when the temporary file cannot be created, written, synced or renamed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
     let target = follow_links(path)?;
+    let io = |e: std::io::Error| ModelError::io(path, e);
+    if let Ok(m) = std::fs::metadata(&target) {
+        if !m.is_file() && !m.is_dir() {
+            return write_special(&target, bytes).map_err(io);
+        }
+    }
     let dir = parent(&target);
     existing_directory(dir)?;
-    let io = |e: std::io::Error| ModelError::io(path, e);
     let old = std::fs::metadata(&target)
         .ok()
         .filter(std::fs::Metadata::is_file);
@@ -39,6 +49,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
     tmp.write_all(bytes).map_err(io)?;
     tmp.flush().map_err(io)?;
     if let Some(old) = old {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // Keep the owner and group of the file replaced. Only a privileged process
+            // may give a file away; others keep their own, as any editor does.
+            let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(old.uid()), Some(old.gid()));
+        }
         tmp.as_file()
             .set_permissions(old.permissions())
             .map_err(io)?;
@@ -52,6 +69,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Writes into an existing file that is not a regular one (a terminal, a pipe, a
+/// device): opened for writing as it is, neither truncated nor replaced.
+fn write_special(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new().write(true).open(target)?;
+    f.write_all(bytes)?;
+    f.flush()
 }
 
 /// Checks, before work whose result goes there, that [`write_atomic`] can place `path`:
@@ -132,6 +157,24 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
+
+    #[test]
+    fn special_files_are_written_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("null.json");
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        write_atomic(&link, b"{}\n").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 
     #[test]
     fn links_are_followed_and_modes_kept() {

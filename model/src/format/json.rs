@@ -30,14 +30,13 @@ use crate::error::ModelError;
 use crate::limits::MAX_FILE_BYTES;
 use crate::topology::{Topology, TopologyData};
 
-/// The description of a topology as pretty-printed JSON, ending with a newline.
+/// The description of a topology as pretty-printed JSON, ending with a newline; its
+/// figures are rounded to what a measurement resolves ([`super::rounding`]).
 #[must_use]
 pub fn to_json_string(topo: &Topology) -> String {
     // A topology has only string map keys and plain data: serializing it cannot fail.
     #[allow(clippy::expect_used)]
-    let mut text = serde_json::to_string_pretty(topo).expect("a topology always serializes");
-    text.push('\n');
-    text
+    super::rounding::to_rounded_json(topo).expect("a topology always serializes")
 }
 
 /// Parses a description; `path` is only used in error messages.

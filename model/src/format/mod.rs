@@ -14,6 +14,7 @@ pub mod csv;
 pub mod hwloc_xml;
 pub mod json;
 pub mod mct;
+pub mod rounding;
 pub mod tsv;
 
 mod atomic;

@@ -1,0 +1,117 @@
+//! How numbers are written in topoprobe's JSON: to what a measurement resolves.
+//!
+//! The rule, one for every JSON topoprobe writes (descriptions, reports, plans):
+//!
+//! - integers are written as they are;
+//! - a fractional number keeps **4 significant digits**, and never fewer than its integer
+//!   digits (`115.44446` → `115.4`, `9.0027935` → `9.003`, `0.0123456` → `0.01235`,
+//!   `2093.51` → `2094`). The spread of repeated measurements on the machines topoprobe
+//!   runs on is at least 0.1 %, so a fifth digit would only be noise;
+//! - `-0` is written `0`; a number that is not finite (never produced) would be `null`.
+
+use serde::Serialize;
+use serde_json::{Number, Value};
+
+/// Significant digits kept in fractional numbers.
+pub const SIGNIFICANT_DIGITS: i32 = 4;
+
+/// `x` rounded by the rule of this module.
+#[must_use]
+pub fn round_figure(x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return if x == 0.0 { 0.0 } else { x };
+    }
+    if x.fract() == 0.0 {
+        return x + 0.0;
+    }
+    // Digits before the decimal point (0 for |x| < 1, negative below 0.1).
+    #[allow(clippy::cast_possible_truncation)]
+    let magnitude = x.abs().log10().floor() as i32 + 1;
+    let decimals = (SIGNIFICANT_DIGITS - magnitude).max(0);
+    if decimals > 300 {
+        return x;
+    }
+    let scale = 10f64.powi(decimals);
+    let rounded = (x * scale).round() / scale;
+    // `+ 0.0` turns `-0.0` into `0.0`.
+    if rounded.is_finite() {
+        rounded + 0.0
+    } else {
+        x
+    }
+}
+
+/// Rounds every fractional number of a JSON value in place (see the module's rule).
+pub fn round_numbers(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            if n.is_f64() {
+                if let Some(x) = n.as_f64() {
+                    *n = Number::from_f64(round_figure(x)).unwrap_or_else(|| n.clone());
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(round_numbers),
+        Value::Object(map) => map.values_mut().for_each(round_numbers),
+        Value::Null | Value::Bool(_) | Value::String(_) => {}
+    }
+}
+
+/// `value` as pretty-printed JSON ending with a newline, its numbers rounded by the rule
+/// of this module.
+///
+/// # Errors
+///
+/// Fails only when `value` cannot be represented in JSON (a map whose keys are not
+/// strings, or a serializer that reports an error).
+pub fn to_rounded_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    let mut v = serde_json::to_value(value)?;
+    round_numbers(&mut v);
+    let mut text = serde_json::to_string_pretty(&v)?;
+    text.push('\n');
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_keep_four_significant_digits() {
+        assert_eq!(round_figure(115.444_460_479_460_47), 115.4);
+        assert_eq!(round_figure(9.002_793_525_000_001), 9.003);
+        assert_eq!(round_figure(0.012_345_6), 0.01235);
+        assert_eq!(round_figure(2093.51), 2094.0);
+        assert_eq!(round_figure(123_456.7), 123_457.0);
+        assert_eq!(round_figure(30.0), 30.0);
+        assert_eq!(round_figure(-1.23456), -1.235);
+        assert!(round_figure(-0.0).is_sign_positive());
+        assert!(round_figure(-0.000_01).abs() < 1e-4);
+    }
+
+    #[test]
+    fn json_has_no_negative_zero_and_no_long_tails() {
+        let text = to_rounded_json(&serde_json::json!({
+            "median_ns": 115.444_460_479_460_47,
+            "duration_s": 9.002_793_525_000_001,
+            "load": [-0.0, 0.5],
+            "bytes": 123_456_789_u64,
+        }))
+        .unwrap();
+        assert!(
+            text.contains("115.4,") || text.contains("115.4\n"),
+            "{text}"
+        );
+        assert!(text.contains("9.003"), "{text}");
+        assert!(!text.contains("-0"), "{text}");
+        assert!(text.contains("123456789"), "{text}");
+    }
+
+    #[test]
+    fn rounding_is_idempotent() {
+        for x in [115.444_46, 0.000_123_456, 98_765.432_1, 1.000_05, 7.5] {
+            let once = round_figure(x);
+            assert_eq!(round_figure(once), once, "{x}");
+        }
+    }
+}
