@@ -16,7 +16,7 @@ use topoprobe_model::format::{hwloc_xml, json, mct, tsv, write_atomic};
 use topoprobe_model::Topology;
 use topoprobe_view::color::{use_color, ColorWhen};
 use topoprobe_view::dot;
-use topoprobe_view::result::Rendered;
+use topoprobe_view::results::Rendered;
 use topoprobe_view::text::{self, TextOptions};
 
 use crate::args::{Format, Output, ReportOutput, ResultFormat};
@@ -358,7 +358,7 @@ impl ReportOutput {
         let text = match self.format()? {
             ResultFormat::Text => result.text(),
             ResultFormat::Json => {
-                topoprobe_view::result::json(result).context("rendering the result as JSON")?
+                topoprobe_view::results::json(result).context("rendering the result as JSON")?
             }
             ResultFormat::Csv => result.csv().ok_or_else(|| {
                 Usage(

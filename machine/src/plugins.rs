@@ -202,7 +202,7 @@ pub fn run(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<CostPlan>, MachineError> {
     let timer = topoprobe_measure::timer::Timer::calibrate();
-    let ghz = (timer.kind() != topoprobe_measure::timer::TimerKind::Monotonic).then(|| timer.ghz());
+    let ghz = timer.cycle_ghz();
     if let Some(g) = ghz {
         // The TSC's rate: what converts this description's ns into a .mct file's cycles.
         topo.provenance_mut()

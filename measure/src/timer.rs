@@ -146,6 +146,14 @@ impl Timer {
         self.fallback_reason.as_deref()
     }
 
+    /// The frequency that turns this machine's cycles into nanoseconds and back: the
+    /// TSC's, when the timer reads the TSC; `None` with the monotonic clock, whose ticks
+    /// are not cycles. The one rule for every figure given in cycles.
+    #[must_use]
+    pub fn cycle_ghz(&self) -> Option<f64> {
+        (self.kind != TimerKind::Monotonic).then(|| self.ghz())
+    }
+
     /// A one-line description, e.g. `tsc at 2.445 GHz, steps of 9.8 ns`.
     #[must_use]
     pub fn describe(&self) -> String {

@@ -41,6 +41,7 @@ mod meta;
 mod os_view;
 mod probe;
 mod query;
+pub mod results;
 mod sections;
 mod size;
 mod topology;

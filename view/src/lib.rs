@@ -10,7 +10,7 @@
 //! | [`picture`] | picture formats, and SVG → PNG with resvg |
 //! | [`graphviz`] | DOT → SVG or PNG with Graphviz's `dot`: the one place this crate starts a process |
 //! | [`cost`] | a measurement's cost plan: steps, planned and spent seconds and memory, what the budget left out |
-//! | [`result`] | a command's result: JSON by one rounding rule, text and CSV by its [`result::Rendered`] impl |
+//! | [`results`] | a command's result: JSON by one rounding rule, text and CSV by its [`results::Rendered`] impl |
 //! | [`color`] | whether to colour the text view (`--color`, `NO_COLOR`, a terminal) |
 //!
 //! The renderers ([`text`], [`dot`], [`heatmap`], [`report`]) are pure functions of the
@@ -43,7 +43,7 @@ pub mod graphviz;
 pub mod heatmap;
 pub mod picture;
 pub mod report;
-pub mod result;
+pub mod results;
 pub mod text;
 
 mod common;

@@ -28,7 +28,7 @@ pub(crate) fn run(args: &CacheArgs) -> Result<()> {
     let opts = CacheOptions {
         cpu,
         max_bytes: args.max_size,
-        ghz: (timer.kind() != TimerKind::Monotonic).then(|| timer.ghz()),
+        ghz: timer.cycle_ghz(),
         pages: match (args.huge_pages, args.small_pages) {
             (true, _) => cache::Pages::Huge,
             (false, true) => cache::Pages::Small,

@@ -25,7 +25,7 @@ fn options(args: &MemArgs) -> MemOptions {
             Some(IsaArg::Portable) => Isa::Portable,
             None => Isa::detect(),
         },
-        ghz: (timer.kind() != TimerKind::Monotonic).then(|| timer.ghz()),
+        ghz: timer.cycle_ghz(),
         budget: args.planning.budget(memory::DEFAULT_BUDGET),
         ..MemOptions::default()
     }

@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use serde::Serialize;
-//! use topoprobe_view::result::{json, Rendered};
+//! use topoprobe_view::results::{json, Rendered};
 //!
 //! #[derive(Serialize)]
 //! struct Pair {

@@ -1,0 +1,4 @@
+//! The results of topoprobe's commands as data: what a library call returns and the CLI
+//! writes, as text, JSON or CSV (rendered by `topoprobe-view`). One module per command
+//! or family of commands; every type is `Serialize` and documented field by field, since
+//! its JSON is a contract scripts read.
