@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use topoprobe_measure::cache::check::size_text;
 use topoprobe_measure::cache::{self, shared, CacheOptions, CacheReport, HugePages, Method};
 use topoprobe_measure::os;
-use topoprobe_measure::timer::{Timer, TimerKind};
+use topoprobe_measure::timer::Timer;
 use topoprobe_model::{ContextId, OsDifference};
 use topoprobe_sys::affinity;
 

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_measure::memory::{self, MemOptions, MemReport};
 use topoprobe_measure::plan::{mib, Shape};
-use topoprobe_measure::timer::{Timer, TimerKind};
+use topoprobe_measure::timer::Timer;
 
 use crate::args::{IsaArg, MemArgs};
 
