@@ -26,13 +26,15 @@ const MAX_LINKS: usize = 40;
 /// Returns [`ModelError::Io`] naming the directory when it does not exist, and naming
 /// `path` when the temporary file cannot be created, written, synced or renamed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
-    let target = follow_links(path)?;
     let io = |e: std::io::Error| ModelError::io(path, e);
-    if let Ok(m) = std::fs::metadata(&target) {
+    // The kernel follows the links (`/dev/stdout` -> `/proc/self/fd/1` -> a pipe, whose
+    // link text is no path); a target that is not a regular file is opened as it is.
+    if let Ok(m) = std::fs::metadata(path) {
         if !m.is_file() && !m.is_dir() {
-            return write_special(&target, bytes).map_err(io);
+            return write_special(path, bytes).map_err(io);
         }
     }
+    let target = follow_links(path)?;
     let dir = parent(&target);
     existing_directory(dir)?;
     let old = std::fs::metadata(&target)

@@ -1,0 +1,265 @@
+//! Every command speaks one language: each one that prints a result accepts `-o FILE`,
+//! `--format` and `--json`, and `-o -` writes to standard output.
+
+mod common;
+
+use std::process::Command;
+
+use common::exe;
+
+/// The subcommands of `topoprobe` (and of `topoprobe bench`), as `--help` lists them.
+fn subcommands(prefix: &[&str]) -> Vec<String> {
+    let out = Command::new(exe())
+        .args(prefix)
+        .arg("--help")
+        .output()
+        .expect("topoprobe runs");
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut names = Vec::new();
+    let mut in_commands = false;
+    for line in help.lines() {
+        if line.starts_with("Commands:") {
+            in_commands = true;
+            continue;
+        }
+        if in_commands {
+            if !line.starts_with("  ") {
+                break;
+            }
+            // A command's line starts with two spaces then its name; wrapped description
+            // lines are indented further.
+            let rest = &line[2..];
+            if rest.starts_with(' ') {
+                continue;
+            }
+            if let Some(name) = rest.split_whitespace().next() {
+                if name != "help" {
+                    names.push(name.to_string());
+                }
+            }
+        }
+    }
+    names
+}
+
+fn help_of(args: &[&str]) -> String {
+    let out = Command::new(exe())
+        .args(args)
+        .arg("--help")
+        .output()
+        .expect("topoprobe runs");
+    assert!(out.status.success(), "{args:?} --help fails");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn every_command_that_prints_a_result_has_o_format_and_json() {
+    let top = subcommands(&[]);
+    assert!(top.len() >= 15, "too few commands found: {top:?}");
+    let mut missing = Vec::new();
+    let mut walked = 0;
+    for name in &top {
+        let nested = subcommands(&[name]);
+        let paths: Vec<Vec<&str>> = if nested.is_empty() {
+            vec![vec![name.as_str()]]
+        } else {
+            nested
+                .iter()
+                .map(|n| vec![name.as_str(), n.as_str()])
+                .collect()
+        };
+        for path in paths {
+            let help = help_of(&path);
+            walked += 1;
+            assert!(
+                help.contains("Examples:") || help.contains("Example:"),
+                "`topoprobe {}` --help has no example",
+                path.join(" ")
+            );
+            for flag in ["-o, --output", "--format", "--json"] {
+                if !help.contains(flag) {
+                    missing.push(format!("{} {flag}", path.join(" ")));
+                }
+            }
+        }
+    }
+    assert!(walked >= 19, "walked only {walked} commands");
+    assert!(missing.is_empty(), "missing options: {missing:?}");
+}
+
+fn matrix() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/nv-i7-6700k.csv")
+}
+
+/// `-o -` is standard output, for each kind of command: a file is never named `-`.
+#[test]
+fn dash_is_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = matrix();
+    let m = m.to_str().unwrap();
+    let desc = dir.path().join("m.json");
+    let st = Command::new(exe())
+        .args(["infer", "--from-matrix", m, "-o"])
+        .arg(&desc)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let desc = desc.to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["infer", "--from-matrix", m, "--json", "-o", "-"],
+        vec!["show", "--topology", desc, "--format", "tsv", "-o", "-"],
+        vec![
+            "place",
+            "--topology",
+            desc,
+            "--policy",
+            "rr_core",
+            "-n",
+            "2",
+            "--json",
+            "-o",
+            "-",
+        ],
+        vec!["heatmap", "--topology", desc, "-o", "-"],
+        vec!["report", "--topology", desc, "-o", "-"],
+        vec!["mem", "--plan", "--json", "-o", "-"],
+        vec!["latency", "0", "1", "--plan", "-o", "-"],
+    ];
+    for args in cases {
+        let out = Command::new(exe())
+            .current_dir(dir.path())
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stdout.is_empty(), "{args:?} wrote nothing to stdout");
+        assert!(
+            !dir.path().join("-").exists(),
+            "{args:?} wrote a file named -"
+        );
+    }
+}
+
+/// `-o /dev/stdout` (and any special file) is written in place, never replaced by a
+/// temporary file renamed over it.
+#[test]
+fn special_files_are_written_directly() {
+    let m = matrix();
+    let out = Command::new(exe())
+        .args(["infer", "--from-matrix"])
+        .arg(&m)
+        .args(["--format", "tsv", "-o", "/dev/stdout"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("cpu\tcore"));
+    // A FIFO stays a FIFO, and its reader gets the bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.json");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let st = Command::new(exe())
+        .args(["infer", "--from-matrix"])
+        .arg(&m)
+        .arg("-o")
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let text = reader.join().unwrap();
+    assert!(text.contains("\"format\": \"topoprobe/1\""), "{text}");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}
+
+/// An output that is an input is refused before anything is written.
+#[test]
+fn output_over_an_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("same.csv");
+    std::fs::copy(matrix(), &m).unwrap();
+    let before = std::fs::read(&m).unwrap();
+    let out = Command::new(exe())
+        .args(["infer", "--from-matrix"])
+        .arg(&m)
+        .arg("-o")
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("input"));
+    assert_eq!(std::fs::read(&m).unwrap(), before);
+}
+
+/// JSON figures are rounded to what a measurement resolves: no 17-digit tails, no `-0`.
+#[test]
+fn json_figures_are_rounded() {
+    let out = Command::new(exe())
+        .args(["infer", "--from-matrix"])
+        .arg(matrix())
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let long = regex::Regex::new(r"[ \[,]-?[0-9]+\.0*[1-9][0-9]{4,}").unwrap();
+    assert!(long.find(&text).is_none(), "{:?}", long.find(&text));
+    assert!(
+        !text.contains("-0.0") && !text.contains(": -0,"),
+        "negative zero"
+    );
+}
+
+/// `show -o m.csv` writes the latency matrix, not the text view; a known extension that
+/// the command does not write is a usage error.
+#[test]
+fn the_extension_picks_the_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("m.csv");
+    let st = Command::new(exe())
+        .args(["infer", "--from-matrix"])
+        .arg(matrix())
+        .arg("-o")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 8, "{text}");
+    assert!(text.lines().all(|l| l.split(',').count() == 8), "{text}");
+    let st = Command::new(exe())
+        .args(["infer", "--from-matrix"])
+        .arg(matrix())
+        .arg("-o")
+        .arg(dir.path().join("m.html"))
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(2));
+}
