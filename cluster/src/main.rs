@@ -26,10 +26,15 @@ use topoprobe_model::format::write_atomic;
     after_help = "Examples:\n  mpirun -np 4 topoprobe-cluster\n  mpirun --oversubscribe -np 4 topoprobe-cluster --json\n  srun -N 2 --ntasks-per-node 8 topoprobe-cluster --heatmap layers.svg\n\nAs root, Open MPI's mpirun needs --allow-run-as-root (or OMPI_ALLOW_RUN_AS_ROOT=1 and\nOMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)."
 )]
 struct Args {
-    /// Print the report as JSON.
-    #[arg(long)]
+    /// Output format (default: from the extension of -o FILE — .json, .svg, .txt — else
+    /// text); svg is the latency heatmap.
+    #[arg(long, value_enum)]
+    format: Option<ReportFormat>,
+    /// Shorthand for `--format json`.
+    #[arg(long, conflicts_with = "format")]
     json: bool,
-    /// Also write the report to FILE: .json for JSON, .svg for the heatmap, text otherwise.
+    /// Write the report to FILE (atomically; its directory must exist) instead of standard
+    /// output; `-` is standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
     /// Write the latency heatmap (SVG) to FILE.
@@ -74,6 +79,57 @@ struct Args {
     verbose: bool,
 }
 
+/// Formats of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ReportFormat {
+    /// Text for people.
+    Text,
+    /// JSON, figures rounded to 4 significant digits.
+    Json,
+    /// The latency heatmap (SVG).
+    Svg,
+}
+
+/// The report's format: `--json`, `--format`, else the extension of `-o FILE` (`.json`,
+/// `.svg`, `.txt`), else text, as in `topoprobe`.
+///
+/// # Errors
+///
+/// When the extension names another format than `--format`, or one the report does not
+/// have.
+fn report_format(args: &Args) -> Result<ReportFormat, String> {
+    let given = if args.json {
+        Some(ReportFormat::Json)
+    } else {
+        args.format
+    };
+    let file = args.output.as_deref().filter(|p| p.as_os_str() != "-");
+    let ext = file
+        .and_then(|p| p.extension())
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let by_ext = match ext.as_deref() {
+        Some("json") => Some(ReportFormat::Json),
+        Some("svg") => Some(ReportFormat::Svg),
+        Some("txt" | "text") => Some(ReportFormat::Text),
+        Some(e @ ("csv" | "tsv" | "xml" | "html" | "htm" | "png" | "dot" | "mct")) => {
+            return Err(format!(
+                "-o: .{e} names a format the report does not have (text, json or svg)"
+            ))
+        }
+        _ => None,
+    };
+    match (given, by_ext) {
+        (Some(g), Some(e)) if g != e => Err(format!(
+            "--format {g:?} conflicts with the extension of -o (it means {e:?})"
+        )
+        .to_lowercase()),
+        (Some(g), _) => Ok(g),
+        (None, Some(e)) => Ok(e),
+        (None, None) => Ok(ReportFormat::Text),
+    }
+}
+
 impl Args {
     fn settings(&self) -> Settings {
         Settings {
@@ -100,19 +156,15 @@ fn coordinate(world: &SimpleCommunicator, args: &Args) -> Result<()> {
     let coordinator = Coordinator::new(world, args.settings(), args.layout());
     let result = measure(coordinator, args);
     let report = result?;
-    if args.json {
-        println!("{}", report.to_json());
-    } else {
-        print!("{}", report.to_text());
-    }
-    if let Some(path) = &args.output {
-        let text = match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => report.to_json() + "\n",
-            Some("svg") => report.heatmap(),
-            _ => report.to_text(),
-        };
-        write_atomic(path, text.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
+    let text = match report_format(args).map_err(anyhow::Error::msg)? {
+        ReportFormat::Text => topoprobe_view::results::Rendered::text(&report),
+        ReportFormat::Json => report.to_json(),
+        ReportFormat::Svg => report.heatmap(),
+    };
+    match args.output.as_deref().filter(|p| p.as_os_str() != "-") {
+        Some(path) => write_atomic(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => print!("{text}"),
     }
     if let Some(path) = &args.heatmap {
         write_atomic(path, report.heatmap().as_bytes())
@@ -125,7 +177,12 @@ fn coordinate(world: &SimpleCommunicator, args: &Args) -> Result<()> {
 fn measure(mut coordinator: Coordinator<'_>, args: &Args) -> Result<ClusterReport> {
     let result = (|| -> Result<ClusterReport> {
         // The files' directories before measuring (minutes on a large job), not after.
-        for path in args.output.iter().chain(&args.heatmap) {
+        for path in args
+            .output
+            .iter()
+            .filter(|p| p.as_os_str() != "-")
+            .chain(&args.heatmap)
+        {
             topoprobe_model::format::check_place(path)?;
         }
         let ranks = coordinator.gather()?;
@@ -181,7 +238,12 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    if let Err(e) = args.settings().check() {
+    let checked = args
+        .settings()
+        .check()
+        .map_err(|e| e.to_string())
+        .and(report_format(&args).map(|_| ()));
+    if let Err(e) = checked {
         if root {
             eprintln!("topoprobe-cluster: {e}");
         }

@@ -170,11 +170,12 @@ fn rank_list(ranks: &[usize]) -> String {
 }
 
 impl ClusterReport {
-    /// The report as pretty-printed JSON.
+    /// The report as pretty-printed JSON ending with a newline, its figures rounded as in
+    /// every JSON topoprobe writes (`topoprobe_view::results::json`).
     #[must_use]
     pub fn to_json(&self) -> String {
         // Serialising plain data with string keys cannot fail.
-        serde_json::to_string_pretty(self).unwrap_or_default()
+        topoprobe_view::results::json(self).unwrap_or_default()
     }
 
     /// The rank order that keeps each host's ranks together (hosts in order).
@@ -347,5 +348,11 @@ impl ClusterReport {
                 .collect(),
         };
         render_matrix(&h)
+    }
+}
+
+impl topoprobe_view::results::Rendered for ClusterReport {
+    fn text(&self) -> String {
+        self.to_text()
     }
 }

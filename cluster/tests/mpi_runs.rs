@@ -148,3 +148,38 @@ fn a_missing_output_directory_is_refused_before_measuring() {
     assert!(err.contains("/nonexistent-dir: no such directory"), "{err}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("layers"));
 }
+
+#[test]
+fn output_follows_the_rules_of_topoprobe() {
+    let _job = one_job();
+    if !available("mpirun") {
+        return skip("mpirun not found (scripts/setup.sh --with-mpi)");
+    }
+    let mpirun = |extra: &[&str]| {
+        Command::new("mpirun")
+            .args(["--oversubscribe", "-np", "2", BIN])
+            .args(extra)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .expect("mpirun")
+    };
+    // An extension that names a format the report does not have: refused before measuring.
+    let out = mpirun(&["-o", "/tmp/x.csv"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(".csv"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `-o -` is standard output; the JSON's figures are rounded.
+    let out = mpirun(&["--json", "-o", "-"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(v["ranks"], 2);
+    assert!(!std::path::Path::new("-").exists());
+}
