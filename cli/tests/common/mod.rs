@@ -1,14 +1,64 @@
 #![allow(dead_code)] // each test file uses a part of the helpers
-//! Helpers shared by the tests of the commands that run programs (place, run, autopin,
-//! balance): the binary, a scratch directory and a 2-CPU description.
+//! Helpers shared by every test of the `topoprobe` binary: the binary, its fixtures, running
+//! it, a scratch directory and a 2-CPU description.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
 /// The `topoprobe` binary.
 pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_topoprobe")
+}
+
+/// A fixture of `tests/data/`.
+pub fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
+        .join(name)
+}
+
+/// A path as a command-line argument.
+pub fn arg(p: &Path) -> &str {
+    p.to_str().expect("test paths are UTF-8")
+}
+
+/// Runs topoprobe in `dir`: (exit status, standard output, standard error); -1 when a
+/// signal ended it.
+pub fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(exe())
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("running topoprobe");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs topoprobe: (exit status, standard output, standard error).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    run_in(Path::new("."), args)
+}
+
+/// Runs topoprobe, asserts exit 0, and returns standard output.
+pub fn run_ok(args: &[&str]) -> String {
+    let (code, out, err) = run(args);
+    assert_eq!(code, 0, "topoprobe {args:?} failed: {err}");
+    out
+}
+
+/// Runs topoprobe, asserts the exit status, and returns standard error.
+pub fn run_fail(args: &[&str], code: i32) -> String {
+    let (got, out, err) = run(args);
+    assert_eq!(
+        got, code,
+        "topoprobe {args:?}: stdout {out:?} stderr {err:?}"
+    );
+    err
 }
 
 /// A scratch directory of the tests.
