@@ -22,7 +22,7 @@ pub(crate) use measuring::{
 };
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
 pub(crate) use tuning::{AutopinArgs, BalanceArgs};
-pub(crate) use views::{HeatmapArgs, Input, ReportArgs, ShowArgs};
+pub(crate) use views::{HeatmapArgs, HeatmapFormat, Input, ReportArgs, ReportFormat, ShowArgs};
 
 /// Measure a multi-core machine's topology instead of trusting the OS.
 ///
