@@ -55,7 +55,8 @@ pub(crate) struct Input {
     /// machine's description, as `topoprobe infer` saved it).
     #[arg(long, value_name = "FILE", conflicts_with = "from_matrix")]
     pub(crate) topology: Option<PathBuf>,
-    /// A latency-matrix CSV: its topology is inferred to order the contexts.
+    /// A latency-matrix CSV, whose topology is inferred (--units, --sockets, --smt and --ghz
+    /// guide the inference).
     #[arg(long, value_name = "FILE")]
     pub(crate) from_matrix: Option<PathBuf>,
     #[command(flatten)]
