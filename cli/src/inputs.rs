@@ -42,6 +42,26 @@ pub(crate) fn infer_matrix_file(path: &Path, hints: &Hints) -> Result<Topology> 
 }
 
 impl Input {
+    /// The files the topology is read from (none for this machine's description), which
+    /// an output must not overwrite.
+    pub(crate) fn paths(&self) -> Vec<&Path> {
+        self.topology
+            .iter()
+            .chain(&self.from_matrix)
+            .map(std::path::PathBuf::as_path)
+            .collect()
+    }
+
+    /// Checks, before any work, that a result can be written to `out`: its directory
+    /// exists and it is not the input file.
+    ///
+    /// # Errors
+    ///
+    /// A usage error when `out` is the input file; an error naming a missing directory.
+    pub(crate) fn check_output(&self, out: Option<&Path>) -> Result<()> {
+        crate::output::check_target(out, &self.paths())
+    }
+
     /// Loads (or infers) the topology of a view.
     ///
     /// # Errors

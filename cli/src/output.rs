@@ -16,6 +16,7 @@ use topoprobe_model::format::{hwloc_xml, json, mct, tsv, write_atomic};
 use topoprobe_model::Topology;
 use topoprobe_view::color::{use_color, ColorWhen};
 use topoprobe_view::dot;
+use topoprobe_view::picture::Picture;
 use topoprobe_view::results::Rendered;
 use topoprobe_view::text::{self, TextOptions};
 
@@ -266,14 +267,20 @@ pub(crate) fn render(
 }
 
 /// Writes a topology where `out` says (`ghz`: see [`render`]); the text view is coloured
-/// on a terminal unless `NO_COLOR` is set.
+/// on a terminal unless `NO_COLOR` is set, and the graphs of `--format dot` written to a
+/// `.svg` or `.png` file are rendered by Graphviz, as `show` renders them.
 pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()> {
+    let format = out.format()?;
+    let path = out.output.as_deref();
+    if let (Format::Dot, Some(picture)) = (format, path.and_then(Picture::of_path)) {
+        return crate::render::dot_graphs(topo, 0, Some(picture), path);
+    }
     let text = TextOptions {
-        color: use_color(ColorWhen::Auto, is_stdout(out.output.as_deref())),
+        color: use_color(ColorWhen::Auto, is_stdout(path)),
         verbose: false,
     };
-    let bytes = render(topo, out.format()?, ghz, text)?;
-    write_to(out.output.as_deref(), &bytes)
+    let bytes = render(topo, format, ghz, text)?;
+    write_to(path, &bytes)
 }
 
 impl Output {

@@ -16,7 +16,7 @@
 
 use std::fmt::Write as _;
 
-use topoprobe_model::format::{escape_xml, plural};
+use topoprobe_model::format::{cpu_ranges, escape_xml, plural};
 use topoprobe_model::{Access, CoreId, Member, ModelError, SocketId, Threads, Topology};
 
 use crate::common::{core_members, machine_name, members_word, num, smt_range, socket_memory};
@@ -301,16 +301,16 @@ impl Graph<'_> {
         for row in cores.chunks(columns) {
             html.push_str("<tr>");
             for &c in row {
-                let ids: Vec<String> = topo
+                let ids: Vec<u32> = topo
                     .core_contexts(c)
                     .iter()
-                    .map(|x| topo.contexts()[x.0].os_id.to_string())
+                    .map(|x| topo.contexts()[x.0].os_id)
                     .collect();
                 let _ = write!(
                     html,
                     "<td bgcolor=\"#e8f0fe\">{}<br/><font point-size=\"9\">{}</font></td>",
                     h(&format!("C{}", c.0)),
-                    h(&ids.join(","))
+                    h(&cpu_ranges(&ids))
                 );
             }
             for _ in row.len()..columns {

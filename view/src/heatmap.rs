@@ -4,12 +4,17 @@
 //!
 //! Rows are the context a transfer starts from, columns the one it goes to (the raw,
 //! possibly directed, measurements); pairs that were not measured are grey. The colour
-//! scale is logarithmic when the largest latency is more than eight times the smallest,
-//! so that SMT, group, socket and cross-socket levels all stay distinguishable.
+//! scale is anchored at the latency levels: each level's median gets a colour of its own,
+//! spread evenly over the colour map, and latencies between two levels are interpolated,
+//! so that SMT, group, die, socket and cross-socket levels all stay distinguishable
+//! however unevenly they are spaced (levels whose medians are within 2% share a colour:
+//! latency cannot tell them apart). Without levels, colours are spread over the ranks of
+//! the values. [`data`] is the same picture as data (`topoprobe heatmap --json`).
 
 use std::fmt::Write as _;
 
 use topoprobe_model::format::{escape_xml, plural};
+use topoprobe_model::results::heatmap::{Heatmap, HeatmapBand, HeatmapLevel};
 use topoprobe_model::{ContextId, Topology};
 
 use crate::common::{context_order, machine_name, num, outer_group};
@@ -53,40 +58,109 @@ fn colour(t: f64) -> String {
     )
 }
 
-/// Maps a latency to a position on the colour scale.
-#[derive(Debug, Clone, Copy)]
+/// Relative distance under which two level medians share one colour: levels that close
+/// (the home-node effect makes a socket's inside as slow as crossing sockets) cannot be
+/// told apart by latency, and painting them apart would speckle both.
+const SAME_LEVEL: f64 = 0.02;
+
+/// How values map to colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ScaleKind {
+    /// Anchored at the latency levels (the marks): each level its own colour.
+    Levels,
+    /// Anchored at quantiles of the values: colours spread over their ranks.
+    Ranks,
+}
+
+impl ScaleKind {
+    const fn name(self) -> &'static str {
+        match self {
+            Self::Levels => "levels",
+            Self::Ranks => "ranks",
+        }
+    }
+}
+
+/// Maps a value to a position on the colour scale: piecewise linear between anchors that
+/// are spread evenly over the colours, so that every anchor (a latency level, else a
+/// quantile of the values) gets a colour of its own however unevenly the values are
+/// spaced (a logarithmic scale paints 115 to 290 ns one yellow).
+#[derive(Debug, Clone, PartialEq)]
 struct Scale {
-    lo: f64,
-    hi: f64,
-    log: bool,
+    /// `(value, position)`, both ascending; at least two.
+    anchors: Vec<(f64, f64)>,
+    kind: ScaleKind,
 }
 
 impl Scale {
-    fn new(values: impl Iterator<Item = f64>) -> Self {
-        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        for v in values.filter(|v| v.is_finite() && *v > 0.0) {
-            lo = lo.min(v);
-            hi = hi.max(v);
+    /// The scale of `values`, anchored at `marks` (level medians) when one of them lies
+    /// between the smallest and largest value, else at the values' quantiles.
+    fn new(values: impl Iterator<Item = f64>, marks: &[f64]) -> Self {
+        let mut sorted: Vec<f64> = values.filter(|v| v.is_finite()).collect();
+        sorted.sort_by(f64::total_cmp);
+        let (lo, hi) = match (sorted.first(), sorted.last()) {
+            (Some(&lo), Some(&hi)) if hi > lo => (lo, hi),
+            (Some(&lo), _) => (lo, lo + lo.abs().max(1.0) * 0.01),
+            _ => (1.0, 2.0),
+        };
+        let mut inner: Vec<f64> = marks
+            .iter()
+            .copied()
+            .filter(|m| m.is_finite() && *m > lo && *m < hi)
+            .collect();
+        let kind = if inner.is_empty() {
+            // Rank-based: the octiles of the values.
+            let n = sorted.len();
+            inner = (1..8)
+                .filter_map(|k| sorted.get(k * n.saturating_sub(1) / 8).copied())
+                .filter(|v| *v > lo && *v < hi)
+                .collect();
+            ScaleKind::Ranks
+        } else {
+            ScaleKind::Levels
+        };
+        inner.sort_by(f64::total_cmp);
+        let close = |a: f64, b: f64| (b - a).abs() <= SAME_LEVEL * a.abs().max(b.abs());
+        let mut values = vec![lo];
+        for v in inner {
+            if values.last().is_some_and(|&last| !close(last, v)) && !close(v, hi) {
+                values.push(v);
+            }
         }
-        if !lo.is_finite() {
-            lo = 1.0;
-            hi = 2.0;
-        }
-        if hi <= lo {
-            hi = lo * 1.01 + 1e-9;
-        }
+        values.push(hi);
+        let last = (values.len() - 1) as f64;
         Self {
-            lo,
-            hi,
-            log: hi / lo > 8.0,
+            anchors: values
+                .into_iter()
+                .enumerate()
+                .map(|(k, v)| (v, k as f64 / last))
+                .collect(),
+            kind,
         }
     }
 
+    fn lo(&self) -> f64 {
+        self.anchors[0].0
+    }
+
+    fn hi(&self) -> f64 {
+        self.anchors[self.anchors.len() - 1].0
+    }
+
+    /// The position of `v` in `[0, 1]`.
     fn pos(&self, v: f64) -> f64 {
-        if self.log {
-            (v.max(self.lo).ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())
+        if !v.is_finite() || v <= self.lo() {
+            return 0.0;
+        }
+        let k = self.anchors.partition_point(|&(a, _)| a < v);
+        let Some(&(b, pb)) = self.anchors.get(k) else {
+            return 1.0;
+        };
+        let (a, pa) = self.anchors[k - 1];
+        if b > a {
+            pa + (pb - pa) * (v - a) / (b - a)
         } else {
-            (v - self.lo) / (self.hi - self.lo)
+            pb
         }
     }
 }
@@ -147,56 +221,100 @@ fn bands<K: PartialEq>(
     out
 }
 
+/// The heatmap of a topology as data (what `topoprobe heatmap --json` writes): its raw
+/// latency matrix with the contexts in topology order (socket, group, core), its levels
+/// with the colour each is painted in, and the runs of rows of every socket and
+/// outermost group.
+#[must_use]
+pub fn data(topo: &Topology) -> Heatmap {
+    let order = context_order(topo);
+    let raw = &topo.latency_tables().raw;
+    let matrix: Vec<Vec<Option<f64>>> = order
+        .iter()
+        .map(|a| {
+            order
+                .iter()
+                .map(|b| if a == b { None } else { raw.get(a.0, b.0) })
+                .collect()
+        })
+        .collect();
+    let medians: Vec<f64> = topo.levels().iter().map(|l| l.latency.median).collect();
+    let scale = Scale::new(matrix.iter().flatten().filter_map(|v| *v), &medians);
+    let band = |(first, rows, label): (usize, usize, String)| HeatmapBand { label, first, rows };
+    Heatmap {
+        unit: topo.units(),
+        cpus: order.iter().map(|c| topo.contexts()[c.0].os_id).collect(),
+        matrix,
+        levels: topo
+            .levels()
+            .iter()
+            .map(|l| HeatmapLevel {
+                level: l.clone(),
+                colour: colour(scale.pos(l.latency.median)),
+            })
+            .collect(),
+        sockets: bands(&order, |c| topo.contexts()[c.0].socket)
+            .into_iter()
+            .map(|(first, rows, s)| band((first, rows, format!("socket {}", s.0))))
+            .collect(),
+        groups: bands(&order, |c| {
+            (topo.contexts()[c.0].socket, outer_group(topo, c))
+        })
+        .into_iter()
+        .map(|(first, rows, (_, g))| {
+            band((
+                first,
+                rows,
+                g.map_or_else(String::new, |g| format!("group {}", g.0)),
+            ))
+        })
+        .collect(),
+        scale: scale.kind.name().to_string(),
+    }
+}
+
 /// Renders the heatmap of a topology's raw latency matrix as an SVG document (see the
 /// [module documentation](self)).
 #[must_use]
 pub fn render(topo: &Topology) -> String {
-    let order = context_order(topo);
-    let n = order.len();
-    let raw = &topo.latency_tables().raw;
-    let groups = bands(&order, |c| {
-        (topo.contexts()[c.0].socket, outer_group(topo, c))
-    });
-    let sockets = bands(&order, |c| topo.contexts()[c.0].socket);
-    let name = machine_name(topo);
+    render_data(&data(topo), &machine_name(topo))
+}
+
+/// Renders the [`data`] of a topology's heatmap as an SVG document; `name` is the
+/// machine's name in the title.
+#[must_use]
+pub fn render_data(d: &Heatmap, name: &str) -> String {
+    let n = d.cpus.len();
+    let to_band = |b: &HeatmapBand, short: bool| Band {
+        start: b.first,
+        len: b.rows,
+        label: if short {
+            b.label.replace("group ", "G")
+        } else {
+            b.label.clone()
+        },
+    };
     let heatmap = MatrixHeatmap {
         title: format!(
             "Core-to-core latency of {name}: {}, ordered by socket, group and core",
             plural(n, "context")
         ),
         subtitle: "row: from, column: to · {unit} · grey: not measured · thin lines: groups, thick lines: sockets".into(),
-        unit: topo.units().to_string(),
+        unit: d.unit.to_string(),
         quantity: "latency".into(),
-        labels: order
-            .iter()
-            .map(|c| topo.contexts()[c.0].os_id.to_string())
-            .collect(),
-        values: order
-            .iter()
-            .map(|a| order.iter().map(|b| raw.get(a.0, b.0)).collect())
-            .collect(),
-        outer: sockets
-            .iter()
-            .map(|(start, len, sk)| Band {
-                start: *start,
-                len: *len,
-                label: format!("socket {}", sk.0),
-            })
-            .collect(),
-        inner: groups
-            .iter()
-            .map(|(start, len, (_, g))| Band {
-                start: *start,
-                len: *len,
-                label: g.map_or_else(String::new, |g| format!("G{}", g.0)),
-            })
-            .collect(),
-        marks: topo
-            .levels()
+        labels: d.cpus.iter().map(u32::to_string).collect(),
+        values: d.matrix.clone(),
+        outer: d.sockets.iter().map(|b| to_band(b, false)).collect(),
+        inner: d.groups.iter().map(|b| to_band(b, true)).collect(),
+        marks: d
+            .levels
             .iter()
             .map(|l| {
-                let m = l.latency.median;
-                (m, format!("{} {}", num(m), l.role.as_str().replace('_', "-")))
+                let m = l.level.latency.median;
+                (
+                    m,
+                    format!("{} {}", num(m), l.level.role.as_str().replace('_', "-")),
+                )
             })
             .collect(),
     };
@@ -209,7 +327,15 @@ pub fn render(topo: &Topology) -> String {
 pub fn render_matrix(h: &MatrixHeatmap) -> String {
     let n = h.labels.len();
     let value = |a: usize, b: usize| h.values.get(a).and_then(|r| r.get(b)).copied().flatten();
-    let scale = Scale::new((0..n).flat_map(|a| (0..n).filter_map(move |b| value(a, b))));
+    let marks: Vec<f64> = h.marks.iter().map(|(m, _)| *m).collect();
+    let scale = Scale::new(
+        (0..n).flat_map(|a| {
+            (0..n)
+                .filter(move |&b| b != a)
+                .filter_map(move |b| value(a, b))
+        }),
+        &marks,
+    );
     let labels = n <= LABEL_ALL_UP_TO;
     let cell = if labels {
         (800.0 / n.max(1) as f64).clamp(10.0, 28.0)
@@ -378,14 +504,14 @@ pub fn render_matrix(h: &MatrixHeatmap) -> String {
     }
 
     // Colour scale.
-    legend(&mut s, h, scale, legend_x, top);
+    legend(&mut s, h, &scale, legend_x, top);
     s.push_str("</svg>\n");
     s
 }
 
 /// The colour scale: a vertical gradient from low (top) to high values, with the minimum,
 /// the maximum and every mark between them.
-fn legend(s: &mut String, h: &MatrixHeatmap, scale: Scale, x: f64, y: f64) {
+fn legend(s: &mut String, h: &MatrixHeatmap, scale: &Scale, x: f64, y: f64) {
     let height = 240.0;
     let w = 18.0;
     let _ = writeln!(
@@ -409,11 +535,11 @@ fn legend(s: &mut String, h: &MatrixHeatmap, scale: Scale, x: f64, y: f64) {
         "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w}\" height=\"{height}\" fill=\"url(#scale)\" stroke=\"#000\" stroke-width=\"0.5\"/>"
     );
     let mut ticks: Vec<(f64, String)> = vec![
-        (scale.lo, format!("{} min", num(scale.lo))),
-        (scale.hi, format!("{} max", num(scale.hi))),
+        (scale.lo(), format!("{} min", num(scale.lo()))),
+        (scale.hi(), format!("{} max", num(scale.hi()))),
     ];
     for (m, label) in &h.marks {
-        if *m > scale.lo && *m < scale.hi {
+        if *m > scale.lo() && *m < scale.hi() {
             ticks.push((*m, label.clone()));
         }
     }
@@ -440,12 +566,17 @@ fn legend(s: &mut String, h: &MatrixHeatmap, scale: Scale, x: f64, y: f64) {
             escape_xml(label)
         );
     }
-    let _ = writeln!(
-        s,
-        "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#444\">{} scale</text>",
-        y + height + 16.0,
-        if scale.log { "logarithmic" } else { "linear" }
-    );
+    let lines: [&str; 2] = match scale.kind {
+        ScaleKind::Levels => ["a colour per latency", "level, linear between"],
+        ScaleKind::Ranks => ["colours spread over", "the ranks of the values"],
+    };
+    for (k, line) in lines.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#444\">{line}</text>",
+            y + height + 16.0 + 12.0 * k as f64,
+        );
+    }
 }
 
 /// Positions for labels that want to sit at `wanted` (ascending): at least `gap` apart and
@@ -495,13 +626,41 @@ mod tests {
     }
 
     #[test]
-    fn scale_is_logarithmic_for_wide_ranges() {
-        let s = Scale::new([7.0, 20.0, 140.0].into_iter());
-        assert!(s.log);
-        assert!((s.pos(7.0)).abs() < 1e-12);
-        assert!((s.pos(140.0) - 1.0).abs() < 1e-12);
-        let s = Scale::new([100.0, 150.0].into_iter());
-        assert!(!s.log);
-        assert!((s.pos(125.0) - 0.5).abs() < 1e-12);
+    fn every_level_gets_its_own_colour() {
+        // The levels of a 2 × 64-core EPYC 7742: a logarithmic scale painted 115 to 290 ns
+        // one yellow.
+        let levels = [8.0, 25.3, 115.0, 135.0, 249.0, 267.0, 268.0];
+        let values = [8.0, 10.4, 23.8, 27.9, 96.7, 158.0, 224.0, 290.0];
+        let s = Scale::new(values.into_iter(), &levels);
+        assert_eq!(s.kind, ScaleKind::Levels);
+        assert!(s.pos(8.0).abs() < 1e-12);
+        assert!((s.pos(290.0) - 1.0).abs() < 1e-12);
+        let pos: Vec<f64> = levels[..6].iter().map(|&l| s.pos(l)).collect();
+        assert!(pos.windows(2).all(|w| w[1] - w[0] > 0.15), "{pos:?}");
+        // 267 and 268 ns cannot be told apart: one colour.
+        assert!((s.pos(268.0) - s.pos(267.0)).abs() < 0.01);
+        let colours: std::collections::HashSet<String> = pos.iter().map(|&p| colour(p)).collect();
+        assert_eq!(colours.len(), 6);
+        assert!(s.pos(120.0) > s.pos(115.0) && s.pos(120.0) < s.pos(135.0));
+    }
+
+    #[test]
+    fn without_levels_the_ranks_spread_the_colours() {
+        let values: Vec<f64> = (0..100)
+            .map(|i| {
+                if i < 90 {
+                    100.0 + f64::from(i) * 0.1
+                } else {
+                    1000.0
+                }
+            })
+            .collect();
+        let s = Scale::new(values.iter().copied(), &[]);
+        assert_eq!(s.kind, ScaleKind::Ranks);
+        // The 90 values near 100 use most of the colours, not the bottom tenth.
+        assert!(s.pos(108.0) > 0.5, "{s:?}");
+        let flat = Scale::new([5.0, 5.0].into_iter(), &[]);
+        assert!(flat.pos(5.0).abs() < 1e-12);
+        assert!(Scale::new(std::iter::empty(), &[]).anchors.len() >= 2);
     }
 }

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use topoprobe_model::format::{escape_xml as e, plural};
+use topoprobe_model::format::{compact_cpu_lists, cpu_ranges, escape_xml as e, plural};
 use topoprobe_model::{Access, NodeId, PowerScope, SocketId, Threads, Topology};
 
 use crate::common::{lat, machine_name};
@@ -81,9 +81,11 @@ h2{font-size:17px;margin:4px 0 10px 0;color:#243b53}
 table{border-collapse:collapse;font-size:13px;margin:6px 0;max-width:100%}
 th,td{border:1px solid #d9e2ec;padding:3px 8px;text-align:right}
 th{background:#f0f4f8}
-td.l,th.l{text-align:left;overflow-wrap:anywhere}
+td.l,th.l{text-align:left;overflow-wrap:break-word}
+td.name{white-space:nowrap}
 td.local{background:#e3f2e1;font-weight:bold}
-pre{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px;background:#f9fbfd;border:1px solid #e4e9f0;padding:10px;overflow:auto;max-height:640px}
+pre{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px;background:#f9fbfd;border:1px solid #e4e9f0;padding:10px;white-space:pre-wrap;overflow-wrap:break-word}
+pre.dot{white-space:pre;overflow:auto;max-height:640px}
 .figure{overflow:auto;border:1px solid #e4e9f0;padding:6px;background:#fff}
 .figure svg{max-width:100%;height:auto}
 .warn{color:#8d2b0b}
@@ -227,14 +229,19 @@ fn summary(topo: &Topology, s: &mut String) -> std::fmt::Result {
     if !v.warnings.is_empty() || !v.unresolved.is_empty() || !v.os_differences.is_empty() {
         writeln!(s, "<ul class=\"warn\">")?;
         for w in &v.warnings {
-            writeln!(s, "<li><b>{}</b>: {}</li>", e(&w.kind), e(&w.message))?;
+            writeln!(
+                s,
+                "<li data-kind=\"{}\">{}</li>",
+                e(&w.kind),
+                cpu_text(&w.message)
+            )?;
         }
         for u in &v.unresolved {
             writeln!(
                 s,
                 "<li><b>unresolved {}</b>: {}</li>",
                 u.level.as_str(),
-                e(&u.reason)
+                cpu_text(&u.reason)
             )?;
         }
         for d in &v.os_differences {
@@ -242,7 +249,7 @@ fn summary(topo: &Topology, s: &mut String) -> std::fmt::Result {
                 s,
                 "<li><b>differs from the OS ({})</b>: {} (re-run: {})</li>",
                 d.level.as_str(),
-                e(&d.message),
+                cpu_text(&d.message),
                 e(&d.rerun)
             )?;
         }
@@ -267,7 +274,7 @@ fn graphs(inputs: &ReportInputs, s: &mut String) -> std::fmt::Result {
             Graphic::Dot { dot, reason } => {
                 writeln!(
                     s,
-                    "<p class=\"muted\">{} — the DOT text follows (render it with <code>dot -Tsvg</code>).</p><pre>{}</pre>",
+                    "<p class=\"muted\">{} — the DOT text follows (render it with <code>dot -Tsvg</code>).</p><pre class=\"dot\">{}</pre>",
                     e(reason),
                     e(dot)
                 )?;
@@ -489,47 +496,100 @@ fn placements(topo: &Topology, inputs: &ReportInputs, s: &mut String) -> std::fm
             "<table><tr><th class=\"l\">socket</th><th>contexts</th><th class=\"l\">one context per core</th><th class=\"l\">all contexts</th></tr>"
         )?;
         for sock in topo.sockets() {
-            let first: Vec<String> = sock
+            let first: Vec<u32> = sock
                 .cores
                 .iter()
                 .filter_map(|&c| topo.core_contexts(c).first())
-                .map(|x| topo.contexts()[x.0].os_id.to_string())
+                .map(|x| topo.contexts()[x.0].os_id)
                 .collect();
-            let all: Vec<String> = sock
+            let all: Vec<u32> = sock
                 .cores
                 .iter()
                 .flat_map(|&c| topo.core_contexts(c).iter())
-                .map(|x| topo.contexts()[x.0].os_id.to_string())
+                .map(|x| topo.contexts()[x.0].os_id)
                 .collect();
             writeln!(
                 s,
                 "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
                 SocketId(sock.id.0).0,
                 sock.contexts.len(),
-                e(&first.join(",")),
-                e(&all.join(","))
+                cpu_cell(&first),
+                cpu_cell(&all)
             )?;
         }
         writeln!(s, "</table>")?;
     } else {
         writeln!(
             s,
-            "<table><tr><th class=\"l\">policy</th><th>threads</th><th class=\"l\">CPUs in order</th><th class=\"l\">note</th></tr>"
+            "<table id=\"placements-table\"><tr><th class=\"l\">policy</th><th>threads</th><th class=\"l\">CPUs (and the order threads take them)</th><th class=\"l\">note</th></tr>"
         )?;
         for p in &inputs.placements {
-            let cpus: Vec<String> = p.cpus.iter().map(u32::to_string).collect();
             writeln!(
                 s,
-                "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                "<tr><td class=\"l name\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
                 e(&p.policy),
                 p.threads,
-                e(&cpus.join(",")),
-                e(&p.note)
+                cpu_cell(&p.cpus),
+                cpu_text(&p.note)
             )?;
         }
         writeln!(s, "</table>")?;
     }
     writeln!(s, "</section>")
+}
+
+/// Text for the page, its CPU lists written as ranges (see [`compact_cpu_lists`]) and
+/// breakable after their commas only, never inside a number.
+fn cpu_text(text: &str) -> String {
+    breakable(&e(&compact_cpu_lists(text)))
+}
+
+/// HTML with a line-break opportunity after every comma that a digit follows (a CPU
+/// list breaks between its items, not inside a number).
+fn breakable(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut chars = html.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == ',' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push_str("<wbr>");
+        }
+    }
+    out
+}
+
+/// Characters of a placement's order shown in its cell.
+const ORDER_SHOWN: usize = 48;
+
+/// CPUs for a table cell: the set as ranges, then, when threads take them in another
+/// order, the beginning of that order (the whole order in the tooltip).
+fn cpu_cell(cpus: &[u32]) -> String {
+    let mut set = cpus.to_vec();
+    set.sort_unstable();
+    set.dedup();
+    let set_text = cpu_ranges(&set);
+    let order = cpu_ranges(cpus);
+    let mut cell = cpu_text(&set_text);
+    if order != set_text {
+        let mut shown = String::new();
+        for part in order.split(',') {
+            if shown.len() + part.len() > ORDER_SHOWN {
+                shown.push_str(",…");
+                break;
+            }
+            if !shown.is_empty() {
+                shown.push(',');
+            }
+            shown.push_str(part);
+        }
+        let _ = write!(
+            cell,
+            "<br><span class=\"muted\" title=\"{}\">in order: {}</span>",
+            e(&order),
+            breakable(&e(&shown))
+        );
+    }
+    cell
 }
 
 fn provenance(topo: &Topology, s: &mut String) -> std::fmt::Result {
@@ -567,7 +627,7 @@ fn provenance(topo: &Topology, s: &mut String) -> std::fmt::Result {
             s,
             "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
             e(&k),
-            e(&v)
+            cpu_text(&v)
         )?;
     }
     writeln!(s, "</table>")?;
@@ -583,7 +643,7 @@ fn provenance(topo: &Topology, s: &mut String) -> std::fmt::Result {
                 "<tr><td class=\"l\">{}</td><td>{:.2}</td><td class=\"l\">{}</td></tr>",
                 c.level.as_str(),
                 c.confidence,
-                e(&c.basis)
+                cpu_text(&c.basis)
             )?;
         }
         writeln!(s, "</table>")?;

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use topoprobe_model::format::plural;
+use topoprobe_model::format::{compact_cpu_lists, cpu_ranges, plural};
 use topoprobe_model::{
     Access, CoreId, Member, NodeId, Origin, PowerScope, PowerState, SharingOutcome, SharingTest,
     SocketId, Threads, Topology,
@@ -350,12 +350,12 @@ impl View<'_> {
         let mut block = Vec::new();
         let mut line = String::new();
         for &c in &cores {
-            let ids: Vec<String> = topo
+            let ids: Vec<u32> = topo
                 .core_contexts(c)
                 .iter()
-                .map(|x| topo.contexts()[x.0].os_id.to_string())
+                .map(|x| topo.contexts()[x.0].os_id)
                 .collect();
-            let label = format!("{} ({})", c.0, ids.join(","));
+            let label = format!("{} ({})", c.0, cpu_ranges(&ids));
             if !line.is_empty() && line.len() + label.len() + 2 > 80 {
                 block.push(std::mem::take(&mut line));
             }
@@ -516,16 +516,11 @@ impl View<'_> {
                         .shared_by
                         .iter()
                         .map(|set| {
-                            let ids: Vec<String> = set
+                            let ids: Vec<u32> = set
                                 .iter()
-                                .map(|x| {
-                                    topo.contexts()
-                                        .get(x.0)
-                                        .map_or(x.0 as u32, |c| c.os_id)
-                                        .to_string()
-                                })
+                                .map(|x| topo.contexts().get(x.0).map_or(x.0 as u32, |c| c.os_id))
                                 .collect();
-                            format!("{{{}}}", ids.join(","))
+                            format!("{{{}}}", cpu_ranges(&ids))
                         })
                         .collect();
                     let _ = write!(line, ": {}", sets.join(" "));
@@ -629,28 +624,38 @@ impl View<'_> {
                 } else {
                     value
                 };
-                writeln!(self.out, "  {:<7} {value}  {}", c.level.as_str(), c.basis)?;
+                writeln!(
+                    self.out,
+                    "  {:<7} {value}  {}",
+                    c.level.as_str(),
+                    compact_cpu_lists(&c.basis)
+                )?;
             }
         }
         if !v.warnings.is_empty() {
             self.heading("warnings")?;
             for w in &v.warnings {
-                let kind = self.paint(Style::Warning, &w.kind);
-                writeln!(self.out, "  - {kind}: {}", w.message)?;
+                let message = self.paint(Style::Warning, &compact_cpu_lists(&w.message));
+                writeln!(self.out, "  - {message}")?;
             }
         }
         if !v.unresolved.is_empty() {
             self.heading("unresolved")?;
             for u in &v.unresolved {
                 let level = self.paint(Style::Error, u.level.as_str());
-                writeln!(self.out, "  - {level}: {}", u.reason)?;
+                writeln!(self.out, "  - {level}: {}", compact_cpu_lists(&u.reason))?;
             }
         }
         if !v.os_differences.is_empty() {
             self.heading("differences from the operating system")?;
             for d in &v.os_differences {
                 let level = self.paint(Style::Warning, d.level.as_str());
-                writeln!(self.out, "  - {level}: {} (re-run: {})", d.message, d.rerun)?;
+                writeln!(
+                    self.out,
+                    "  - {level}: {} (re-run: {})",
+                    compact_cpu_lists(&d.message),
+                    d.rerun
+                )?;
             }
         }
         Ok(())
@@ -672,7 +677,7 @@ impl View<'_> {
             writeln!(self.out, "  cost: {}", crate::cost::summary(c))?;
         }
         for (k, v) in &p.parameters {
-            writeln!(self.out, "  {k}: {v}")?;
+            writeln!(self.out, "  {k}: {}", compact_cpu_lists(v))?;
         }
         let m = topo.machine();
         for (k, v) in [
@@ -787,7 +792,8 @@ mod tests {
         );
         assert!(text.contains("└─ Socket 1"), "{text}");
         assert!(text.contains("Node 0 (local)"), "{text}");
-        assert!(text.contains("- quantized: coarse timer"), "{text}");
+        assert!(text.contains("  - coarse timer\n"), "{text}");
+        assert!(!text.contains("quantized"), "{text}");
         assert!(!text.contains('\x1b'));
     }
 
@@ -820,7 +826,7 @@ mod tests {
                 verbose: true,
             },
         );
-        assert!(text.contains("\x1b[33mquantized\x1b[0m"), "{text}");
+        assert!(text.contains("\x1b[33mcoarse timer\x1b[0m"), "{text}");
         assert!(text.contains("Core 0\x1b[0m · PU 0, PU 1"), "{text}");
         assert!(text.contains("provenance"), "{text}");
         let plain = render_with(

@@ -19,7 +19,9 @@ pub(crate) const INFER: &str = "Examples:
 
 /// `show`.
 pub(crate) const SHOW: &str = "Examples:
+  topoprobe show                                    this machine's description (topoprobe infer)
   topoprobe show --topology m.json -v               the tree, one line per core
+  topoprobe show --from-matrix m.csv -o m.json      the topology inferred from a matrix
   topoprobe show --topology m.json -o m.mct --ghz 2.8   libmctop's format (cycles at 2.8 GHz)
   topoprobe show --topology m.json -o g.svg         the graphs, rendered by Graphviz
   topoprobe show --topology m.json -o m.xml         hwloc XML for lstopo --input m.xml";
@@ -50,11 +52,14 @@ pub(crate) const CONTENTION: &str = "Examples:
 
 /// `heatmap`.
 pub(crate) const HEATMAP: &str = "Examples:
+  topoprobe heatmap -o m.svg                        this machine's description (topoprobe infer)
   topoprobe heatmap --from-matrix m.csv -o m.png
-  topoprobe heatmap --topology m.json > m.svg";
+  topoprobe heatmap --topology m.json --png > m.png
+  topoprobe heatmap --topology m.json --json        the ordered matrix, its levels and colours";
 
 /// `report`.
 pub(crate) const REPORT: &str = "Examples:
+  topoprobe report -o report.html                   this machine's description (topoprobe infer)
   topoprobe report --topology m.json -o report.html
   topoprobe report --from-matrix m.csv -o report.html";
 

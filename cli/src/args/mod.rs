@@ -22,7 +22,7 @@ pub(crate) use measuring::{
 };
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
 pub(crate) use tuning::{AutopinArgs, BalanceArgs};
-pub(crate) use views::{HeatmapArgs, Input, ReportArgs, ShowArgs};
+pub(crate) use views::{HeatmapArgs, HeatmapFormat, Input, ReportArgs, ReportFormat, ShowArgs};
 
 /// Measure a multi-core machine's topology instead of trusting the OS.
 ///
@@ -43,7 +43,8 @@ pub(crate) enum Command {
     /// and print or save it.
     #[command(after_help = examples::INFER)]
     Infer(InferArgs),
-    /// Show a topology from a description, a libmctop file or a latency matrix.
+    /// Show a topology from a description, a libmctop file or a latency matrix (default: this
+    /// machine's description).
     #[command(after_help = examples::SHOW)]
     Show(ShowArgs),
     /// Measure and print the core-to-core latency matrix of this machine.
@@ -62,7 +63,8 @@ pub(crate) enum Command {
     /// scales with threads.
     #[command(after_help = examples::CONTENTION)]
     Contention(ContentionArgs),
-    /// Draw the latency matrix as a heatmap (SVG or PNG), contexts ordered by topology.
+    /// Draw the latency matrix as a heatmap (SVG or PNG; or its data as JSON), contexts
+    /// ordered by topology.
     #[command(after_help = examples::HEATMAP)]
     Heatmap(HeatmapArgs),
     /// Write a self-contained HTML report of a topology.

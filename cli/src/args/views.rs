@@ -9,11 +9,8 @@ use super::{Hints, Output};
 /// `topoprobe show`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ShowArgs {
-    /// A JSON description, a libmctop .mct file or a latency matrix.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) topology: PathBuf,
     #[command(flatten)]
-    pub(crate) hints: Hints,
+    pub(crate) input: Input,
     #[command(flatten)]
     pub(crate) output: Output,
     #[command(flatten)]
@@ -51,14 +48,15 @@ pub(crate) enum ColorWhen {
     Never,
 }
 
-/// Where a view's topology comes from.
+/// Where the topology of `show`, `heatmap` and `report` comes from.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Input {
     /// A JSON description, a libmctop .mct file or a latency matrix (default: this
     /// machine's description, as `topoprobe infer` saved it).
     #[arg(long, value_name = "FILE", conflicts_with = "from_matrix")]
     pub(crate) topology: Option<PathBuf>,
-    /// A latency-matrix CSV: its topology is inferred to order the contexts.
+    /// A latency-matrix CSV, whose topology is inferred (--units, --sockets, --smt and --ghz
+    /// guide the inference).
     #[arg(long, value_name = "FILE")]
     pub(crate) from_matrix: Option<PathBuf>,
     #[command(flatten)]
@@ -69,9 +67,45 @@ pub(crate) struct Input {
 pub(crate) struct HeatmapArgs {
     #[command(flatten)]
     pub(crate) input: Input,
-    /// Write to FILE: .svg, or .png (rendered with resvg); default: SVG on standard output.
+    /// Output format (default: from the extension of -o FILE — .svg, .png, .json — else
+    /// svg).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<HeatmapFormat>,
+    /// Shorthand for `--format json`: the ordered matrix, its levels and their colours.
+    #[arg(long, conflicts_with_all = ["format", "svg", "png"])]
+    pub(crate) json: bool,
+    /// Shorthand for `--format svg`.
+    #[arg(long, conflicts_with_all = ["format", "png"])]
+    pub(crate) svg: bool,
+    /// Shorthand for `--format png` (rendered with resvg).
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) png: bool,
+    /// Write to FILE (atomically; its directory must exist) instead of standard output;
+    /// `-` is standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+}
+
+/// What `topoprobe heatmap` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum HeatmapFormat {
+    /// An SVG picture.
+    Svg,
+    /// A PNG picture (the SVG rendered with resvg).
+    Png,
+    /// The matrix in drawing order, its latency levels and their colours, as JSON.
+    Json,
+}
+
+impl HeatmapArgs {
+    /// The format `--svg` or `--png` asks for, if either is given.
+    pub(crate) fn flag(&self) -> Option<HeatmapFormat> {
+        match (self.svg, self.png) {
+            (true, _) => Some(HeatmapFormat::Svg),
+            (_, true) => Some(HeatmapFormat::Png),
+            _ => self.format,
+        }
+    }
 }
 
 /// `topoprobe report`.
@@ -79,9 +113,25 @@ pub(crate) struct HeatmapArgs {
 pub(crate) struct ReportArgs {
     #[command(flatten)]
     pub(crate) input: Input,
-    /// Write the page to FILE (default: standard output).
+    /// Output format (default: from the extension of -o FILE — .html, .json — else html).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<ReportFormat>,
+    /// Shorthand for `--format json`: the description the page shows.
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) json: bool,
+    /// Write to FILE (atomically; its directory must exist) instead of standard output;
+    /// `-` is standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+}
+
+/// What `topoprobe report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ReportFormat {
+    /// One self-contained HTML page.
+    Html,
+    /// The JSON description the page shows (topoprobe/1).
+    Json,
 }
 
 impl From<ColorWhen> for topoprobe_view::color::ColorWhen {

@@ -62,6 +62,106 @@ pub fn escape_xml(s: &str) -> String {
     out
 }
 
+/// CPU numbers as a CPU list, in the order given: each run of consecutive ascending
+/// numbers as a range (`0-3`), the rest one by one, comma-separated. Sorted input gives
+/// the Linux CPU list (`0-3,8,10-11`, what `taskset -c` reads); a placement order keeps
+/// its order (`0-63,128-191` fills one context per core first), and the list always reads
+/// back as the same sequence. Every view writes CPU lists with this one function.
+///
+/// ```
+/// use topoprobe_model::format::cpu_ranges;
+///
+/// assert_eq!(cpu_ranges(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+/// assert_eq!(cpu_ranges(&[4, 5, 6, 7, 0, 1, 2, 3]), "4-7,0-3");
+/// assert_eq!(cpu_ranges(&[0, 128, 1, 129]), "0,128,1,129");
+/// assert_eq!(cpu_ranges(&[]), "");
+/// ```
+#[must_use]
+pub fn cpu_ranges(cpus: &[u32]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j].checked_add(1) == Some(cpus[j + 1]) {
+            j += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(&cpus[i].to_string());
+        if j > i {
+            out.push('-');
+            out.push_str(&cpus[j].to_string());
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// Rewrites the CPU lists written out number by number in a message (`{16,17,18,19,24}`)
+/// with [`cpu_ranges`] (`{16-19,24}`): every list of comma-separated whole numbers with no
+/// spaces that holds a run of at least three consecutive numbers. Other text (`2.1%`,
+/// `(221, 222)`, `4,5`) is left as it is, so the message keeps its meaning.
+///
+/// ```
+/// use topoprobe_model::format::compact_cpu_lists;
+///
+/// assert_eq!(
+///     compact_cpu_lists("parts ({16,17,18,19,144,145,146,147}) at 2.1%"),
+///     "parts ({16-19,144-147}) at 2.1%"
+/// );
+/// assert_eq!(compact_cpu_lists("pair (0, 1) and 4,5"), "pair (0, 1) and 4,5");
+/// ```
+#[must_use]
+pub fn compact_cpu_lists(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts_list = bytes[i].is_ascii_digit()
+            && (i == 0 || !(bytes[i - 1].is_ascii_digit() || matches!(bytes[i - 1], b'.' | b',')));
+        if !starts_list {
+            i += 1;
+            continue;
+        }
+        // The longest `n,n,…,n` from here.
+        let mut end = i;
+        let mut numbers: Vec<u32> = Vec::new();
+        let mut k = i;
+        loop {
+            let start = k;
+            while k < bytes.len() && bytes[k].is_ascii_digit() {
+                k += 1;
+            }
+            let Ok(n) = text[start..k].parse::<u32>() else {
+                break;
+            };
+            numbers.push(n);
+            end = k;
+            if k + 1 < bytes.len() && bytes[k] == b',' && bytes[k + 1].is_ascii_digit() {
+                k += 1;
+            } else {
+                break;
+            }
+        }
+        // A decimal point after the last number: not a list of whole numbers.
+        let decimal =
+            bytes.get(end) == Some(&b'.') && bytes.get(end + 1).is_some_and(u8::is_ascii_digit);
+        let has_run = numbers
+            .windows(3)
+            .any(|w| w[0].checked_add(1) == Some(w[1]) && w[1].checked_add(1) == Some(w[2]));
+        if numbers.len() >= 3 && has_run && !decimal {
+            out.push_str(&text[copied..i]);
+            out.push_str(&cpu_ranges(&numbers));
+            copied = end;
+        }
+        i = end.max(i + 1);
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +169,40 @@ mod tests {
     #[test]
     fn escapes_markup() {
         assert_eq!(escape_xml("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+    }
+
+    #[test]
+    fn cpu_lists_keep_their_order() {
+        assert_eq!(cpu_ranges(&[3]), "3");
+        assert_eq!(cpu_ranges(&[0, 1]), "0-1");
+        assert_eq!(cpu_ranges(&[0, 2, 4]), "0,2,4");
+        assert_eq!(
+            cpu_ranges(&[u32::MAX - 1, u32::MAX]),
+            format!("{}-{}", u32::MAX - 1, u32::MAX)
+        );
+        let set: Vec<u32> = (0..64).chain(128..192).collect();
+        assert_eq!(cpu_ranges(&set), "0-63,128-191");
+    }
+
+    #[test]
+    fn lists_in_messages_become_ranges() {
+        let long: Vec<String> = (32..48).chain(160..176).map(|n| n.to_string()).collect();
+        let m = format!("candidates ({{{}}}): not reported", long.join(","));
+        assert_eq!(
+            compact_cpu_lists(&m),
+            "candidates ({32-47,160-175}): not reported"
+        );
+        for same in [
+            "1.2,3,4",
+            "groups 4, 21, 26",
+            "0,2,4,6",
+            "x 1,2,3.5",
+            "",
+            "7",
+        ] {
+            assert_eq!(compact_cpu_lists(same), same);
+        }
+        assert_eq!(compact_cpu_lists("5,6,7 é 1,2,3"), "5-7 é 1-3");
     }
 
     #[test]

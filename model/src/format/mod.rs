@@ -36,4 +36,4 @@ pub use atomic::{check_place, create_parent, write_atomic};
 pub fn read_input(path: &std::path::Path) -> Result<String, crate::ModelError> {
     lexer::read_text(path, crate::limits::MAX_FILE_BYTES)
 }
-pub use common::{escape_xml, plural, short_latency};
+pub use common::{compact_cpu_lists, cpu_ranges, escape_xml, plural, short_latency};
