@@ -129,8 +129,3 @@ fn usage_message(message: &str) -> clap::Error {
         None => cli.error(kind, message),
     }
 }
-
-/// Exits with a usage error (status 2), formatted as clap formats its own.
-pub(crate) fn usage_error(message: &str) -> ! {
-    usage_message(message).exit()
-}

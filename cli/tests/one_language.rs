@@ -214,21 +214,42 @@ fn output_over_an_input_is_refused() {
     assert_eq!(std::fs::read(&m).unwrap(), before);
 }
 
-/// JSON figures are rounded to what a measurement resolves: no 17-digit tails, no `-0`.
+/// JSON results are rounded to what a measurement resolves (4 significant digits), a
+/// description keeps 10 (what its source wrote, without binary tails); no `-0` anywhere.
 #[test]
 fn json_figures_are_rounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let desc = dir.path().join("m.json");
     let out = Command::new(exe())
         .args(["infer", "--from-matrix"])
         .arg(matrix())
-        .arg("--json")
+        .arg("-o")
+        .arg(&desc)
         .output()
         .unwrap();
     assert!(out.status.success());
+    let text = std::fs::read_to_string(&desc).unwrap();
+    let tail = regex::Regex::new(r"[ \[,]-?[0-9]+\.[0-9]{11,}").unwrap();
+    assert!(tail.find(&text).is_none(), "{:?}", tail.find(&text));
+    assert!(
+        !text.contains(": -0.0") && !text.contains(" -0,"),
+        "negative zero"
+    );
+    let out = Command::new(exe())
+        .args(["place", "--policy", "rr_core", "--json", "--topology"])
+        .arg(&desc)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let long = regex::Regex::new(r"[ \[,]-?[0-9]+\.0*[1-9][0-9]{4,}").unwrap();
     assert!(long.find(&text).is_none(), "{:?}", long.find(&text));
     assert!(
-        !text.contains("-0.0") && !text.contains(": -0,"),
+        !text.contains(": -0.0") && !text.contains(" -0,"),
         "negative zero"
     );
 }

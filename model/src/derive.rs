@@ -425,10 +425,10 @@ pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Resul
     Ok(())
 }
 
-/// Relative difference below which two figures are the same: a file's figures keep 4
-/// significant digits (`format::rounding`), and a median of rounded figures may differ
+/// Relative difference below which two figures are the same: a description's figures keep
+/// 10 significant digits (`format::rounding`), and a median of rounded figures may differ
 /// from the rounded median by as much again.
-const ROUNDING_TOLERANCE: f64 = 1.5e-3;
+const ROUNDING_TOLERANCE: f64 = 1e-8;
 
 /// Whether two figures agree to the precision a description keeps.
 fn same_figure(a: f64, b: f64) -> bool {

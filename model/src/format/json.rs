@@ -31,12 +31,12 @@ use crate::limits::MAX_FILE_BYTES;
 use crate::topology::{Topology, TopologyData};
 
 /// The description of a topology as pretty-printed JSON, ending with a newline; its
-/// figures are rounded to what a measurement resolves ([`super::rounding`]).
+/// figures keep 10 significant digits ([`super::rounding::to_description_json`]).
 #[must_use]
 pub fn to_json_string(topo: &Topology) -> String {
     // A topology has only string map keys and plain data: serializing it cannot fail.
     #[allow(clippy::expect_used)]
-    super::rounding::to_rounded_json(topo).expect("a topology always serializes")
+    super::rounding::to_description_json(topo).expect("a topology always serializes")
 }
 
 /// Parses a description; `path` is only used in error messages.

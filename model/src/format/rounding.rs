@@ -1,6 +1,6 @@
 //! How numbers are written in topoprobe's JSON: to what a measurement resolves.
 //!
-//! The rule, one for every JSON topoprobe writes (descriptions, reports, plans):
+//! The rule for every result, report and plan topoprobe writes ([`to_rounded_json`]):
 //!
 //! - integers are written as they are;
 //! - a fractional number keeps **4 significant digits**, and never fewer than its integer
@@ -8,16 +8,31 @@
 //!   `2093.51` → `2094`). The spread of repeated measurements on the machines topoprobe
 //!   runs on is at least 0.1 %, so a fifth digit would only be noise;
 //! - `-0` is written `0`; a number that is not finite (never produced) would be `null`.
+//!
+//! A description file is data that other tools exchange: a latency matrix or a libmctop
+//! file read into it keeps the digits its source gave. Its figures keep
+//! [`DESCRIPTION_DIGITS`] significant digits, which removes the tails of binary
+//! arithmetic (`9.002793525000001` → `9.002793525`) and `-0`, and nothing a source wrote
+//! ([`to_description_json`]).
 
 use serde::Serialize;
 use serde_json::{Number, Value};
 
-/// Significant digits kept in fractional numbers.
+/// Significant digits kept in the fractional numbers of results.
 pub const SIGNIFICANT_DIGITS: i32 = 4;
 
-/// `x` rounded by the rule of this module.
+/// Significant digits kept in the fractional numbers of a description file.
+pub const DESCRIPTION_DIGITS: i32 = 10;
+
+/// `x` rounded by the rule of this module for results ([`SIGNIFICANT_DIGITS`]).
 #[must_use]
 pub fn round_figure(x: f64) -> f64 {
+    round_to(x, SIGNIFICANT_DIGITS)
+}
+
+/// `x` with `digits` significant digits, never fewer than its integer digits; `-0` is 0.
+#[must_use]
+pub fn round_to(x: f64, digits: i32) -> f64 {
     if !x.is_finite() || x == 0.0 {
         return if x == 0.0 { 0.0 } else { x };
     }
@@ -27,7 +42,7 @@ pub fn round_figure(x: f64) -> f64 {
     // Digits before the decimal point (0 for |x| < 1, negative below 0.1).
     #[allow(clippy::cast_possible_truncation)]
     let magnitude = x.abs().log10().floor() as i32 + 1;
-    let decimals = (SIGNIFICANT_DIGITS - magnitude).max(0);
+    let decimals = (digits - magnitude).max(0);
     if decimals > 300 {
         return x;
     }
@@ -41,18 +56,19 @@ pub fn round_figure(x: f64) -> f64 {
     }
 }
 
-/// Rounds every fractional number of a JSON value in place (see the module's rule).
-pub fn round_numbers(value: &mut Value) {
+/// Rounds every fractional number of a JSON value in place to `digits` significant
+/// digits (see [`round_to`]).
+pub fn round_numbers(value: &mut Value, digits: i32) {
     match value {
         Value::Number(n) => {
             if n.is_f64() {
                 if let Some(x) = n.as_f64() {
-                    *n = Number::from_f64(round_figure(x)).unwrap_or_else(|| n.clone());
+                    *n = Number::from_f64(round_to(x, digits)).unwrap_or_else(|| n.clone());
                 }
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(round_numbers),
-        Value::Object(map) => map.values_mut().for_each(round_numbers),
+        Value::Array(items) => items.iter_mut().for_each(|v| round_numbers(v, digits)),
+        Value::Object(map) => map.values_mut().for_each(|v| round_numbers(v, digits)),
         Value::Null | Value::Bool(_) | Value::String(_) => {}
     }
 }
@@ -65,8 +81,26 @@ pub fn round_numbers(value: &mut Value) {
 /// Fails only when `value` cannot be represented in JSON (a map whose keys are not
 /// strings, or a serializer that reports an error).
 pub fn to_rounded_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    to_json_with(value, SIGNIFICANT_DIGITS)
+}
+
+/// `value` as a description file writes it: pretty-printed JSON ending with a newline, its
+/// numbers with [`DESCRIPTION_DIGITS`] significant digits.
+///
+/// # Errors
+///
+/// As [`to_rounded_json`].
+pub fn to_description_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    to_json_with(value, DESCRIPTION_DIGITS)
+}
+
+/// Pretty-printed JSON with `digits` significant digits.
+fn to_json_with<T: Serialize + ?Sized>(
+    value: &T,
+    digits: i32,
+) -> Result<String, serde_json::Error> {
     let mut v = serde_json::to_value(value)?;
-    round_numbers(&mut v);
+    round_numbers(&mut v, digits);
     let mut text = serde_json::to_string_pretty(&v)?;
     text.push('\n');
     Ok(text)
@@ -105,6 +139,22 @@ mod tests {
         assert!(text.contains("9.003"), "{text}");
         assert!(!text.contains("-0"), "{text}");
         assert!(text.contains("123456789"), "{text}");
+    }
+
+    #[test]
+    fn descriptions_keep_what_their_source_wrote() {
+        let text = to_description_json(&serde_json::json!({
+            "bw": 46.044_875,
+            "duration_s": 9.002_793_525_000_001,
+            "zero": -0.0,
+        }))
+        .unwrap();
+        assert!(text.contains("46.044875"), "{text}");
+        assert!(
+            text.contains("9.002793525,") || text.contains("9.002793525\n"),
+            "{text}"
+        );
+        assert!(!text.contains("-0"), "{text}");
     }
 
     #[test]
