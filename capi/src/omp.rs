@@ -28,7 +28,7 @@ pub unsafe extern "C" fn tp_omp_places(
         return std::ptr::null_mut();
     };
     let req = crate::request(p, threads, 0);
-    let Some(s) = recorded(topoprobe_sync::omp::places(&t.0, &req)) else {
+    let Some(s) = recorded(topoprobe_parallel::omp::places(&t.0, &req)) else {
         return std::ptr::null_mut();
     };
     std::ffi::CString::new(s).map_or(std::ptr::null_mut(), std::ffi::CString::into_raw)

@@ -15,15 +15,16 @@
 //!     the waiter's own flag;
 //!   - cohort: the ticket rule inside a cohort and across cohorts.
 //!
-//! Waits are timed with the calibrated [`Clock`], not counted in `pause`s.
+//! Waits are timed with topoprobe's calibrated clock ([`topoprobe_sys::clock::Clock`]), not
+//! counted in `pause`s.
 
 use std::sync::Arc;
 
 use topoprobe_model::{LatencyUnit, Role, Topology};
 
-#[cfg(not(loom))]
-use crate::clock::Clock;
 use crate::error::SyncError;
+#[cfg(not(loom))]
+use topoprobe_sys::clock::Clock;
 
 /// The TAS/TTAS cap, in multiples of the largest latency level.
 pub const CAP_QUANTA: f64 = 8.0;

@@ -16,10 +16,10 @@ pub enum SyncError {
     /// The topology has no latency between distinct contexts.
     #[error("the topology has no latency between two different hardware contexts")]
     NoLatencies,
-    /// A parameter of an experiment is out of range.
-    #[error("{what} = {value} is out of range: {expected}")]
+    /// A parameter of an experiment is out of range: a bad request, not a failure.
+    #[error("{what} {value} is out of range (allowed: {expected})")]
     Parameter {
-        /// The parameter.
+        /// The parameter, as the command line names it (`threads`, `strides`…).
         what: &'static str,
         /// Its value.
         value: String,
@@ -55,6 +55,17 @@ impl SyncError {
             what,
             value: value.to_string(),
             expected: expected.into(),
+        }
+    }
+
+    /// Whether the error means the request itself is wrong (a parameter out of range, a
+    /// placement that cannot be planned), so that retrying cannot help.
+    #[must_use]
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Self::Parameter { .. } => true,
+            Self::Place(e) => e.is_usage(),
+            _ => false,
         }
     }
 }

@@ -8,6 +8,8 @@
 //!   transparent huge pages.
 //! - [`counter`]: the cycle counter and cache-line flushes (timing and cache-state
 //!   experiments).
+//! - [`clock`]: the one calibrated clock (cycle counter or `CLOCK_MONOTONIC`) that probes,
+//!   waits and experiments read.
 //! - [`memory`]: memory policies (`set_mempolicy`) and the kernel's online nodes.
 //! - [`launch`]: running a command with signals passed on and its exit status kept.
 //! - [`pin_env`]: the environment variables of the preload library.
@@ -24,6 +26,7 @@ mod sets;
 
 pub mod affinity;
 pub mod buffer;
+pub mod clock;
 pub mod counter;
 pub mod elf;
 pub mod heartbeat;

@@ -6,6 +6,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use topoprobe_place::Policy;
 
 use super::parsers::{policy, seconds};
+use super::ReportOutput;
 
 /// `topoprobe bench`.
 #[derive(Debug, Clone, Args)]
@@ -26,7 +27,7 @@ pub(crate) enum Experiment {
     /// False sharing: threads incrementing counters 8 to 256 bytes apart; prints the
     /// padding to use.
     ///
-    /// Example: `topoprobe bench false-sharing --threads 2`
+    /// Example: `topoprobe bench false-sharing --threads 2 -o false-sharing.csv`
     FalseSharing(FalseSharingArgs),
     /// ccbench-style latency of load, store, CAS, fetch-and-increment and swap on a cache
     /// line in each state (modified, exclusive, shared, invalid) and at each distance (same
@@ -41,20 +42,19 @@ pub(crate) enum Experiment {
     Sort(SortArgs),
     /// Sum every worker's vector into one along the topology's reduction tree and flat.
     ///
-    /// Example: `topoprobe bench reduce --size 64M`
+    /// Example: `topoprobe bench reduce --size 64M --format csv`
     Reduce(ReduceArgs),
 }
 
-/// Where the experiment runs and how it reports.
+/// Where the experiment runs and where its report goes (`-o FILE`, `--format`, `--json`).
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchCommon {
     /// A JSON description, a libmctop .mct file or a latency matrix (default: this
     /// machine's description, made by `topoprobe infer`).
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
-    /// Print the results as JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) report: ReportOutput,
 }
 
 /// Lock kinds on the command line.
@@ -130,7 +130,7 @@ pub(crate) struct FalseSharingArgs {
     /// Threads.
     #[arg(short = 'n', long, value_name = "N", default_value = "2")]
     pub(crate) threads: usize,
-    /// Strides in bytes (comma-separated multiples of 8).
+    /// Strides in bytes (comma-separated multiples of 8, from 8 to 65536).
     #[arg(
         long,
         value_delimiter = ',',
@@ -154,10 +154,10 @@ pub(crate) struct FalseSharingArgs {
 pub(crate) struct LineOpsArgs {
     #[command(flatten)]
     pub(crate) common: BenchCommon,
-    /// Rounds per operation, state and distance (the median is reported).
+    /// Rounds per operation, state and distance (the median is reported; 1 to 100000).
     #[arg(long, value_name = "R", default_value = "200")]
     pub(crate) rounds: usize,
-    /// The measuring CPU (default: the topology's first).
+    /// The measuring CPU, one of the topology's (default: the topology's first).
     #[arg(long, value_name = "CPU")]
     pub(crate) cpu: Option<u32>,
 }
@@ -167,7 +167,7 @@ pub(crate) struct LineOpsArgs {
 pub(crate) struct SortArgs {
     #[command(flatten)]
     pub(crate) common: BenchCommon,
-    /// Bytes of each array (u32 and u64 keys): 4096, 64M, 1G...
+    /// Bytes of each array (u32 and u64 keys), from 8 bytes to 64G: 4096, 64M, 1G...
     #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = super::parsers::parse_size)]
     pub(crate) size: u64,
     /// Threads of the parallel sorts (default: every hardware context).
@@ -186,7 +186,7 @@ pub(crate) struct SortArgs {
 pub(crate) struct ReduceArgs {
     #[command(flatten)]
     pub(crate) common: BenchCommon,
-    /// Bytes of each worker's vector.
+    /// Bytes of each worker's vector, from 8 bytes to 16G.
     #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = super::parsers::parse_size)]
     pub(crate) size: u64,
     /// Workers (default: every hardware context).

@@ -3,4 +3,5 @@
 //! or family of commands; every type is `Serialize` and documented field by field, since
 //! its JSON is a contract scripts read.
 
+pub mod bench;
 pub mod heatmap;

@@ -8,12 +8,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use serde::Serialize;
+use topoprobe_model::results::bench::compared;
+pub use topoprobe_model::results::bench::{FalseSharingReport, StrideResult};
 use topoprobe_model::Topology;
 use topoprobe_place::Policy;
+use topoprobe_sys::clock::Clock;
 
-use super::{median, workers};
-use crate::clock::Clock;
+use super::locks::{MAX_DURATION, MAX_THREADS};
+use super::{check_runs, median, workers};
 use crate::error::SyncError;
 
 /// Strides measured by default, bytes.
@@ -48,17 +50,47 @@ impl Default for Config {
     }
 }
 
-/// One line of the results.
-#[derive(Debug, Clone, Serialize)]
-pub struct StrideResult {
-    /// Distance between two threads' counters, bytes.
-    pub stride_bytes: usize,
-    /// Threads.
-    pub threads: usize,
-    /// Median increments per second, all threads together.
-    pub ops_per_s: f64,
-    /// Increments per second of every run.
-    pub runs: Vec<f64>,
+impl Config {
+    /// Checks the limits (before any work: nothing is measured).
+    ///
+    /// # Errors
+    ///
+    /// [`SyncError::Parameter`] naming the first value out of range.
+    pub fn check(&self) -> Result<(), SyncError> {
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(SyncError::parameter(
+                "threads",
+                self.threads,
+                format!("1 to {MAX_THREADS}"),
+            ));
+        }
+        if self.strides.is_empty() {
+            return Err(SyncError::parameter(
+                "strides",
+                "(none)",
+                "at least one stride",
+            ));
+        }
+        if let Some(&s) = self
+            .strides
+            .iter()
+            .find(|&&s| s == 0 || s % 8 != 0 || s > MAX_STRIDE)
+        {
+            return Err(SyncError::parameter(
+                "strides",
+                s,
+                format!("multiples of 8 from 8 to {MAX_STRIDE} bytes"),
+            ));
+        }
+        if self.duration.is_zero() || self.duration > MAX_DURATION {
+            return Err(SyncError::parameter(
+                "duration",
+                self.duration.as_secs_f64(),
+                format!("more than 0 s, at most {} s", MAX_DURATION.as_secs()),
+            ));
+        }
+        check_runs(self.runs)
+    }
 }
 
 /// Runs the experiment; `progress(done, total)` after each measurement.
@@ -71,32 +103,26 @@ pub fn run(
     topo: &Topology,
     config: &Config,
     progress: &mut dyn FnMut(usize, usize),
+) -> Result<FalseSharingReport, SyncError> {
+    let results = measure_all(topo, config, progress)?;
+    Ok(FalseSharingReport {
+        threads: config.threads,
+        policy: config.policy.to_string(),
+        runs: config.runs,
+        duration_s: config.duration.as_secs_f64(),
+        padding_bytes: advised_padding(&results),
+        advice: advice(&results),
+        results,
+    })
+}
+
+/// Every stride of the configuration, runs interleaved.
+fn measure_all(
+    topo: &Topology,
+    config: &Config,
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<StrideResult>, SyncError> {
-    if config.threads == 0 || config.threads > super::locks::MAX_THREADS {
-        return Err(SyncError::parameter(
-            "threads",
-            config.threads,
-            format!("1 to {}", super::locks::MAX_THREADS),
-        ));
-    }
-    if let Some(&s) = config
-        .strides
-        .iter()
-        .find(|&&s| s == 0 || s % 8 != 0 || s > MAX_STRIDE)
-    {
-        return Err(SyncError::parameter(
-            "stride",
-            s,
-            format!("a multiple of 8 from 8 to {MAX_STRIDE}"),
-        ));
-    }
-    if config.runs == 0 || config.runs > 1000 || config.duration.is_zero() {
-        return Err(SyncError::parameter(
-            "runs/duration",
-            format!("{} runs of {:?}", config.runs, config.duration),
-            "1 to 1000 runs of more than 0 s",
-        ));
-    }
+    config.check()?;
     let placement = workers::placement(topo, config.policy, config.threads)?;
     let clock = Clock::get();
     let duration_ns = config.duration.as_nanos() as f64;
@@ -170,14 +196,18 @@ pub fn advice(results: &[StrideResult]) -> Vec<String> {
             "pad data that different threads write to {pad} bytes (#[repr(align({pad}))], crossbeam's CachePadded, or alignas({pad}) in C)"
         ));
     }
-    if let (Some(a), Some(b)) = (
-        at(8),
-        at(results.iter().map(|r| r.stride_bytes).max().unwrap_or(8)),
-    ) {
-        if a > 0.0 {
+    let widest = results.iter().map(|r| r.stride_bytes).max().unwrap_or(8);
+    if let (Some(a), Some(b), true) = (at(8), at(widest), widest >= 64) {
+        if a > 0.0 && b > 1.05 * a {
             out.push(format!(
                 "false sharing costs {:.1}x here: counters 8 bytes apart reach {:.0} M increments/s, far apart {:.0} M",
                 b / a,
+                a / 1e6,
+                b / 1e6
+            ));
+        } else if a > 0.0 {
+            out.push(format!(
+                "no false-sharing cost measured here: counters 8 bytes apart reach {:.0} M increments/s, far apart {:.0} M",
                 a / 1e6,
                 b / 1e6
             ));
@@ -186,10 +216,11 @@ pub fn advice(results: &[StrideResult]) -> Vec<String> {
     if let (Some(l64), Some(l128)) = (at(64), at(128)) {
         if l64 > 0.0 {
             let r = l128 / l64;
+            let vs = compared(r, "a stride of 64");
             out.push(if r > 1.05 {
-                format!("128 bytes is {r:.2}x 64 bytes: the adjacent-line prefetcher pulls pairs of lines; pad to 128")
+                format!("a stride of 128 bytes is {vs}: the adjacent-line prefetcher pulls pairs of lines; pad to 128")
             } else {
-                format!("128 bytes is {r:.2}x 64 bytes: no adjacent-line effect measured; 64 bytes suffices")
+                format!("a stride of 128 bytes is {vs}: no adjacent-line effect measured; 64 bytes suffices")
             });
         }
     }

@@ -18,73 +18,21 @@
 
 use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
-use serde::Serialize;
+pub use topoprobe_model::results::bench::{
+    DescribedLatency, LineOpsReport, Op, OpResult, Scope, State, Unavailable,
+};
 use topoprobe_model::{ContextId, Topology};
+use topoprobe_sys::clock::Clock;
 
 use super::median;
-use crate::clock::Clock;
 use crate::error::SyncError;
 
 /// Lines per chain.
 const LINES: usize = 32;
 /// Words per page.
 const PAGE_WORDS: usize = 512;
-
-/// An operation on a line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Op {
-    /// A load.
-    Load,
-    /// A store followed by a full fence (so that it completes before the next).
-    Store,
-    /// A successful compare-and-swap.
-    Cas,
-    /// Fetch-and-increment.
-    Fai,
-    /// Swap (exchange).
-    Swap,
-}
-
-/// The state a line is in before the operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum State {
-    /// Modified in the owner's cache.
-    Modified,
-    /// Exclusive (clean, only copy) in the owner's cache.
-    Exclusive,
-    /// Shared by the owner and a third context.
-    Shared,
-    /// In no cache (read from memory).
-    Invalid,
-}
-
-/// Where the owner runs, relative to the measuring context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Scope {
-    /// The other hardware context of the same core.
-    Core,
-    /// Another core of the same group.
-    Group,
-    /// Another core of the same socket, outside the measuring context's group.
-    Socket,
-    /// A context of another socket.
-    OtherSocket,
-    /// No owner: the line comes from memory.
-    Memory,
-}
-
-impl Op {
-    /// Every operation.
-    pub const ALL: [Self; 5] = [Self::Load, Self::Store, Self::Cas, Self::Fai, Self::Swap];
-}
-
-impl State {
-    /// Every state.
-    pub const ALL: [Self; 4] = [Self::Modified, Self::Exclusive, Self::Shared, Self::Invalid];
-}
+/// Largest accepted number of rounds.
+pub const MAX_ROUNDS: usize = 100_000;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -104,40 +52,52 @@ impl Default for Config {
     }
 }
 
-/// One line of the results.
-#[derive(Debug, Clone, Serialize)]
-pub struct OpResult {
-    /// The operation.
-    pub op: Op,
-    /// The line's state before it.
-    pub state: State,
-    /// Where the owner ran.
-    pub scope: Scope,
-    /// Median latency of one operation, ns.
-    pub latency_ns: f64,
-    /// OS CPUs: the measuring context, then the owner and the third context when there are.
-    pub cpus: Vec<u32>,
+impl Config {
+    /// Checks the limits (before any work: nothing is measured).
+    ///
+    /// # Errors
+    ///
+    /// [`SyncError::Parameter`] naming the first value out of range.
+    pub fn check(&self) -> Result<(), SyncError> {
+        if self.rounds == 0 || self.rounds > MAX_ROUNDS {
+            return Err(SyncError::parameter(
+                "rounds",
+                self.rounds,
+                format!("1 to {MAX_ROUNDS}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The measuring context on `topo`: the context of [`Config::cpu`], else the first.
+    ///
+    /// # Errors
+    ///
+    /// [`SyncError::Parameter`] when the CPU is not one of the topology's, or the topology
+    /// has no context.
+    pub fn context(&self, topo: &Topology) -> Result<ContextId, SyncError> {
+        match self.cpu {
+            Some(cpu) => topo.context_by_os_id(cpu).ok_or_else(|| {
+                SyncError::parameter(
+                    "cpu",
+                    cpu,
+                    format!("the topology's CPUs, {}", cpu_list(topo)),
+                )
+            }),
+            None if topo.contexts().is_empty() => Err(SyncError::parameter(
+                "cpu",
+                "(default)",
+                "a topology with at least one CPU",
+            )),
+            None => Ok(ContextId(0)),
+        }
+    }
 }
 
-/// A scope or state that could not be measured here, and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct Unavailable {
-    /// The scope (or `memory`).
-    pub scope: Scope,
-    /// The state, when only one state is missing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<State>,
-    /// Why.
-    pub reason: String,
-}
-
-/// Everything the experiment found.
-#[derive(Debug, Clone, Serialize)]
-pub struct LineOps {
-    /// Latencies.
-    pub results: Vec<OpResult>,
-    /// What could not be measured.
-    pub unavailable: Vec<Unavailable>,
+/// The OS CPUs of a topology as ranges (`0-3,8`).
+fn cpu_list(topo: &Topology) -> String {
+    let ids: Vec<u32> = topo.contexts().iter().map(|c| c.os_id).collect();
+    topoprobe_model::format_cpu_list(&ids)
 }
 
 /// A measuring context, an owner and a third context at one distance.
@@ -435,16 +395,9 @@ fn measure_trio(
 ///
 /// A parameter out of range, a CPU that is not in the topology, or a thread that cannot be
 /// pinned.
-pub fn run(topo: &Topology, config: &Config) -> Result<LineOps, SyncError> {
-    if config.rounds == 0 || config.rounds > 100_000 {
-        return Err(SyncError::parameter("rounds", config.rounds, "1 to 100000"));
-    }
-    let me = match config.cpu {
-        Some(cpu) => topo
-            .context_by_os_id(cpu)
-            .ok_or_else(|| SyncError::parameter("cpu", cpu, "a CPU of the topology"))?,
-        None => ContextId(0),
-    };
+pub fn run(topo: &Topology, config: &Config) -> Result<LineOpsReport, SyncError> {
+    config.check()?;
+    let me = config.context(topo)?;
     let b = topo.contexts()[me.0].os_id;
     let lines = Lines::new();
     let mut results = Vec::new();
@@ -521,15 +474,37 @@ pub fn run(topo: &Topology, config: &Config) -> Result<LineOps, SyncError> {
             reason: "no cache-line flush instruction on this architecture".into(),
         });
     }
-    Ok(LineOps {
+    let mut report = LineOpsReport {
+        rounds: config.rounds,
+        cpu: b,
         results,
         unavailable,
+        described_latency: None,
+        advice: Vec::new(),
+    };
+    report.described_latency = described(topo, &report);
+    report.advice = advice(&report);
+    Ok(report)
+}
+
+/// The topology's latency for the pair of the CAS on a modified line (socket scope, else
+/// group), what `topoprobe latency` measures.
+fn described(topo: &Topology, r: &LineOpsReport) -> Option<DescribedLatency> {
+    let x = find(r, Op::Cas, State::Modified, Scope::Socket)
+        .or_else(|| find(r, Op::Cas, State::Modified, Scope::Group))?;
+    let (a, b) = (*x.cpus.first()?, *x.cpus.get(1)?);
+    let latency = topo.context_latency(topo.context_by_os_id(a)?, topo.context_by_os_id(b)?)?;
+    Some(DescribedLatency {
+        cpus: vec![a, b],
+        latency,
+        unit: topo.units().as_str().to_string(),
+        cas_ns: x.latency_ns,
     })
 }
 
 /// The latency of `op` on a line in `state` at `scope`, when measured.
 #[must_use]
-pub fn find(r: &LineOps, op: Op, state: State, scope: Scope) -> Option<&OpResult> {
+pub fn find(r: &LineOpsReport, op: Op, state: State, scope: Scope) -> Option<&OpResult> {
     r.results
         .iter()
         .find(|x| x.op == op && x.state == state && x.scope == scope)
@@ -537,7 +512,7 @@ pub fn find(r: &LineOps, op: Op, state: State, scope: Scope) -> Option<&OpResult
 
 /// Which lock to use here, from how much a hand-over costs at each distance.
 #[must_use]
-pub fn advice(r: &LineOps) -> Vec<String> {
+pub fn advice(r: &LineOpsReport) -> Vec<String> {
     let cas = |s| find(r, Op::Cas, State::Modified, s).map(|x| x.latency_ns);
     let mut out = Vec::new();
     let near = cas(Scope::Group).or(cas(Scope::Socket));

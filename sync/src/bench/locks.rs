@@ -8,14 +8,14 @@
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
-use serde::Serialize;
+use topoprobe_model::results::bench::compared;
+pub use topoprobe_model::results::bench::{LockResult, LocksReport};
 use topoprobe_model::Topology;
 use topoprobe_place::Policy;
+use topoprobe_sys::clock::Clock;
 
-use super::median;
-use super::workers;
+use super::{check_runs, median, workers};
 use crate::backoff::{Backoff, BackoffKind, Wait};
-use crate::clock::Clock;
 use crate::error::SyncError;
 use crate::locks::{RawClh, RawCohort, RawMcs, RawTas, RawTicket, RawTtas, WithWait};
 use crate::LockKind;
@@ -73,7 +73,7 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Checks the limits.
+    /// Checks the limits (before any work: nothing is measured).
     ///
     /// # Errors
     ///
@@ -105,14 +105,18 @@ impl Config {
         if self.duration.is_zero() || self.duration > MAX_DURATION {
             return Err(SyncError::parameter(
                 "duration",
-                format!("{:?}", self.duration),
-                "more than 0 and at most an hour",
+                self.duration.as_secs_f64(),
+                format!("more than 0 s, at most {} s", MAX_DURATION.as_secs()),
             ));
         }
-        if self.runs == 0 || self.runs > 1000 {
-            return Err(SyncError::parameter("runs", self.runs, "1 to 1000"));
+        if self.kinds.is_empty() && !self.baselines {
+            return Err(SyncError::parameter(
+                "kinds",
+                "(none)",
+                "at least one lock kind, or the baselines",
+            ));
         }
-        Ok(())
+        check_runs(self.runs)
     }
 
     /// Number of measurements the configuration makes.
@@ -125,23 +129,6 @@ impl Config {
 
 /// The mutexes of other libraries measured beside topoprobe's.
 pub const BASELINES: [&str; 3] = ["std", "parking_lot", "spin"];
-
-/// One line of the results.
-#[derive(Debug, Clone, Serialize)]
-pub struct LockResult {
-    /// Lock kind (`tas`, …, `cohort`) or library (`std`, `parking_lot`, `spin`).
-    pub lock: String,
-    /// Backoff (`none`, `fixed`, `educated`), `native` for the libraries' mutexes.
-    pub backoff: String,
-    /// Threads.
-    pub threads: usize,
-    /// Median acquisitions per second over the runs.
-    pub acquisitions_per_s: f64,
-    /// Median fairness: fewest acquisitions of a thread over most.
-    pub fairness: f64,
-    /// Acquisitions per second of every run.
-    pub runs: Vec<f64>,
-}
 
 /// One measurement: total acquisitions per second and fairness.
 struct Sample {
@@ -181,6 +168,27 @@ impl Take for StdMutex {
 /// cycles without a frequency), a placement that cannot hold the threads, or a thread that
 /// cannot be pinned.
 pub fn run(
+    topo: &Topology,
+    config: &Config,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<LocksReport, SyncError> {
+    let results = measure_all(topo, config, progress)?;
+    Ok(LocksReport {
+        threads: config.threads,
+        locks: config.locks,
+        duration_s: config.duration.as_secs_f64(),
+        cs_ns: config.cs_ns,
+        pause_ns: config.pause_ns,
+        policy: config.policy.to_string(),
+        runs: config.runs,
+        clock: Clock::get().describe(),
+        advice: advice(&results),
+        results,
+    })
+}
+
+/// Every lock and backoff of the configuration, runs interleaved.
+fn measure_all(
     topo: &Topology,
     config: &Config,
     progress: &mut dyn FnMut(usize, usize),
@@ -346,10 +354,13 @@ pub fn advice(results: &[LockResult]) -> Vec<String> {
         .iter()
         .max_by(|a, b| a.acquisitions_per_s.total_cmp(&b.acquisitions_per_s))
     {
+        let which = if best.backoff == "native" {
+            best.lock.clone()
+        } else {
+            format!("{} ({} backoff)", best.lock, best.backoff)
+        };
         out.push(format!(
-            "fastest here: {} ({} backoff), {:.3} M acquisitions/s, fairness {:.2}",
-            best.lock,
-            best.backoff,
+            "fastest here: {which}, {:.3} M acquisitions/s, fairness {:.2}",
             best.acquisitions_per_s / 1e6,
             best.fairness
         ));
@@ -362,11 +373,11 @@ pub fn advice(results: &[LockResult]) -> Vec<String> {
                 .map(|r| r.acquisitions_per_s)
         };
         if let (Some(none), Some(edu)) = (find("none"), find("educated")) {
-            if none > 0.0 {
+            if none > 0.0 && edu > 0.0 {
                 out.push(format!(
-                    "{}: educated backoff {:.2}x no backoff",
+                    "{}: educated backoff is {}",
                     k.as_str(),
-                    edu / none
+                    compared(edu / none, "no backoff")
                 ));
             }
         }

@@ -1,5 +1,6 @@
 //! The contention experiments behind `topoprobe bench` (paper §7.1 and the NUMA and
-//! cache-line contention talk), as library calls that return data:
+//! cache-line contention talk), as library calls that return data
+//! ([`topoprobe_model::results::bench`]):
 //!
 //! - [`locks`]: libmctop's lock experiment: threads placed by a policy take K locks with
 //!   a critical section of a given length; acquisitions per second and fairness for every
@@ -8,17 +9,18 @@
 //! - [`line_ops`]: ccbench-style latency of load, store, CAS, fetch-and-increment and swap
 //!   on lines in each coherence state, owned by a context at each distance.
 //!
-//! Results are medians over runs that interleave the alternatives, so that a drift of the
-//! machine touches all of them alike.
+//! Each experiment's `Config::check` says before any work whether a request can run (a
+//! [`SyncError::Parameter`](crate::SyncError::Parameter) names the first value out of
+//! range). Results are medians over runs that interleave the alternatives, so that a drift
+//! of the machine touches all of them alike. The sort and reduction experiments are in
+//! `topoprobe-parallel`.
 
 pub mod false_sharing;
 pub mod line_ops;
 pub mod locks;
-pub mod reduce;
-pub mod sort;
 mod workers;
 
-/// The median of some values (`NaN` for none).
+/// The median of some values, `NaN` ignored (`NaN` for none).
 #[must_use]
 pub fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
@@ -26,12 +28,7 @@ pub fn median(values: &[f64]) -> f64 {
         return f64::NAN;
     }
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    topoprobe_model::median_sorted(&v)
 }
 
 /// Index of the first cell of `cells` that starts a 4 KiB page (0 when none does: fewer
@@ -40,4 +37,19 @@ pub(crate) fn page_start(cells: &[std::sync::atomic::AtomicU64]) -> usize {
     (0..cells.len().min(512))
         .find(|&i| (std::ptr::from_ref(&cells[i]) as usize).is_multiple_of(4096))
         .unwrap_or(0)
+}
+
+/// Runs from 1 to this many are accepted by every experiment.
+pub const MAX_RUNS: usize = 1000;
+
+/// Checks a count of runs.
+pub(crate) fn check_runs(runs: usize) -> Result<(), crate::SyncError> {
+    if runs == 0 || runs > MAX_RUNS {
+        return Err(crate::SyncError::parameter(
+            "runs",
+            runs,
+            format!("1 to {MAX_RUNS}"),
+        ));
+    }
+    Ok(())
 }

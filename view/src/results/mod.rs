@@ -26,6 +26,8 @@
 
 use serde::Serialize;
 
+pub mod bench;
+
 /// A result that can be shown to people: text always, CSV when it is a table. Its JSON is
 /// its `Serialize` form, written by [`json`].
 pub trait Rendered: Serialize {

@@ -1,13 +1,20 @@
-//! `topoprobe bench <experiment>`: one module per experiment; each loads the topology,
-//! calls the experiment in `topoprobe_sync::bench` and prints its results (a table and the
-//! advice, or JSON).
+//! `topoprobe bench <experiment>`: one module per experiment; each checks its arguments and
+//! output before any work, calls the experiment in `topoprobe_sync::bench` or
+//! `topoprobe_parallel::bench` (one call returning a report of
+//! `topoprobe_model::results::bench`) and writes the report where `-o`/`--format`/`--json`
+//! say (rendered by `topoprobe_view::results::bench`).
+
+use std::path::Path;
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use topoprobe_model::Topology;
+use topoprobe_parallel::ParallelError;
+use topoprobe_sync::SyncError;
+use topoprobe_view::results::Rendered;
 
 use crate::args::bench::{BenchArgs, BenchCommon, Experiment};
-use crate::output::write_stdout;
+use crate::error::Usage;
 
 mod false_sharing;
 mod line_ops;
@@ -27,6 +34,13 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
 }
 
 impl BenchCommon {
+    /// Checks, before any work, that a report of type `R` can be written where asked (the
+    /// format, the file's extension and directory, not over the topology file).
+    fn check<R: Rendered>(&self) -> Result<()> {
+        let inputs: Vec<&Path> = self.topology.as_deref().into_iter().collect();
+        self.report.check_for::<R>(&inputs)
+    }
+
     /// The topology the experiment runs on.
     fn load(&self) -> Result<Topology> {
         crate::inputs::topology(self.topology.as_deref())
@@ -45,20 +59,37 @@ fn bar(what: &str, total: usize) -> ProgressBar {
     bar
 }
 
-/// Writes a JSON value and a newline to standard output.
-fn print_json(v: &serde_json::Value) -> Result<()> {
-    write_stdout(format!("{}\n", serde_json::to_string_pretty(v)?).as_bytes())
+/// A bad value of `--what`, as a usage error naming the argument and what it allows.
+fn bad_argument(what: &str, value: &str, expected: &str) -> anyhow::Error {
+    Usage(format!(
+        "--{what} {value} is out of range (allowed: {expected})"
+    ))
+    .into()
 }
 
-/// Writes the advice lines after a table.
-fn with_advice(mut text: String, advice: &[String]) -> String {
-    if !advice.is_empty() {
-        text.push_str("\nadvice\n");
-        for a in advice {
-            text.push_str("  - ");
-            text.push_str(a);
-            text.push('\n');
-        }
+/// An error of a contention experiment: a bad request is a usage error (exit status 2).
+fn sync_error(e: SyncError) -> anyhow::Error {
+    match &e {
+        SyncError::Parameter {
+            what,
+            value,
+            expected,
+        } => bad_argument(what, value, expected),
+        _ if e.is_usage() => Usage(e.to_string()).into(),
+        _ => e.into(),
     }
-    text
+}
+
+/// An error of a parallel-algorithm experiment: a bad request is a usage error (exit
+/// status 2).
+fn parallel_error(e: ParallelError) -> anyhow::Error {
+    match &e {
+        ParallelError::Parameter {
+            what,
+            value,
+            expected,
+        } => bad_argument(what, value, expected),
+        _ if e.is_usage() => Usage(e.to_string()).into(),
+        _ => e.into(),
+    }
 }

@@ -1,47 +1,30 @@
 //! `topoprobe bench reduce`.
 
-use std::fmt::Write as _;
-
 use anyhow::Result;
-use topoprobe_sync::bench::reduce::{self, Config};
+use topoprobe_parallel::bench::reduce::{self, Config, ReduceReport};
 
-use super::print_json;
+use super::parallel_error;
 use crate::args::bench::ReduceArgs;
-use crate::output::write_stdout;
 use crate::progress::spinner;
+
+/// The experiment's configuration; `contexts` workers unless `--threads` says.
+fn config(args: &ReduceArgs, contexts: usize) -> Config {
+    Config {
+        bytes: args.size,
+        threads: args.threads.unwrap_or(contexts),
+        policy: args.policy,
+        runs: args.runs,
+    }
+}
 
 /// Runs the experiment.
 pub(crate) fn run(args: &ReduceArgs) -> Result<()> {
+    args.common.check::<ReduceReport>()?;
+    config(args, 1).check().map_err(parallel_error)?;
     let topo = args.common.load()?;
-    let config = Config {
-        bytes: args.size,
-        threads: args.threads.unwrap_or(topo.num_contexts()),
-        policy: args.policy,
-        runs: args.runs,
-    };
+    let config = config(args, topo.num_contexts());
     let s = spinner("reduce");
-    let results = reduce::run(&topo, &config)?;
+    let report = reduce::run(&topo, &config).map_err(parallel_error)?;
     s.finish_and_clear();
-    if args.common.json {
-        return print_json(&serde_json::json!({ "verified": true, "results": results }));
-    }
-    let mut out = format!(
-        "{} workers ({}), {} bytes each, median of {} runs; both sums checked equal\n\n",
-        config.threads, config.policy, config.bytes, config.runs
-    );
-    let flat = results
-        .iter()
-        .find(|r| r.reduction == "flat")
-        .map_or(f64::NAN, |r| r.seconds);
-    for r in &results {
-        let _ = writeln!(
-            out,
-            "{:<5} {:>3} rounds {:>10.4} s {:>8.2}x flat",
-            r.reduction,
-            r.rounds,
-            r.seconds,
-            flat / r.seconds
-        );
-    }
-    write_stdout(out.as_bytes())
+    args.common.report.emit(&report)
 }

@@ -12,7 +12,7 @@
 use topoprobe_model::Topology;
 use topoprobe_place::{export, plan, Request};
 
-use crate::error::SyncError;
+use crate::error::ParallelError;
 
 /// One region's OpenMP environment.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -34,7 +34,7 @@ pub struct RegionEnv {
 pub fn regions(
     topo: &Topology,
     regions: &[(String, Request)],
-) -> Result<Vec<RegionEnv>, SyncError> {
+) -> Result<Vec<RegionEnv>, ParallelError> {
     regions
         .iter()
         .map(|(name, req)| {
@@ -53,7 +53,7 @@ pub fn regions(
 /// # Errors
 ///
 /// When the request cannot be planned on the topology.
-pub fn places(topo: &Topology, req: &Request) -> Result<String, SyncError> {
+pub fn places(topo: &Topology, req: &Request) -> Result<String, ParallelError> {
     let p = plan(topo, req)?;
     Ok(export::omp_env(topo, &p)
         .into_iter()

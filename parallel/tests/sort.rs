@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use topoprobe_infer::infer;
 use topoprobe_infer::sim::{platforms, MachineSpec};
 use topoprobe_model::Topology;
-use topoprobe_sync::sort::Sorter;
+use topoprobe_parallel::sort::Sorter;
 
 fn sim(spec: &MachineSpec) -> Topology {
     infer(&spec.true_matrix(), &spec.infer_options()).expect("inference")

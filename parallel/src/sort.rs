@@ -20,7 +20,7 @@ use std::time::Instant;
 use topoprobe_model::{ContextId, Topology};
 use topoprobe_place::{Placement, Policy, Request};
 
-use crate::error::SyncError;
+use crate::error::ParallelError;
 use crate::trees::ReductionTree;
 
 mod partition;
@@ -86,6 +86,21 @@ pub struct Sorter {
 
 /// Thresholds before calibration: a parallel sort is never tried below these.
 const DEFAULT_THRESHOLD: usize = 1 << 16;
+/// The calibration's smallest array: 2^10 elements.
+const CALIBRATION_FROM: u32 = 10;
+/// The calibration's largest array (16 Mi elements).
+const CALIBRATION_MAX: usize = 1 << 24;
+
+/// A count of elements for people: `16 Mi`, `64 Ki`, `1000`.
+fn elements_text(n: usize) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} Mi", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{} Ki", n >> 10)
+    } else {
+        n.to_string()
+    }
+}
 
 impl Sorter {
     /// A sorter with `threads` workers (default: every context) placed round-robin over
@@ -95,7 +110,7 @@ impl Sorter {
     /// # Errors
     ///
     /// When the placement cannot be made (more threads than contexts).
-    pub fn new(topo: &Topology, threads: Option<usize>) -> Result<Self, SyncError> {
+    pub fn new(topo: &Topology, threads: Option<usize>) -> Result<Self, ParallelError> {
         let threads = threads.unwrap_or(topo.num_contexts()).max(1);
         let placement = Placement::new(topo, &Request::new(Policy::RrCore).threads(threads))?;
         Ok(Self::from_placement(topo, &placement))
@@ -175,6 +190,14 @@ impl Sorter {
     /// beats the sequential one, for each path, and, where workers share cores, whether
     /// merging without the SMT siblings is faster.
     pub fn calibrate(&mut self) {
+        self.calibrate_up_to(CALIBRATION_MAX);
+    }
+
+    /// [`Sorter::calibrate`] for arrays of at most `elements` elements: sizes above are not
+    /// tried (the calibration of a small sort takes milliseconds); a path whose parallel
+    /// sort never wins up to there is sequential.
+    pub fn calibrate_up_to(&mut self, elements: usize) {
+        let largest = elements.clamp(1 << CALIBRATION_FROM, CALIBRATION_MAX);
         self.notes.clear();
         let mut rng = 0x1234_5678_9abc_def1u64;
         let mut gen = |n: usize| -> Vec<u32> {
@@ -197,7 +220,7 @@ impl Sorter {
             best
         };
         if self.threads() > 1 && self.secondary.iter().any(|&s| s) {
-            let v = gen(1 << 22);
+            let v = gen(largest.min(1 << 22));
             let mut w = v.clone();
             let mut with = self.clone().with_thresholds(0, 0);
             with.smt_merge = true;
@@ -213,7 +236,8 @@ impl Sorter {
             });
             self.smt_merge = a <= b;
             self.notes.push(format!(
-                "4 Mi keys: memory-bound passes with SMT siblings {:.1} ms, without {:.1} ms: siblings {}",
+                "{} keys: memory-bound passes with SMT siblings {:.1} ms, without {:.1} ms: siblings {}",
+                elements_text(largest.min(1 << 22)),
                 a * 1e3,
                 b * 1e3,
                 if self.smt_merge {
@@ -236,8 +260,11 @@ impl Sorter {
         for radix in [false, true] {
             let mut found = None;
             let mut wins = 0;
-            for k in 10..=24 {
+            for k in CALIBRATION_FROM..usize::BITS {
                 let n = 1usize << k;
+                if n > largest {
+                    break;
+                }
                 let v = gen(n);
                 let mut w = v.clone();
                 let seq = time(&mut || {
@@ -270,9 +297,10 @@ impl Sorter {
             let path = if radix { "radix" } else { "comparison" };
             self.notes.push(match found {
                 Some(n) => format!("{path} sort: parallel from {n} elements"),
-                None => {
-                    format!("{path} sort: parallel never faster up to 4 Mi elements: sequential")
-                }
+                None => format!(
+                    "{path} sort: parallel never faster up to {} elements: sequential",
+                    elements_text(largest)
+                ),
             });
             if radix {
                 self.radix_threshold = t;

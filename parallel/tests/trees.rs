@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use topoprobe_infer::infer;
 use topoprobe_infer::sim::{platforms, CrossSocket, MachineSpec, Unit};
 use topoprobe_model::{ContextId, Topology};
-use topoprobe_sync::trees::{steal_order, ReductionTree};
+use topoprobe_parallel::trees::{steal_order, ReductionTree};
 
 fn sim(spec: &MachineSpec) -> Topology {
     infer(&spec.true_matrix(), &spec.infer_options()).expect("inference")
@@ -142,8 +142,8 @@ proptest! {
 #[test]
 fn the_pool_runs_every_task_once_and_steals_closest_first() {
     use std::sync::atomic::{AtomicU32, Ordering};
+    use topoprobe_parallel::pool::{rayon_pool, StealPool};
     use topoprobe_place::{Policy, Request};
-    use topoprobe_sync::pool::{rayon_pool, StealPool};
     let topo = sim(&platforms::ivy());
     let pool = StealPool::new(&topo, &Request::new(Policy::RrCore).threads(4)).unwrap();
     assert_eq!(pool.workers(), 4);
@@ -175,7 +175,7 @@ fn the_pool_runs_every_task_once_and_steals_closest_first() {
 fn each_region_gets_its_policys_places() {
     use topoprobe_place::{Policy, Request};
     let topo = sim(&platforms::ivy());
-    let r = topoprobe_sync::omp::regions(
+    let r = topoprobe_parallel::omp::regions(
         &topo,
         &[
             ("compact".into(), Request::new(Policy::ConHwc).threads(4)),
@@ -209,7 +209,7 @@ fn each_region_gets_its_policys_places() {
         .collect();
     assert_ne!(sockets[0], sockets[1]);
     assert_eq!(
-        topoprobe_sync::omp::places(&topo, &Request::new(Policy::RrCore).threads(4)).unwrap(),
+        topoprobe_parallel::omp::places(&topo, &Request::new(Policy::RrCore).threads(4)).unwrap(),
         places(1)
     );
     assert!(r.iter().all(|x| x

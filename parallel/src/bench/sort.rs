@@ -6,15 +6,19 @@
 use std::time::Instant;
 
 use rayon::slice::ParallelSliceMut;
-use serde::Serialize;
+pub use topoprobe_model::results::bench::{SortReport, SortResult};
 use topoprobe_model::Topology;
 
-use super::median;
-use crate::error::SyncError;
+use super::{check_bytes, check_runs, median};
+use crate::error::ParallelError;
 use crate::sort::{RadixKey, Sorter};
 
+/// Smallest accepted array, bytes (one u64 key).
+pub const MIN_BYTES: u64 = 8;
 /// Largest accepted array, bytes.
 pub const MAX_BYTES: u64 = 1 << 36;
+/// Largest accepted thread count.
+pub const MAX_THREADS: usize = 4096;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -37,33 +41,29 @@ pub const ALGORITHMS: [&str; 4] = [
     "std_sort_unstable",
 ];
 
-/// One line of the results.
-#[derive(Debug, Clone, Serialize)]
-pub struct SortResult {
-    /// `topoprobe` (radix path), `topoprobe_comparison`, `rayon_par_sort_unstable` or
-    /// `std_sort_unstable`.
-    pub algorithm: String,
-    /// `u32` or `u64`.
-    pub keys: String,
-    /// Bytes sorted.
-    pub bytes: u64,
-    /// Threads (1 for `std`).
-    pub threads: usize,
-    /// Median seconds.
-    pub seconds: f64,
-    /// Seconds of every run.
-    pub runs: Vec<f64>,
-}
+impl Config {
+    /// Checks the limits (before any work: nothing is measured).
+    ///
+    /// # Errors
+    ///
+    /// [`ParallelError::Parameter`] naming the first value out of range.
+    pub fn check(&self) -> Result<(), ParallelError> {
+        check_bytes(self.bytes, MIN_BYTES, MAX_BYTES)?;
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(ParallelError::parameter(
+                "threads",
+                self.threads,
+                format!("1 to {MAX_THREADS}"),
+            ));
+        }
+        check_runs(self.runs)
+    }
 
-/// Everything the experiment found.
-#[derive(Debug, Clone, Serialize)]
-pub struct SortReport {
-    /// Whether every result was checked and correct (an error is returned otherwise).
-    pub verified: bool,
-    /// What the sorter's calibration decided.
-    pub calibration: Vec<String>,
-    /// The timings.
-    pub results: Vec<SortResult>,
+    /// Number of sorts the configuration runs (for progress).
+    #[must_use]
+    pub fn measurements(&self) -> usize {
+        2 * self.runs * ALGORITHMS.len()
+    }
 }
 
 /// Runs the experiment; `progress(done, total)` after each sort.
@@ -76,24 +76,16 @@ pub fn run(
     topo: &Topology,
     config: &Config,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<SortReport, SyncError> {
-    if config.bytes < 8 || config.bytes > MAX_BYTES {
-        return Err(SyncError::parameter(
-            "size",
-            config.bytes,
-            format!("8 bytes to {MAX_BYTES} bytes"),
-        ));
-    }
-    if config.runs == 0 || config.runs > 1000 {
-        return Err(SyncError::parameter("runs", config.runs, "1 to 1000"));
-    }
+) -> Result<SortReport, ParallelError> {
+    config.check()?;
     let mut sorter = Sorter::new(topo, Some(config.threads))?;
-    sorter.calibrate();
+    // Calibrated up to the larger array of the experiment (its u32 keys).
+    sorter.calibrate_up_to(usize::try_from(config.bytes / 4).unwrap_or(usize::MAX));
     let rayon = rayon::ThreadPoolBuilder::new()
         .num_threads(config.threads)
         .build()
-        .map_err(|e| SyncError::Thread(e.to_string()))?;
-    let total = 2 * config.runs * ALGORITHMS.len();
+        .map_err(|e| ParallelError::Thread(e.to_string()))?;
+    let total = config.measurements();
     let mut done = 0;
     let mut results = Vec::new();
     let mut tick = || {
@@ -104,6 +96,10 @@ pub fn run(
     results.extend(keys::<u64>(config, &sorter, &rayon, "u64", &mut tick)?);
     Ok(SortReport {
         verified: true,
+        bytes: config.bytes,
+        threads: config.threads,
+        runs: config.runs,
+        seed: config.seed,
         calibration: sorter.notes().to_vec(),
         results,
     })
@@ -138,9 +134,13 @@ fn keys<K: Random>(
     rayon: &rayon::ThreadPool,
     name: &str,
     tick: &mut dyn FnMut(),
-) -> Result<Vec<SortResult>, SyncError> {
+) -> Result<Vec<SortResult>, ParallelError> {
     let n = usize::try_from(config.bytes / std::mem::size_of::<K>() as u64).map_err(|_| {
-        SyncError::parameter("size", config.bytes, "an array this machine can address")
+        ParallelError::parameter(
+            "size",
+            super::bytes(config.bytes),
+            "an array this machine can address",
+        )
     })?;
     let mut x = config.seed | 1;
     let input: Vec<K> = (0..n)
@@ -172,12 +172,12 @@ fn keys<K: Random>(
             }
             let s = t.elapsed().as_secs_f64();
             if !work.windows(2).all(|w| w[0] <= w[1]) {
-                return Err(SyncError::Verification(format!(
+                return Err(ParallelError::Verification(format!(
                     "{alg} left {name} keys out of order"
                 )));
             }
             if fingerprint(&work) != want {
-                return Err(SyncError::Verification(format!(
+                return Err(ParallelError::Verification(format!(
                     "{alg}'s output is not a permutation of its {name} input"
                 )));
             }

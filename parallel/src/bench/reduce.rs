@@ -6,12 +6,12 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
+pub use topoprobe_model::results::bench::{ReduceReport, ReduceResult};
 use topoprobe_model::{ContextId, Topology};
 use topoprobe_place::{Placement, Policy, Request};
 
-use super::median;
-use crate::error::SyncError;
+use super::{check_bytes, check_runs, median};
+use crate::error::ParallelError;
 use crate::trees::ReductionTree;
 
 /// What to run.
@@ -27,21 +27,30 @@ pub struct Config {
     pub runs: usize,
 }
 
-/// One line of the results.
-#[derive(Debug, Clone, Serialize)]
-pub struct ReduceResult {
-    /// `tree` or `flat`.
-    pub reduction: String,
-    /// Workers.
-    pub threads: usize,
-    /// Bytes per worker.
-    pub bytes: u64,
-    /// Rounds (1 merge per worker for `flat`, done one after another).
-    pub rounds: usize,
-    /// Median seconds.
-    pub seconds: f64,
-    /// Seconds of every run.
-    pub runs: Vec<f64>,
+/// Smallest accepted vector, bytes (one u64).
+pub const MIN_BYTES: u64 = 8;
+/// Largest accepted vector, bytes.
+pub const MAX_BYTES: u64 = 1 << 34;
+/// Largest accepted number of workers.
+pub const MAX_THREADS: usize = 4096;
+
+impl Config {
+    /// Checks the limits (before any work: nothing is measured).
+    ///
+    /// # Errors
+    ///
+    /// [`ParallelError::Parameter`] naming the first value out of range.
+    pub fn check(&self) -> Result<(), ParallelError> {
+        check_bytes(self.bytes, MIN_BYTES, MAX_BYTES)?;
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(ParallelError::parameter(
+                "threads",
+                self.threads,
+                format!("1 to {MAX_THREADS}"),
+            ));
+        }
+        check_runs(self.runs)
+    }
 }
 
 /// Runs the experiment.
@@ -50,17 +59,8 @@ pub struct ReduceResult {
 ///
 /// A parameter out of range, a placement that cannot hold the workers, or results that
 /// differ.
-pub fn run(topo: &Topology, config: &Config) -> Result<Vec<ReduceResult>, SyncError> {
-    if config.bytes < 8 || config.bytes > 1 << 34 || config.threads == 0 || config.runs == 0 {
-        return Err(SyncError::parameter(
-            "size/threads/runs",
-            format!(
-                "{} bytes, {} threads, {} runs",
-                config.bytes, config.threads, config.runs
-            ),
-            "8 bytes to 16 GiB per worker, at least one thread and one run",
-        ));
-    }
+pub fn run(topo: &Topology, config: &Config) -> Result<ReduceReport, ParallelError> {
+    config.check()?;
     let placement = Placement::new(topo, &Request::new(config.policy).threads(config.threads))?;
     let cpus: Vec<Option<u32>> = placement
         .threads()
@@ -185,12 +185,12 @@ pub fn run(topo: &Topology, config: &Config) -> Result<Vec<ReduceResult>, SyncEr
         });
         flat_t.push(t.elapsed().as_secs_f64());
         if tree_sum != flat_sum {
-            return Err(SyncError::Verification(
+            return Err(ParallelError::Verification(
                 "the tree and the flat reduction give different sums".into(),
             ));
         }
     }
-    Ok(vec![
+    let results = vec![
         ReduceResult {
             reduction: "tree".into(),
             threads: config.threads,
@@ -207,5 +207,13 @@ pub fn run(topo: &Topology, config: &Config) -> Result<Vec<ReduceResult>, SyncEr
             seconds: median(&flat_t),
             runs: flat_t,
         },
-    ])
+    ];
+    Ok(ReduceReport {
+        verified: true,
+        bytes: config.bytes,
+        threads: config.threads,
+        policy: config.policy.to_string(),
+        runs: config.runs,
+        results,
+    })
 }

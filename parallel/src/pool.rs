@@ -2,10 +2,10 @@
 //! adapter that starts a rayon thread pool with topology-placed threads.
 //!
 //! ```no_run
-//! # fn main() -> Result<(), topoprobe_sync::SyncError> {
+//! # fn main() -> Result<(), topoprobe_parallel::ParallelError> {
 //! # let topo: topoprobe_model::Topology = unimplemented!();
 //! use topoprobe_place::{Policy, Request};
-//! use topoprobe_sync::pool::{rayon_pool, StealPool};
+//! use topoprobe_parallel::pool::{rayon_pool, StealPool};
 //!
 //! // rayon, its threads pinned by a policy:
 //! let pool = rayon_pool(&topo, &Request::new(Policy::ConCoreHwc).threads(4))?;
@@ -25,7 +25,7 @@ use crossbeam_deque::{Steal, Stealer, Worker};
 use topoprobe_model::{ContextId, Topology};
 use topoprobe_place::{Placement, Request};
 
-use crate::error::SyncError;
+use crate::error::ParallelError;
 use crate::trees::steal_order;
 
 /// A rayon thread pool whose threads pin themselves to the contexts `request` places them
@@ -34,7 +34,7 @@ use crate::trees::steal_order;
 /// # Errors
 ///
 /// When the placement cannot be made or rayon cannot start its threads.
-pub fn rayon_pool(topo: &Topology, request: &Request) -> Result<rayon::ThreadPool, SyncError> {
+pub fn rayon_pool(topo: &Topology, request: &Request) -> Result<rayon::ThreadPool, ParallelError> {
     let placement = Placement::new(topo, request)?;
     let cpus: Vec<u32> = placement.threads().iter().map(|t| t.context).collect();
     let n = if cpus.is_empty() {
@@ -52,7 +52,7 @@ pub fn rayon_pool(topo: &Topology, request: &Request) -> Result<rayon::ThreadPoo
             }
         })
         .build()
-        .map_err(|e| SyncError::Thread(e.to_string()))
+        .map_err(|e| ParallelError::Thread(e.to_string()))
 }
 
 /// A work-stealing pool over placed workers.
@@ -80,7 +80,7 @@ impl StealPool {
     /// # Errors
     ///
     /// When the placement cannot be made.
-    pub fn new(topo: &Topology, request: &Request) -> Result<Self, SyncError> {
+    pub fn new(topo: &Topology, request: &Request) -> Result<Self, ParallelError> {
         let placement = Placement::new(topo, request)?;
         let infos = placement.threads();
         let contexts: Vec<ContextId> = infos

@@ -1,0 +1,83 @@
+//! The experiments of the parallel algorithms behind `topoprobe bench`, as library calls
+//! that return data ([`topoprobe_model::results::bench`]):
+//!
+//! - [`sort`]: topoprobe's sort against rayon's `par_sort_unstable` and std's
+//!   `sort_unstable` on the same random arrays (paper §7.2);
+//! - [`reduce`]: vectors summed along the topology's reduction tree against a flat sum
+//!   (paper §5).
+//!
+//! Each experiment's `Config::check` says before any work whether a request can run (a
+//! [`ParallelError::Parameter`] names the first value out of range). Results are medians
+//! over runs that interleave the alternatives, and every result is checked.
+
+use crate::error::ParallelError;
+
+pub mod reduce;
+pub mod sort;
+
+/// Runs from 1 to this many are accepted by every experiment.
+pub const MAX_RUNS: usize = 1000;
+
+/// The median of some values, `NaN` ignored (`NaN` for none).
+pub(crate) fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    topoprobe_model::median_sorted(&v)
+}
+
+/// Checks a count of runs.
+pub(crate) fn check_runs(runs: usize) -> Result<(), ParallelError> {
+    if runs == 0 || runs > MAX_RUNS {
+        return Err(ParallelError::parameter(
+            "runs",
+            runs,
+            format!("1 to {MAX_RUNS}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A byte count for people: in the largest binary unit that divides it (`64 MiB`), else
+/// in bytes (`1 byte`, `12 bytes`).
+pub(crate) fn bytes(n: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{} {unit}", n >> shift);
+        }
+    }
+    topoprobe_model::format::plural(usize::try_from(n).unwrap_or(usize::MAX), "byte")
+}
+
+/// Checks the bytes of an array: from `min` to `max`.
+pub(crate) fn check_bytes(value: u64, min: u64, max: u64) -> Result<(), ParallelError> {
+    if value < min || value > max {
+        return Err(ParallelError::parameter(
+            "size",
+            bytes(value),
+            format!("{} to {}", bytes(min), bytes(max)),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_said_in_their_unit() {
+        assert_eq!(bytes(1), "1 byte");
+        assert_eq!(bytes(12), "12 bytes");
+        assert_eq!(bytes(64 << 20), "64 MiB");
+        assert_eq!(bytes(1 << 36), "64 GiB");
+        assert_eq!(
+            check_bytes(1, 8, 1 << 36).unwrap_err().to_string(),
+            "size 1 byte is out of range (allowed: 8 bytes to 64 GiB)"
+        );
+        assert!(check_runs(0).is_err() && check_runs(1).is_ok());
+        assert!(median(&[3.0, f64::NAN, 1.0]) == 2.0 && median(&[]).is_nan());
+    }
+}
