@@ -252,7 +252,7 @@ pub fn run(
                 let o = mem_options(budget, plugin == Plugin::MemLatency, ghz);
                 let report = memory::measure_memory(&shape, &o, |s| progress(Progress::Step(s)))
                     .map_err(failed(plugin))?;
-                for n in &report.notes {
+                for n in report.notes.iter().chain(&report.warnings) {
                     topo.validation_mut()
                         .warnings
                         .push(Warning::new("memory", n.clone()));
@@ -326,7 +326,7 @@ pub fn run(
 
 /// Records what a plugin run as one block spent: its time spread over its steps in
 /// proportion to their plan, the process's peak memory on each.
-fn spent_in_one(p: &mut CostPlan, started: std::time::Instant) {
+pub(crate) fn spent_in_one(p: &mut CostPlan, started: std::time::Instant) {
     let spent = started.elapsed().as_secs_f64();
     let planned = p.seconds();
     let peak = topoprobe_sys::usage::peak_resident_bytes();

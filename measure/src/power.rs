@@ -557,8 +557,8 @@ fn watts_between(
 ) -> Result<Vec<Watts>, PowerError> {
     if a.sockets.len() != sockets || b.sockets.len() != sockets {
         return Err(PowerError::Counter(format!(
-            "{source} read {} sockets, the topology has {sockets}",
-            a.sockets.len().min(b.sockets.len())
+            "{source} read {}, the topology has {sockets}",
+            topoprobe_model::format::plural(a.sockets.len().min(b.sockets.len()), "socket")
         )));
     }
     let dt = b.seconds - a.seconds;

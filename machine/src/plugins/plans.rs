@@ -294,8 +294,9 @@ pub fn contention_setup(
     let extra = contention_plan::most_measurements(topo, &opts).saturating_sub(plan.steps.len());
     if extra > 0 {
         plan.left_out.push(format!(
-            "contention: up to {extra} more measurement(s) when an overhead level is found \
-             inside a group smaller than the socket (its scalability curve)"
+            "contention: up to {} more when an overhead level is found inside a group \
+             smaller than the socket (its scalability curve)",
+            topoprobe_model::format::plural(extra, "measurement")
         ));
     }
     if opts.working_set(1) < memory::working_set(shape.largest_llc()).min(room) {

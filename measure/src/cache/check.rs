@@ -141,9 +141,12 @@ fn align(found: &[FoundLevel], os: &[u64]) -> Vec<Option<usize>> {
     out
 }
 
-/// A size for people: `512 KiB`, `1 MiB`, `1.5 MiB`.
+/// A size for people: `512 KiB`, `1 MiB`, `1.5 MiB` (`100 B` below a KiB, never `0 KiB`).
 #[must_use]
 pub fn size_text(bytes: u64) -> String {
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
     let kib = bytes as f64 / 1024.0;
     if kib >= 1024.0 {
         let mib = kib / 1024.0;
@@ -404,6 +407,15 @@ mod tests {
             ways: None,
             cpus: vec![0, 1],
         }
+    }
+
+    #[test]
+    fn sizes_read_well_and_never_as_zero() {
+        assert_eq!(size_text(1), "1 B");
+        assert_eq!(size_text(1023), "1023 B");
+        assert_eq!(size_text(1024), "1 KiB");
+        assert_eq!(size_text(512 << 10), "512 KiB");
+        assert_eq!(size_text(3 << 19), "1.5 MiB");
     }
 
     fn os() -> OsView {

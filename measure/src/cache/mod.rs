@@ -63,6 +63,11 @@ pub struct CacheOptions {
 /// The budget of `topoprobe cache` by default: 15 s and 512 MiB.
 pub const DEFAULT_BUDGET: Budget = Budget::new(15.0, 512 << 20);
 
+/// Smallest largest array a walk may be asked for, bytes: the walk's first sizes step
+/// finely up to 254 KiB to find the L1 ([`sizes`]), so a smaller limit finds nothing and
+/// could not be kept to.
+pub const MIN_MAX_BYTES: u64 = 256 << 10;
+
 /// Fewest accesses of a timed round (about 20 µs in an L1).
 pub const MIN_STEPS: usize = 1 << 14;
 
@@ -177,11 +182,15 @@ pub fn default_max(os: Option<&OsView>) -> u64 {
         .clamp(64 << 20, 1 << 30)
 }
 
-/// The sizes walked: 4 KiB steps offset by 2 KiB up to 256 KiB (the L1 size falls between
-/// two of them), then 1/16-octave steps to 16 MiB and 1/8-octave steps beyond.
+/// The sizes walked, none above `max`: 4 KiB steps offset by 2 KiB up to 256 KiB (the L1
+/// size falls between two of them), then 1/16-octave steps to 16 MiB and 1/8-octave steps
+/// beyond.
 #[must_use]
 pub fn sizes(max: u64) -> Vec<u64> {
-    let mut v: Vec<u64> = (1..64).map(|k| k * 4096 + 2048).collect();
+    let mut v: Vec<u64> = (1..64)
+        .map(|k| k * 4096 + 2048)
+        .take_while(|&b| b <= max)
+        .collect();
     let mut s = 256.0 * 1024.0;
     while s <= max as f64 {
         v.push(s as u64 / 1024 * 1024);
@@ -454,14 +463,15 @@ fn planned_sweep(
     )?;
     if out.0.len() < plan.sizes.len() {
         let note = format!(
-            "the walk on {} pages stopped at {} ({} of {} sizes): it ran {:.1} s, twice its \
-             plan; the machine is slower than planned",
+            "the walk on {} pages stopped {} ({} of {}): it ran {:.1} s, twice its plan; \
+             the machine is slower than planned",
             if huge { "huge" } else { "4 KiB" },
-            out.0
-                .last()
-                .map_or_else(|| "0 MiB".into(), |s| mib(s.bytes)),
+            out.0.last().map_or_else(
+                || "before its first size".into(),
+                |s| format!("at {}", check::size_text(s.bytes))
+            ),
             out.0.len(),
-            plan.sizes.len(),
+            topoprobe_model::format::plural(plan.sizes.len(), "size"),
             started.elapsed().as_secs_f64()
         );
         notes.push(note.clone());
@@ -604,5 +614,8 @@ mod tests {
         assert!(s.windows(2).all(|w| w[0] < w[1]));
         assert!(*s.last().unwrap() <= 1 << 30);
         assert!(s.len() < 260, "{}", s.len());
+        // Never beyond the limit.
+        assert_eq!(sizes(10 << 10), [6144, 10240]);
+        assert!(sizes(MIN_MAX_BYTES).iter().all(|&b| b <= MIN_MAX_BYTES));
     }
 }

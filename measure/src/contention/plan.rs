@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 
+use topoprobe_model::format::plural;
 use topoprobe_model::{Component, ContextId, CoreId, Member, SocketId, Topology};
 
 use super::ContentionOptions;
@@ -45,9 +46,9 @@ impl Step {
                 let ids: Vec<String> = contexts.iter().map(|c| c.0.to_string()).collect();
                 format!("pair {}", ids.join("+"))
             }
-            Self::Curve { threads } => format!("socket curve: {threads} thread(s)"),
+            Self::Curve { threads } => format!("socket curve: {}", plural(*threads, "thread")),
             Self::LevelCurve { level, threads } => {
-                format!("scalability level {level}: {threads} thread(s)")
+                format!("scalability level {level}: {}", plural(*threads, "thread"))
             }
         }
     }

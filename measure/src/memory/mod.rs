@@ -153,6 +153,8 @@ pub struct MemReport {
     /// Remarks: how the sizes were chosen, what the budget left out, disagreements with
     /// the OS, refused huge pages.
     pub notes: Vec<String>,
+    /// What makes the figures doubtful ([`plan::MemPlan::warnings`]).
+    pub warnings: Vec<String>,
     /// Latency buffer, bytes.
     pub latency_bytes: u64,
     /// Whether the latency buffer was evicted from the caches before its chase.
@@ -229,6 +231,11 @@ pub fn latency(
     })
 }
 
+/// Smallest working set that measures memory, bytes: a chase through fewer lines times the
+/// timer and the prefetchers rather than the memory (1 KiB is 8 lines: 7 ns a "load"), and
+/// one of 1 MiB evicted from the caches still takes every load to memory.
+pub const MIN_SIZE: u64 = 1 << 20;
+
 /// Times the last-level cache that makes a cache-sized working set.
 pub const WORKING_SET_FACTOR: u64 = 6;
 /// Smallest cache-sized working set, bytes.
@@ -290,6 +297,7 @@ pub fn run_plan(
         bandwidth: Vec::new(),
         local_nodes: Vec::new(),
         notes: plan.notes.clone(),
+        warnings: plan.warnings.clone(),
         latency_bytes: plan.latency_bytes,
         evicted: plan.evicts,
         bandwidth_bytes: plan.bandwidth_bytes,
@@ -375,8 +383,8 @@ pub fn run_plan(
     }
     if skipped > 0 {
         report.notes.push(format!(
-            "{skipped} measurement(s) left out: the machine was slower than planned and the \
-             {} budget ran out",
+            "{} left out: the machine was slower than planned and the {} budget ran out",
+            topoprobe_model::format::plural(skipped, "measurement"),
             crate::plan::secs(plan.budget.seconds)
         ));
     }

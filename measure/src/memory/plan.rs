@@ -103,6 +103,9 @@ pub struct MemPlan {
     pub pairs: (usize, usize),
     /// How the sizes were chosen and what the budget left out, for the user.
     pub notes: Vec<String>,
+    /// What makes the figures doubtful: a latency buffer the caches can hold (lines that
+    /// cannot be evicted, a buffer under twice the last-level cache).
+    pub warnings: Vec<String>,
     /// The budget.
     pub budget: Budget,
 }
@@ -221,9 +224,10 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
         None if evicts => cap(LATENCY_BYTES),
         None => cap(working_set(llc)),
     };
+    let mut warnings = Vec::new();
     if !evicts {
         if let Some(l) = llc.filter(|&l| latency_bytes < 2 * l) {
-            notes.push(format!(
+            warnings.push(format!(
                 "latency: lines cannot be evicted on this machine and the chase's {} is less \
                  than twice the {} last-level cache: part of its loads hit the cache",
                 mib(latency_bytes),
@@ -309,7 +313,10 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
                 },
                 cost: CostStep::new(
                     "mem",
-                    format!("bandwidth socket {s} -> node {node}, {t} thread(s)"),
+                    format!(
+                        "bandwidth socket {s} -> node {node}, {}",
+                        topoprobe_model::format::plural(t, "thread")
+                    ),
                     bandwidth_bytes,
                     (3 * EXPECTED_ROUNDS) as u64,
                     bandwidth_seconds(&r, bandwidth_bytes, t, 3),
@@ -392,6 +399,7 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
         rule_rounds: opts.max_rounds.max(3),
         pairs: (measured.len(), pairs.len()),
         notes,
+        warnings,
         budget,
     }
 }

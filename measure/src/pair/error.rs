@@ -48,7 +48,10 @@ pub enum PairFailure {
         tries: usize,
     },
     /// No batch had a usable sample (the timer read no time in any of them).
-    #[error("no usable sample in {batches} batches")]
+    #[error(
+        "no usable sample in {}",
+        if *batches == 1 { "1 batch".to_string() } else { format!("{batches} batches") }
+    )]
     NoSample {
         /// Batches measured.
         batches: usize,

@@ -94,9 +94,10 @@ pub(super) fn match_sockets(
             return Ok(available.to_vec());
         }
         return Err(PowerError::Mapping(format!(
-            "cannot match the topology's {sockets} sockets with the packages of {source} \
-             ({}): the CPUs' physical_package_id under {} cannot be read for every socket, \
-             and the numbers differ",
+            "cannot match the topology's {} with the packages of {source} ({}): the CPUs' \
+             physical_package_id under {} cannot be read for every socket, and the numbers \
+             differ",
+            topoprobe_model::format::plural(sockets, "socket"),
             listed(),
             os_root.join("sys/devices/system/cpu").display()
         )));

@@ -436,7 +436,7 @@ fn samples_that_do_not_match_the_topology_are_rejected() {
     };
     let e = watts_between(&a, &a, 2, "src").unwrap_err();
     assert!(
-        e.to_string().contains("read 1 sockets, the topology has 2"),
+        e.to_string().contains("read 1 socket, the topology has 2"),
         "{e}"
     );
     let e = watts_between(&a, &a, 1, "src").unwrap_err();
