@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use topoprobe_model::format::plural;
 use topoprobe_model::{seconds_text as secs, CostPlan};
 
 /// Bytes as MiB (KiB below one MiB).
@@ -88,12 +89,12 @@ fn totals(plan: &CostPlan) -> String {
 /// One line for a description's provenance: planned and spent seconds and memory.
 #[must_use]
 pub fn summary(plan: &CostPlan) -> String {
-    let mut s = format!("{} steps, {}", plan.steps.len(), totals(plan));
+    let mut s = format!("{}, {}", plural(plan.steps.len(), "step"), totals(plan));
     if !plan.left_out.is_empty() {
         let _ = write!(
             s,
-            "; {} note(s) on what the budget left out",
-            plan.left_out.len()
+            "; {} on what the budget left out",
+            plural(plan.left_out.len(), "note")
         );
     }
     s
@@ -130,5 +131,11 @@ mod tests {
         let t = render(&p);
         assert!(t.contains("spent 0.3 s, peak RSS 70 MiB"), "{t}");
         assert!(summary(&p).contains("spent 0.3 s"));
+        assert!(summary(&p).starts_with("2 steps, "), "{}", summary(&p));
+        assert!(
+            summary(&p).ends_with("; 1 note on what the budget left out"),
+            "{}",
+            summary(&p)
+        );
     }
 }

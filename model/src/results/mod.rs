@@ -4,4 +4,10 @@
 //! its JSON is a contract scripts read.
 
 pub mod bench;
+pub mod cache;
+pub mod contention;
 pub mod heatmap;
+pub mod latency;
+pub mod matrix;
+pub mod memory;
+pub mod power;

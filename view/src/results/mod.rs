@@ -27,6 +27,12 @@
 use serde::Serialize;
 
 pub mod bench;
+pub mod cache;
+pub mod contention;
+pub mod latency;
+pub mod matrix;
+pub mod memory;
+pub mod power;
 
 /// A result that can be shown to people: text always, CSV when it is a table. Its JSON is
 /// its `Serialize` form, written by [`json`].

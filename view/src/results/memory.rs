@@ -1,0 +1,194 @@
+//! The views of `topoprobe mem`: latency from each measured context, the bandwidth table,
+//! the local nodes, warnings and notes; and the socket -> node table as CSV.
+
+use std::fmt::Write as _;
+
+use topoprobe_model::format::plural;
+use topoprobe_model::results::memory::MemoryResult;
+
+use super::cache::size_text;
+use super::Rendered;
+
+/// A figure of the table with one decimal, `-` when missing.
+fn fig(v: Option<f64>, width: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:>width$.1}"),
+        _ => format!("{:>width$}", "-"),
+    }
+}
+
+/// An optional value as CSV (empty when missing).
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(String::new, |x| x.to_string())
+}
+
+impl Rendered for MemoryResult {
+    const HAS_CSV: bool = true;
+
+    fn text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "memory latency ({}; huge pages / 4 KiB pages)",
+            self.working_set
+        );
+        for l in &self.latency {
+            let ns = l.huge_pages_ns.or(l.small_pages_ns);
+            let cyc = match (ns, self.ghz) {
+                (Some(ns), Some(g)) => format!(" = {:.0} cycles", ns * g),
+                _ => String::new(),
+            };
+            let huge = l.huge_pages_ns.map_or("-".into(), |h| format!("{h:.1} ns"));
+            let small = match (l.small_pages_ns, l.huge_pages_ns) {
+                (Some(s), Some(h)) => format!(" / {s:.1} ns (+{:.1} ns of page walks)", s - h),
+                (Some(s), None) => format!(" / {s:.1} ns"),
+                (None, _) => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "  socket {} (CPU {}) -> node {}: {huge}{cyc}{small}",
+                l.socket, l.cpu, l.node
+            );
+        }
+        let bandwidth: Vec<_> = self.results.iter().filter(|r| r.spread.is_some()).collect();
+        if let (Some(bytes), false) = (self.bandwidth_working_set_bytes, bandwidth.is_empty()) {
+            let _ = writeln!(
+                out,
+                "memory bandwidth (GB/s, {} kernels{}, {} working set, evicted before every pass)",
+                self.isa,
+                if self.non_temporal {
+                    ", non-temporal stores for write and copy"
+                } else {
+                    ""
+                },
+                size_text(bytes)
+            );
+            let _ = writeln!(
+                out,
+                "  socket  node  threads     read    write     copy  spread  rounds"
+            );
+            for b in bandwidth {
+                let _ = writeln!(
+                    out,
+                    "  {:>6}  {:>4}  {:>7}  {}  {}  {}  {:>5.1}%  {:>6}",
+                    b.socket,
+                    b.node,
+                    b.threads,
+                    fig(b.read_gbps, 7),
+                    fig(b.write_gbps, 7),
+                    fig(b.copy_gbps, 7),
+                    b.spread.unwrap_or(0.0) * 100.0,
+                    b.rounds.unwrap_or(0)
+                );
+            }
+        }
+        for l in &self.local_nodes {
+            let _ = writeln!(
+                out,
+                "socket {}: local node {} (lowest latency)",
+                l.socket, l.node
+            );
+        }
+        for w in &self.warnings {
+            let _ = writeln!(out, "warning: {w}");
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+        let _ = writeln!(
+            out,
+            "measured {} of {}; {}",
+            self.pairs_measured,
+            plural(self.pairs_total, "socket -> node pair"),
+            crate::cost::summary(&self.cost)
+        );
+        out
+    }
+
+    /// One line per socket -> node pair and thread count: latency (ns and cycles) and
+    /// read, write and copy bandwidth (GB/s; empty with `--latency-only`).
+    fn csv(&self) -> Option<String> {
+        let mut out = String::from(
+            "socket,node,threads,latency_ns,latency_cycles,read_gbps,write_gbps,copy_gbps,spread,rounds\n",
+        );
+        let f =
+            |v: Option<f64>, d: usize| opt(v.filter(|x| x.is_finite()).map(|x| format!("{x:.d$}")));
+        for r in &self.results {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{}",
+                r.socket,
+                r.node,
+                r.threads,
+                f(r.latency_ns, 2),
+                f(r.latency_cycles, 0),
+                f(r.read_gbps, 2),
+                f(r.write_gbps, 2),
+                f(r.copy_gbps, 2),
+                f(r.spread, 4),
+                opt(r.rounds)
+            );
+        }
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topoprobe_model::results::memory::{LocalNode, MemoryLatencyRow, MemoryRow};
+    use topoprobe_model::{Budget, CostPlan};
+
+    fn result() -> MemoryResult {
+        MemoryResult {
+            results: vec![MemoryRow {
+                socket: 0,
+                node: 0,
+                threads: 1,
+                latency_ns: Some(95.5),
+                latency_cycles: None,
+                read_gbps: None,
+                write_gbps: None,
+                copy_gbps: None,
+                spread: None,
+                rounds: None,
+            }],
+            latency: vec![MemoryLatencyRow {
+                cpu: 0,
+                socket: 0,
+                node: 0,
+                huge_pages_ns: Some(95.5),
+                small_pages_ns: None,
+            }],
+            local_nodes: vec![LocalNode { socket: 0, node: 0 }],
+            isa: "avx2".into(),
+            working_set_bytes: 1 << 20,
+            working_set: "random chase over 1 MiB in its steady state".into(),
+            evicted: false,
+            bandwidth_working_set_bytes: None,
+            non_temporal: false,
+            last_level_cache_bytes: Some(32 << 20),
+            memory_reached: false,
+            pairs_measured: 1,
+            pairs_total: 1,
+            ghz: None,
+            warnings: vec!["the chase's 1 MiB is less than twice the cache".into()],
+            notes: Vec::new(),
+            cost: CostPlan::new(Budget::new(15.0, 1 << 29)),
+        }
+    }
+
+    #[test]
+    fn a_latency_only_result_warns_and_counts_in_the_singular() {
+        let t = result().text();
+        assert!(t.contains("  socket 0 (CPU 0) -> node 0: 95.5 ns\n"), "{t}");
+        assert!(!t.contains("memory bandwidth"), "{t}");
+        assert!(t.contains("warning: the chase's 1 MiB"), "{t}");
+        assert!(t.contains("measured 1 of 1 socket -> node pair; "), "{t}");
+        let c = result().csv().unwrap();
+        assert_eq!(c.lines().nth(1), Some("0,0,1,95.50,,,,,,"));
+        let j = crate::results::json(&result()).unwrap();
+        assert!(j.contains("\"memory_reached\": false"), "{j}");
+        assert!(j.contains("\"read_gbps\": null"), "{j}");
+    }
+}
