@@ -86,6 +86,20 @@ pub enum MachineError {
     /// machine); the message says what would fit.
     #[error("{0}")]
     OverBudget(String),
+    /// A request that cannot be measured as asked, whatever the machine does (a working
+    /// set too small to reach what it measures, more threads than a socket has); the
+    /// message names the option and says what would do.
+    #[error("{0}")]
+    Request(String),
+    /// A measurement of one of the measuring commands failed (a CPU that cannot be pinned,
+    /// memory that cannot be allocated, a malformed counter file).
+    #[error("{what}")]
+    Measure {
+        /// What was being measured ("measuring the caches on CPU 3").
+        what: String,
+        /// What went wrong.
+        source: PluginFailure,
+    },
     /// A plugin's measurement failed.
     #[error("plugin {plugin}")]
     Plugin {
@@ -94,4 +108,37 @@ pub enum MachineError {
         /// What went wrong.
         source: PluginFailure,
     },
+}
+
+impl MachineError {
+    /// Whether the error is a request this machine can never satisfy (a CPU selection it
+    /// cannot run, a request over any budget, a bad option value): a usage error at a
+    /// command line (exit status 2), not a failure of the measurement.
+    #[must_use]
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Self::Cpus(_) | Self::OverBudget(_) | Self::Request(_))
+    }
+
+    /// The error with `typed` (what the user typed, `latency 0 7`) said before the message
+    /// of a request error ([`MachineError::is_usage`]); other errors unchanged.
+    #[must_use]
+    pub fn typed(self, typed: &str) -> Self {
+        match self {
+            Self::Cpus(m) => Self::Cpus(format!("{typed}: {m}")),
+            Self::OverBudget(m) => Self::OverBudget(format!("{typed}: {m}")),
+            Self::Request(m) => Self::Request(format!("{typed}: {m}")),
+            e => e,
+        }
+    }
+
+    /// A failed measurement: `what` was being measured.
+    pub(crate) fn measuring<E: std::error::Error + Send + Sync + 'static>(
+        what: impl Into<String>,
+    ) -> impl FnOnce(E) -> Self {
+        let what = what.into();
+        move |e| Self::Measure {
+            what,
+            source: Box::new(e),
+        }
+    }
 }

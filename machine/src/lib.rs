@@ -12,6 +12,8 @@
 //! - [`plan`]: the cost plan of a measurement within its budget (time and memory), from
 //!   the shape of the machine, before anything is measured.
 //! - [`plugins`]: the plugins by name, their plans and the sections they add.
+//! - [`probes`]: the measuring commands (one pair's latency, the latency matrix, caches,
+//!   memory, contention, power) as library calls returning their results.
 //! - [`stability`]: guests whose vCPUs the host moves: reference pairs re-measured
 //!   between phases, the SMT probe repeated, the saved description compared; an unstable
 //!   topology said as such.
@@ -36,6 +38,7 @@ mod measurement;
 pub mod pairs;
 pub mod plan;
 pub mod plugins;
+pub mod probes;
 pub mod stability;
 
 #[cfg(test)]

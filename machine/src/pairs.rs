@@ -84,6 +84,40 @@ pub fn select_cpus(list: Option<&str>) -> Result<Vec<u32>, MachineError> {
     Ok(cpus)
 }
 
+/// Checks that this process may run on every CPU of `cpus` (OS numbers, as the user
+/// named them).
+///
+/// # Errors
+///
+/// [`MachineError::Cpus`] naming the CPUs it may not use (offline, or outside its
+/// cpuset or affinity) and those it may; [`MachineError::Affinity`] when the affinity mask
+/// cannot be read.
+pub fn check_available(cpus: &[u32]) -> Result<(), MachineError> {
+    let allowed = affinity::allowed_cpus()
+        .map_err(MachineError::Affinity)?
+        .to_vec();
+    let mut missing: Vec<u32> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !allowed.contains(c))
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let (what, is) = if missing.len() == 1 {
+        ("CPU", "is")
+    } else {
+        ("CPUs", "are")
+    };
+    Err(MachineError::Cpus(format!(
+        "{what} {} {is} not available to this process (offline, or outside its cpuset/affinity; available: {})",
+        format_cpu_list(&missing),
+        format_cpu_list(&allowed)
+    )))
+}
+
 /// A pair probe over `cpus` with a freshly calibrated timer.
 #[must_use]
 pub fn pair_probe(cpus: Vec<u32>, repetitions: Repetitions) -> PairProbe {
@@ -180,6 +214,18 @@ mod tests {
         assert!(e.contains("CPU 100000 not available"), "{e}");
         let e = select_cpus(Some("x")).unwrap_err().to_string();
         assert!(e.contains("--cpus \"x\""), "{e}");
+        check_available(&[first]).expect("an allowed CPU");
+        let e = check_available(&[first, 100_000]).unwrap_err();
+        assert!(e.is_usage());
+        assert!(
+            e.to_string()
+                .starts_with("CPU 100000 is not available to this process"),
+            "{e}"
+        );
+        let e = check_available(&[100_000, 100_001])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("CPUs 100000-100001 are not"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,283 @@
+//! Memory latency and bandwidth (`topoprobe mem`) from every socket to every node, planned
+//! within the budget from the topology.
+
+use std::path::PathBuf;
+
+use topoprobe_measure::cache::check::size_text;
+use topoprobe_measure::memory::kernels::Isa;
+use topoprobe_measure::memory::plan::{plan_memory, MemPlan};
+use topoprobe_measure::memory::{self, LatencyResult, MemOptions, MemReport};
+use topoprobe_measure::plan::Shape;
+use topoprobe_measure::timer::Timer;
+use topoprobe_model::results::memory::{LocalNode, MemoryLatencyRow, MemoryResult, MemoryRow};
+use topoprobe_model::{Budget, CostPlan, Topology};
+
+use crate::{MachineError, Progress};
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemRequest {
+    /// The latency buffer and the bandwidth working set of all threads together, bytes
+    /// (`None`: planned); at least [`memory::MIN_SIZE`].
+    pub size: Option<u64>,
+    /// Threads of the many-thread bandwidth (`None`: every context of the socket).
+    pub threads: Option<usize>,
+    /// Measure latency from every context, not one per socket.
+    pub all_contexts: bool,
+    /// Non-temporal stores for write and copy (`None`: where the working set cannot exceed
+    /// the last-level cache enough).
+    pub non_temporal: Option<bool>,
+    /// Only the latency.
+    pub latency_only: bool,
+    /// Vector unit of the bandwidth kernels (`None`: the widest the CPU has).
+    pub isa: Option<Isa>,
+    /// The topology giving the sockets (`None`: this machine's description).
+    pub topology: Option<PathBuf>,
+    /// Time and memory the measurement may take.
+    pub budget: Budget,
+}
+
+impl Default for MemRequest {
+    fn default() -> Self {
+        Self {
+            size: None,
+            threads: None,
+            all_contexts: false,
+            non_temporal: None,
+            latency_only: false,
+            isa: None,
+            topology: None,
+            budget: memory::DEFAULT_BUDGET,
+        }
+    }
+}
+
+/// The topology, its shape and the options, checked.
+fn prepare(
+    req: &MemRequest,
+    ghz: Option<f64>,
+) -> Result<(Topology, Shape, MemOptions), MachineError> {
+    if let Some(size) = req.size.filter(|&s| s < memory::MIN_SIZE) {
+        return Err(MachineError::Request(format!(
+            "a working set of {} cannot measure memory: a chase through so few lines times \
+             the timer and the prefetchers (give {} at least)",
+            size_text(size),
+            size_text(memory::MIN_SIZE)
+        )));
+    }
+    let topo = crate::load::topology(req.topology.as_deref())?;
+    if let Some(t) = req.threads {
+        let max = topo
+            .sockets()
+            .iter()
+            .map(|s| s.contexts.len())
+            .max()
+            .unwrap_or(0);
+        if t > max {
+            return Err(MachineError::Request(format!(
+                "--threads {t}: a socket of this machine has at most {}",
+                topoprobe_model::format::plural(max, "context")
+            )));
+        }
+    }
+    let shape = Shape::from_topology(&topo, super::os_view().as_ref());
+    let opts = MemOptions {
+        size: req.size,
+        threads: req.threads,
+        all_contexts: req.all_contexts,
+        non_temporal: req.non_temporal,
+        latency_only: req.latency_only,
+        isa: req.isa.unwrap_or_else(Isa::detect),
+        ghz,
+        budget: req.budget,
+        ..MemOptions::default()
+    };
+    Ok((topo, shape, opts))
+}
+
+/// The plan of the measurement.
+///
+/// # Errors
+///
+/// [`MachineError::Request`] for a working set below [`memory::MIN_SIZE`] or more threads
+/// than a socket has; the errors of loading the topology ([`crate::load::topology`]).
+pub fn plan(req: &MemRequest) -> Result<CostPlan, MachineError> {
+    let (_, shape, opts) = prepare(req, None)?;
+    Ok(plan_memory(&shape, &opts).cost())
+}
+
+/// Measures memory on this machine, reporting the plan and its steps to `progress`.
+///
+/// # Errors
+///
+/// As [`plan`]; [`MachineError::Measure`] when a measurement cannot run (a thread cannot
+/// be pinned, a buffer cannot be allocated or bound).
+pub fn measure(
+    req: &MemRequest,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<MemoryResult, MachineError> {
+    let (_, shape, mut opts) = prepare(req, None)?;
+    opts.ghz = Timer::calibrate().cycle_ghz();
+    let mut plan: MemPlan = plan_memory(&shape, &opts);
+    progress(Progress::Plan(&plan.cost()));
+    let report = memory::run_plan(&shape, &mut plan, &opts, |s| progress(Progress::Step(s)))
+        .map_err(MachineError::measuring("measuring memory"))?;
+    progress(Progress::StepsDone);
+    Ok(result(&report, &opts, shape.largest_llc()))
+}
+
+/// How the latency buffer was chased, for people.
+fn latency_method(r: &MemReport) -> String {
+    if r.evicted {
+        format!(
+            "random chase over {}, evicted from every cache first, one lap",
+            size_text(r.latency_bytes)
+        )
+    } else {
+        format!(
+            "random chase over {} in its steady state",
+            size_text(r.latency_bytes)
+        )
+    }
+}
+
+/// The result of a measurement with `opts` on sockets whose last-level cache is `llc`.
+fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
+    let cycles = |ns: f64| opts.ghz.map(|g| ns * g);
+    let finite = |x: f64| x.is_finite().then_some(x);
+    let mut results = Vec::new();
+    for b in &r.bandwidth {
+        let lat = r
+            .latency
+            .iter()
+            .filter(|l| l.socket == b.socket && l.node == b.node)
+            .map(LatencyResult::ns)
+            .min_by(f64::total_cmp);
+        results.push(MemoryRow {
+            socket: b.socket,
+            node: b.node,
+            threads: b.threads,
+            latency_ns: lat,
+            latency_cycles: lat.and_then(cycles),
+            read_gbps: finite(b.read),
+            write_gbps: finite(b.write),
+            copy_gbps: finite(b.copy),
+            spread: Some(b.spread),
+            rounds: Some(b.rounds),
+        });
+    }
+    if r.bandwidth.is_empty() {
+        for l in &r.latency {
+            results.push(MemoryRow {
+                socket: l.socket,
+                node: l.node,
+                threads: 1,
+                latency_ns: finite(l.ns()),
+                latency_cycles: cycles(l.ns()),
+                read_gbps: None,
+                write_gbps: None,
+                copy_gbps: None,
+                spread: None,
+                rounds: None,
+            });
+        }
+    }
+    MemoryResult {
+        results,
+        latency: r
+            .latency
+            .iter()
+            .map(|l| MemoryLatencyRow {
+                cpu: l.cpu,
+                socket: l.socket,
+                node: l.node,
+                huge_pages_ns: l.huge_ns,
+                small_pages_ns: l.small_ns,
+            })
+            .collect(),
+        local_nodes: r
+            .local_nodes
+            .iter()
+            .map(|&(socket, node)| LocalNode { socket, node })
+            .collect(),
+        isa: opts.isa.name().to_string(),
+        working_set_bytes: r.latency_bytes,
+        working_set: latency_method(r),
+        evicted: r.evicted,
+        bandwidth_working_set_bytes: (!opts.latency_only).then_some(r.bandwidth_bytes),
+        non_temporal: r.non_temporal,
+        last_level_cache_bytes: llc,
+        memory_reached: r.evicted || llc.is_none_or(|l| r.latency_bytes >= 2 * l),
+        pairs_measured: r.pairs.0,
+        pairs_total: r.pairs.1,
+        ghz: opts.ghz,
+        warnings: r.warnings.clone(),
+        notes: r.notes.clone(),
+        cost: r.cost.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_working_set_too_small_for_memory_is_refused_before_anything_is_loaded() {
+        let e = plan(&MemRequest {
+            size: Some(1024),
+            topology: Some(PathBuf::from("/nonexistent/t.json")),
+            ..MemRequest::default()
+        })
+        .unwrap_err();
+        assert!(e.is_usage());
+        assert!(
+            e.to_string()
+                .starts_with("a working set of 1 KiB cannot measure memory"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_chase_the_caches_can_hold_is_not_memory() {
+        let report = MemReport {
+            latency: vec![LatencyResult {
+                cpu: 0,
+                socket: 0,
+                node: 0,
+                huge_ns: Some(7.0),
+                small_ns: None,
+            }],
+            bandwidth: Vec::new(),
+            local_nodes: vec![(0, 0)],
+            notes: Vec::new(),
+            warnings: vec!["latency: lines cannot be evicted".into()],
+            latency_bytes: 16 << 20,
+            evicted: false,
+            bandwidth_bytes: 16 << 20,
+            non_temporal: false,
+            pairs: (1, 1),
+            cost: CostPlan::new(Budget::new(1.0, 1 << 30)),
+        };
+        let opts = MemOptions {
+            latency_only: true,
+            ..MemOptions::default()
+        };
+        let r = result(&report, &opts, Some(32 << 20));
+        assert!(!r.memory_reached);
+        assert_eq!(
+            r.working_set,
+            "random chase over 16 MiB in its steady state"
+        );
+        assert_eq!(r.results[0].latency_ns, Some(7.0));
+        assert_eq!(r.bandwidth_working_set_bytes, None);
+        let evicted = result(
+            &MemReport {
+                evicted: true,
+                ..report
+            },
+            &opts,
+            Some(32 << 20),
+        );
+        assert!(evicted.memory_reached);
+    }
+}

@@ -1,0 +1,57 @@
+//! The measuring commands as library calls: one pair's latency ([`latency`]), the latency
+//! matrix ([`matrix`]), caches ([`cache`]), memory ([`memory`]), contention
+//! ([`contention`]) and power ([`power`]).
+//!
+//! Each module takes a request (what the user asked for), checks it before any work
+//! (a request the machine can never satisfy is a [`MachineError`] whose
+//! [`is_usage`](MachineError::is_usage) is true), plans it within its budget (`plan`, the
+//! dry run of `--plan`) and measures it (`measure`), returning a result of
+//! [`topoprobe_model::results`] that `topoprobe-view` renders. Progress is reported as the
+//! whole measurement's is ([`Progress`]): the plan, then its steps.
+//!
+//! ```no_run
+//! use topoprobe_machine::probes::latency::{self, PairRequest};
+//!
+//! let r = latency::measure(&PairRequest::new(0, 1))?;
+//! println!("{:.1} ns one way", r.median_ns);
+//! # Ok::<(), topoprobe_machine::MachineError>(())
+//! ```
+
+use topoprobe_model::{Budget, CostPlan};
+
+use crate::{MachineError, Progress};
+
+pub mod cache;
+pub mod contention;
+pub mod latency;
+pub mod matrix;
+pub mod memory;
+pub mod power;
+
+/// The budget of a measuring command by default: 15 s and 512 MiB.
+pub const DEFAULT_BUDGET: Budget = Budget::new(15.0, 512 << 20);
+
+/// Reports `plan` and its first step to `progress`.
+fn started(plan: &CostPlan, progress: &mut dyn FnMut(Progress<'_>)) {
+    progress(Progress::Plan(plan));
+    if let Some(first) = plan.steps.first() {
+        progress(Progress::Step(&first.what));
+    }
+}
+
+/// This machine's OS view, when it can be read.
+fn os_view() -> Option<topoprobe_model::OsView> {
+    topoprobe_measure::os::current().ok()
+}
+
+/// Checks that `cpu` may be used, or finds the first CPU this process may use.
+fn one_cpu(cpu: Option<u32>) -> Result<u32, MachineError> {
+    if let Some(c) = cpu {
+        crate::pairs::check_available(&[c])?;
+        return Ok(c);
+    }
+    crate::pairs::select_cpus(None)?
+        .first()
+        .copied()
+        .ok_or_else(|| MachineError::Cpus("this process may use no CPU".into()))
+}
