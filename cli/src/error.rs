@@ -54,16 +54,14 @@ pub(crate) fn set_command(name: &str) {
 }
 
 /// Whether an error is a usage error: a [`Usage`], a placement request that cannot be
-/// planned, a CPU selection this machine cannot satisfy (`--cpus 0-x`, a CPU it lacks,
-/// fewer than two CPUs), or an inference option out of range (`--sockets 1000` on 8
-/// contexts).
+/// planned, a measuring request this machine cannot satisfy (`--cpus 0-x`, a CPU it lacks,
+/// fewer than two CPUs, more threads than a socket has, over any budget), or an inference
+/// option out of range (`--sockets 1000` on 8 contexts).
 fn is_usage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<Usage>().is_some()
-            || matches!(
-                c.downcast_ref::<MachineError>(),
-                Some(MachineError::Cpus(_))
-            )
+            || c.downcast_ref::<MachineError>()
+                .is_some_and(MachineError::is_usage)
             || c.downcast_ref::<PlaceError>()
                 .is_some_and(PlaceError::is_usage)
             || matches!(

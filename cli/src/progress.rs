@@ -40,18 +40,6 @@ pub(crate) fn spinner(what: &str) -> ProgressBar {
     bar
 }
 
-/// A progress bar on standard error (drawn only on a terminal) counting pairs, with ETA.
-pub(crate) fn pair_bar(what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(0);
-    if let Ok(style) = ProgressStyle::with_template(
-        "{prefix} [{wide_bar}] {pos}/{len} pairs ({elapsed}, about {eta} left)",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_prefix(what.to_string());
-    bar
-}
-
 /// A bar over a measurement's plan: its length is the planned time, each step moves it to
 /// where the plan puts that step's start, so the ETA follows the plan and corrects itself
 /// by the pace so far (drawn only on a terminal).

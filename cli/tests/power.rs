@@ -1,6 +1,7 @@
 //! Tests of `topoprobe power`: unavailable counters (this machine, an empty tree, counters
-//! that do not count), malformed trees, a missing description and usage errors. Energy
-//! arithmetic and load states are tested in the library with a fake energy source.
+//! that do not count: said, and exit status 1), malformed trees, a missing description and
+//! usage errors. Energy arithmetic and load states are tested in the library with a fake
+//! energy source.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -53,7 +54,7 @@ fn still_tree(root: &Path) {
 }
 
 #[test]
-fn this_machine_says_unavailable_with_exit_0_or_needs_a_description() {
+fn this_machine_says_unavailable_with_exit_1_or_needs_a_description() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (code, out, err) = run(dir.path(), &["power"]);
     match power::check_available(&PowerOptions::default()) {
@@ -61,14 +62,15 @@ fn this_machine_says_unavailable_with_exit_0_or_needs_a_description() {
             let reason = e
                 .unavailable_reason()
                 .expect("a missing source is unavailable");
-            assert_eq!(code, 0, "{err}");
+            // Nothing it exists for was measured: a failure, said on standard output too.
+            assert_eq!(code, 1, "{err}");
             assert_eq!(out, format!("power: unavailable: {reason}\n"));
             assert!(
                 out.contains("/sys/class/powercap"),
                 "names where it looked: {out}"
             );
             let (code, out, _) = run(dir.path(), &["power", "--json"]);
-            assert_eq!(code, 0);
+            assert_eq!(code, 1);
             let v: Value = serde_json::from_str(&out).expect("JSON");
             assert_eq!(v["unavailable"], Value::from(reason));
         }
@@ -90,7 +92,7 @@ fn an_empty_tree_is_unavailable_and_names_the_tree() {
         return;
     }
     let (code, out, err) = run(dir.path(), &["power", "--powercap-root", arg(&empty)]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 1, "{err}");
     assert!(
         out.starts_with("power: unavailable: no RAPL zones under "),
         "{out}"
@@ -135,7 +137,7 @@ fn counters_that_stand_still_are_unavailable_not_zero_watts() {
         "0.05",
     ];
     let (code, out, err) = run(dir.path(), &args);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 1, "{err}");
     assert!(
         out.starts_with("power: unavailable: the package energy counter of socket 0"),
         "{out}"
@@ -144,7 +146,7 @@ fn counters_that_stand_still_are_unavailable_not_zero_watts() {
     let mut json = args.to_vec();
     json.push("--json");
     let (code, out, _) = run(dir.path(), &json);
-    assert_eq!(code, 0);
+    assert_eq!(code, 1);
     let v: Value = serde_json::from_str(&out).expect("JSON");
     let reason = v["unavailable"].as_str().expect("a reason");
     assert!(reason.contains("did not advance"), "{reason}");

@@ -29,7 +29,8 @@ pub(crate) const SHOW: &str = "Examples:
 /// `matrix`.
 pub(crate) const MATRIX: &str = "Examples:
   topoprobe matrix                                  a table of every pair
-  topoprobe matrix --format csv -o m.csv            CSV for --from-matrix (also: -o m.csv)";
+  topoprobe matrix --format csv -o m.csv            CSV for --from-matrix (also: -o m.csv)
+  topoprobe matrix --cpus 0-7 --json                the matrix, its CPUs and flagged pairs";
 
 /// `latency`.
 pub(crate) const LATENCY: &str = "Examples:
@@ -39,12 +40,14 @@ pub(crate) const LATENCY: &str = "Examples:
 /// `cache`.
 pub(crate) const CACHE: &str = "Examples:
   topoprobe cache                                   sizes and latencies beside the OS's
-  topoprobe cache --max-size 512M --curve --json";
+  topoprobe cache --cpus 3 --max-size 512M --curve --json
+  topoprobe cache --format csv -o caches.csv        one line per level";
 
 /// `mem`.
 pub(crate) const MEM: &str = "Examples:
   topoprobe mem                                     latency and bandwidth, socket to node
-  topoprobe mem --threads 4 --size 2G --json";
+  topoprobe mem -n 4 --size 2G --json
+  topoprobe mem --format csv -o mem.csv             the socket -> node table";
 
 /// `contention`.
 pub(crate) const CONTENTION: &str = "Examples:
@@ -76,4 +79,4 @@ pub(crate) const RUN: &str = "Examples:
 
 /// `power`.
 pub(crate) const POWER: &str = "Examples:
-  topoprobe power --duration 1 --json";
+  topoprobe power --duration 1 --json               exits 1 where there are no RAPL counters";

@@ -4,9 +4,12 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use topoprobe_measure::{cache, memory};
+use topoprobe_model::parse_cpu_list;
 
 use super::parsers::{parse_size, plugin_list, positive, seconds};
 use super::{Hints, Output};
+use crate::error::Usage;
 
 /// How to measure this machine.
 #[derive(Debug, Clone, Default, Args)]
@@ -110,25 +113,26 @@ pub(crate) struct InferArgs {
 /// `topoprobe matrix`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MatrixArgs {
-    /// Output format: a table, or CSV (N lines of N values in ns, diagonal empty:
+    /// Output format: a table, JSON, or CSV (N lines of N values in ns, diagonal empty:
     /// core-to-core-latency's layout, full square); default: from the extension of -o
-    /// (.csv), else the table.
+    /// (.csv, .json, .txt), else the table.
     #[arg(long, value_enum)]
     pub(crate) format: Option<MatrixFormat>,
-    /// Same as `--format csv` (kept for scripts).
+    /// Shorthand for `--format json` (with --plan: the plan as JSON).
     #[arg(long, conflicts_with = "format")]
+    pub(crate) json: bool,
+    /// Same as `--format csv` (kept for scripts).
+    #[arg(long, hide = true, conflicts_with_all = ["format", "json"])]
     pub(crate) csv: bool,
     #[command(flatten)]
     pub(crate) measure: Measure,
     #[command(flatten)]
     pub(crate) planning: Planning,
-    /// With --plan: print the plan as JSON.
-    #[arg(long, requires = "plan")]
-    pub(crate) json: bool,
-    /// Write to FILE (atomically) instead of standard output. Noisy pairs (spread above
-    /// the limit after every retry) are kept and flagged: `*` in the table; with CSV, a
-    /// `# noisy pairs` block on standard error and the notes file FILE.notes (one
-    /// tab-separated line per flagged pair; an older FILE.notes is removed when none is).
+    /// Write to FILE (atomically) instead of standard output; `-` is standard output.
+    /// Noisy pairs (spread above the limit after every retry) are kept and flagged: `*` in
+    /// the table, `flagged` in the JSON; with CSV, a `# noisy pairs` block on standard
+    /// error and the notes file FILE.notes (one tab-separated line per flagged pair; an
+    /// older FILE.notes is removed when none is).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
 }
@@ -137,22 +141,28 @@ pub(crate) struct MatrixArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum MatrixFormat {
     /// An aligned table.
-    Table,
+    #[value(alias = "table")]
+    Text,
+    /// JSON: the CPUs, the matrix in ns, the flagged pairs.
+    Json,
     /// CSV, the input of `--from-matrix`.
     Csv,
 }
 
 impl MatrixArgs {
-    /// Whether to write CSV: `--csv`, `--format csv`, or an `-o` file ending in `.csv`.
-    pub(crate) fn wants_csv(&self) -> bool {
-        match self.format {
-            Some(f) => f == MatrixFormat::Csv,
-            None => {
-                self.csv
-                    || self.output.as_deref().is_some_and(|p| {
-                        p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"))
-                    })
-            }
+    /// Where the matrix goes and in which format, as every result's (`--csv` is
+    /// `--format csv`).
+    pub(crate) fn report(&self) -> ReportOutput {
+        let format = match (self.format, self.csv) {
+            (Some(MatrixFormat::Text), _) => Some(ResultFormat::Text),
+            (Some(MatrixFormat::Json), _) => Some(ResultFormat::Json),
+            (Some(MatrixFormat::Csv), _) | (None, true) => Some(ResultFormat::Csv),
+            (None, false) => None,
+        };
+        ReportOutput {
+            format,
+            json: self.json,
+            output: self.output.clone(),
         }
     }
 }
@@ -183,12 +193,16 @@ pub(crate) struct LatencyArgs {
 /// `topoprobe cache`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct CacheArgs {
-    /// The CPU to measure on (default: the first this process may use).
+    /// The CPU to measure on, one OS CPU number (default: the first this process may
+    /// use).
     #[arg(long, value_name = "CPU")]
-    pub(crate) cpu: Option<u32>,
-    /// Largest array walked, e.g. 512M or 2G (default: 4 × the largest cache the OS
-    /// reports, between 64 MiB and 1 GiB).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) cpus: Option<String>,
+    /// The same as --cpus (an older name).
+    #[arg(long, value_name = "CPU", hide = true, conflicts_with = "cpus")]
+    pub(crate) cpu: Option<String>,
+    /// Largest array walked, e.g. 512M or 2G, at least 256K (default: 4 × the largest
+    /// cache the OS reports, between 64 MiB and 1 GiB).
+    #[arg(long, value_name = "SIZE", value_parser = walk_size)]
     pub(crate) max_size: Option<u64>,
     /// Walk on transparent huge pages only (default: huge pages where the kernel gives
     /// them, then 4 KiB pages, whose difference is the TLB's reach).
@@ -211,6 +225,57 @@ pub(crate) struct CacheArgs {
     pub(crate) planning: Planning,
     #[command(flatten)]
     pub(crate) report: ReportOutput,
+}
+
+impl CacheArgs {
+    /// The CPU asked for, with the option as it was typed (`--cpus 3`).
+    ///
+    /// # Errors
+    ///
+    /// A usage error for a malformed list, or one of more than one CPU (the walk runs on
+    /// one).
+    pub(crate) fn cpu(&self) -> Result<Option<(String, u32)>, Usage> {
+        let (flag, list) = match (&self.cpus, &self.cpu) {
+            (Some(l), _) => ("--cpus", l),
+            (None, Some(l)) => ("--cpu", l),
+            (None, None) => return Ok(None),
+        };
+        let typed = format!("{flag} {list}");
+        let cpus = parse_cpu_list(list).map_err(|e| Usage(format!("{typed}: {e}")))?;
+        match cpus[..] {
+            [cpu] => Ok(Some((typed, cpu))),
+            [] => Err(Usage(format!("{typed} names no CPU"))),
+            _ => Err(Usage(format!(
+                "{typed}: the caches are measured on one CPU; name one (--cpus {})",
+                cpus[0]
+            ))),
+        }
+    }
+}
+
+/// Parses `--max-size`: a size the walk can keep to ([`cache::MIN_MAX_BYTES`] at least).
+fn walk_size(s: &str) -> Result<u64, String> {
+    let bytes = parse_size(s)?;
+    if bytes < cache::MIN_MAX_BYTES {
+        return Err(format!(
+            "{s:?} is too small: the walk needs arrays up to 256 KiB at least to find the L1 \
+             (give 256K or more)"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Parses `mem --size`: a working set that reaches memory ([`memory::MIN_SIZE`] at
+/// least).
+fn memory_size(s: &str) -> Result<u64, String> {
+    let bytes = parse_size(s)?;
+    if bytes < memory::MIN_SIZE {
+        return Err(format!(
+            "{s:?} is too small to measure memory: a chase through so few lines times the \
+             timer and the prefetchers (give 1M or more)"
+        ));
+    }
+    Ok(bytes)
 }
 
 /// How each side of the ping-pong waits (`topoprobe latency --wait`).
@@ -236,13 +301,13 @@ pub(crate) enum IsaArg {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MemArgs {
     /// Threads for the many-thread bandwidth (default: every context of the socket).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) threads: Option<u32>,
     /// Working set: the latency buffer, and all bandwidth buffers together (e.g. 512M,
-    /// 1G). Default: a 64 MiB latency buffer evicted from the caches before its chase, and
-    /// a bandwidth working set of 6 × the socket's last-level cache (at least 64 MiB)
-    /// within the memory budget (--max-memory); the sizes used are printed.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    /// 1G; at least 1M). Default: a 64 MiB latency buffer evicted from the caches before
+    /// its chase, and a bandwidth working set of 6 × the socket's last-level cache (at
+    /// least 64 MiB) within the memory budget (--max-memory); the sizes used are printed.
+    #[arg(long, value_name = "SIZE", value_parser = memory_size)]
     pub(crate) size: Option<u64>,
     /// Measure latency from every context, not one per socket.
     #[arg(long)]
