@@ -2,3 +2,7 @@
 //! writes, as text, JSON or CSV (rendered by `topoprobe-view`). One module per command
 //! or family of commands; every type is `Serialize` and documented field by field, since
 //! its JSON is a contract scripts read.
+
+pub mod autopin;
+pub mod balance;
+pub mod placement;
