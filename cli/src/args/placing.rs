@@ -144,7 +144,7 @@ pub(crate) struct SideReport {
     #[arg(long, conflicts_with = "format")]
     pub(crate) json: bool,
     /// Write the report to FILE (atomically; its directory must exist) instead of standard
-    /// error; `-` is standard output, where the program writes too.
+    /// error; `-` is standard output (after the output of the program run, if any).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
 }
