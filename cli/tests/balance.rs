@@ -41,6 +41,13 @@ fn cpu_times() -> [(u64, u64); 2] {
     out
 }
 
+/// The share of time CPU `cpu` was busy between two readings of [`cpu_times`].
+fn load(a: &[(u64, u64); 2], b: &[(u64, u64); 2], cpu: u32) -> f64 {
+    let i = cpu as usize;
+    let total = (b[i].1 - a[i].1).max(1) as f64;
+    (b[i].0 - a[i].0) as f64 / total
+}
+
 /// `(crowded, free)`: the busier of CPUs 0 and 1 over a short look, and the other. The
 /// busy processes are crowded on the busier one, so that the other is the better place
 /// whichever CPU the rest of the machine uses. `None` when the other is busy too (more
@@ -49,21 +56,38 @@ fn crowded_and_free() -> Option<(u32, u32)> {
     let a = cpu_times();
     std::thread::sleep(std::time::Duration::from_millis(500));
     let b = cpu_times();
-    let load = |i: usize| {
-        let total = (b[i].1 - a[i].1).max(1) as f64;
-        (b[i].0 - a[i].0) as f64 / total
+    let (crowded, free) = if load(&a, &b, 1) > load(&a, &b, 0) {
+        (1, 0)
+    } else {
+        (0, 1)
     };
-    let (crowded, free) = if load(1) > load(0) { (1, 0) } else { (0, 1) };
-    if load(free as usize) > 0.5 {
+    if load(&a, &b, free) > 0.5 {
         eprintln!(
             "skipped: CPUs 0 and 1 are both busy (loads {:.2} and {:.2}): no CPU has room to \
              move a process to",
-            load(0),
-            load(1)
+            load(&a, &b, 0),
+            load(&a, &b, 1)
         );
         return None;
     }
     Some((crowded, free))
+}
+
+/// When the balancer made no decision: the free CPU must have become busy meanwhile (the
+/// rest of the machine took it), else the balancer missed the move. `true`: skip.
+fn free_cpu_was_taken(
+    before: &[(u64, u64); 2],
+    after: &[(u64, u64); 2],
+    free: u32,
+    err: &str,
+) -> bool {
+    let l = load(before, after, free);
+    assert!(
+        l > 0.5,
+        "no decision although CPU {free} had room (busy {l:.2} of the time): {err}"
+    );
+    eprintln!("skipped: CPU {free} became busy too (busy {l:.2} of the time): no room to move to");
+    true
 }
 
 /// A busy shell loop pinned to one CPU, killed on drop.
@@ -133,16 +157,21 @@ fn one_of_two_processes_on_one_cpu_moves_and_stays() {
         return;
     };
     let (a, b) = (Busy::start(crowded), Busy::start(crowded));
+    let before = cpu_times();
     let (o, r) = on_pair(&a, &b, &["--duration", "5", "--interval", "0.5"]);
+    let after = cpu_times();
     let err = String::from_utf8_lossy(&o.stderr);
     let m = moves(&r);
-    assert!(!m.is_empty(), "{err}");
-    // The first decision: one process from the crowded CPU to the other, at the third look
-    // (the first only reads counters, the move must be called for twice).
+    if m.is_empty() && free_cpu_was_taken(&before, &after, free, &err) {
+        return;
+    }
+    // The first decision: one process from the crowded CPU to the other, from the third
+    // look on (the first only reads counters, the move must be called for twice; the
+    // engine's tests check the exact hysteresis, another program's load may delay it).
     assert_eq!(m[0]["kind"], "move", "{err}");
     assert_eq!(m[0]["from"], serde_json::json!([crowded]));
     assert_eq!(m[0]["to"], serde_json::json!([free]));
-    assert_eq!(m[0]["interval"], 2, "{err}");
+    assert!(m[0]["interval"].as_u64().is_some_and(|i| i >= 2), "{err}");
     let moved = m[0]["pid"].to_string();
     assert!(moved == a.pid() || moved == b.pid());
     for k in ["time_s", "tid", "reason"] {
@@ -172,16 +201,21 @@ fn advise_reports_the_same_decision_and_moves_nothing() {
         return;
     };
     let (a, b) = (Busy::start(crowded), Busy::start(crowded));
+    let before = cpu_times();
     let (o, r) = on_pair(&a, &b, &["--duration", "3", "--advise"]);
+    let after = cpu_times();
     let err = String::from_utf8_lossy(&o.stderr);
     let m = moves(&r);
+    if m.is_empty() && free_cpu_was_taken(&before, &after, free, &err) {
+        return;
+    }
     assert_eq!(m.len(), 1, "{err}");
     assert_eq!(m[0]["kind"], "advice");
     assert_eq!(
         (m[0]["from"].clone(), m[0]["to"].clone()),
         (serde_json::json!([crowded]), serde_json::json!([free]))
     );
-    assert_eq!(m[0]["interval"], 2);
+    assert!(m[0]["interval"].as_u64().is_some_and(|i| i >= 2), "{err}");
     assert_eq!(r["advise"], true);
     let c = crowded.to_string();
     assert_eq!((a.cpus(), b.cpus()), (c.clone(), c));
