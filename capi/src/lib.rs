@@ -514,7 +514,7 @@ pub unsafe extern "C" fn tp_placement_summary(p: *const TpPlacement, json: c_int
     let text = if json != 0 {
         p.0.to_json().to_string()
     } else {
-        p.0.summary().to_text()
+        topoprobe_view::results::placement::summary_text(p.0.summary())
     };
     CString::new(text).map_or(std::ptr::null_mut(), CString::into_raw)
 }

@@ -10,7 +10,7 @@ use topoprobe_infer::{infer, load_topology};
 use topoprobe_machine::stamp;
 use topoprobe_model::format::csv;
 use topoprobe_model::{parse_cpu_list, Source, Topology};
-use topoprobe_place::{plan, Plan, Request};
+use topoprobe_place::Request;
 
 use crate::args::{Hints, Input, PlacementArgs};
 use crate::error::Usage;
@@ -83,13 +83,12 @@ impl Input {
 }
 
 impl PlacementArgs {
-    /// Loads the topology and plans the request.
+    /// Loads the topology and makes the request the arguments describe.
     ///
     /// # Errors
     ///
-    /// When the topology cannot be loaded, the CPU list is malformed (a usage error), or
-    /// the request cannot be planned on this topology.
-    pub(crate) fn plan(&self) -> Result<(Topology, Plan)> {
+    /// When the topology cannot be loaded, or the CPU list is malformed (a usage error).
+    pub(crate) fn request(&self) -> Result<(Topology, Request)> {
         let topo = topology(self.topology.as_deref())?;
         let cpus = match &self.cpus {
             Some(list) => {
@@ -104,7 +103,6 @@ impl PlacementArgs {
             kind: self.kind,
             cpus,
         };
-        let p = plan(&topo, &req)?;
-        Ok((topo, p))
+        Ok((topo, req))
     }
 }

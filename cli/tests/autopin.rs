@@ -1,8 +1,9 @@
 //! Tests of `topoprobe autopin` on this machine: two compute-bound threads tried on the
-//! schedules 0:0 and 0:1 with the default metric and with `--metric cpu-time` (the JSON
-//! report, the live table, the program left pinned by the best), exit statuses, 128 +
-//! signal, SIGTERM forwarding, Ctrl-C (the program finishes pinned by the best), and
-//! clear errors. Which schedule wins and by how much is a measurement: on a shared,
+//! schedules 0:0 and 0:1 with the default metric (whichever this machine has: instructions
+//! where counters work, else CPU time) and with `--metric cpu-time` (the JSON result in
+//! the `-o` file, the live table and the text result on standard error, the program left
+//! pinned by the best), exit statuses, 128 + signal, SIGTERM forwarding, Ctrl-C (the
+//! program finishes pinned by the best), and clear errors. Which schedule wins and by how much is a measurement: on a shared,
 //! loaded machine the scheduler may give both the same CPU time, so that check is the
 //! script `scripts/bench/autopin-2cpu.sh`, not a test.
 
@@ -56,7 +57,7 @@ fn thread_cpus(out: &str) -> Vec<(String, String)> {
     v
 }
 
-fn two_threads_on_two_schedules(metric: Option<&str>) {
+fn two_threads_on_two_schedules(metric_arg: Option<&str>) {
     let m2 = two_cpus();
     let mut args = vec![
         "autopin",
@@ -67,20 +68,33 @@ fn two_threads_on_two_schedules(metric: Option<&str>) {
         "--schedule",
         "0:1",
     ];
-    if let Some(m) = metric {
+    if let Some(m) = metric_arg {
         args.extend(["--metric", m]);
     }
     args.extend(QUICK);
-    args.extend(["--json", "--", spin(), "2", "4"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("result.json");
+    let file_arg = file.to_string_lossy().into_owned();
+    args.extend(["-o", &file_arg, "--", spin(), "2", "4"]);
     let o = topoprobe(&args);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{err}");
-    // The program's lines come first, then the JSON report.
-    let json_start = out.find("{\n").expect("JSON report");
-    let report: serde_json::Value = serde_json::from_str(&out[json_start..]).expect("JSON");
-    // No counters and no heartbeats here: the default metric falls back to CPU time.
-    assert_eq!(report["metric"], "cpu-time", "{err}");
+    // Standard output is the program's alone; the result is in the file.
+    assert!(
+        out.lines()
+            .all(|l| l.starts_with("thread") || l == "started"),
+        "{out}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("result")).expect("JSON");
+    // No heartbeats here: the default metric is instructions where counters work, else
+    // CPU time; --metric cpu-time forces CPU time.
+    let metric = report["metric"].as_str().expect("metric").to_string();
+    match metric_arg {
+        Some(m) => assert_eq!(metric, m, "{err}"),
+        None => assert!(metric == "instructions" || metric == "cpu-time", "{err}"),
+    }
     assert_eq!(report["exit_status"], 0);
     let cands = report["candidates"].as_array().expect("candidates");
     assert_eq!(cands.len(), 2);
@@ -103,7 +117,7 @@ fn two_threads_on_two_schedules(metric: Option<&str>) {
         .iter()
         .filter_map(serde_json::Value::as_u64)
         .collect();
-    let lines = thread_cpus(&out[..json_start]);
+    let lines = thread_cpus(&out);
     assert_eq!(
         lines,
         vec![
@@ -112,13 +126,14 @@ fn two_threads_on_two_schedules(metric: Option<&str>) {
         ],
         "{out}"
     );
-    // The live table names the metric, each candidate and the best.
-    assert!(err.contains("metric cpu-time"), "{err}");
+    // The live table names the metric, each candidate and the best, with a plural right.
+    assert!(err.contains(&format!("metric {metric}")), "{err}");
     assert!(
-        err.contains("0:1") && err.contains("autopin: best"),
+        err.contains("0:1") && err.contains("autopin: best") && err.contains("2 candidates"),
         "{err}"
     );
-    if metric.is_none() {
+    assert!(err.contains("x as fast as"), "{err}");
+    if metric_arg.is_none() {
         assert!(
             err.contains("unavailable"),
             "why better metrics were not used: {err}"
@@ -153,6 +168,16 @@ fn exit_status_and_signals_are_the_programs() {
     assert_eq!(code(&["true"]), Some(0));
     assert_eq!(code(&["sh", "-c", "exit 7"]), Some(7));
     assert_eq!(code(&["sh", "-c", "kill -9 $$"]), Some(128 + 9));
+    // The result goes to standard error as text by default; standard output is the
+    // program's.
+    let o = topoprobe(&[&base[..], &["sh", "-c", "echo out; exit 7"]].concat());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "out\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("autopin: stopped (the program ended)")
+            && err.contains("exited with status 7"),
+        "{err}"
+    );
     let o = topoprobe(&[&base[..], &["/no/such/program"]].concat());
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/no/such/program"));
@@ -216,6 +241,8 @@ fn after_ctrl_c_the_program_finishes_pinned_by_the_best() {
             "--measure",
             "0.6",
             "--json",
+            "-o",
+            "-",
         ],
         &[spin(), "2", "60"],
     );
@@ -252,7 +279,7 @@ fn after_ctrl_c_the_program_finishes_pinned_by_the_best() {
     for (_, cpus) in lines {
         assert_eq!(cpus, best, "{rest}");
     }
-    assert!(tail.contains("the program keeps"), "{tail}");
+    assert_eq!(report["launched"], true, "{report}");
 }
 
 #[test]

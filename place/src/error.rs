@@ -1,6 +1,7 @@
 //! Errors of placement.
 
 use topoprobe_sys::affinity::AffinityError;
+use topoprobe_sys::memory::MemPolicyError;
 
 use crate::policy::Policy;
 
@@ -60,6 +61,45 @@ pub enum PlaceError {
     /// The operating system refused to pin or unpin.
     #[error(transparent)]
     Affinity(#[from] AffinityError),
+    /// A program to run was asked for without one.
+    #[error("no command given")]
+    NoCommand,
+    /// The placement uses CPUs this process may not run on (a description of another
+    /// machine, or a narrower cpuset).
+    #[error(
+        "the placement uses {} {cpus} that this process may not run on (it may use \
+         {allowed}): is the topology of another machine? Measure this one with \
+         `topoprobe infer`, or choose CPUs with --cpus",
+        if *count == 1 { "CPU" } else { "CPUs" }
+    )]
+    CpusNotAllowed {
+        /// How many CPUs are missing.
+        count: usize,
+        /// The missing CPUs, in list syntax.
+        cpus: String,
+        /// The CPUs this process may use, in list syntax.
+        allowed: String,
+    },
+    /// Memory was to be interleaved, but the nodes of the placement's CPUs are unknown.
+    #[error(
+        "interleaving memory (--mem interleave) needs the memory nodes of the placement's \
+         CPUs, and neither the OS nor the description gives them"
+    )]
+    NoNodes,
+    /// The pinning library cannot be found.
+    #[error("{0}")]
+    Preload(String),
+    /// The kernel refused the memory policy.
+    #[error(transparent)]
+    MemoryPolicy(#[from] MemPolicyError),
+    /// The program cannot be started or waited for.
+    #[error("cannot run {program}: {source}")]
+    Launch {
+        /// The program.
+        program: String,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
 }
 
 impl PlaceError {
@@ -67,6 +107,9 @@ impl PlaceError {
     /// to a failure of the operating system.
     #[must_use]
     pub const fn is_usage(&self) -> bool {
-        !matches!(self, Self::Affinity(_))
+        !matches!(
+            self,
+            Self::Affinity(_) | Self::Preload(_) | Self::MemoryPolicy(_) | Self::Launch { .. }
+        )
     }
 }

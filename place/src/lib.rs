@@ -8,8 +8,13 @@
 //!   core, whether they lead their node); [`Summary`] is the paper's Figure 7.
 //! - [`Pool`]: several placements, the current policy switched at run time; threads
 //!   re-pin at their next pin point.
-//! - [`export`]: a plan as a CPU list, a mask, `taskset`, `numactl`, OpenMP's
-//!   environment and `likwid-pin` arguments.
+//! - [`place()`] / [`describe`]: a placement as data ([`PlacementResult`]: its CPUs,
+//!   nodes, every thread's place, the summary and OpenMP's environment), which
+//!   `topoprobe_view::results::placement` renders as a CPU list, a mask, `taskset`,
+//!   `numactl`, OpenMP's environment, `likwid-pin`, `hwloc-bind` or MPI launcher
+//!   arguments; [`export`]: the CPU list, nodes and OpenMP environment of a plan.
+//! - [`launch`]: run a program with its threads placed (`topoprobe run`): the pinning
+//!   library preloaded, the OpenMP environment and the memory policy set.
 //!
 //! ```
 //! use topoprobe_model::{ContextId, LatencyMatrix, LatencyUnit, Member, TopologyBuilder};
@@ -28,6 +33,8 @@
 //! assert_eq!(export::list(&topo, &p), "0,2,1");
 //! let p = plan(&topo, &Request::new(Policy::ConCoreHwc).threads(3))?;
 //! assert_eq!(export::list(&topo, &p), "0,1,2");
+//! let placed = topoprobe_place::describe(&topo, &p);
+//! assert_eq!(placed.contexts, vec![0, 1, 2]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -36,17 +43,23 @@
 mod error;
 pub mod export;
 mod kind;
+pub mod launch;
 mod placement;
 mod plan;
 mod policy;
 mod pool;
+mod result;
 pub mod sockets;
 mod summary;
 
 pub use error::PlaceError;
 pub use kind::{core_kinds, kind_of, CoreKind, UnknownKind};
-pub use placement::{Placement, ThreadInfo};
+pub use placement::Placement;
 pub use plan::{plan, Plan, Request};
 pub use policy::{Policy, UnknownPolicy};
 pub use pool::Pool;
-pub use summary::{PowerEstimate, SocketUse, Summary};
+pub use result::{describe, place};
+pub use summary::Summary;
+pub use topoprobe_model::results::placement::{
+    PlacementResult, PlacementSummary, PowerEstimate, SocketUse, ThreadInfo,
+};

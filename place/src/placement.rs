@@ -4,35 +4,14 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use serde::Serialize;
+use topoprobe_model::results::placement::{PlacementResult, ThreadInfo};
 use topoprobe_model::Topology;
 use topoprobe_sys::{affinity, CpuSet};
 
 use crate::error::PlaceError;
 use crate::plan::{plan, Plan, Request};
+use crate::result::describe;
 use crate::summary::Summary;
-
-/// What a pinned thread knows about its place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ThreadInfo {
-    /// The thread's position in the placement order.
-    pub thread: usize,
-    /// Operating-system CPU number of its context.
-    pub context: u32,
-    /// Its core id in the topology.
-    pub core: usize,
-    /// Its socket id.
-    pub socket: usize,
-    /// Its local memory node (operating-system number when known, else the topology's id).
-    pub node: Option<u32>,
-    /// How many threads of the placement come before it on its socket.
-    pub index_in_socket: usize,
-    /// How many threads of the placement come before it on its core.
-    pub index_in_core: usize,
-    /// Whether it is the first thread of the placement on its node (on its socket when
-    /// nodes are unknown): the one to do per-node work.
-    pub leads_node: bool,
-}
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -84,6 +63,7 @@ pub struct Placement {
     plan: Plan,
     infos: Vec<ThreadInfo>,
     summary: Summary,
+    result: PlacementResult,
     taken: Slots,
     restore: CpuSet,
 }
@@ -113,49 +93,16 @@ impl Placement {
     #[must_use]
     pub fn with_restore(topo: &Topology, plan: Plan, restore: impl Into<CpuSet>) -> Self {
         let restore = restore.into();
-        let mut infos = Vec::with_capacity(plan.contexts.len());
-        if plan.pinned {
-            for (i, &ctx) in plan.contexts.iter().enumerate() {
-                let hw = &topo.contexts()[ctx.index()];
-                let earlier = &plan.contexts[..i];
-                let node_id = topo.local_node(ctx);
-                let node = node_id.map(|n| {
-                    topo.nodes()
-                        .get(n.index())
-                        .and_then(|x| x.os_id)
-                        .unwrap_or(n.index() as u32)
-                });
-                let leads_node = match node_id {
-                    Some(n) => !earlier.iter().any(|&c| topo.local_node(c) == Some(n)),
-                    None => !earlier
-                        .iter()
-                        .any(|&c| topo.socket_of(c) == Some(hw.socket)),
-                };
-                infos.push(ThreadInfo {
-                    thread: i,
-                    context: hw.os_id,
-                    core: hw.core.index(),
-                    socket: hw.socket.index(),
-                    node,
-                    index_in_socket: earlier
-                        .iter()
-                        .filter(|&&c| topo.socket_of(c) == Some(hw.socket))
-                        .count(),
-                    index_in_core: earlier
-                        .iter()
-                        .filter(|&&c| topo.core_of(c) == Some(hw.core))
-                        .count(),
-                    leads_node,
-                });
-            }
-        }
-        let summary = Summary::new(topo, &plan);
+        let result = describe(topo, &plan);
+        let infos = result.slots.clone();
+        let summary = Summary::from_data(result.summary.clone());
         let slots = infos.len();
         Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             plan,
             infos,
             summary,
+            result,
             taken: Arc::new(Mutex::new(vec![Slot::Free; slots])),
             restore,
         }
@@ -277,16 +224,16 @@ impl Placement {
             .count()
     }
 
-    /// The placement as JSON: the plan, the summary and every slot.
+    /// The placement as data: its CPUs, every slot, the summary and the OpenMP
+    /// environment (what `topoprobe place --json` writes).
+    #[must_use]
+    pub const fn result(&self) -> &PlacementResult {
+        &self.result
+    }
+
+    /// [`Placement::result`] as a JSON value.
     #[must_use]
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "policy": self.plan.policy.name(),
-            "threads": self.plan.threads,
-            "pinned": self.plan.pinned,
-            "contexts": self.summary.contexts,
-            "slots": self.infos,
-            "summary": self.summary,
-        })
+        serde_json::to_value(&self.result).unwrap_or(serde_json::Value::Null)
     }
 }

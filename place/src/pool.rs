@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use topoprobe_model::Topology;
 
 use crate::error::PlaceError;
-use crate::placement::{Placement, ThreadInfo};
+use crate::placement::Placement;
 use crate::plan::Request;
 use crate::policy::Policy;
+use topoprobe_model::results::placement::ThreadInfo;
 
 /// Several placements, one current.
 #[derive(Debug)]

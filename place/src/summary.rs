@@ -1,66 +1,27 @@
 //! What a placement uses, like MCTOP-PLACE's printout (paper Figure 7).
 
-use std::fmt::Write as _;
-
-use serde::Serialize;
+use topoprobe_model::results::placement::{PlacementSummary, PowerEstimate, SocketUse};
 use topoprobe_model::{Access, PowerScope, PowerState, SocketId, Threads, Topology};
 
 use crate::plan::Plan;
 use crate::sockets::local_bandwidth;
 
-/// One used socket.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SocketUse {
-    /// Socket id.
-    pub socket: usize,
-    /// Threads (contexts) placed on it.
-    pub contexts: usize,
-    /// Distinct cores used on it.
-    pub cores: usize,
-    /// Its share of the placement's estimated memory bandwidth (when measured).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bandwidth_proportion: Option<f64>,
+/// The summary of a placement (paper Figure 7), computed from a plan: plain data
+/// ([`PlacementSummary`]) that its fields read through.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary(PlacementSummary);
+
+impl std::ops::Deref for Summary {
+    type Target = PlacementSummary;
+    fn deref(&self) -> &PlacementSummary {
+        &self.0
+    }
 }
 
-/// Estimated maximum power of the machine while the placement runs alone, W.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PowerEstimate {
-    /// Per socket (every socket; unused ones idle), package only.
-    pub sockets_package_w: Vec<f64>,
-    /// Per socket, package and DRAM.
-    pub sockets_total_w: Vec<f64>,
-    /// Sum of the package figures.
-    pub package_w: f64,
-    /// Sum of the package and DRAM figures.
-    pub total_w: f64,
-}
-
-/// The summary of a placement.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Summary {
-    /// Policy name.
-    pub policy: String,
-    /// Threads.
-    pub threads: usize,
-    /// Whether threads are pinned.
-    pub pinned: bool,
-    /// Distinct cores used.
-    pub cores: usize,
-    /// Operating-system CPU numbers, in placement order.
-    pub contexts: Vec<u32>,
-    /// Sockets used, in the policy's order.
-    pub sockets: Vec<SocketUse>,
-    /// Largest latency between two of the placement's contexts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_latency: Option<f64>,
-    /// Unit of `max_latency`.
-    pub latency_unit: String,
-    /// Smallest read bandwidth between a used socket and a used socket's local node, GB/s.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub min_bandwidth_gbps: Option<f64>,
-    /// Power estimate, when the topology has power measurements.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub power: Option<PowerEstimate>,
+impl From<Summary> for PlacementSummary {
+    fn from(s: Summary) -> Self {
+        s.0
+    }
 }
 
 /// Power of one socket running `cores` cores with `contexts` busy contexts: idle, plus the
@@ -177,7 +138,7 @@ impl Summary {
                 sockets_total_w: tot,
             })
         })();
-        Self {
+        Self(PlacementSummary {
             policy: plan.policy.name().to_string(),
             threads: plan.threads,
             pinned: plan.pinned,
@@ -192,103 +153,17 @@ impl Summary {
             latency_unit: topo.units().to_string(),
             min_bandwidth_gbps,
             power,
-        }
+        })
     }
 
-    /// The summary as text, one `# name : value` line per figure.
+    /// A summary made already.
+    pub(crate) const fn from_data(data: PlacementSummary) -> Self {
+        Self(data)
+    }
+
+    /// The plain data of the summary.
     #[must_use]
-    pub fn to_text(&self) -> String {
-        let mut s = String::new();
-        let join = |v: Vec<String>| v.join(" ");
-        let _ = writeln!(s, "## topoprobe placement: {}", self.policy);
-        if !self.pinned {
-            let _ = writeln!(s, "# Threads             : {} (not pinned)", self.threads);
-        }
-        let _ = writeln!(s, "# # Cores             : {}", self.cores);
-        let _ = writeln!(
-            s,
-            "# HW contexts ({:<3})   : {}",
-            self.contexts.len(),
-            join(self.contexts.iter().map(ToString::to_string).collect())
-        );
-        let _ = writeln!(
-            s,
-            "# Sockets ({:<3})       : {}",
-            self.sockets.len(),
-            join(self.sockets.iter().map(|u| u.socket.to_string()).collect())
-        );
-        let _ = writeln!(
-            s,
-            "# # HW ctx / socket    : {}",
-            join(
-                self.sockets
-                    .iter()
-                    .map(|u| u.contexts.to_string())
-                    .collect()
-            )
-        );
-        let _ = writeln!(
-            s,
-            "# # Cores / socket     : {}",
-            join(self.sockets.iter().map(|u| u.cores.to_string()).collect())
-        );
-        let props: Option<Vec<String>> = self
-            .sockets
-            .iter()
-            .map(|u| u.bandwidth_proportion.map(|p| format!("{p:.3}")))
-            .collect();
-        let _ = writeln!(
-            s,
-            "# BW proportions       : {}",
-            props.map_or_else(|| "unavailable: no bandwidth measurements".into(), join)
-        );
-        match &self.power {
-            Some(p) => {
-                let f = |v: &[f64]| join(v.iter().map(|x| format!("{x:.1}")).collect());
-                let _ = writeln!(
-                    s,
-                    "# Max pow no DRAM      : {} = {:.1} Watt",
-                    f(&p.sockets_package_w),
-                    p.package_w
-                );
-                let _ = writeln!(
-                    s,
-                    "# Max pow with DRAM    : {} = {:.1} Watt",
-                    f(&p.sockets_total_w),
-                    p.total_w
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "# Max pow              : unavailable: no power measurements"
-                );
-            }
-        }
-        match self.max_latency {
-            Some(l) => {
-                let _ = writeln!(
-                    s,
-                    "# Max latency          : {} {}",
-                    topoprobe_model::format::short_latency(l),
-                    self.latency_unit
-                );
-            }
-            None => {
-                let _ = writeln!(s, "# Max latency          : - (fewer than two contexts)");
-            }
-        }
-        match self.min_bandwidth_gbps {
-            Some(b) => {
-                let _ = writeln!(s, "# Min bandwidth        : {b:.2} GB/s");
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "# Min bandwidth        : unavailable: no bandwidth measurements"
-                );
-            }
-        }
-        s
+    pub const fn data(&self) -> &PlacementSummary {
+        &self.0
     }
 }

@@ -26,7 +26,7 @@ for run in $(seq 1 "$RUNS"); do
   for metric in auto cpu-time; do
     total=$((total + 1))
     "$TP" autopin --topology "$dir/m2.json" --schedule 0:0 --schedule 0:1 \
-      --metric "$metric" --initial-wait 1 --warmup 0.5 --measure 3 --no-early-stop --json \
+      --metric "$metric" --initial-wait 1 --warmup 0.5 --measure 3 --no-early-stop --json -o - \
       -- "$dir/spin" 2 10 2>"$dir/err" | sed -n '/^{/,$p' > "$dir/report.json"
     line=$(python3 - "$dir/report.json" <<'PY'
 import json, sys

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Acceptance of `topoprobe balance` on a 2-CPU machine: two busy processes both started
-# with `taskset -c 0`; `balance --pid A --pid B --duration 5 --interval 0.5 --json` must
+# with `taskset -c 0`; `balance --pid A --pid B --duration 5 --interval 0.5 --json -o -` must
 # move one of them to CPU 1 within 2 s, their combined CPU time per second must rise at
 # least 1.7x, and nothing may move afterwards. Then `--advise` on the same setup must
 # report the same decision and move nothing. Run at normal priority on a quiet machine:
@@ -25,14 +25,14 @@ for run in $(seq 1 "$RUNS"); do
   # --advise first, on a pair of its own: it must leave both on CPU 0.
   busy; a=$!; busy; b=$!
   sleep 0.2
-  "$TP" balance --topology "$dir/m2.json" --pid "$a" --pid "$b" --duration 2 --interval 0.5 --json --advise \
+  "$TP" balance --topology "$dir/m2.json" --pid "$a" --pid "$b" --duration 2 --interval 0.5 --json -o - --advise \
     > "$dir/advise.json" 2>/dev/null || true
   still=$(taskset -pc "$a" | sed 's/.*: //')$(taskset -pc "$b" | sed 's/.*: //')
   [ "$still" = "00" ] || echo "run $run: --advise moved something ($still)"
   kill "$a" "$b"; wait "$a" "$b" 2>/dev/null || true
   busy; a=$!; busy; b=$!
   sleep 0.2
-  "$TP" balance --topology "$dir/m2.json" --pid "$a" --pid "$b" --duration 5 --interval 0.5 --json \
+  "$TP" balance --topology "$dir/m2.json" --pid "$a" --pid "$b" --duration 5 --interval 0.5 --json -o - \
     > "$dir/r.json" 2> "$dir/err"
   kill "$a" "$b"; wait "$a" "$b" 2>/dev/null || true
   line=$(python3 - "$dir/r.json" "$dir/advise.json" <<'PY'

@@ -40,7 +40,7 @@ for threads in 100 10; do
   "$dir/sleepers" "$threads" & prog=$!
   sleep 0.5
   for run in $(seq 1 "$RUNS"); do
-    "$TP" balance --pid "$prog" --interval 0.5 --duration "$DURATION" --json 2>/dev/null > "$dir/r.json"
+    "$TP" balance --pid "$prog" --interval 0.5 --duration "$DURATION" --json -o - 2>/dev/null > "$dir/r.json"
     python3 - "$dir/r.json" "$threads" "$run" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -450,7 +450,7 @@ row "bench sort --size $SORT_SIZE -n $N: topoprobe / rayon / std" "$RC" "$WALL" 
 # --- autopin on thread pairs -----------------------------------------------------------
 echo "== autopin on $T threads in pairs (${PAIRS_S} s)"
 plan "$P_AUTOPIN" "$F_AUTOPIN"
-STDOUT=$OUT/autopin.out step autopin "$LIMIT" "$TP" autopin --json -- "$PAIRS" "$T" "$PAIRS_S"
+STDOUT=$OUT/autopin.out step autopin "$LIMIT" "$TP" autopin --json -o - -- "$PAIRS" "$T" "$PAIRS_S"
 sed -n '/^{/,$p' "$OUT/autopin.out" > "$OUT/autopin.json"
 AP_RC=$RC AP_WALL=$WALL AP_PEAK=$PEAK
 read -r BEST BEST_CPUS GAIN NCAND < <(flat "$OUT/autopin.json" | awk -F= '

@@ -91,6 +91,25 @@ pub fn online_nodes() -> NodeSet {
         .unwrap_or_else(|| NodeSet::from([0]))
 }
 
+/// The memory nodes (from `/sys/devices/system/node/node<N>/cpulist`) that hold at least one
+/// of `cpus`, ascending; `None` when the kernel says nothing about nodes or none holds them.
+#[must_use]
+pub fn nodes_of_cpus(cpus: &[u32]) -> Option<Vec<u32>> {
+    let dir = std::fs::read_dir("/sys/devices/system/node").ok()?;
+    let mut nodes: Vec<u32> = dir
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name();
+            let id: u32 = name.to_str()?.strip_prefix("node")?.parse().ok()?;
+            let list = std::fs::read_to_string(e.path().join("cpulist")).ok()?;
+            let set = crate::CpuSet::parse_list(list.trim()).ok()?;
+            cpus.iter().any(|&c| set.contains(c)).then_some(id)
+        })
+        .collect();
+    nodes.sort_unstable();
+    (!nodes.is_empty()).then_some(nodes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +127,11 @@ mod tests {
         .join()
         .expect("thread");
         assert!(online_nodes().contains(0) || !online_nodes().is_empty());
+        // CPU 0 is on a node whenever the kernel reports nodes.
+        if std::path::Path::new("/sys/devices/system/node/node0").exists() {
+            assert!(nodes_of_cpus(&[0]).is_some_and(|n| !n.is_empty()));
+        }
+        assert_eq!(nodes_of_cpus(&[]), None);
     }
 
     #[test]

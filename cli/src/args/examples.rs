@@ -70,12 +70,18 @@ pub(crate) const REPORT: &str = "Examples:
 pub(crate) const PLACE: &str = "Examples:
   topoprobe place --policy con_hwc -n 12 --topology m.json
   topoprobe place --policy rr_core -n 8 --format omp
-  topoprobe place --policy balance_core --sockets 2 --format numactl";
+  topoprobe place --policy balance_core --use-sockets 2 --format numactl
+  topoprobe place --policy rr_core -n 8 -o placement.json   where, why, and the OpenMP variables";
 
 /// `run`.
 pub(crate) const RUN: &str = "Examples:
   topoprobe run --policy rr_core -n 8 -- ./prog args
-  topoprobe run --policy con_hwc --mem interleave --skip 0x1 -- ./omp_prog";
+  topoprobe run --policy con_hwc --mem interleave --skip 0x1 -- ./omp_prog
+  topoprobe run --policy rr_core --json -o run.json -- ./prog   the report in run.json
+
+The program's output is left alone; the report of the run is written only when
+--format, --json or -o asks for it, when the program has ended: on standard error, in
+the -o file, or on standard output with -o -. Exit status: the program's.";
 
 /// `power`.
 pub(crate) const POWER: &str = "Examples:

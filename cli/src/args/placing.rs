@@ -1,12 +1,26 @@
-//! Arguments of the commands that place threads: `place` and `run`.
+//! Arguments of the commands that place threads: `place` and `run`; and where the report
+//! of a command that runs a program goes (`run`, `autopin`, `balance`: [`SideReport`],
+//! standard error unless `-o` says otherwise, since the program's output is on standard
+//! output).
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use topoprobe_place::{CoreKind, Policy};
+use topoprobe_view::results::Rendered;
 
 use super::parsers::{kind, policy, skip_mask};
+use crate::error::Usage;
+use crate::output::{check_target, choose, write_to, Formats, Kind};
+
+/// Parses a `--skip` mask (hexadecimal, `0x1`) into its bits.
+pub(crate) fn skip_bits(s: &str) -> Result<u128, String> {
+    let mask = skip_mask(s)?;
+    let hex = mask.trim_start_matches("0x");
+    u128::from_str_radix(hex, 16).map_err(|e| format!("--skip {s:?}: {e}"))
+}
 
 /// What to place and on which topology (shared by `place` and `run`).
 #[derive(Debug, Clone, Args)]
@@ -20,9 +34,9 @@ pub(crate) struct PlacementArgs {
     /// the sockets' memory bandwidth).
     #[arg(short = 'n', long = "threads", value_name = "N")]
     pub(crate) threads: Option<usize>,
-    /// Number of sockets to use (default: as many as the threads need; round-robin
-    /// policies: all). `--sockets` is accepted too.
-    #[arg(long = "use-sockets", alias = "sockets", value_name = "S")]
+    /// Use this many sockets (default: as many as the threads need; round-robin policies:
+    /// all). Not to be confused with `infer --sockets N`, a hint that the machine has N.
+    #[arg(long = "use-sockets", value_name = "N")]
     pub(crate) sockets: Option<usize>,
     /// Only cores of this kind on a hybrid processor: p (performance) or e (efficiency).
     #[arg(long, value_name = "p|e", value_parser = kind)]
@@ -60,20 +74,125 @@ pub(crate) enum PlaceFormat {
     SlurmMask,
     /// Intel MPI's `I_MPI_PIN_PROCESSOR_LIST=LIST`.
     IntelMpi,
-    /// The placement, every thread's place and the summary, as JSON.
+    /// The placement, every thread's place, the summary and the OpenMP environment, as
+    /// JSON.
     Json,
 }
+
+impl Formats for PlaceFormat {
+    const DEFAULT: Self = Self::List;
+    const JSON: Self = Self::Json;
+    fn of_kind(kind: Kind) -> Option<Self> {
+        match kind {
+            Kind::Json => Some(Self::Json),
+            Kind::Text => Some(Self::List),
+            _ => None,
+        }
+    }
+}
+
 /// `topoprobe place`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct PlaceArgs {
     #[command(flatten)]
     pub(crate) placement: PlacementArgs,
-    /// Output form.
-    #[arg(long, value_enum, default_value = "list")]
-    pub(crate) format: PlaceFormat,
+    /// Output form (default: from the extension of -o FILE, .json or .txt, else list).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<PlaceFormat>,
+    /// Shorthand for `--format json`.
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) json: bool,
+    /// Write to FILE (atomically; its directory must exist) instead of standard output;
+    /// `-` is standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
     /// Do not print the summary on standard error.
     #[arg(short, long)]
     pub(crate) quiet: bool,
+}
+
+/// Formats of the report of a command that runs a program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ReportFormat {
+    /// Text for people.
+    Text,
+    /// JSON, figures rounded to 4 significant digits.
+    Json,
+}
+
+impl Formats for ReportFormat {
+    const DEFAULT: Self = Self::Text;
+    const JSON: Self = Self::Json;
+    fn of_kind(kind: Kind) -> Option<Self> {
+        match kind {
+            Kind::Text => Some(Self::Text),
+            Kind::Json => Some(Self::Json),
+            _ => None,
+        }
+    }
+}
+
+/// Where the report of a command that runs a program goes: standard error unless `-o`
+/// says otherwise, since the program's own output is on standard output.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct SideReport {
+    /// Format of the report (default: from the extension of -o FILE, .json or .txt, else
+    /// text).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<ReportFormat>,
+    /// Shorthand for `--format json`.
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) json: bool,
+    /// Write the report to FILE (atomically; its directory must exist) instead of standard
+    /// error; `-` is standard output (after the output of the program run, if any).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+impl SideReport {
+    /// Whether any option asked for the report.
+    pub(crate) const fn asked(&self) -> bool {
+        self.format.is_some() || self.json || self.output.is_some()
+    }
+
+    /// The chosen format (see [`choose`]).
+    fn chosen(&self) -> Result<ReportFormat, Usage> {
+        choose(self.format, self.json, self.output.as_deref())
+    }
+
+    /// Checks, before the program runs, the format and that the `-o` file can be written
+    /// and is none of `inputs`.
+    ///
+    /// # Errors
+    ///
+    /// A usage error for conflicting formats or an output that is an input; an error
+    /// naming a missing directory.
+    pub(crate) fn check(&self, inputs: &[&Path]) -> anyhow::Result<()> {
+        self.chosen()?;
+        check_target(self.output.as_deref(), inputs)
+    }
+
+    /// Writes `result` where the report goes: the `-o` file (`-`: standard output), else
+    /// standard error.
+    ///
+    /// # Errors
+    ///
+    /// When the result cannot be rendered or written.
+    pub(crate) fn emit<R: Rendered>(&self, result: &R) -> anyhow::Result<()> {
+        let text = match self.chosen()? {
+            ReportFormat::Text => result.text(),
+            ReportFormat::Json => {
+                topoprobe_view::results::json(result).context("rendering the report as JSON")?
+            }
+        };
+        match &self.output {
+            Some(path) => write_to(Some(path), text.as_bytes()),
+            None => {
+                eprint!("{text}");
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Memory policy of the command.
@@ -96,11 +215,16 @@ pub(crate) struct RunArgs {
     pub(crate) mem: Mem,
     /// Hexadecimal mask of created threads not to pin (bit i: the i-th thread the program
     /// creates, from 0), like likwid-pin -s: they may run on any CPU of the placement.
-    #[arg(long, value_name = "MASK", value_parser = skip_mask)]
-    pub(crate) skip: Option<String>,
-    /// Print the placement's summary on standard error first.
+    #[arg(long, value_name = "MASK", value_parser = skip_bits)]
+    pub(crate) skip: Option<u128>,
+    /// Print the placement's summary on standard error before the command starts.
     #[arg(short, long)]
     pub(crate) verbose: bool,
+    // The report of the run (the placement, the environment set, the memory policy, the
+    // exit status): written when the command has ended, and only when --format, --json or
+    // -o asks for it.
+    #[command(flatten)]
+    pub(crate) report: SideReport,
     /// Let the command run on when topoprobe itself is killed (by default the kernel ends
     /// it with SIGKILL then: PR_SET_PDEATHSIG).
     #[arg(long)]

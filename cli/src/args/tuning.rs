@@ -8,7 +8,8 @@ use topoprobe_place::Policy;
 use topoprobe_tune::autopin::candidates::parse_schedule;
 use topoprobe_tune::autopin::MetricChoice;
 
-use super::parsers::{policy, seconds, skip_mask};
+use super::parsers::{policy, seconds};
+use super::placing::{skip_bits, SideReport};
 
 /// Parses a `--schedule` value (CPU of thread i at position i, colon-separated).
 fn schedule(s: &str) -> Result<Vec<u32>, String> {
@@ -52,8 +53,11 @@ impl From<MetricArg> for MetricChoice {
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:\n  \
     topoprobe autopin --schedule 0:0 --schedule 0:1 -- ./two-threads\n  \
-    topoprobe autopin --policies con_hwc,rr_core --measure 5 --json -- ./app\n  \
-    topoprobe autopin --pid 4242 --metric cpu-time --retune-every 60")]
+    topoprobe autopin --policies con_hwc,rr_core --measure 5 -o result.json -- ./app\n  \
+    topoprobe autopin --pid 4242 --metric cpu-time --retune-every 60\n\n\
+    The live table and the result go to standard error (the program's output keeps\n\
+    standard output); -o FILE writes the result to FILE, -o - to standard output.\n\
+    Exit status: the program's (attached: 0, or 1 after an error).")]
 pub(crate) struct AutopinArgs {
     /// Tune this running process (of your user) instead of starting a command.
     #[arg(long, value_name = "PID", conflicts_with = "command")]
@@ -92,11 +96,10 @@ pub(crate) struct AutopinArgs {
     pub(crate) retune_every: Option<f64>,
     /// Hexadecimal mask of created threads not to pin (bit i: the i-th thread the program
     /// creates), as for `run`.
-    #[arg(long, value_name = "MASK", value_parser = skip_mask)]
-    pub(crate) skip: Option<String>,
-    /// Print the result as JSON on standard output at the end.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[arg(long, value_name = "MASK", value_parser = skip_bits)]
+    pub(crate) skip: Option<u128>,
+    #[command(flatten)]
+    pub(crate) report: SideReport,
     /// A JSON description, a libmctop .mct file or a latency matrix (default: this
     /// machine's description; --schedule works without one).
     #[arg(long, value_name = "FILE")]
@@ -124,7 +127,9 @@ fn pattern(s: &str) -> Result<regex::Regex, String> {
 #[command(after_help = "Examples:\n  \
     topoprobe balance --pid 4242 --pid 4243 --duration 60\n  \
     topoprobe balance --name '^worker' --interval 1 --advise\n  \
-    topoprobe balance --cgroup /sys/fs/cgroup/jobs/a --keep-affinity --json")]
+    topoprobe balance --cgroup /sys/fs/cgroup/jobs/a --keep-affinity --json -o moves.json\n\n\
+    A line per decision, then the result, go to standard error; -o FILE writes the\n\
+    result to FILE, -o - to standard output.")]
 pub(crate) struct BalanceArgs {
     /// A process to balance (of your user). Repeatable.
     #[arg(long = "pid", value_name = "PID")]
@@ -155,9 +160,8 @@ pub(crate) struct BalanceArgs {
     /// Most thread moves per minute.
     #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub(crate) max_moves: u32,
-    /// Print the result as JSON on standard output at the end.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) report: SideReport,
     /// A JSON description, a libmctop .mct file or a latency matrix (default: this
     /// machine's description; without one every CPU counts as its own core).
     #[arg(long, value_name = "FILE")]

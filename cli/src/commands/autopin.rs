@@ -1,42 +1,29 @@
-//! `topoprobe autopin`: try candidate pinnings on a running program and keep the best,
-//! with a live table on standard error and the result as JSON at the end.
+//! `topoprobe autopin`: try candidate pinnings on a running program and keep the best
+//! (`topoprobe_tune::autopin`), with a live table on standard error and the result at the
+//! end (standard error, or the `-o` file).
 
 use std::io::{IsTerminal, Write};
-use std::process::{Command, ExitCode};
+use std::path::Path;
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use topoprobe_model::format::plural;
+use topoprobe_model::format_cpu_list;
 use topoprobe_tune::autopin::{
     self, CandidateSource, Event, Observer, Options, Phases, Program, State,
 };
 use topoprobe_tune::TuneError;
+use topoprobe_view::results::autopin::{speed_ratio, table_header, table_row};
 
 use crate::args::AutopinArgs;
-use crate::error::{exit_code, Usage};
+use crate::error::{report, Usage};
 
-/// The live table on standard error.
+/// The live table on standard error (rows of `topoprobe_view::results::autopin`).
 struct Table {
     tty: bool,
     unit: String,
-    /// Scores of the current round's finished candidates.
-    scores: Vec<Option<f64>>,
-}
-
-fn cpus(c: &[u32]) -> String {
-    c.iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-impl Table {
-    fn row(&self, name: &str, cpu_list: &str, state: State, summary: Option<(f64, f64)>) -> String {
-        let score = match summary {
-            Some((m, h)) if h.is_finite() => format!("{m:>10.4} ± {h:<9.4}"),
-            Some((m, _)) => format!("{m:>10.4} ± {:<9}", "-"),
-            None => format!("{:>10}   {:<9}", "-", ""),
-        };
-        format!("  {name:<18} {cpu_list:<16} {score} {}", state.name())
-    }
+    /// Names and scores of the current round's finished candidates.
+    scores: Vec<Option<(String, f64)>>,
 }
 
 impl Observer for Table {
@@ -59,17 +46,10 @@ impl Observer for Table {
                 self.scores = vec![None; candidates.len()];
                 let _ = writeln!(
                     err,
-                    "autopin: round {round} ({reason}): {} candidates",
-                    candidates.len()
+                    "autopin: round {round} ({reason}): {}",
+                    plural(candidates.len(), "candidate")
                 );
-                let _ = writeln!(
-                    err,
-                    "  {:<18} {:<16} {:>10} ± {:<9} state",
-                    "candidate",
-                    "CPUs",
-                    format!("score ({})", self.unit.split('/').next().unwrap_or("")),
-                    "spread"
-                );
+                let _ = writeln!(err, "{}", table_header(&self.unit));
             }
             Event::Candidate {
                 index,
@@ -81,15 +61,15 @@ impl Observer for Table {
                     state,
                     State::Measured | State::StoppedEarly | State::Incomplete
                 );
-                let row = self.row(
+                let row = table_row(
                     &candidate.name,
-                    &cpus(&candidate.cpus),
-                    *state,
+                    &candidate.cpus,
                     summary.map(|s| (s.mean, s.half_width)),
+                    state.name(),
                 );
                 if finished {
                     if let Some(s) = self.scores.get_mut(*index) {
-                        *s = summary.map(|s| s.mean);
+                        *s = summary.map(|s| (candidate.name.clone(), s.mean));
                     }
                 }
                 if self.tty {
@@ -106,39 +86,32 @@ impl Observer for Table {
                 summary,
                 saved_s,
             } => {
-                let worst = self
+                let slowest = self
                     .scores
                     .iter()
                     .flatten()
-                    .copied()
-                    .fold(f64::INFINITY, f64::min);
-                let ratio = match summary {
-                    Some(s) if worst.is_finite() && worst > 0.0 => {
-                        format!(", {:.2}× the worst", s.mean / worst)
-                    }
-                    _ => String::new(),
-                };
-                let score =
-                    summary.map_or_else(String::new, |s| format!(": {:.4} {}", s.mean, self.unit));
-                let _ = writeln!(
-                    err,
-                    "autopin: best {} (CPUs {}){score}{ratio}; early stops saved {saved_s:.1} s",
+                    .filter(|(name, _)| *name != candidate.name)
+                    .min_by(|a, b| a.1.total_cmp(&b.1));
+                let mut line = format!(
+                    "autopin: best {} (CPUs {})",
                     candidate.name,
-                    cpus(&candidate.cpus)
+                    format_cpu_list(&candidate.cpus)
                 );
+                if let Some(s) = summary {
+                    line.push_str(&format!(": {:.4} {}", s.mean, self.unit));
+                    if let Some((name, v)) = slowest {
+                        if let Some(r) = speed_ratio(s.mean, *v) {
+                            line.push_str(&format!(", {r} {name} (the slowest)"));
+                        }
+                    }
+                }
+                let _ = writeln!(err, "{line}; early stops saved {saved_s:.1} s");
             }
-            Event::Stopped { reason, pinned } => {
+            Event::Stopped { .. } => {
+                // The result at the end says why and what the program keeps.
                 if self.tty {
                     let _ = writeln!(err);
                 }
-                let keeps = pinned.map_or_else(
-                    || "its own CPU masks".to_string(),
-                    |c| format!("{} (CPUs {})", c.name, cpus(&c.cpus)),
-                );
-                let _ = writeln!(
-                    err,
-                    "autopin: stopped ({reason}); the program keeps {keeps}"
-                );
             }
             Event::Warning(w) => {
                 let _ = writeln!(err, "autopin: warning: {w}");
@@ -157,6 +130,8 @@ fn tune_error(e: TuneError) -> anyhow::Error {
 }
 
 fn run_inner(args: &AutopinArgs) -> Result<i32> {
+    let inputs: Vec<&Path> = args.topology.as_deref().into_iter().collect();
+    args.report.check(&inputs)?;
     let source = if !args.schedules.is_empty() {
         CandidateSource::Schedules(args.schedules.clone())
     } else if !args.policies.is_empty() {
@@ -174,58 +149,44 @@ fn run_inner(args: &AutopinArgs) -> Result<i32> {
                 .context("autopin generates candidates from the topology (or give --schedule)")?,
         ),
     };
-    let skip = match &args.skip {
-        Some(m) => u128::from_str_radix(m.trim_start_matches("0x"), 16)
-            .map_err(|_| Usage(format!("--skip {m:?} is not a hexadecimal mask")))?,
-        None => 0,
-    };
     let opts = Options {
         candidates: source,
         threads: args.threads.map(|n| n as usize),
         metric: args.metric.into(),
         phases: Phases::new(args.initial_wait, args.warmup, args.measure),
-        skip,
+        skip: args.skip.unwrap_or(0),
         retune_every: args.retune_every,
         early_stop: !args.no_early_stop,
         ..Options::default()
     };
-    let program = match (args.pid, args.command.split_first()) {
-        (Some(pid), _) => Program::Attach(pid),
-        (None, Some((prog, rest))) => {
-            let mut cmd = Command::new(prog);
-            cmd.args(rest);
-            Program::Launch(cmd)
-        }
-        (None, None) => return Err(Usage("give a command (after --) or --pid".into()).into()),
+    let program = match args.pid {
+        Some(pid) => Program::Attach(pid),
+        None => Program::command(&args.command)
+            .ok_or_else(|| Usage("give a command (after --) or --pid".into()))?,
     };
-    let attached = args.pid.is_some();
     let mut table = Table {
         tty: std::io::stderr().is_terminal(),
         unit: String::new(),
         scores: Vec::new(),
     };
-    let report = autopin::run(topo.as_ref(), program, &opts, &mut table).map_err(tune_error)?;
-    if args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        println!("{text}");
-    }
-    if let Some(e) = &report.error {
-        eprintln!("topoprobe: error: autopin: {e}");
-    }
-    Ok(match report.exit_status {
+    let result = autopin::run(topo.as_ref(), program, &opts, &mut table).map_err(tune_error)?;
+    let code = match result.exit_status {
         Some(code) => code,
-        None if attached && report.error.is_some() => 1,
+        None if !result.launched && result.error.is_some() => 1,
         None => 0,
-    })
+    };
+    if let Err(e) = args.report.emit(&result) {
+        // The program ran: its status stands, unless it succeeded.
+        eprintln!("topoprobe: error: writing the result of autopin: {e:#}");
+        return Ok(if code == 0 { 1 } else { code });
+    }
+    Ok(code)
 }
 
 /// Runs autopin and exits as the program did (attached: 0, or 1 after an error).
 pub(crate) fn main(args: &AutopinArgs) -> ExitCode {
     match run_inner(args) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-        Err(e) => {
-            eprintln!("topoprobe: error: {e:#}");
-            ExitCode::from(exit_code(&e))
-        }
+        Err(e) => ExitCode::from(report(&e)),
     }
 }

@@ -1,14 +1,16 @@
-//! `topoprobe balance`: monitor processes and move their threads, a line per decision on
-//! standard error and the result as JSON at the end.
+//! `topoprobe balance`: monitor processes and move their threads
+//! (`topoprobe_tune::balance`), a line per decision on standard error and the result at
+//! the end (standard error, or the `-o` file).
 
-use std::io::Write;
+use std::path::Path;
 
 use anyhow::{bail, Result};
-use topoprobe_tune::balance::engine::{EngineOptions, Kind};
+use topoprobe_tune::balance::engine::EngineOptions;
 use topoprobe_tune::balance::layout::Layout;
 use topoprobe_tune::balance::monitor::Selection;
 use topoprobe_tune::balance::{self, Event, Observer, Options};
 use topoprobe_tune::TuneError;
+use topoprobe_view::results::balance::decision_line;
 
 use crate::args::BalanceArgs;
 use crate::error::Usage;
@@ -18,29 +20,11 @@ struct Lines;
 
 impl Observer for Lines {
     fn event(&mut self, e: &Event<'_>) {
-        let mut err = std::io::stderr().lock();
         match e {
-            Event::Decision { record: r, name } => {
-                let what = match r.kind {
-                    Kind::Move => "move",
-                    Kind::Advice => "advise",
-                    Kind::Rollback => "rollback",
-                };
-                let list = |v: &[u32]| topoprobe_model::format_cpu_list(v);
-                let _ = writeln!(
-                    err,
-                    "balance: [{:7.2} s] {what} process {} ({name}) thread {}: CPUs {} -> {}: {}",
-                    r.time_s,
-                    r.pid,
-                    r.tid,
-                    list(&r.from),
-                    list(&r.to),
-                    r.reason
-                );
+            Event::Decision { record, name } => {
+                eprintln!("balance: {}", decision_line(record, name));
             }
-            Event::Note(n) => {
-                let _ = writeln!(err, "balance: {n}");
-            }
+            Event::Note(n) => eprintln!("balance: {n}"),
         }
     }
 }
@@ -55,7 +39,8 @@ fn layout(args: &BalanceArgs) -> Result<Layout> {
         Err(e) => {
             let online = topoprobe_sys::affinity::online_cpus()?;
             eprintln!(
-                "balance: note: no topology ({e:#}); every CPU counts as its own core of one socket"
+                "balance: note: no topology ({}); every CPU counts as its own core of one socket",
+                crate::error::message(&e)
             );
             Ok(Layout::flat(&online.to_vec()))
         }
@@ -71,6 +56,8 @@ pub(crate) fn run(args: &BalanceArgs) -> Result<()> {
             )));
         }
     }
+    let inputs: Vec<&Path> = args.topology.as_deref().into_iter().collect();
+    args.report.check(&inputs)?;
     let layout = layout(args)?;
     let opts = Options {
         selection: Selection {
@@ -88,15 +75,12 @@ pub(crate) fn run(args: &BalanceArgs) -> Result<()> {
         },
         keep_affinity: args.keep_affinity,
     };
-    let report = balance::run(&layout, &opts, &mut Lines).map_err(|e: TuneError| {
+    let result = balance::run(&layout, &opts, &mut Lines).map_err(|e: TuneError| {
         if e.is_usage() {
             anyhow::Error::from(Usage(e.to_string()))
         } else {
             e.into()
         }
     })?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    }
-    Ok(())
+    args.report.emit(&result)
 }

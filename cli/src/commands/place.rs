@@ -1,33 +1,61 @@
 //! `topoprobe place`: print where a policy puts threads, in the form another tool takes.
 
-use anyhow::Result;
-use topoprobe_place::{export, Placement};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use topoprobe_view::results::placement::{render, Form};
+use topoprobe_view::results::Rendered;
 
 use crate::args::{PlaceArgs, PlaceFormat};
-use crate::output::write_stdout;
+use crate::output::{check_target, choose, write_to, Kind};
+
+/// The form a `--format` names (`None`: JSON).
+const fn form(f: PlaceFormat) -> Option<Form> {
+    Some(match f {
+        PlaceFormat::List => Form::List,
+        PlaceFormat::Mask => Form::Mask,
+        PlaceFormat::Taskset => Form::Taskset,
+        PlaceFormat::Numactl => Form::Numactl,
+        PlaceFormat::Omp => Form::Omp,
+        PlaceFormat::Likwid => Form::Likwid,
+        PlaceFormat::Hwloc => Form::Hwloc,
+        PlaceFormat::Rankfile => Form::Rankfile,
+        PlaceFormat::Slurm => Form::Slurm,
+        PlaceFormat::SlurmMask => Form::SlurmMask,
+        PlaceFormat::IntelMpi => Form::IntelMpi,
+        PlaceFormat::Json => return None,
+    })
+}
+
+/// The output format: as [`choose`], except that a `.txt` file takes any of the text
+/// forms (`--format rankfile -o ranks.txt`).
+fn format(args: &PlaceArgs) -> Result<PlaceFormat> {
+    let text_file = args
+        .output
+        .as_deref()
+        .and_then(Kind::of_path)
+        .is_some_and(|k| k == Kind::Text);
+    let given_text = args.format.is_some_and(|f| f != PlaceFormat::Json);
+    let path = args
+        .output
+        .as_deref()
+        .filter(|_| !(text_file && given_text));
+    Ok(choose(args.format, args.json, path)?)
+}
 
 /// Runs the command.
 pub(crate) fn run(args: &PlaceArgs) -> Result<()> {
-    let (topo, p) = args.placement.plan()?;
-    let restore: Vec<u32> = topo.contexts().iter().map(|c| c.os_id).collect();
-    let placement = Placement::with_restore(&topo, p, restore);
-    let p = placement.plan();
-    let text = match args.format {
-        PlaceFormat::List => export::list(&topo, p),
-        PlaceFormat::Mask => export::mask(&topo, p),
-        PlaceFormat::Taskset => export::taskset(&topo, p),
-        PlaceFormat::Numactl => export::numactl(&topo, p),
-        PlaceFormat::Omp => export::omp(&topo, p),
-        PlaceFormat::Likwid => export::likwid(&topo, p),
-        PlaceFormat::Hwloc => export::hwloc(&topo, p),
-        PlaceFormat::Rankfile => export::rankfile(&topo, p),
-        PlaceFormat::Slurm => export::slurm_map(&topo, p),
-        PlaceFormat::SlurmMask => export::slurm_mask(&topo, p),
-        PlaceFormat::IntelMpi => export::intel_mpi(&topo, p),
-        PlaceFormat::Json => serde_json::to_string_pretty(&placement.to_json())?,
+    let format = format(args)?;
+    let inputs: Vec<&Path> = args.placement.topology.as_deref().into_iter().collect();
+    check_target(args.output.as_deref(), &inputs)?;
+    let (topo, req) = args.placement.request()?;
+    let placement = topoprobe_place::place(&topo, &req)?;
+    let text = match form(format) {
+        Some(f) => render(&placement, f),
+        None => topoprobe_view::results::json(&placement).context("rendering the placement")?,
     };
     if !args.quiet {
-        eprint!("{}", placement.summary().to_text());
+        eprint!("{}", placement.text());
     }
-    write_stdout(format!("{text}\n").as_bytes())
+    write_to(args.output.as_deref(), text.as_bytes())
 }

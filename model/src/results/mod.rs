@@ -3,6 +3,8 @@
 //! or family of commands; every type is `Serialize` and documented field by field, since
 //! its JSON is a contract scripts read.
 
+pub mod autopin;
+pub mod balance;
 pub mod bench;
 pub mod cache;
 pub mod contention;
@@ -10,4 +12,5 @@ pub mod heatmap;
 pub mod latency;
 pub mod matrix;
 pub mod memory;
+pub mod placement;
 pub mod power;

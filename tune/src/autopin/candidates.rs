@@ -22,15 +22,7 @@ pub struct Candidate {
     pub why: String,
 }
 
-/// A placement left out of the generated candidates, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Dropped {
-    /// The placement's name.
-    pub name: String,
-    /// Why it was left out (a duplicate of which candidate, not plannable, beyond the
-    /// maximum).
-    pub reason: String,
-}
+pub use topoprobe_model::results::autopin::Dropped;
 
 /// The candidates generated from a topology, and the placements left out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

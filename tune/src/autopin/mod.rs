@@ -13,12 +13,11 @@
 //! or its own masks when none is known.
 //!
 //! ```no_run
-//! use std::process::Command;
 //! use topoprobe_tune::autopin::{self, Options, Program};
 //!
 //! # fn demo(topo: &topoprobe_model::Topology) -> Result<(), topoprobe_tune::TuneError> {
-//! let mut cmd = Command::new("./my-program");
-//! let report = autopin::run(Some(topo), Program::Launch(cmd), &Options::default(), &mut ())?;
+//! let program = Program::command(&["./my-program", "--size", "4096"]).expect("a command");
+//! let report = autopin::run(Some(topo), program, &Options::default(), &mut ())?;
 //! println!("best: {:?}, exit {:?}", report.best, report.exit_status);
 //! # Ok(()) }
 //! ```
@@ -41,6 +40,7 @@ use topoprobe_sys::CpuSet;
 
 pub use candidates::{Candidate, Dropped, Generated};
 pub use metric::{Metric, MetricChoice};
+use report::candidate_report;
 pub use report::{BestReport, CandidateReport, Event, Observer, Report, RoundReport};
 pub use search::{Phases, Search, State, Step};
 
@@ -108,6 +108,18 @@ pub enum Program {
     Launch(Command),
     /// Attach to this running process (of the same user).
     Attach(i32),
+}
+
+impl Program {
+    /// The program to start from its command line (the program, then its arguments);
+    /// `None` for an empty one.
+    #[must_use]
+    pub fn command<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> Option<Self> {
+        let (program, args) = argv.split_first()?;
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        Some(Self::Launch(cmd))
+    }
 }
 
 /// Tunes `program` on `topo` with the metric `opts.metric`; `observer` sees the live
@@ -467,7 +479,7 @@ impl Driver<'_> {
                 .candidates
                 .iter()
                 .zip(s.outcomes())
-                .map(|(c, o)| CandidateReport::new(c, o))
+                .map(|(c, o)| candidate_report(c, o))
                 .collect(),
             None => Vec::new(),
         };
@@ -701,11 +713,13 @@ fn run_inner(
         round_start: 0.0,
         report: Report {
             metric: "none".into(),
+            metric_unit: String::new(),
             metric_note: String::new(),
             candidates: Vec::new(),
             best: None,
             exit_status: None,
             pid,
+            launched: attach_pid.is_none(),
             rounds: Vec::new(),
             time_saved_s: 0.0,
             dropped: Vec::new(),
@@ -762,6 +776,7 @@ fn run_inner(
                     }
                 };
                 driver.report.metric = m.name().to_string();
+                driver.report.metric_unit = m.unit().to_string();
                 driver.report.metric_note.clone_from(&note);
                 driver.observer.event(&Event::Metric {
                     name: m.name(),

@@ -1,9 +1,9 @@
 //! What autopin tells: events for a live table while it runs, and the report at the end
-//! (its JSON form is the `--json` output).
+//! (data of `topoprobe_model::results::autopin`, rendered by `topoprobe-view`).
 
-use serde::Serialize;
+pub use topoprobe_model::results::autopin::{BestReport, CandidateReport, Report, RoundReport};
 
-use super::candidates::{Candidate, Dropped};
+use super::candidates::Candidate;
 use super::search::{Outcome, State};
 use crate::stats::Summary;
 
@@ -76,94 +76,22 @@ impl Observer for () {
     fn event(&mut self, _event: &Event<'_>) {}
 }
 
-/// One candidate in the report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CandidateReport {
-    /// Its name.
-    pub name: String,
-    /// Its CPUs in thread order.
-    pub cpus: Vec<u32>,
-    /// Mean rate over its samples (metric units per second); `null` without samples.
-    pub score: Option<f64>,
-    /// Half the width of the 95% confidence interval of the score.
-    pub spread: Option<f64>,
-    /// `measured`, `stopped-early`, `incomplete` or `pending`.
-    pub state: String,
-    /// Number of samples.
-    pub samples: usize,
-    /// Why it is a candidate.
-    pub why: String,
-}
-
-impl CandidateReport {
-    pub(crate) fn new(c: &Candidate, o: &Outcome) -> Self {
-        let s = o.summary();
-        Self {
-            name: c.name.clone(),
-            cpus: c.cpus.clone(),
-            score: s.map(|s| s.mean),
-            spread: s.map(|s| {
-                if s.half_width.is_finite() {
-                    s.half_width
-                } else {
-                    0.0
-                }
-            }),
-            state: o.state.name().to_string(),
-            samples: o.samples.len(),
-            why: c.why.clone(),
-        }
+/// The report of one candidate of a round.
+pub(crate) fn candidate_report(c: &Candidate, o: &Outcome) -> CandidateReport {
+    let s = o.summary();
+    CandidateReport {
+        name: c.name.clone(),
+        cpus: c.cpus.clone(),
+        score: s.map(|s| s.mean),
+        spread: s.map(|s| {
+            if s.half_width.is_finite() {
+                s.half_width
+            } else {
+                0.0
+            }
+        }),
+        state: o.state.name().to_string(),
+        samples: o.samples.len(),
+        why: c.why.clone(),
     }
-}
-
-/// The pinning the program was left with.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BestReport {
-    /// The candidate's name.
-    pub name: String,
-    /// Its CPUs in thread order.
-    pub cpus: Vec<u32>,
-    /// Its score.
-    pub score: Option<f64>,
-}
-
-/// One round of the search.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RoundReport {
-    /// Why it started (`start`, `retune`, `phase 2`, `threads 2 → 4`).
-    pub reason: String,
-    /// Its best candidate, when it finished.
-    pub best: Option<String>,
-    /// Seconds it took (warm-ups and measurements).
-    pub duration_s: f64,
-    /// Measurement time saved by early stops, in seconds.
-    pub saved_s: f64,
-}
-
-/// What autopin did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
-    /// The metric used (`heartbeat`, `instructions`, `cpu-time`; `none` when tuning
-    /// never started).
-    pub metric: String,
-    /// Why that metric, and why better ones were unavailable.
-    pub metric_note: String,
-    /// The candidates of the last round, with their scores.
-    pub candidates: Vec<CandidateReport>,
-    /// The pinning the program was left with (`null`: its own masks).
-    pub best: Option<BestReport>,
-    /// The program's exit code (128 + signal when killed); `null` when attached.
-    pub exit_status: Option<i32>,
-    /// The program's process id.
-    pub pid: i32,
-    /// Every round of the search.
-    pub rounds: Vec<RoundReport>,
-    /// Measurement time saved by early stops over all rounds, in seconds.
-    pub time_saved_s: f64,
-    /// Placements left out of the generated candidates, and why.
-    pub dropped: Vec<Dropped>,
-    /// Why tuning stopped (`the program ended`, `signal 2`, `error`).
-    pub stopped_by: String,
-    /// The error that stopped tuning, if any (the program kept running).
-    pub error: Option<String>,
 }

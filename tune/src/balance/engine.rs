@@ -6,7 +6,6 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use serde::Serialize;
 use topoprobe_sys::CpuSet;
 
 use super::layout::Layout;
@@ -54,42 +53,7 @@ pub trait Mover {
     fn set_mask(&mut self, pid: i32, tid: i32, to: &CpuSet) -> Result<(), String>;
 }
 
-/// What kind of decision a record is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// A move applied.
-    Move,
-    /// A move advised (`--advise`), not applied.
-    Advice,
-    /// A move undone because the moved threads ran less afterwards.
-    Rollback,
-}
-
-/// One decision about one thread.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Record {
-    /// Seconds since the monitor started.
-    pub time_s: f64,
-    /// The interval of the decision, from 1 (the first with rates).
-    pub interval: usize,
-    /// The process.
-    pub pid: i32,
-    /// The thread.
-    pub tid: i32,
-    /// Its CPUs before.
-    pub from: Vec<u32>,
-    /// Its CPUs after.
-    pub to: Vec<u32>,
-    /// Why (with the metric values).
-    pub reason: String,
-    /// The rule.
-    pub rule: String,
-    /// A move, an advice or a rollback.
-    pub kind: Kind,
-    /// The other thread of a swap.
-    pub swap_with: Option<i32>,
-}
+pub use topoprobe_model::results::balance::{Kind, Record};
 
 /// A change applied, watched for a rollback.
 #[derive(Debug, Clone)]
@@ -117,6 +81,20 @@ pub struct Engine {
     notes: Vec<String>,
     rolled_back: usize,
     interval: usize,
+    counts: Counts,
+}
+
+/// What the engine saw over a run: how far proposals got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Proposals made by the rules for threads that could move (summed over intervals).
+    pub proposed: usize,
+    /// Proposals called for in enough consecutive intervals to be applied.
+    pub held: usize,
+    /// Held proposals not applied because of the cap on moves per minute.
+    pub capped: usize,
+    /// Moves the operating system refused.
+    pub failed: usize,
 }
 
 impl Engine {
@@ -133,6 +111,12 @@ impl Engine {
     #[must_use]
     pub const fn rolled_back(&self) -> usize {
         self.rolled_back
+    }
+
+    /// How far proposals got so far.
+    #[must_use]
+    pub const fn counts(&self) -> Counts {
+        self.counts
     }
 
     /// Notes since the last call (moves that failed, the cap reached), to print.
@@ -230,6 +214,7 @@ impl Engine {
                 })
             })
             .collect();
+        self.counts.proposed += props.len();
         let keys: HashSet<String> = props.iter().map(Proposal::key).collect();
         self.pending.retain(|k, _| keys.contains(k));
         for k in &keys {
@@ -243,6 +228,7 @@ impl Engine {
             if self.pending.get(&key).copied().unwrap_or(0) < hold {
                 continue;
             }
+            self.counts.held += 1;
             let cpus: Vec<u32> = p
                 .moves
                 .iter()
@@ -264,6 +250,7 @@ impl Engine {
                 continue;
             }
             if self.history.len() + p.moves.len() > self.opts.max_moves_per_minute {
+                self.counts.capped += 1;
                 if self.capped.insert(key) {
                     self.notes.push(format!(
                         "not applied yet, {} moves per minute reached: {}",
@@ -284,6 +271,7 @@ impl Engine {
                 }
             }
             if let Some(e) = failed {
+                self.counts.failed += 1;
                 for m in done {
                     let _ = mover.set_mask(m.pid, m.tid, &m.from);
                 }

@@ -27,16 +27,14 @@ pub mod monitor;
 pub mod rules;
 pub mod sample;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use topoprobe_sys::affinity;
 use topoprobe_sys::launch::{self, SignalWatch};
 use topoprobe_sys::CpuSet;
 
 use crate::error::{check_owner, TuneError};
-use engine::{Engine, EngineOptions, Kind, Mover, Record};
+use engine::{Counts, Engine, EngineOptions, Kind, Mover, Record};
 use layout::Layout;
 use monitor::{Monitor, Selection};
 
@@ -92,37 +90,7 @@ impl Observer for () {
     fn event(&mut self, _event: &Event<'_>) {}
 }
 
-/// A monitored process in the report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ProcessReport {
-    /// Its id.
-    pub pid: i32,
-    /// Its command name.
-    pub name: String,
-}
-
-/// What the balancer did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
-    /// Intervals measured (after the first look, which only reads counters).
-    pub intervals: usize,
-    /// Every decision: moves (or, with `advise`, advice) and rollbacks.
-    pub moves: Vec<Record>,
-    /// Changes rolled back.
-    pub rolled_back: usize,
-    /// Whether only advice was given.
-    pub advise: bool,
-    /// CPU time per second of all monitored threads together, per interval.
-    pub cpu_s_per_s: Vec<f64>,
-    /// Each metric: `ok`, or `unavailable: <reason>`.
-    pub metrics: BTreeMap<String, String>,
-    /// The processes seen.
-    pub processes: Vec<ProcessReport>,
-    /// The balancer's own CPU time per second of its run.
-    pub self_cpu_s_per_s: f64,
-    /// Why it stopped (`duration`, `signal 2`, `every process exited`).
-    pub stopped_by: String,
-}
+pub use topoprobe_model::results::balance::{ProcessReport, Report};
 
 /// Sets masks with `sched_setaffinity`, remembering them so that the monitor can tell
 /// its own changes from a program's.
@@ -159,6 +127,41 @@ fn own_cpu_s() -> f64 {
     };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Why a run made no decision, from what it saw and how far proposals got.
+fn no_moves_because(report: &Report, counts: Counts, opts: &Options) -> String {
+    let hold = opts.engine.hold.max(1);
+    if report.processes.is_empty() {
+        return "no process matched the selection".into();
+    }
+    if report.intervals == 0 {
+        return "the run ended before the second look (rates need two looks): run it longer \
+                than one interval"
+            .into();
+    }
+    if counts.proposed == 0 {
+        return "no rule found anything to improve: no CPU, core, cache or node was busier \
+                than another one the threads may use"
+            .into();
+    }
+    if counts.held == 0 {
+        return format!(
+            "a move must be called for in {hold} consecutive intervals, and none was \
+             ({} measured)",
+            report.intervals
+        );
+    }
+    if counts.failed > 0 && counts.capped == 0 {
+        return "every move tried was refused (see the notes)".into();
+    }
+    if counts.capped > 0 {
+        return format!(
+            "the cap of {} moves per minute was reached",
+            opts.engine.max_moves_per_minute
+        );
+    }
+    "the moves called for touched threads or CPUs already moved in the same interval".into()
 }
 
 /// Monitors and balances the selected processes on `layout` with every metric and rule.
@@ -224,6 +227,8 @@ pub fn run_with(
         processes: Vec::new(),
         self_cpu_s_per_s: 0.0,
         stopped_by: String::new(),
+        no_moves_because: None,
+        notes: Vec::new(),
     };
     let mut enabled = vec![true; metrics.len()];
     let t0 = Instant::now();
@@ -276,7 +281,8 @@ pub fn run_with(
         }
         if k > 1 {
             report.intervals += 1;
-            report.cpu_s_per_s.push(snap.total_run());
+            // `+ 0.0` turns a -0 (an empty sum of negative zeros) into 0.
+            report.cpu_s_per_s.push(snap.total_run() + 0.0);
             let mut mover = RealMover {
                 set: &mut monitor.set_by_us,
             };
@@ -291,8 +297,9 @@ pub fn run_with(
                 report.moves.push(r);
             }
         }
-        for n in &notes {
-            observer.event(&Event::Note(n));
+        for n in notes {
+            observer.event(&Event::Note(&n));
+            report.notes.push(n);
         }
         if opts.duration.is_some_and(|d| now + 1e-9 >= d) {
             break "duration".to_string();
@@ -309,6 +316,9 @@ pub fn run_with(
     };
     report.rolled_back = engine.rolled_back();
     report.stopped_by = stopped_by;
+    if report.moves.is_empty() {
+        report.no_moves_because = Some(no_moves_because(&report, engine.counts(), opts));
+    }
     debug_assert!(report
         .moves
         .iter()

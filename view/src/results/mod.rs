@@ -24,6 +24,10 @@
 //! assert!(json(&p).unwrap().contains("\"median_ns\": 31.23"));
 //! ```
 
+pub mod autopin;
+pub mod balance;
+pub mod placement;
+
 use serde::Serialize;
 
 pub mod bench;

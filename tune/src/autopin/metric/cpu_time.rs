@@ -75,22 +75,41 @@ impl Metric for CpuTime {
 mod tests {
     use super::*;
 
+    /// CPU time of the calling thread, in seconds.
+    fn thread_cpu_s() -> f64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        assert_eq!(rc, 0, "clock_gettime");
+        ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+    }
+
     #[test]
     fn own_cpu_time_grows() {
         let pid = i32::try_from(std::process::id()).expect("pid");
-        if CpuTime::available(pid).is_err() {
+        if let Err(why) = CpuTime::available(pid) {
+            eprintln!("skipped: schedstat unavailable: {why}");
             return;
         }
         let tids = proc::threads(pid).expect("threads");
         let mut m = CpuTime::new(pid);
         let a = m.total(&tids).expect("reads");
+        // Burn 0.2 s of this thread's CPU time (however loaded the machine is).
+        let start = thread_cpu_s();
         let mut x = 0_u64;
-        for i in 0..5_000_000_u64 {
-            x = x.wrapping_add(i ^ (i >> 3));
+        while thread_cpu_s() - start < 0.2 {
+            for i in 0..100_000_u64 {
+                x = x.wrapping_add(i ^ (i >> 3));
+            }
+            std::hint::black_box(x);
         }
-        std::hint::black_box(x);
         let b = m.total(&tids).expect("reads");
-        assert!(b >= a);
+        // schedstat lags the running thread by at most a scheduler tick (1-10 ms) on each
+        // read: most of the 0.2 s must show.
+        assert!(b - a >= 0.1, "CPU time went from {a} s to {b} s");
         // A thread that is gone keeps its last value.
         assert!(m.total(&[i32::MAX]).expect("reads") >= b);
         assert_eq!(m.name(), "cpu-time");
