@@ -49,10 +49,28 @@ pub const TP_POLICY_RR_SCALE: c_int = 11;
 
 /// A loaded topology.
 pub struct TpTopology(Topology);
+
+impl std::fmt::Debug for TpTopology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TpTopology").finish_non_exhaustive()
+    }
+}
 /// A placement (one policy).
 pub struct TpPlacement(Placement);
+
+impl std::fmt::Debug for TpPlacement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TpPlacement").finish_non_exhaustive()
+    }
+}
 /// A pool of placements with a current policy.
 pub struct TpPool(Pool);
+
+impl std::fmt::Debug for TpPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TpPool").finish_non_exhaustive()
+    }
+}
 
 /// Where a pinned thread is.
 #[repr(C)]

@@ -31,6 +31,12 @@ pub const TP_BACKOFF_EDUCATED: c_int = 2;
 /// A spin lock.
 pub struct TpLock(Lock);
 
+impl std::fmt::Debug for TpLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TpLock").finish_non_exhaustive()
+    }
+}
+
 #[allow(clippy::large_enum_variant)] // one allocation per lock, boxed as a whole
 enum Lock {
     Tas(RawTas),

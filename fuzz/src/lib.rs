@@ -32,6 +32,10 @@ fn text(data: &[u8]) -> Option<&str> {
 
 /// The `.mct` reader; a file it accepts is written back (with the views of its latency
 /// table) and read again.
+///
+/// # Panics
+///
+/// When the reader breaks its own contract: that is the finding the fuzzer looks for.
 pub fn mct(data: &[u8]) {
     let Some(text) = text(data) else { return };
     let path = Path::new("fuzz.mct");
@@ -43,6 +47,10 @@ pub fn mct(data: &[u8]) {
 }
 
 /// The latency-matrix CSV reader; a matrix it accepts is written and read back unchanged.
+///
+/// # Panics
+///
+/// When the reader breaks its own contract: that is the finding the fuzzer looks for.
 pub fn csv(data: &[u8]) {
     let Some(text) = text(data) else { return };
     let path = Path::new("fuzz.csv");
@@ -57,6 +65,10 @@ pub fn csv(data: &[u8]) {
 
 /// The JSON description loader (syntax, shape and every consistency check); a description
 /// it accepts is rendered in the formats that need no frequency and read back.
+///
+/// # Panics
+///
+/// When the reader breaks its own contract: that is the finding the fuzzer looks for.
 pub fn json(data: &[u8]) {
     let Some(text) = text(data) else { return };
     let path = Path::new("fuzz.json");
@@ -118,6 +130,10 @@ pub fn sysfs_cleanup() {
 }
 
 /// The OS view reader on a sysfs tree made of the input (see [`SYSFS_FILES`]).
+///
+/// # Panics
+///
+/// When the reader breaks its own contract: that is the finding the fuzzer looks for.
 pub fn sysfs(data: &[u8]) {
     let root = sysfs_root();
     let mut pieces = data.split(|&b| b == 0xff);
@@ -147,6 +163,10 @@ pub fn sysfs(data: &[u8]) {
 
 /// Command-line arguments: the first byte picks the parser (CPU list, CPU mask or size),
 /// the rest is the argument.
+///
+/// # Panics
+///
+/// When the reader breaks its own contract: that is the finding the fuzzer looks for.
 pub fn args(data: &[u8]) {
     let Some((&which, rest)) = data.split_first() else {
         return;

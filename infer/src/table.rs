@@ -256,7 +256,6 @@ pub(crate) fn sort_positive(v: &mut [f64]) {
         v.sort_by(f64::total_cmp);
         return;
     }
-    #[allow(clippy::cast_possible_truncation)]
     let mut keys: Vec<u32> = v.iter().map(|&x| (x as f32).to_bits()).collect();
     let mut buf = vec![0_u32; keys.len()];
     for shift in [0, 16] {

@@ -350,7 +350,6 @@ fn saturation(topo: &Topology, s: &SocketCores) -> Result<usize, PlaceError> {
         (Some(all), Some(one)) if one > 0.0 && all.is_finite() => {
             let k = (all / one).ceil().max(1.0);
             // k is a small positive count.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let k = k as usize;
             Ok(k.min(s.cores.len()).max(1))
         }

@@ -33,6 +33,12 @@ pub struct Injected<P> {
     readings: HashMap<(usize, usize), usize>,
 }
 
+impl<P> std::fmt::Debug for Injected<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Injected").finish_non_exhaustive()
+    }
+}
+
 impl<P: PairLatency> Injected<P> {
     /// `inner` with the pairs `noisy` chooses flagged: spread 40%, value unchanged, missed
     /// limit 14% after 5 batches; no pair given up.

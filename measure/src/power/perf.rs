@@ -237,7 +237,6 @@ impl OpenEvent {
             ))
         })?;
         // A 64-bit count in f64: exact up to 2^53 counts, far beyond any measurement.
-        #[allow(clippy::cast_precision_loss)]
         Ok(count as f64 * self.scale)
     }
 }

@@ -267,7 +267,6 @@ impl ZoneCounter {
         self.total_uj += u128::from(advance(self.last, now, self.zone.max_range_uj));
         self.last = now;
         // Microjoules to joules; exact enough far beyond any measurement's length.
-        #[allow(clippy::cast_precision_loss)]
         Ok(self.total_uj as f64 / 1e6)
     }
 }

@@ -32,10 +32,13 @@ use crate::topology::{Topology, TopologyData};
 
 /// The description of a topology as pretty-printed JSON, ending with a newline; its
 /// figures keep 10 significant digits ([`super::rounding::to_description_json`]).
+///
+/// # Panics
+///
+/// Never: a topology is plain data with string map keys, which always serializes.
 #[must_use]
 pub fn to_json_string(topo: &Topology) -> String {
     // A topology has only string map keys and plain data: serializing it cannot fail.
-    #[allow(clippy::expect_used)]
     super::rounding::to_description_json(topo).expect("a topology always serializes")
 }
 

@@ -40,7 +40,6 @@ pub fn round_to(x: f64, digits: i32) -> f64 {
         return x + 0.0;
     }
     // Digits before the decimal point (0 for |x| < 1, negative below 0.1).
-    #[allow(clippy::cast_possible_truncation)]
     let magnitude = x.abs().log10().floor() as i32 + 1;
     let decimals = (digits - magnitude).max(0);
     if decimals > 300 {
