@@ -401,6 +401,12 @@ pub struct Coordinator<'w> {
     size: usize,
 }
 
+impl std::fmt::Debug for Coordinator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator").finish_non_exhaustive()
+    }
+}
+
 impl<'w> Coordinator<'w> {
     /// The coordinator of `world` (to be called on rank 0).
     #[must_use]
