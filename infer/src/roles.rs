@@ -8,6 +8,7 @@
 //! be given as hints instead. The SMT decision is made once per latency level
 //! ([`smt`]); the sockets come in 1, 2, 4 or 8 near-equal parts ([`sockets`]).
 
+mod hints;
 mod smt;
 pub(crate) mod sockets;
 
@@ -41,6 +42,10 @@ pub(crate) struct Decision {
     pub(crate) confidence: f64,
     pub(crate) basis: String,
     pub(crate) unresolved: Option<String>,
+    /// When a hint contradicts what the latencies clearly show: what they show, what they
+    /// give without the hint and what became of it (a `hint_contradicted` warning of the
+    /// result).
+    pub(crate) contradiction: Option<String>,
 }
 
 /// The roles of all tree nodes.

@@ -275,6 +275,13 @@ pub(crate) fn validation(
     for note in &roles.core_notes {
         warn("core", note.clone());
     }
+    // A hint the latencies clearly contradict (followed, or not applicable): said whatever
+    // the format.
+    for d in [&roles.smt, &roles.socket] {
+        if let Some(c) = &d.contradiction {
+            warn("hint_contradicted", c.clone());
+        }
+    }
     let from_os: Vec<usize> = topo
         .groups()
         .iter()

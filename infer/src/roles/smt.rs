@@ -11,7 +11,7 @@
 
 use topoprobe_model::Origin;
 
-use super::{external, fmt_lat, given, given_past, Context, Decision, Kind};
+use super::{external, fmt_lat, given, given_past, hints, Context, Decision, Kind};
 use crate::table::{median, quantile};
 use crate::tree::{ComponentTree, OsSet};
 
@@ -90,6 +90,46 @@ fn verdict(level: &Level, bound: f64, root_only: bool) -> Verdict {
             unsure: m > WIDE_NEAR * bound && m <= bound,
         }
     }
+}
+
+/// Whether the latencies leave a level's SMT verdict to a hint: it is not clearly made of
+/// separate cores (pairs up to the top of the zone where they are reported as unresolved,
+/// wider sets up to the bound).
+fn open_to_hint(level: &Level, bound: f64) -> bool {
+    let limit = if level.size == 2 {
+        NEAR_ABOVE * bound
+    } else {
+        bound
+    };
+    level.latency.is_nan() || level.latency <= limit
+}
+
+/// "16 pairs of contexts" or "4 sets of 4 contexts".
+fn sets_of(level: &Level) -> String {
+    let k = level.members.len();
+    match (level.size, k) {
+        (2, 1) => "1 pair of contexts".to_string(),
+        (2, _) => format!("{k} pairs of contexts"),
+        (s, 1) => format!("1 set of {s} contexts"),
+        (s, _) => format!("{k} sets of {s} contexts"),
+    }
+}
+
+/// The typical latency from a level's sets to their nearest other context: the median
+/// over the sets of the 5th percentile of their latencies to the rest of their parent.
+fn nearest_outside(
+    cx: &Context<'_>,
+    tree: &ComponentTree,
+    cands: &[Candidate],
+    level: &Level,
+) -> f64 {
+    let mut near: Vec<f64> = level
+        .members
+        .iter()
+        .map(|&i| quantile(&mut external(cx.t, tree, cands[i].node), 0.05))
+        .filter(|v| v.is_finite())
+        .collect();
+    median(&mut near)
 }
 
 fn candidates(cx: &Context<'_>, tree: &ComponentTree) -> (Vec<Candidate>, Vec<usize>) {
@@ -291,6 +331,26 @@ pub(super) fn decide(
         .zip(&verdicts)
         .find(|(_, v)| v.unsure)
         .map(|(l, _)| l);
+    // The latencies' own decision, setting the cores they show.
+    let by_latency = |kind: &mut [Kind]| -> Decision {
+        let chosen = set_cores(kind, &|i| smt_level[i]);
+        let mut d = latency_decision(cx, chosen, cands.is_empty(), lowest, unsure);
+        // No core stands out, yet the fastest pairs — as many as SMT siblings would
+        // be — are below the bound: noise may hide siblings that differ from their
+        // neighbours only by their identical profiles.
+        let t = cx.t;
+        let fast = t.value_quantile(1.0 / (t.n.max(2) - 1) as f64);
+        if chosen == 0 && d.unresolved.is_none() && fast <= bound && t.zeros.is_empty() {
+            d.confidence = d.confidence.min(0.5);
+            d.unresolved = Some(format!(
+                "the fastest pairs communicate at {}, below the SMT bound of {}, but no set of contexts \
+                 stands out from its neighbours: SMT siblings may be hidden by the noise; pass --smt yes|no",
+                fmt_lat(fast, opts),
+                fmt_lat(bound, opts)
+            ));
+        }
+        d
+    };
     let decision = match opts.smt {
         Some(false) if opts.smt_origin == Origin::Measured => {
             // The SMT probe saw no slowdown. Contexts far faster than the SMT bound are
@@ -313,59 +373,126 @@ pub(super) fn decide(
                         fmt_lat(lowest, opts),
                         fmt_lat(bound, opts)
                     )),
+                    contradiction: None,
                 }
             } else {
                 given_off(opts.smt_origin)
             }
         }
-        Some(false) => given_off(opts.smt_origin),
+        Some(false) => {
+            // A level the latencies clearly call SMT (far below the bound, with a gap to
+            // the rest) contradicts the hint: two separate cores do not communicate that
+            // fast. The hint is followed all the same, and the contradiction said.
+            let d = given_off(opts.smt_origin);
+            let clear = lvls
+                .iter()
+                .zip(&verdicts)
+                .filter(|(l, v)| v.smt && !v.unsure && l.gap)
+                .map(|(l, _)| l)
+                .min_by(|a, b| a.latency.total_cmp(&b.latency));
+            match clear {
+                None => d,
+                Some(l) => {
+                    let mut scratch = kind.to_vec();
+                    by_latency(&mut scratch);
+                    let cores = scratch.iter().filter(|&&k| k == Kind::Core).count();
+                    let near = nearest_outside(cx, tree, &cands, l);
+                    let what = format!(
+                        "{} communicate at {}, below the SMT bound of {} and {:.1}x faster than \
+                         with their nearest other context ({}), as only the threads of one core do",
+                        sets_of(l),
+                        fmt_lat(l.latency, opts),
+                        fmt_lat(bound, opts),
+                        near / l.latency,
+                        fmt_lat(near, opts)
+                    );
+                    hints::contradicted(
+                        d,
+                        &hints::name(opts.smt_origin, "--smt no", "SMT off"),
+                        &what,
+                        &format!(
+                            "SMT, {} with several contexts",
+                            topoprobe_model::format::plural(cores, "core")
+                        ),
+                        opts.smt_origin,
+                    )
+                }
+            }
+        }
         Some(true) => {
             // Only levels fast enough to share a core (within three times the SMT bound):
             // a hint cannot make a socket of slow contexts one core.
             let fast = |i: usize| lvls[i].latency.is_nan() || lvls[i].latency <= 3.0 * bound;
             let chosen = set_cores(kind, &fast);
-            Decision {
-                // A hint that could not be applied leaves the verdict to the latencies.
-                origin: if chosen == 0 { Origin::Inferred } else { opts.smt_origin },
-                confidence: if chosen == 0 { 0.3 } else { 1.0 },
-                basis: format!(
-                    "SMT on, {}; {chosen} cores with several contexts",
-                    given(opts.smt_origin)
-                ),
-                unresolved: (chosen == 0).then(|| {
-                    let fastest = if lowest.is_finite() {
-                        format!("the fastest communicate at {}", fmt_lat(lowest, opts))
-                    } else {
-                        "none communicates distinctly faster than with the rest".to_string()
-                    };
+            // The latencies contradict a given hint when they are sure there is no SMT and
+            // leave no level open to it (the SMT probe's verdict has its own rule).
+            let mut scratch = kind.to_vec();
+            scratch.fill(Kind::None);
+            let latencies = by_latency(&mut scratch);
+            let sure_none = opts.smt_origin != Origin::Measured
+                && !(0..lvls.len()).any(|i| open_to_hint(&lvls[i], bound))
+                && latencies.unresolved.is_none();
+            let hint = hints::name(opts.smt_origin, "--smt yes", "SMT on");
+            let what = || {
+                let t = cx.t;
+                if lowest.is_finite() {
                     format!(
-                        "SMT on was {}, but no set of contexts communicates fast enough to share a core \
-                         ({fastest}; SMT siblings are below about {})",
-                        given_past(opts.smt_origin),
+                        "the fastest sets of contexts communicate at {}, far above the SMT bound of {} \
+                         (SMT siblings share a first-level cache and communicate far faster)",
+                        fmt_lat(lowest, opts),
                         fmt_lat(bound, opts)
                     )
-                }),
-            }
-        }
-        None => {
-            let chosen = set_cores(kind, &|i| smt_level[i]);
-            let mut d = latency_decision(cx, chosen, cands.is_empty(), lowest, unsure);
-            // No core stands out, yet the fastest pairs — as many as SMT siblings would
-            // be — are below the bound: noise may hide siblings that differ from their
-            // neighbours only by their identical profiles.
-            let t = cx.t;
-            let fast = t.value_quantile(1.0 / (t.n.max(2) - 1) as f64);
-            if chosen == 0 && d.unresolved.is_none() && fast <= bound && t.zeros.is_empty() {
-                d.confidence = d.confidence.min(0.5);
-                d.unresolved = Some(format!(
-                    "the fastest pairs communicate at {}, below the SMT bound of {}, but no set of contexts \
-                     stands out from its neighbours: SMT siblings may be hidden by the noise; pass --smt yes|no",
-                    fmt_lat(fast, opts),
-                    fmt_lat(bound, opts)
+                } else {
+                    format!(
+                        "no set of contexts communicates distinctly faster than with the rest, and \
+                         the fastest pairs communicate at {}, above the SMT bound of {}",
+                        fmt_lat(t.value_quantile(1.0 / (t.n.max(2) - 1) as f64), opts),
+                        fmt_lat(bound, opts)
+                    )
+                }
+            };
+            if chosen == 0 && sure_none {
+                // Nothing can be made a core: the hint cannot be followed.
+                let mut d = latencies;
+                d.confidence = d.confidence.min(0.3);
+                d.contradiction = Some(format!(
+                    "{hint} contradicts the latencies: {}; no set of contexts can be made a core, \
+                     so the hint is not applied: no SMT",
+                    what()
                 ));
+                d
+            } else {
+                let d = Decision {
+                    // A hint that could not be applied leaves the verdict to the latencies.
+                    origin: if chosen == 0 { Origin::Inferred } else { opts.smt_origin },
+                    confidence: if chosen == 0 { 0.3 } else { 1.0 },
+                    basis: format!(
+                        "SMT on, {}; {chosen} cores with several contexts",
+                        given(opts.smt_origin)
+                    ),
+                    unresolved: (chosen == 0).then(|| {
+                        let fastest = if lowest.is_finite() {
+                            format!("the fastest communicate at {}", fmt_lat(lowest, opts))
+                        } else {
+                            "none communicates distinctly faster than with the rest".to_string()
+                        };
+                        format!(
+                            "SMT on was {}, but no set of contexts communicates fast enough to share a core \
+                             ({fastest}; SMT siblings are below about {})",
+                            given_past(opts.smt_origin),
+                            fmt_lat(bound, opts)
+                        )
+                    }),
+                    contradiction: None,
+                };
+                if sure_none {
+                    hints::contradicted(d, &hint, &what(), "no SMT", opts.smt_origin)
+                } else {
+                    d
+                }
             }
-            d
         }
+        None => by_latency(kind),
     };
     let decision = apply_os(cx, tree, kind, decision, &mut notes);
     let core_sizes: Vec<usize> = (0..kind.len())
@@ -460,6 +587,7 @@ fn given_off(origin: Origin) -> Decision {
         confidence: 1.0,
         basis: format!("SMT off, {}", given(origin)),
         unresolved: None,
+        contradiction: None,
     }
 }
 
@@ -521,6 +649,7 @@ fn latency_decision(
         confidence,
         basis,
         unresolved,
+        contradiction: None,
     }
 }
 
@@ -605,5 +734,6 @@ fn apply_os(
         } else {
             decision.unresolved
         },
+        contradiction: decision.contradiction,
     }
 }

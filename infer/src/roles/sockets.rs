@@ -14,7 +14,7 @@
 
 use topoprobe_model::Origin;
 
-use super::{fmt_lat, given, given_past, Context, Decision, Kind};
+use super::{fmt_lat, given, given_past, hints, Context, Decision, Kind};
 use crate::linkage::{cluster, Linkage};
 use crate::table::{median, Table};
 use crate::tree::ComponentTree;
@@ -351,17 +351,30 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
 fn facts(cx: &Context<'_>, split: &Split, j: &Judgement, what: &str) -> String {
     let sizes: Vec<usize> = split.sets.iter().map(Vec::len).collect();
     let equal = sizes.iter().all(|&s| s == sizes[0]);
+    // Parts of single contexts have no inside to compare the link with.
+    let inside = if j.ratio.is_finite() {
+        format!(
+            "{:.1}x their inside, {}",
+            j.ratio,
+            fmt_lat(j.inner, cx.opts)
+        )
+    } else {
+        "no pair inside any of them".to_string()
+    };
     format!(
-        "{} {what} of {} contexts joined at {} ({:.1}x their inside, {})",
+        "{} {what} of {} {} joined at {} ({inside})",
         split.sets.len(),
         if equal {
             sizes[0].to_string()
         } else {
             format!("{sizes:?}")
         },
+        if equal && sizes[0] == 1 {
+            "context"
+        } else {
+            "contexts"
+        },
         fmt_lat(split.cross, cx.opts),
-        j.ratio,
-        fmt_lat(j.inner, cx.opts)
     )
 }
 
@@ -492,6 +505,7 @@ fn infer(cx: &Context<'_>, tree: &ComponentTree, kind: &[Kind]) -> SocketChoice 
                 confidence,
                 basis,
                 unresolved,
+                contradiction: None,
             },
         )
     };
@@ -596,6 +610,7 @@ fn choose(
                 confidence,
                 basis: format!("{facts}: sockets"),
                 unresolved,
+                contradiction: None,
             },
         }
     } else {
@@ -606,6 +621,7 @@ fn choose(
                 confidence,
                 basis: format!("{facts}: groups of one socket"),
                 unresolved,
+                contradiction: None,
             },
         )
     }
@@ -637,6 +653,7 @@ fn hinted(
                         inferred.decision.basis
                     )
                 }),
+                contradiction: None,
             },
         );
     }
@@ -656,6 +673,7 @@ fn hinted(
                     if plausible_count { "parts this unequal" } else { "that many" }
                 )
                 }),
+                contradiction: None,
             }
         };
     let equal = |sets: &[Vec<usize>]| {
@@ -748,16 +766,27 @@ fn hinted(
     let split = Split::new(t, tree, kind, sets.clone());
     let j = judge(cx, &split, false);
     let eq = equal(&sets);
-    SocketChoice {
-        decision: decision(
-            format!(
-                "{want} sockets, {}; {} ({})",
-                given(opts.sockets_origin),
-                facts(cx, &split, &j, "parts"),
-                inferred.decision.basis
-            ),
-            eq,
+    let mut d = decision(
+        format!(
+            "{want} sockets, {}; {} ({})",
+            given(opts.sockets_origin),
+            facts(cx, &split, &j, "parts"),
+            inferred.decision.basis
         ),
-        sets,
+        eq,
+    );
+    if let Some(cut) = hints::socket_cut(cx, tree, kind, &sets) {
+        d = hints::contradicted(
+            d,
+            &hints::name(
+                opts.sockets_origin,
+                &format!("--sockets {want}"),
+                &topoprobe_model::format::plural(want, "socket"),
+            ),
+            &hints::describe_cut(cx, want, &cut),
+            &topoprobe_model::format::plural(inferred.sets.len(), "socket"),
+            opts.sockets_origin,
+        );
     }
+    SocketChoice { decision: d, sets }
 }
