@@ -287,8 +287,5 @@ fn the_contradiction_reaches_the_json_and_the_text_view() {
         .expect("the description reads back");
     assert_eq!(contradictions(&back), contradictions(&topo));
     let text = topoprobe_view::text::render(&topo);
-    assert!(
-        text.contains("hint_contradicted: --sockets 16 contradicts"),
-        "{text}"
-    );
+    assert!(text.contains("--sockets 16 contradicts"), "{text}");
 }
