@@ -8,69 +8,23 @@
 //! (libmctop, 2 sockets × 10 cores × 2 SMT, cycles) and `lpdpc4.mct` (one socket, 4 cores × 2
 //! SMT).
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+
 use std::process::{Command as StdCommand, Stdio};
 
 use assert_cmd::Command;
+use common::{arg, data, exe, run_fail, run_ok};
 use predicates::prelude::*;
 use serde_json::Value;
 
 /// The partition TSV header of the contract.
 const TSV_HEADER: &str = "cpu\tcore\tsocket\tnode\tgroups";
 
-/// The binary under test.
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_topoprobe")
-}
-
 fn bin() -> Command {
     Command::new(exe())
-}
-
-/// A fixture of `tests/data/`.
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("data")
-        .join(name)
-}
-
-fn arg(p: &Path) -> &str {
-    p.to_str().expect("test paths are UTF-8")
-}
-
-/// Runs the binary, asserts exit 0 and an empty standard error, and returns standard output.
-fn run_ok(args: &[&str]) -> String {
-    let out = bin().args(args).output().expect("running topoprobe");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "topoprobe {args:?} failed ({:?}): {stderr}",
-        out.status
-    );
-    assert_eq!(stderr, "", "topoprobe {args:?} wrote to standard error");
-    String::from_utf8(out.stdout).expect("output is UTF-8")
-}
-
-/// Runs the binary, asserts the exit code, and returns standard error.
-fn run_fail(args: &[&str], code: i32) -> String {
-    let out = bin().args(args).output().expect("running topoprobe");
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "topoprobe {args:?}: stdout {:?} stderr {:?}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stdout.is_empty(),
-        "topoprobe {args:?} failed but wrote to standard output"
-    );
-    let stderr = String::from_utf8(out.stderr).expect("stderr is UTF-8");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
 }
 
 /// `infer --from-matrix FIXTURE` with extra arguments.

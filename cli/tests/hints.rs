@@ -9,17 +9,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
 use assert_cmd::Command;
+use common::data;
 use serde_json::Value;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("data")
-        .join(name)
-}
 
 /// Runs `infer --from-matrix FILE ARGS...`, asserts success, returns standard output.
 fn infer(file: &str, args: &[&str]) -> String {

@@ -2,34 +2,16 @@
 //! `latency`, the description's default place, and their errors. The machine may have
 //! any number of CPUs (at least two are needed for a pair; tests that need them say so).
 
-use std::path::Path;
+mod common;
 
-use assert_cmd::Command;
+use common::run_in as run;
 use serde_json::Value;
-
-/// The binary, with the description file redirected into `dir`.
-fn bin(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_topoprobe"));
-    c.env("TOPOPROBE_FILE", dir.join("machine.json"))
-        .env_remove("XDG_DATA_HOME");
-    c
-}
 
 /// The CPUs this test process may use.
 fn cpus() -> Vec<u32> {
     topoprobe_sys::affinity::allowed_cpus()
         .expect("affinity")
         .to_vec()
-}
-
-/// Runs and returns (status, stdout, stderr).
-fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = bin(dir).args(args).output().expect("run");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// Loose settings: the test machine may be loaded by other tests.

@@ -8,25 +8,10 @@ mod common;
 
 use std::path::Path;
 
-use assert_cmd::Command;
+use common::run_in;
 use serde_json::Value;
 
-/// Runs with this machine's description redirected into `dir` (where there is none).
-fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(common::exe())
-        .args(args)
-        .env("TOPOPROBE_FILE", dir.join("machine.json"))
-        .env_remove("XDG_DATA_HOME")
-        .output()
-        .expect("run");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
+fn run_fresh(args: &[&str]) -> (i32, String, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     run_in(dir.path(), args)
 }
@@ -51,7 +36,7 @@ const LOOSE: [&str; 4] = ["--max-stdev", "40", "--reps", "5"];
 fn latency_names_the_cpus_as_typed() {
     let first = cpus()[0].to_string();
     let missing = missing_cpu().to_string();
-    let (code, _, err) = run(&["latency", &first, &missing]);
+    let (code, _, err) = run_fresh(&["latency", &first, &missing]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains(&format!(
@@ -62,7 +47,7 @@ fn latency_names_the_cpus_as_typed() {
     assert!(!err.contains("--cpus"), "says only what was typed: {err}");
     assert!(err.contains("Usage: topoprobe latency"), "{err}");
     // The same for the plan.
-    let (code, _, err) = run(&["latency", &first, &missing, "--plan"]);
+    let (code, _, err) = run_fresh(&["latency", &first, &missing, "--plan"]);
     assert_eq!(code, 2, "{err}");
 }
 
@@ -70,7 +55,7 @@ fn latency_names_the_cpus_as_typed() {
 fn cache_takes_one_cpu_as_cpus_and_refuses_what_it_cannot_measure() {
     let missing = missing_cpu().to_string();
     for flag in ["--cpu", "--cpus"] {
-        let (code, _, err) = run(&["cache", flag, &missing, "--max-size", "1M"]);
+        let (code, _, err) = run_fresh(&["cache", flag, &missing, "--max-size", "1M"]);
         assert_eq!(code, 2, "{flag}: {err}");
         assert!(
             err.contains(&format!(
@@ -79,21 +64,21 @@ fn cache_takes_one_cpu_as_cpus_and_refuses_what_it_cannot_measure() {
             "{err}"
         );
     }
-    let (code, _, err) = run(&["cache", "--cpus", "0-3", "--plan"]);
+    let (code, _, err) = run_fresh(&["cache", "--cpus", "0-3", "--plan"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("--cpus 0-3: the caches are measured on one CPU"),
         "{err}"
     );
-    let (code, _, err) = run(&["cache", "--cpus", "x"]);
+    let (code, _, err) = run_fresh(&["cache", "--cpus", "x"]);
     assert_eq!(code, 2, "{err}");
     // --cpus is documented, --cpu is not.
-    let (_, help, _) = run(&["cache", "--help"]);
+    let (_, help, _) = run_fresh(&["cache", "--help"]);
     assert!(help.contains("--cpus <CPU>"), "{help}");
     assert!(!help.contains("--cpu <CPU>"), "{help}");
     // The plan of one CPU, named either way.
     let first = cpus()[0].to_string();
-    let (code, out, err) = run(&["cache", "--cpu", &first, "--plan", "--json"]);
+    let (code, out, err) = run_fresh(&["cache", "--cpu", &first, "--plan", "--json"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\"steps\""), "{out}");
 }
@@ -101,13 +86,13 @@ fn cache_takes_one_cpu_as_cpus_and_refuses_what_it_cannot_measure() {
 #[test]
 fn walks_and_working_sets_too_small_to_measure_are_refused() {
     for size in ["1", "1K", "255K"] {
-        let (code, out, err) = run(&["cache", "--max-size", size]);
+        let (code, out, err) = run_fresh(&["cache", "--max-size", size]);
         assert_eq!(code, 2, "--max-size {size}: {err}");
         assert!(out.is_empty());
         assert!(err.contains("256 KiB at least"), "{err}");
         assert!(!err.contains("0 KiB"), "{err}");
     }
-    let (code, out, err) = run(&["mem", "--size", "1K", "--latency-only"]);
+    let (code, out, err) = run_fresh(&["mem", "--size", "1K", "--latency-only"]);
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("too small to measure memory"), "{err}");
@@ -191,7 +176,7 @@ fn matrix_writes_a_table_json_or_csv() {
     let list = format!("{},{}", c[0], c[1]);
     let mut args = vec!["matrix", "--cpus", &list, "--json"];
     args.extend(LOOSE);
-    let (code, out, err) = run(&args);
+    let (code, out, err) = run_fresh(&args);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["cpus"], serde_json::json!([c[0], c[1]]), "{v}");
@@ -206,7 +191,7 @@ fn matrix_writes_a_table_json_or_csv() {
         let mut args = vec!["matrix", "--cpus", &list];
         args.extend(format);
         args.extend(LOOSE);
-        let (code, out, err) = run(&args);
+        let (code, out, err) = run_fresh(&args);
         assert_eq!(code, 0, "{err}");
         assert!(out.contains("1 of 1 pair measured"), "{out}");
     }
@@ -214,11 +199,11 @@ fn matrix_writes_a_table_json_or_csv() {
         let mut args = vec!["matrix", "--cpus", &list];
         args.extend(format);
         args.extend(LOOSE);
-        let (code, out, err) = run(&args);
+        let (code, out, err) = run_fresh(&args);
         assert_eq!(code, 0, "{err}");
         assert_eq!(out.lines().count(), 2, "{out}");
     }
-    let (code, _, err) = run(&["matrix", "--csv", "--json"]);
+    let (code, _, err) = run_fresh(&["matrix", "--csv", "--json"]);
     assert_eq!(code, 2, "{err}");
 }
 
@@ -232,7 +217,7 @@ fn latency_writes_its_fields_with_units() {
     let (a, b) = (c[0].to_string(), c[1].to_string());
     let mut args = vec!["latency", &a, &b, "--json"];
     args.extend(LOOSE);
-    let (code, out, err) = run(&args);
+    let (code, out, err) = run_fresh(&args);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).expect("json");
     for key in [
@@ -252,7 +237,7 @@ fn latency_writes_its_fields_with_units() {
         assert!(v.get(key).is_some(), "{key} missing: {v}");
     }
     // A pair is not a table.
-    let (code, _, err) = run(&["latency", &a, &b, "--format", "csv"]);
+    let (code, _, err) = run_fresh(&["latency", &a, &b, "--format", "csv"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a table"), "{err}");
 }

@@ -337,7 +337,7 @@ fn the_summary_is_figure_7() {
 }
 
 /// `topoprobe run` on the 2-CPU description, `extra` before `--`, then `cmd`.
-fn run(extra: &[&str], cmd: &[&str]) -> Output {
+fn run_with(extra: &[&str], cmd: &[&str]) -> Output {
     let m2 = two_cpus();
     let mut args = vec!["run", "--policy", "rr_core", "-n", "2", "--topology", m2];
     args.extend(extra);
@@ -351,7 +351,7 @@ fn run_writes_its_report_where_asked_and_keeps_the_exit_status() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("r.json");
     let f = file.to_string_lossy().into_owned();
-    let o = run(&["--format", "json", "-o", &f], &["true"]);
+    let o = run_with(&["--format", "json", "-o", &f], &["true"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(o.stdout.is_empty(), "the program's output is its own");
     let v: serde_json::Value =
@@ -383,7 +383,7 @@ fn run_writes_its_report_where_asked_and_keeps_the_exit_status() {
     // extension) goes to the file.
     let file = dir.path().join("r.txt");
     let f = file.to_string_lossy().into_owned();
-    let o = run(&["-o", &f], &["sh", "-c", "echo out; exit 3"]);
+    let o = run_with(&["-o", &f], &["sh", "-c", "echo out; exit 3"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout), "out\n");
     let report = std::fs::read_to_string(&file).expect("report");
@@ -391,7 +391,7 @@ fn run_writes_its_report_where_asked_and_keeps_the_exit_status() {
     assert!(report.contains("2 threads on CPUs 0-1"), "{report}");
 
     // --json without -o: on standard error, after the program's own output.
-    let o = run(&["--json"], &["sh", "-c", "echo out"]);
+    let o = run_with(&["--json"], &["sh", "-c", "echo out"]);
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(text(&o.stdout), "out\n");
     let err = text(&o.stderr);
@@ -400,20 +400,20 @@ fn run_writes_its_report_where_asked_and_keeps_the_exit_status() {
     assert_eq!(v["exit_status"], 0);
 
     // -o -: standard output, after the program's.
-    let o = run(&["--json", "-o", "-"], &["sh", "-c", "echo out"]);
+    let o = run_with(&["--json", "-o", "-"], &["sh", "-c", "echo out"]);
     let out = text(&o.stdout);
     assert!(out.starts_with("out\n{"), "{out}");
 
     // Without --format, --json or -o, nothing but the program's output.
-    let o = run(&[], &["sh", "-c", "echo out"]);
+    let o = run_with(&[], &["sh", "-c", "echo out"]);
     assert_eq!(text(&o.stdout), "out\n");
     assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
 
     // A report file that cannot be written is refused before the program runs.
-    let o = run(&["-o", "/no/such/dir/r.json"], &["sh", "-c", "echo ran"]);
+    let o = run_with(&["-o", "/no/such/dir/r.json"], &["sh", "-c", "echo ran"]);
     assert_ne!(o.status.code(), Some(0));
     assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
-    let o = run(&["-o", "r.png"], &["sh", "-c", "echo ran"]);
+    let o = run_with(&["-o", "r.png"], &["sh", "-c", "echo ran"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(o.stdout.is_empty());
 }

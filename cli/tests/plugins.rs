@@ -2,22 +2,13 @@
 //! `contention` (small working sets so that they run in seconds), their JSON shapes and
 //! bad requests.
 
+mod common;
+
 use std::path::Path;
 
 use assert_cmd::Command;
+use common::run;
 use serde_json::Value;
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
-        .args(args)
-        .output()
-        .expect("run");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// A description of a one-socket machine made of the first two CPUs this process may use
 /// (or one), written into `dir`.

@@ -3,35 +3,14 @@
 //! usage errors. Energy arithmetic and load states are tested in the library with a fake
 //! energy source.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use common::{arg, run_in as run};
 use serde_json::Value;
 use topoprobe_measure::power::{self, PowerOptions};
-
-/// The binary, with this machine's description redirected into `dir` (where there is
-/// none).
-fn bin(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_topoprobe"));
-    c.env("TOPOPROBE_FILE", dir.join("machine.json"))
-        .env_remove("XDG_DATA_HOME");
-    c
-}
-
-/// Runs and returns (status, stdout, stderr).
-fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = bin(dir).args(args).output().expect("run");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn arg(p: &Path) -> &str {
-    p.to_str().expect("test paths are UTF-8")
-}
 
 /// A libmctop file of one socket (4 cores × 2 contexts, CPUs 0-7).
 fn one_socket() -> PathBuf {

@@ -24,7 +24,7 @@ fn bin() -> Command {
 }
 
 /// Runs `topoprobe` with the arguments and returns its standard output; it must succeed.
-fn run(args: &[&str]) -> String {
+fn shown(args: &[&str]) -> String {
     let out = bin().args(args).env_remove("NO_COLOR").output().unwrap();
     assert!(
         out.status.success(),
@@ -70,7 +70,7 @@ fn snapshot(format: &str) {
             // .mct holds cycles: the ns of a matrix are converted at this clock.
             args.extend(["--ghz", "2.5"]);
         }
-        let out = run(&args);
+        let out = shown(&args);
         let name = format!("{format}-{}", input.replace('.', "-"));
         insta::assert_snapshot!(name, out);
     }
@@ -102,11 +102,11 @@ fn snapshot_mct() {
 #[test]
 fn text_colour_and_verbose() {
     let ivy = data("lpdxeon2680.mct");
-    let plain = run(&["show", "--topology", &ivy]);
+    let plain = shown(&["show", "--topology", &ivy]);
     assert!(!plain.contains('\x1b'), "no colour when not on a terminal");
-    let coloured = run(&["show", "--topology", &ivy, "--color", "always"]);
+    let coloured = shown(&["show", "--topology", &ivy, "--color", "always"]);
     assert!(coloured.contains("\x1b[36m112 cycles\x1b[0m"), "{coloured}");
-    let verbose = run(&["show", "--topology", &ivy, "--verbose", "--color", "never"]);
+    let verbose = shown(&["show", "--topology", &ivy, "--verbose", "--color", "never"]);
     assert!(verbose.contains("Core 0 · PU 0, PU 20 · 28 cycles between contexts"));
     assert!(verbose.contains("provenance"));
     assert!(verbose.contains("latency from context 10 to node 0: 505 cycles"));
@@ -296,7 +296,7 @@ fn dot_without_graphviz_writes_the_dot_text() {
 
 #[test]
 fn heatmap_svg_and_png() {
-    let svg = run(&["heatmap", "--topology", &data("lpdxeon2680.mct")]);
+    let svg = shown(&["heatmap", "--topology", &data("lpdxeon2680.mct")]);
     assert!(svg.starts_with("<svg"));
     // One cell per pair, in topology order: context 20 (core 0's sibling) is second.
     assert!(svg.matches("<rect x=").count() >= 40 * 40);

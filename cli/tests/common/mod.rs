@@ -24,14 +24,18 @@ pub fn arg(p: &Path) -> &str {
     p.to_str().expect("test paths are UTF-8")
 }
 
-/// Runs topoprobe in `dir`: (exit status, standard output, standard error); -1 when a
-/// signal ended it.
-pub fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(exe())
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("running topoprobe");
+/// The binary with this machine's description redirected into `dir` (where the tests
+/// keep it, or have none).
+pub fn bin_in(dir: &Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::new(exe());
+    c.env("TOPOPROBE_FILE", dir.join("machine.json"))
+        .env_remove("XDG_DATA_HOME");
+    c
+}
+
+/// (exit status, standard output, standard error) of a finished run; -1 when a signal
+/// ended it.
+pub fn outcome(out: &std::process::Output) -> (i32, String, String) {
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -39,15 +43,28 @@ pub fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Runs topoprobe: (exit status, standard output, standard error).
-pub fn run(args: &[&str]) -> (i32, String, String) {
-    run_in(Path::new("."), args)
+/// Runs topoprobe with this machine's description redirected into `dir` (see [`bin_in`]):
+/// (exit status, standard output, standard error).
+pub fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = bin_in(dir).args(args).output().expect("running topoprobe");
+    outcome(&out)
 }
 
-/// Runs topoprobe, asserts exit 0, and returns standard output.
+/// Runs topoprobe: (exit status, standard output, standard error).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(exe())
+        .args(args)
+        .output()
+        .expect("running topoprobe");
+    outcome(&out)
+}
+
+/// Runs topoprobe, asserts exit 0 and an empty standard error, and returns standard
+/// output.
 pub fn run_ok(args: &[&str]) -> String {
     let (code, out, err) = run(args);
     assert_eq!(code, 0, "topoprobe {args:?} failed: {err}");
+    assert_eq!(err, "", "topoprobe {args:?} wrote to standard error");
     out
 }
 
