@@ -45,12 +45,14 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
-/// The command being run (`show`, `infer`…), for the usage line of usage errors.
-static COMMAND: OnceLock<String> = OnceLock::new();
+/// The command being run (`["show"]`, `["bench", "sort"]`…), for the usage line of usage
+/// errors.
+static COMMAND: OnceLock<Vec<String>> = OnceLock::new();
 
-/// Records the command being run; usage errors then print its usage line.
-pub(crate) fn set_command(name: &str) {
-    let _ = COMMAND.set(name.to_string());
+/// Records the command being run (its subcommand path); usage errors then print its usage
+/// line.
+pub(crate) fn set_command(path: Vec<String>) {
+    let _ = COMMAND.set(path);
 }
 
 /// Whether an error is a usage error: a [`Usage`], a placement request that cannot be
@@ -122,8 +124,13 @@ fn usage_message(message: &str) -> clap::Error {
     let mut cli = Cli::command();
     cli.build();
     let kind = clap::error::ErrorKind::ArgumentConflict;
-    match COMMAND.get().and_then(|name| cli.find_subcommand_mut(name)) {
-        Some(sub) => sub.error(kind, message),
-        None => cli.error(kind, message),
+    // Built from the top, each level's usage line names its parents.
+    let mut cmd = cli;
+    for name in COMMAND.get().map_or(&[][..], Vec::as_slice) {
+        match cmd.find_subcommand(name).cloned() {
+            Some(sub) => cmd = sub,
+            None => break,
+        }
     }
+    cmd.error(kind, message)
 }

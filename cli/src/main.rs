@@ -24,9 +24,13 @@ use args::{Cli, Command};
 
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
-    if let Some(name) = matches.subcommand_name() {
-        error::set_command(name);
+    let mut path = Vec::new();
+    let mut level = &matches;
+    while let Some((name, sub)) = level.subcommand() {
+        path.push(name.to_string());
+        level = sub;
     }
+    error::set_command(path);
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),

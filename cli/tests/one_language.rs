@@ -284,3 +284,16 @@ fn the_extension_picks_the_format() {
         .unwrap();
     assert_eq!(st.status.code(), Some(2));
 }
+
+/// A usage error found late names the subcommand's own usage line (`bench sort`, not
+/// `bench <COMMAND>`).
+#[test]
+fn late_usage_errors_show_the_subcommands_usage() {
+    let out = Command::new(exe())
+        .args(["bench", "sort", "--size", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Usage: topoprobe bench sort"), "{err}");
+}

@@ -63,7 +63,7 @@ pub fn select_cpus(list: Option<&str>) -> Result<Vec<u32>, MachineError> {
         return Ok(allowed);
     };
     let mut cpus =
-        parse_cpu_list(list).map_err(|e| MachineError::Cpus(format!("--cpus {list:?}: {e}")))?;
+        parse_cpu_list(list).map_err(|e| MachineError::Cpus(format!("--cpus {list}: {e}")))?;
     cpus.sort_unstable();
     cpus.dedup();
     let missing: Vec<u32> = cpus
@@ -72,14 +72,19 @@ pub fn select_cpus(list: Option<&str>) -> Result<Vec<u32>, MachineError> {
         .filter(|c| !allowed.contains(c))
         .collect();
     if !missing.is_empty() {
+        let (noun, verb) = if missing.len() == 1 {
+            ("CPU", "is")
+        } else {
+            ("CPUs", "are")
+        };
         return Err(MachineError::Cpus(format!(
-            "--cpus {list:?}: CPU {} not available to this process (offline, or outside its cpuset/affinity; available: {})",
+            "--cpus {list}: {noun} {} {verb} not available to this process (offline, or outside its cpuset/affinity; available: {})",
             format_cpu_list(&missing),
             format_cpu_list(&allowed)
         )));
     }
     if cpus.is_empty() {
-        return Err(MachineError::Cpus(format!("--cpus {list:?} names no CPU")));
+        return Err(MachineError::Cpus(format!("--cpus {list} names no CPU")));
     }
     Ok(cpus)
 }
@@ -211,9 +216,9 @@ mod tests {
             [first]
         );
         let e = select_cpus(Some("100000")).unwrap_err().to_string();
-        assert!(e.contains("CPU 100000 not available"), "{e}");
+        assert!(e.contains("CPU 100000 is not available"), "{e}");
         let e = select_cpus(Some("x")).unwrap_err().to_string();
-        assert!(e.contains("--cpus \"x\""), "{e}");
+        assert!(e.contains("--cpus x:"), "{e}");
         check_available(&[first]).expect("an allowed CPU");
         let e = check_available(&[first, 100_000]).unwrap_err();
         assert!(e.is_usage());
