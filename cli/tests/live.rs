@@ -279,7 +279,7 @@ fn bad_cpu_lists_and_pairs_are_clear_errors() {
     assert!(err.contains("--cpus") && err.contains('x'), "{err}");
     let (code, _, err) = run(dir.path(), &["matrix", "--cpus", "0,99999"]);
     assert_eq!(code, 2);
-    assert!(err.contains("CPU 99999 not available"), "{err}");
+    assert!(err.contains("CPU 99999 is not available"), "{err}");
     let (code, _, err) = run(dir.path(), &["latency", "0", "0"]);
     assert_eq!(code, 2);
     assert!(err.contains("against itself"), "{err}");
