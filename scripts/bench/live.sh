@@ -70,6 +70,6 @@ echo
 echo "# wall time and peak memory (same run)"
 t() { /usr/bin/time -f "%e s, %M KB peak" "$@" >/dev/null 2>/tmp/topoprobe-time.err; tail -1 /tmp/topoprobe-time.err; }
 echo "topoprobe infer:               $(t "$TP" infer)"
-echo "topoprobe matrix --full --csv: $(t "$TP" matrix --full --csv)"
+echo "topoprobe matrix --full --format csv: $(t "$TP" matrix --full --format csv)"
 [ -n "$C2C" ] && echo "core-to-core-latency 5000 300: $(t "$C2C" 5000 300 --csv)"
 exit 0
