@@ -75,7 +75,10 @@ pub fn json(data: &[u8]) {
     if let Ok(topo) = json::from_json_str(text, path) {
         let again = json::to_json_string(&topo);
         let back = json::from_json_str(&again, path).expect("a written description reads back");
-        assert_eq!(back, topo);
+        // Written, a description keeps 10 significant digits: the first trip may round,
+        // the second changes nothing.
+        assert_eq!(back.contexts(), topo.contexts());
+        assert_eq!(json::to_json_string(&back), again);
         let _ = tsv::partition_string(&topo);
         let _ = topoprobe_model::format::hwloc_xml::render(&topo);
     }

@@ -71,6 +71,6 @@ pub use sections::{
     PowerSection, PowerState, ScalingPoint, SharingOutcome, SharingPair, SharingTest, SocketCurve,
     Threads, TlbReach,
 };
-pub use size::{parse_size, SizeError, MAX_SIZE};
+pub use size::{parse_size, size_text, SizeError, MAX_SIZE};
 pub use topology::{LatencyTables, Topology, TopologyBuilder, FORMAT};
 pub use units::{LatencyUnit, UnknownUnit};

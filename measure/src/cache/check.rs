@@ -141,24 +141,7 @@ fn align(found: &[FoundLevel], os: &[u64]) -> Vec<Option<usize>> {
     out
 }
 
-/// A size for people: `512 KiB`, `1 MiB`, `1.5 MiB` (`100 B` below a KiB, never `0 KiB`).
-#[must_use]
-pub fn size_text(bytes: u64) -> String {
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let kib = bytes as f64 / 1024.0;
-    if kib >= 1024.0 {
-        let mib = kib / 1024.0;
-        if (mib - mib.round()).abs() < 0.05 {
-            format!("{} MiB", mib.round())
-        } else {
-            format!("{mib:.1} MiB")
-        }
-    } else {
-        format!("{} KiB", kib.round())
-    }
-}
+pub use topoprobe_model::size_text;
 
 /// The access times of the curve at the powers of two between `lo` and `hi` (the nearest
 /// size walked): the data behind a disagreement.

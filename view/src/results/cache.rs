@@ -10,24 +10,7 @@ use topoprobe_model::{ContextId, Origin};
 
 use super::{csv_field, Rendered};
 
-/// A size for people: `512 KiB`, `1 MiB`, `1.5 MiB`; bytes below one KiB (never `0 KiB`).
-#[must_use]
-pub fn size_text(bytes: u64) -> String {
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let kib = bytes as f64 / 1024.0;
-    if kib >= 1024.0 {
-        let mib = kib / 1024.0;
-        if (mib - mib.round()).abs() < 0.05 {
-            format!("{} MiB", mib.round())
-        } else {
-            format!("{mib:.1} MiB")
-        }
-    } else {
-        format!("{} KiB", kib.round())
-    }
-}
+pub use topoprobe_model::size_text;
 
 /// A size of the table: whole MiB, else KiB; `-` when unknown.
 fn cell(bytes: Option<u64>) -> String {
