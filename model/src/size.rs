@@ -74,6 +74,26 @@ pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     Ok(bytes as u64)
 }
 
+/// A size for people: `512 KiB`, `1 MiB`, `1.5 MiB`; bytes below one KiB (`100 B`, never
+/// `0 KiB`).
+#[must_use]
+pub fn size_text(bytes: u64) -> String {
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let kib = bytes as f64 / 1024.0;
+    if kib >= 1024.0 {
+        let mib = kib / 1024.0;
+        if (mib - mib.round()).abs() < 0.05 {
+            format!("{} MiB", mib.round())
+        } else {
+            format!("{mib:.1} MiB")
+        }
+    } else {
+        format!("{} KiB", kib.round())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,25 +112,5 @@ mod tests {
             .unwrap_err()
             .to_string()
             .ends_with("\"… is not a size between 1 byte and 1 EiB"));
-    }
-}
-
-/// A size for people: `512 KiB`, `1 MiB`, `1.5 MiB`; bytes below one KiB (`100 B`, never
-/// `0 KiB`).
-#[must_use]
-pub fn size_text(bytes: u64) -> String {
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let kib = bytes as f64 / 1024.0;
-    if kib >= 1024.0 {
-        let mib = kib / 1024.0;
-        if (mib - mib.round()).abs() < 0.05 {
-            format!("{} MiB", mib.round())
-        } else {
-            format!("{mib:.1} MiB")
-        }
-    } else {
-        format!("{} KiB", kib.round())
     }
 }

@@ -58,7 +58,7 @@ pub use placement::Placement;
 pub use plan::{plan, Plan, Request};
 pub use policy::{Policy, UnknownPolicy};
 pub use pool::Pool;
-pub use result::{describe, place};
+pub use result::{describe, examples, place};
 pub use summary::Summary;
 pub use topoprobe_model::results::placement::{
     PlacementResult, PlacementSummary, PowerEstimate, SocketUse, ThreadInfo,

@@ -36,6 +36,36 @@ pub fn place(topo: &Topology, req: &Request) -> Result<PlacementResult, PlaceErr
     Ok(describe(topo, &plan(topo, req)?))
 }
 
+/// The placements a report shows as examples: a few policies (`CON_HWC`, `CON_CORE_HWC`,
+/// `BALANCE_CORE`, `RR_CORE`, `RR_SCALE`, `POWER`), each for half and for all of the
+/// machine's contexts; those a policy cannot serve (POWER without power figures, RR_SCALE
+/// without bandwidth) are left out.
+#[must_use]
+pub fn examples(topo: &Topology) -> Vec<PlacementResult> {
+    use crate::policy::Policy;
+    let n = topo.num_contexts();
+    let mut out = Vec::new();
+    for policy in [
+        Policy::ConHwc,
+        Policy::ConCoreHwc,
+        Policy::BalanceCore,
+        Policy::RrCore,
+        Policy::RrScale,
+        Policy::Power,
+    ] {
+        for threads in [(n / 2).max(1), n] {
+            let req = Request {
+                threads: Some(threads),
+                ..Request::new(policy)
+            };
+            if let Ok(p) = place(topo, &req) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 /// A plan over its topology as data: its CPUs, nodes, every slot, the summary and the
 /// OpenMP environment.
 #[must_use]

@@ -52,6 +52,67 @@ pub struct PlacementExample {
     pub note: String,
 }
 
+impl PlacementExample {
+    /// The example of a placement: its policy, threads, CPUs, and a note with its maximum
+    /// latency, minimum bandwidth, sockets and cores.
+    #[must_use]
+    pub fn of(p: &topoprobe_model::results::placement::PlacementResult) -> Self {
+        let s = &p.summary;
+        let mut note = Vec::new();
+        if let Some(l) = s.max_latency {
+            note.push(format!("max latency {l:.0} {}", s.latency_unit));
+        }
+        if let Some(b) = s.min_bandwidth_gbps {
+            note.push(format!("min bandwidth {b:.1} GB/s"));
+        }
+        note.push(format!(
+            "{}, {}",
+            plural(s.sockets.len(), "socket"),
+            plural(s.cores, "core")
+        ));
+        Self {
+            policy: p.policy.clone(),
+            threads: p.threads,
+            cpus: p.contexts.clone(),
+            note: note.join(", "),
+        }
+    }
+}
+
+/// The Graphviz graphs of the page (intra-socket and cross-socket), rendered to SVG when
+/// Graphviz is installed, else kept as DOT text with the reason.
+#[must_use]
+pub fn render_graphs(topo: &Topology) -> Vec<ReportGraph> {
+    let graphviz = crate::graphviz::available();
+    let mut graphs = Vec::new();
+    for (name, text) in crate::dot::graphs(topo) {
+        let title = if name == "cross-socket" {
+            "Cross-socket: latency and bandwidth between sockets".to_string()
+        } else {
+            format!(
+                "Intra-socket: {}, with memory latency and bandwidth to every node",
+                name.replace("socket", "socket ")
+            )
+        };
+        let graphic = if graphviz {
+            match crate::graphviz::render(&text, crate::picture::Picture::Svg) {
+                Ok(svg) => Graphic::Svg(String::from_utf8_lossy(&svg).into_owned()),
+                Err(e) => Graphic::Dot {
+                    dot: text,
+                    reason: format!("Graphviz failed: {e}"),
+                },
+            }
+        } else {
+            Graphic::Dot {
+                dot: text,
+                reason: crate::graphviz::NO_GRAPHVIZ.to_string(),
+            }
+        };
+        graphs.push(ReportGraph { title, graphic });
+    }
+    graphs
+}
+
 /// What the caller adds to the topology.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReportInputs {
