@@ -18,7 +18,6 @@ mod output;
 mod pair_notes;
 mod planned;
 mod progress;
-mod render;
 
 use args::{Cli, Command};
 

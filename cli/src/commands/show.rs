@@ -50,7 +50,7 @@ pub(crate) fn run(args: &ShowArgs) -> Result<()> {
     args.input.check_output(out)?;
     let topo = args.input.load()?;
     if format == Format::Dot {
-        return crate::render::dot_graphs(&topo, args.view.socket, picture, out);
+        return crate::output::dot_graphs(&topo, args.view.socket, picture, out);
     }
     let text = TextOptions {
         color: use_color(args.view.color.into(), is_stdout(out)),
