@@ -530,7 +530,14 @@ pub unsafe extern "C" fn tp_placement_summary(p: *const TpPlacement, json: c_int
         return std::ptr::null_mut();
     };
     let text = if json != 0 {
-        p.0.to_json().to_string()
+        // The JSON `topoprobe place --json` writes, figures rounded the same way.
+        match topoprobe_view::results::json(p.0.result()) {
+            Ok(text) => text,
+            Err(e) => {
+                set_error(format!("the placement as JSON: {e}"));
+                return std::ptr::null_mut();
+            }
+        }
     } else {
         topoprobe_view::results::placement::summary_text(p.0.summary())
     };
