@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::exe;
+use common::{arg, data, exe, run};
 
 /// The subcommands of `topoprobe` (and of `topoprobe bench`), as `--help` lists them.
 fn subcommands(prefix: &[&str]) -> Vec<String> {
@@ -87,28 +87,32 @@ fn every_command_that_prints_a_result_has_o_format_and_json() {
     assert!(missing.is_empty(), "missing options: {missing:?}");
 }
 
-fn matrix() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/nv-i7-6700k.csv")
+/// The fixture matrix the output tests write from.
+const MATRIX: &str = "nv-i7-6700k.csv";
+
+/// `topoprobe infer --from-matrix MATRIX` with `extra` arguments: (status, stdout,
+/// stderr).
+fn infer(extra: &[&str]) -> (i32, String, String) {
+    let m = data(MATRIX);
+    let mut args = vec!["infer", "--from-matrix", arg(&m)];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+/// Asserts a run succeeded, showing its standard error when not.
+fn assert_ok((code, _, err): &(i32, String, String)) {
+    assert_eq!(*code, 0, "{err}");
 }
 
 /// `-o -` is standard output, for each kind of command: a file is never named `-`.
 #[test]
 fn dash_is_standard_output() {
     let dir = tempfile::tempdir().unwrap();
-    let m = matrix();
-    let m = m.to_str().unwrap();
+    let m = data(MATRIX);
+    let m = arg(&m);
     let desc = dir.path().join("m.json");
-    let st = Command::new(exe())
-        .args(["infer", "--from-matrix", m, "-o"])
-        .arg(&desc)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let desc = desc.to_str().unwrap();
+    assert_ok(&infer(&["-o", arg(&desc)]));
+    let desc = arg(&desc);
     let cases: Vec<Vec<&str>> = vec![
         vec!["infer", "--from-matrix", m, "--json", "-o", "-"],
         vec!["show", "--topology", desc, "--format", "tsv", "-o", "-"],
@@ -152,19 +156,9 @@ fn dash_is_standard_output() {
 /// temporary file renamed over it.
 #[test]
 fn special_files_are_written_directly() {
-    let m = matrix();
-    let out = Command::new(exe())
-        .args(["infer", "--from-matrix"])
-        .arg(&m)
-        .args(["--format", "tsv", "-o", "/dev/stdout"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("cpu\tcore"));
+    let done = infer(&["--format", "tsv", "-o", "/dev/stdout"]);
+    assert_ok(&done);
+    assert!(done.1.starts_with("cpu\tcore"));
     // A FIFO stays a FIFO, and its reader gets the bytes.
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("pipe.json");
@@ -177,18 +171,7 @@ fn special_files_are_written_directly() {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
     };
-    let st = Command::new(exe())
-        .args(["infer", "--from-matrix"])
-        .arg(&m)
-        .arg("-o")
-        .arg(&fifo)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    assert_ok(&infer(&["-o", arg(&fifo)]));
     let text = reader.join().unwrap();
     assert!(text.contains("\"format\": \"topoprobe/1\""), "{text}");
     use std::os::unix::fs::FileTypeExt;
@@ -200,18 +183,23 @@ fn special_files_are_written_directly() {
 fn output_over_an_input_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("same.csv");
-    std::fs::copy(matrix(), &m).unwrap();
+    std::fs::copy(data(MATRIX), &m).unwrap();
     let before = std::fs::read(&m).unwrap();
-    let out = Command::new(exe())
-        .args(["infer", "--from-matrix"])
-        .arg(&m)
-        .arg("-o")
-        .arg(&m)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("input"));
+    let (code, _, err) = run(&["infer", "--from-matrix", arg(&m), "-o", arg(&m)]);
+    assert_eq!(code, 2);
+    assert!(err.contains("input"));
     assert_eq!(std::fs::read(&m).unwrap(), before);
+}
+
+/// Whether `text` holds a figure with more fractional digits than `pattern` allows, or a
+/// negative zero.
+fn assert_figures(text: &str, pattern: &str) {
+    let long = regex::Regex::new(pattern).unwrap();
+    assert!(long.find(text).is_none(), "{:?}", long.find(text));
+    assert!(
+        !text.contains(": -0.0") && !text.contains(" -0,"),
+        "negative zero"
+    );
 }
 
 /// JSON results are rounded to what a measurement resolves (4 significant digits), a
@@ -220,38 +208,19 @@ fn output_over_an_input_is_refused() {
 fn json_figures_are_rounded() {
     let dir = tempfile::tempdir().unwrap();
     let desc = dir.path().join("m.json");
-    let out = Command::new(exe())
-        .args(["infer", "--from-matrix"])
-        .arg(matrix())
-        .arg("-o")
-        .arg(&desc)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    assert_ok(&infer(&["-o", arg(&desc)]));
     let text = std::fs::read_to_string(&desc).unwrap();
-    let tail = regex::Regex::new(r"[ \[,]-?[0-9]+\.[0-9]{11,}").unwrap();
-    assert!(tail.find(&text).is_none(), "{:?}", tail.find(&text));
-    assert!(
-        !text.contains(": -0.0") && !text.contains(" -0,"),
-        "negative zero"
-    );
-    let out = Command::new(exe())
-        .args(["place", "--policy", "rr_core", "--json", "--topology"])
-        .arg(&desc)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let long = regex::Regex::new(r"[ \[,]-?[0-9]+\.0*[1-9][0-9]{4,}").unwrap();
-    assert!(long.find(&text).is_none(), "{:?}", long.find(&text));
-    assert!(
-        !text.contains(": -0.0") && !text.contains(" -0,"),
-        "negative zero"
-    );
+    assert_figures(&text, r"[ \[,]-?[0-9]+\.[0-9]{11,}");
+    let done = run(&[
+        "place",
+        "--policy",
+        "rr_core",
+        "--json",
+        "--topology",
+        arg(&desc),
+    ]);
+    assert_ok(&done);
+    assert_figures(&done.1, r"[ \[,]-?[0-9]+\.0*[1-9][0-9]{4,}");
 }
 
 /// `show -o m.csv` writes the latency matrix, not the text view; a known extension that
@@ -260,40 +229,19 @@ fn json_figures_are_rounded() {
 fn the_extension_picks_the_format() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("m.csv");
-    let st = Command::new(exe())
-        .args(["infer", "--from-matrix"])
-        .arg(matrix())
-        .arg("-o")
-        .arg(&csv)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    assert_ok(&infer(&["-o", arg(&csv)]));
     let text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(text.lines().count(), 8, "{text}");
     assert!(text.lines().all(|l| l.split(',').count() == 8), "{text}");
-    let st = Command::new(exe())
-        .args(["infer", "--from-matrix"])
-        .arg(matrix())
-        .arg("-o")
-        .arg(dir.path().join("m.html"))
-        .output()
-        .unwrap();
-    assert_eq!(st.status.code(), Some(2));
+    let html = dir.path().join("m.html");
+    assert_eq!(infer(&["-o", arg(&html)]).0, 2);
 }
 
 /// A usage error found late names the subcommand's own usage line (`bench sort`, not
 /// `bench <COMMAND>`).
 #[test]
 fn late_usage_errors_show_the_subcommands_usage() {
-    let out = Command::new(exe())
-        .args(["bench", "sort", "--size", "1"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (code, _, err) = run(&["bench", "sort", "--size", "1"]);
+    assert_eq!(code, 2);
     assert!(err.contains("Usage: topoprobe bench sort"), "{err}");
 }
