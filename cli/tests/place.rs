@@ -8,12 +8,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::process::{Command, Stdio};
 
 mod common;
 
-use common::{exe, two_cpus};
+use common::{exe, preload, run_preloaded as topoprobe, two_cpus};
 
 fn tmp() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("place-tests")
@@ -24,44 +23,6 @@ fn ivy() -> String {
         .join("tests/data/lpdxeon2680.mct")
         .to_string_lossy()
         .into_owned()
-}
-
-/// The preload library: next to the binary when the workspace was built, otherwise
-/// built here into a directory of its own (the build directory is locked by cargo test).
-fn preload() -> &'static Path {
-    static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = Path::new(exe()).parent().expect("bin dir");
-        let next = dir.join("libtopoprobe_preload.so");
-        if next.is_file() {
-            return next;
-        }
-        let target = tmp().join("preload-target");
-        let cargo = option_env!("CARGO").unwrap_or("cargo");
-        let st = Command::new(cargo)
-            .args([
-                "build",
-                "--offline",
-                "-q",
-                "-p",
-                "topoprobe-preload",
-                "--target-dir",
-            ])
-            .arg(&target)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo build of the preload library");
-        assert!(st.success());
-        target.join("debug").join("libtopoprobe_preload.so")
-    })
-}
-
-fn topoprobe(args: &[&str]) -> Output {
-    Command::new(exe())
-        .args(args)
-        .env("TOPOPROBE_PRELOAD", preload())
-        .output()
-        .expect("topoprobe runs")
 }
 
 fn ok(args: &[&str]) -> (String, String) {

@@ -5,12 +5,11 @@
 //! program's output and exit status untouched), and `--use-sockets`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::process::Output;
 
 mod common;
 
-use common::{exe, two_cpus};
+use common::{run_preloaded as topoprobe, two_cpus};
 
 /// The repository's root.
 fn root() -> PathBuf {
@@ -26,44 +25,6 @@ fn ivy() -> String {
         .join("data/examples/xeon-e5-2680v2-2s.mct")
         .to_string_lossy()
         .into_owned()
-}
-
-fn scratch() -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("placing-tests");
-    std::fs::create_dir_all(&d).expect("scratch dir");
-    d
-}
-
-/// The preload library: next to the binary when the workspace was built, otherwise built
-/// here into a directory of its own (the build directory is locked by cargo test).
-fn preload() -> &'static Path {
-    static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = Path::new(exe()).parent().expect("bin dir");
-        let next = dir.join("libtopoprobe_preload.so");
-        if next.is_file() {
-            return next;
-        }
-        let target = scratch().join("preload-target");
-        let cargo = option_env!("CARGO").unwrap_or("cargo");
-        let st = Command::new(cargo)
-            .args(["build", "--offline", "-q", "-p", "topoprobe-preload"])
-            .arg("--target-dir")
-            .arg(&target)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo build of the preload library");
-        assert!(st.success());
-        target.join("debug").join("libtopoprobe_preload.so")
-    })
-}
-
-fn topoprobe<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
-    Command::new(exe())
-        .args(args)
-        .env("TOPOPROBE_PRELOAD", preload())
-        .output()
-        .expect("topoprobe runs")
 }
 
 fn text(b: &[u8]) -> String {

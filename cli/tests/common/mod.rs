@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::process::Output;
 use std::sync::OnceLock;
 
 /// The `topoprobe` binary.
@@ -106,4 +107,37 @@ pub fn two_cpus() -> &'static str {
         );
         out.to_string_lossy().into_owned()
     })
+}
+
+/// The preload library: next to the binary when the workspace was built, otherwise built
+/// here into a directory of its own (the build directory is locked by cargo test).
+pub fn preload() -> &'static Path {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = Path::new(exe()).parent().expect("bin dir");
+        let next = dir.join("libtopoprobe_preload.so");
+        if next.is_file() {
+            return next;
+        }
+        let target = tmp().join("preload-target");
+        let cargo = option_env!("CARGO").unwrap_or("cargo");
+        let st = Command::new(cargo)
+            .args(["build", "--offline", "-q", "-p", "topoprobe-preload"])
+            .arg("--target-dir")
+            .arg(&target)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo build of the preload library");
+        assert!(st.success());
+        target.join("debug").join("libtopoprobe_preload.so")
+    })
+}
+
+/// Runs topoprobe with the preload library of [`preload`] (`TOPOPROBE_PRELOAD`).
+pub fn run_preloaded<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    Command::new(exe())
+        .args(args)
+        .env("TOPOPROBE_PRELOAD", preload())
+        .output()
+        .expect("topoprobe runs")
 }
