@@ -91,11 +91,9 @@ pub fn run(topo: &Topology, config: &Config) -> Result<ReduceReport, ParallelErr
             let _ = topoprobe_sys::affinity::pin_current_thread(c);
         }
     };
-    let mut tree_t = Vec::new();
-    let mut flat_t = Vec::new();
-    for _ in 0..config.runs {
-        // Each worker first-touches its own vector on its context.
-        let mut vecs: Vec<Vec<u64>> = std::thread::scope(|s| {
+    // Each worker first-touches its own vector on its context.
+    let first_touch = || -> Vec<Vec<u64>> {
+        std::thread::scope(|s| {
             let hs: Vec<_> = (0..config.threads)
                 .map(|w| {
                     s.spawn(move || {
@@ -107,7 +105,12 @@ pub fn run(topo: &Topology, config: &Config) -> Result<ReduceReport, ParallelErr
             hs.into_iter()
                 .map(|h| h.join().unwrap_or_default())
                 .collect()
-        });
+        })
+    };
+    let mut tree_t = Vec::new();
+    let mut flat_t = Vec::new();
+    for _ in 0..config.runs {
+        let mut vecs = first_touch();
         let t = Instant::now();
         for round in &tree.rounds {
             let mut slots: Vec<Option<Vec<u64>>> = vecs.into_iter().map(Some).collect();
@@ -152,19 +155,7 @@ pub fn run(topo: &Topology, config: &Config) -> Result<ReduceReport, ParallelErr
         tree_t.push(t.elapsed().as_secs_f64());
         let tree_sum = std::mem::take(&mut vecs[tree.root]);
         // Flat: worker 0 adds every other vector.
-        let mut vecs: Vec<Vec<u64>> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..config.threads)
-                .map(|w| {
-                    s.spawn(move || {
-                        pin(w);
-                        fill(w)
-                    })
-                })
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect()
-        });
+        let mut vecs = first_touch();
         let t = Instant::now();
         let flat_sum = std::thread::scope(|s| {
             s.spawn(|| {
