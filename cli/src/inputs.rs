@@ -15,14 +15,20 @@ use topoprobe_place::Request;
 use crate::args::{Hints, Input, PlacementArgs};
 use crate::error::Usage;
 
-/// Loads `path` (a description, `.mct` file or matrix), or this machine's description.
+/// Loads `path` (a description, `.mct` file or matrix), or this machine's description, or
+/// — when this machine has no (fresh) description — the operating system's view of it,
+/// saying so on standard error.
 ///
 /// # Errors
 ///
-/// When the file cannot be read or inferred from, or this machine has no (fresh)
-/// description: the message says to run `topoprobe infer`.
+/// When the file cannot be read or inferred from, or this machine's description cannot
+/// be read, or there is none and the OS view cannot be read either.
 pub(crate) fn topology(path: Option<&Path>) -> Result<Topology> {
-    Ok(topoprobe_machine::load::topology(path)?)
+    let loaded = topoprobe_machine::load::topology_or_os(path)?;
+    if let Some(note) = loaded.note {
+        eprintln!("topoprobe: note: {note}");
+    }
+    Ok(loaded.topology)
 }
 
 /// Infers the topology of a latency-matrix file (`hints` as given on the command line),

@@ -33,3 +33,60 @@ pub fn topology(path: Option<&Path>) -> Result<Topology, MachineError> {
         Err(e) => Err(MachineError::LoadDescription(e)),
     }
 }
+
+/// The topology a command works on and, when it is not a measured description, the note
+/// that says so.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The topology.
+    pub topology: Topology,
+    /// Set when the topology is the operating system's view of this machine (no saved
+    /// description, or a stale one): the sentence to show the user.
+    pub note: Option<String>,
+}
+
+/// Loads `path` as [`topology`] does; without a path, this machine's description, or —
+/// when it has none or a stale one — the operating system's view of this machine
+/// ([`OsView::structure`](topoprobe_model::OsView::structure): structure only, no
+/// latency), with a note saying so, as lstopo and likwid-pin work at once.
+///
+/// # Errors
+///
+/// As [`topology`] for a file or an unreadable description; [`MachineError::NoDescription`]
+/// when there is no description and the OS view cannot be read either (the message of
+/// that failure is in the chain).
+pub fn topology_or_os(path: Option<&Path>) -> Result<Loaded, MachineError> {
+    match topology(path) {
+        Ok(topology) => Ok(Loaded {
+            topology,
+            note: None,
+        }),
+        Err(MachineError::NoDescription(why)) => {
+            let fallback = topoprobe_measure::os::current()
+                .map_err(|e| e.to_string())
+                .and_then(|os| os.structure().map_err(|e| e.to_string()));
+            match fallback {
+                Ok(topology) => {
+                    let reason = match &why {
+                        DescriptionError::Missing { path } => {
+                            format!("no description at {}", path.display())
+                        }
+                        DescriptionError::Stale { path, .. } => {
+                            format!("the description at {} is stale", path.display())
+                        }
+                        other => other.to_string(),
+                    };
+                    Ok(Loaded {
+                        topology,
+                        note: Some(format!(
+                            "from the operating system's view; `topoprobe infer` measures it \
+                             ({reason})"
+                        )),
+                    })
+                }
+                Err(_) => Err(MachineError::NoDescription(why)),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -150,6 +150,7 @@ fn counts_match_lstopo() {
                 assert_eq!(online_siblings, core, "{name}: CPU {c}");
             }
         }
+        check_structure(name, &v, &e);
     }
 }
 
@@ -249,4 +250,33 @@ fn this_machine() {
     assert!(v.num_pus() >= 1);
     assert!(v.num_cores() >= 1 && v.num_cores() <= v.num_pus());
     assert!(v.num_packages() >= 1);
+}
+
+/// The description made from a capture's OS view (what `place` uses on a machine with no
+/// saved description) has lstopo's packages, cores, PUs and NUMA nodes, no latency, and
+/// groups of several cores only.
+fn check_structure(name: &str, v: &OsView, e: &Expected) {
+    let t = v
+        .structure()
+        .unwrap_or_else(|err| panic!("{name}: no description from the OS view: {err}"));
+    assert_eq!(
+        (
+            t.sockets().len(),
+            t.cores().len(),
+            t.contexts().len(),
+            t.nodes().len()
+        ),
+        (e.packages, e.cores, e.pus, e.numa_nodes),
+        "{name}: (sockets, cores, contexts, nodes) vs lstopo"
+    );
+    assert!(t.levels().is_empty(), "{name}: no latency is known");
+    for g in t.groups() {
+        assert!(g.cores.len() > 1, "{name}: a group of one core");
+    }
+    if name.starts_with("128arm") {
+        assert!(
+            t.groups().iter().any(|g| g.cores.len() == 4),
+            "{name}: the clusters of 4 cores are groups"
+        );
+    }
 }

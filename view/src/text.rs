@@ -162,6 +162,9 @@ impl View<'_> {
 
     fn levels(&mut self) -> std::fmt::Result {
         self.heading("latency levels")?;
+        if self.topo.levels().is_empty() {
+            writeln!(self.out, "  unavailable: no latency measurements")?;
+        }
         for l in self.topo.levels() {
             let median = self.paint(
                 Style::Latency,

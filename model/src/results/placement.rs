@@ -69,7 +69,8 @@ pub struct PlacementSummary {
     pub contexts: Vec<u32>,
     /// Sockets used, in the policy's order.
     pub sockets: Vec<SocketUse>,
-    /// Largest latency between two of the placement's contexts (`null`: fewer than two).
+    /// Largest latency between two of the placement's contexts (`null`: fewer than two, or
+    /// no latency measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_latency: Option<f64>,
     /// Unit of `max_latency` (`ns` or `cycles`).

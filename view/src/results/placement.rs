@@ -200,7 +200,13 @@ pub fn summary_text(s: &PlacementSummary) -> String {
             short_latency(l),
             s.latency_unit
         ),
-        None => writeln!(out, "# Max latency          : - (fewer than two contexts)"),
+        None if s.contexts.len() < 2 => {
+            writeln!(out, "# Max latency          : - (fewer than two contexts)")
+        }
+        None => writeln!(
+            out,
+            "# Max latency          : unavailable: no latency measurements"
+        ),
     };
     let _ = match s.min_bandwidth_gbps {
         Some(b) => writeln!(out, "# Min bandwidth        : {b:.2} GB/s"),
