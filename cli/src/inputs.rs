@@ -10,7 +10,7 @@ use topoprobe_infer::{infer, load_topology};
 use topoprobe_machine::stamp;
 use topoprobe_model::format::csv;
 use topoprobe_model::{parse_cpu_list, Source, Topology};
-use topoprobe_place::Request;
+use topoprobe_place::{Policy, Request};
 
 use crate::args::{Hints, Input, PlacementArgs};
 use crate::error::Usage;
@@ -102,8 +102,20 @@ impl PlacementArgs {
             }
             None => None,
         };
+        if let Some(list) = &self.pin {
+            return Ok((
+                topo,
+                Request {
+                    policy: Policy::List,
+                    threads: self.threads,
+                    sockets: None,
+                    kind: None,
+                    cpus: Some(list.0.clone()),
+                },
+            ));
+        }
         let req = Request {
-            policy: self.policy,
+            policy: self.policy.unwrap_or(Policy::None),
             threads: self.threads,
             sockets: self.sockets,
             kind: self.kind,

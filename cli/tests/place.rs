@@ -7,6 +7,7 @@
 //! 0 and 1, made with `topoprobe infer --from-matrix` from a 2x2 matrix).
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -240,9 +241,10 @@ fn missing_description_says_to_infer() {
         .env("TOPOPROBE_FILE", tmp().join("no-such-description.json"))
         .output()
         .expect("runs");
-    assert_eq!(o.status.code(), Some(1));
+    // It places from the operating system's view, and says how to measure.
+    assert_eq!(o.status.code(), Some(0));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("topoprobe infer"), "{err}");
+    assert!(err.contains("`topoprobe infer` measures it"), "{err}");
 }
 
 /// `topoprobe place` with a policy, thread count and export format on topology `topo`.
@@ -411,9 +413,221 @@ fn run_exits_as_the_command_did() {
     let code = |cmd: &[&str]| topoprobe(&[&base[..], cmd].concat()).status.code();
     assert_eq!(code(&["true"]), Some(0));
     assert_eq!(code(&["sh", "-c", "exit 7"]), Some(7));
-    assert_eq!(code(&["sh", "-c", "kill -9 $$"]), Some(128 + 9));
-    let err = fails(&[&base[..], &["/no/such/program"]].concat(), 1);
+    // topoprobe becomes the program (exec): a signal ends it as it ends the program, and
+    // the shell reports 128 + 9.
+    let killed = topoprobe(&[&base[..], &["sh", "-c", "kill -9 $$"]].concat()).status;
+    assert_eq!(killed.signal(), Some(9), "{killed:?}");
+    // With a report, topoprobe stays the parent and exits 128 + signal itself.
+    let reported = topoprobe(
+        &[
+            &base[..3],
+            &["--json", "-o", "/dev/null"],
+            &base[3..],
+            &["sh", "-c", "kill -9 $$"],
+        ]
+        .concat(),
+    );
+    assert_eq!(reported.status.code(), Some(128 + 9));
+    // A program that cannot be started: 127 (not found) or 126 (not executable), as
+    // shells and `env` say.
+    let err = fails(&[&base[..], &["/no/such/program"]].concat(), 127);
     assert!(err.contains("/no/such/program"), "{err}");
+    let err = fails(&[&base[..], &["/etc/passwd"]].concat(), 126);
+    assert!(err.contains("/etc/passwd"), "{err}");
+}
+
+/// `run` becomes the program: its process id is topoprobe's, and its parent is
+/// topoprobe's parent.
+#[test]
+fn run_execs_the_program() {
+    let m2 = two_cpus();
+    let child = Command::new(exe())
+        .args([
+            "run",
+            "--policy",
+            "con_hwc",
+            "-n",
+            "1",
+            "--topology",
+            m2,
+            "--",
+        ])
+        .args(["sh", "-c", "echo $$"])
+        .env("TOPOPROBE_PRELOAD", preload())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), pid.to_string());
+}
+
+/// An unknown option of `run` is a usage error, never taken for the program.
+#[test]
+fn run_refuses_unknown_options() {
+    let m2 = two_cpus();
+    for args in [
+        vec![
+            "run",
+            "--policy",
+            "rr_core",
+            "--verbos",
+            "--topology",
+            m2,
+            "--",
+            "true",
+        ],
+        vec![
+            "run",
+            "--policy",
+            "rr_core",
+            "--topology",
+            m2,
+            "--frobnicate",
+            "true",
+        ],
+        vec!["run", "--policy", "rr_core", "-x", "--", "true"],
+    ] {
+        let err = fails(&args, 2);
+        assert!(err.contains("unexpected argument"), "{args:?}: {err}");
+        assert!(!err.contains("cannot run"), "{args:?}: {err}");
+    }
+    // After `--`, or from the first word that is not an option, everything is the
+    // program's.
+    let (out, _) = ok(&[
+        "run",
+        "--policy",
+        "none",
+        "--topology",
+        m2,
+        "echo",
+        "-n",
+        "--x",
+    ]);
+    assert_eq!(out, "--x");
+}
+
+/// `run --pin 1,0`: the main thread on CPU 1, the first created thread on CPU 0 (a set
+/// would give 0 then 1); `place --pin` prints the exports that keep that order.
+#[test]
+fn run_pin_keeps_the_order() {
+    let m2 = two_cpus();
+    let bin = build("affinity.c", &[]);
+    let (out, _) = ok(&["run", "--pin", "1,0", "--topology", m2, "--", &bin]);
+    assert_eq!(lines(&out), vec!["main 1", "thread1 0"], "{out}");
+    for (format, want) in [
+        ("list", "1,0"),
+        ("likwid", "likwid-pin -c 1,0"),
+        ("gomp", "GOMP_CPU_AFFINITY=1,0"),
+        (
+            "kmp",
+            "KMP_AFFINITY=granularity=fine,explicit,proclist=[1,0]",
+        ),
+        ("mpich", "-bind-to user:1,0"),
+        ("intel-mpi", "I_MPI_PIN_PROCESSOR_LIST=1,0"),
+        ("slurm", "--cpu-bind=map_cpu:1,0"),
+    ] {
+        let (out, _) = ok(&[
+            "place",
+            "--pin",
+            "1,0",
+            "--topology",
+            m2,
+            "--format",
+            format,
+        ]);
+        assert_eq!(out.trim(), want, "--format {format}");
+    }
+    let (omp, _) = ok(&["place", "--pin", "1,0", "--topology", m2, "--format", "omp"]);
+    assert!(omp.lines().any(|l| l == "OMP_PLACES={1},{0}"), "{omp}");
+    // The forms that bind the process to a set say that the order is lost.
+    let (out, err) = ok(&[
+        "place",
+        "--pin",
+        "1,0",
+        "--topology",
+        m2,
+        "--format",
+        "taskset",
+    ]);
+    assert_eq!(out.trim(), "taskset -c 0-1");
+    assert!(err.contains("order"), "{err}");
+    // A CPU the topology lacks, and --pin with --policy, are usage errors.
+    let err = fails(&["place", "--pin", "1,7", "--topology", m2], 2);
+    assert!(err.contains("CPU 7"), "{err}");
+    fails(
+        &[
+            "place",
+            "--pin",
+            "1,0",
+            "--policy",
+            "rr_core",
+            "--topology",
+            m2,
+        ],
+        2,
+    );
+    fails(&["place", "--pin", "3-1", "--topology", m2], 2);
+}
+
+/// SIGINT sent once to the process group of `run` (what a terminal's Ctrl-C does)
+/// reaches the program exactly once, 20 times in a row; a program that handles it ends
+/// with its own status, one that does not is ended by it (the shell's 130).
+#[test]
+fn run_sigint_to_the_group_arrives_once() {
+    let m2 = two_cpus();
+    let bin = build("count_sigint.c", &[]);
+    for round in 0..20 {
+        let handled = round % 4 != 3;
+        let mut cmd = Command::new(exe());
+        cmd.args([
+            "run",
+            "--policy",
+            "con_hwc",
+            "-n",
+            "1",
+            "--topology",
+            m2,
+            "--",
+            &bin,
+        ]);
+        if !handled {
+            cmd.arg("default");
+        }
+        // SAFETY: setsid is async-signal-safe; the child leads its own session and group,
+        // as a shell's foreground job does.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .env("TOPOPROBE_PRELOAD", preload())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read");
+        assert_eq!(line.trim(), "ready", "round {round}");
+        let group = i32::try_from(child.id()).expect("pid");
+        // SAFETY: sends SIGINT to the process group the child leads.
+        assert_eq!(unsafe { libc::kill(-group, libc::SIGINT) }, 0);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).expect("read");
+        let status = child.wait().expect("wait");
+        if handled {
+            assert_eq!(rest.trim(), "sigint 1", "round {round}");
+            assert_eq!(status.code(), Some(3), "round {round}");
+        } else {
+            assert_eq!(
+                status.signal(),
+                Some(libc::SIGINT),
+                "round {round}: {status:?}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -449,7 +663,8 @@ fn run_forwards_sigterm() {
         .expect("kill");
     assert!(st.success());
     let status = child.wait().expect("wait");
-    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
+    // topoprobe became the program: SIGTERM ended it directly (the shell's 143).
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
 }
 
 /// The Open MPI rankfile runs under `mpirun` and every rank lands on the CPU it names;

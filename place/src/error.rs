@@ -23,6 +23,11 @@ pub enum PlaceError {
         /// What restricted the contexts (empty when nothing did).
         scope: String,
     },
+    /// An explicit CPU list was combined with a filter that does not apply to it.
+    #[error(
+        "an explicit CPU list (--pin) takes no --kind or --use-sockets: it names the CPUs itself"
+    )]
+    ListWithFilters,
     /// Zero threads were asked for.
     #[error("at least one thread is needed")]
     NoThreads,

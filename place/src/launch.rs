@@ -2,14 +2,18 @@
 //! preloaded (`LD_PRELOAD=libtopoprobe_preload.so`, told the CPUs through
 //! `TOPOPROBE_PIN_CPUS` and the threads to leave alone through `TOPOPROBE_PIN_SKIP`), the
 //! OpenMP environment of the placement is set (a variable the caller set already is
-//! kept), the memory policy is set on the calling thread and inherited, and the program
-//! runs with the signals sent to this process passed on. What was done comes back as a
-//! [`RunResult`].
+//! kept), and the memory policy is set on the calling thread and inherited. Then either
+//! this process becomes the program ([`exec`], as `taskset` and `likwid-pin` do: signals
+//! reach it exactly as they would reach the program alone), or it runs as our child with
+//! the signals sent to this process passed on, and what was done, with its exit status,
+//! comes back as a [`RunResult`] ([`run`]).
 //!
 //! A statically linked program cannot load the pinning library: it runs with the OpenMP
 //! variables alone, and a note says so.
 
+use std::convert::Infallible;
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -162,6 +166,9 @@ fn nodes_of(cpus: &[u32], placement: &PlacementResult) -> Option<Vec<u32>> {
 /// policy is set on the calling thread (the program inherits it). `observer` sees the
 /// notes as they arise and the placement before the program starts.
 ///
+/// Use [`exec`] instead when nothing needs to happen after the program: it becomes the
+/// program, so that signals reach it exactly as they would reach the program itself.
+///
 /// # Errors
 ///
 /// Before the program starts: the errors of [`plan`](crate::plan()),
@@ -191,6 +198,69 @@ pub fn run_plan(
     launch: &Launch,
     observer: &mut dyn Observer,
 ) -> Result<RunResult, PlaceError> {
+    let Prepared {
+        mut command,
+        program,
+        result,
+    } = prepare(topo, plan, launch, observer)?;
+    let started = Instant::now();
+    let exit_status =
+        topoprobe_sys::launch::run_forwarding_with(&mut command, launch.end_with_caller)
+            .map_err(|source| PlaceError::Launch { program, source })?;
+    Ok(RunResult {
+        exit_status,
+        wall_s: started.elapsed().as_secs_f64(),
+        ..result
+    })
+}
+
+/// Plans `req` over `topo` and replaces this process by `launch.command` with its threads
+/// placed (`execvp`, as `taskset` and `likwid-pin` do): the program keeps this process's
+/// id, its parent and its process group, so that a signal sent to this process or to its
+/// group (a terminal's Ctrl-C) reaches the program once, its exit status is what the
+/// shell sees, and nothing runs on unwatched if the program is killed. The memory policy
+/// is set on the calling thread and kept across the exec. Returns only when the program
+/// could not be started; `launch.end_with_caller` does not apply.
+///
+/// Call it from a process with no other work to finish: other threads end with the exec,
+/// and buffered output that is not flushed is lost.
+///
+/// # Errors
+///
+/// As [`run`], before the program starts; [`PlaceError::Launch`] when it cannot be
+/// executed (not found, not executable).
+pub fn exec(
+    topo: &Topology,
+    req: &Request,
+    launch: &Launch,
+    observer: &mut dyn Observer,
+) -> Result<Infallible, PlaceError> {
+    let plan = plan(topo, req)?;
+    let Prepared {
+        mut command,
+        program,
+        ..
+    } = prepare(topo, &plan, launch, observer)?;
+    let source = command.exec();
+    Err(PlaceError::Launch { program, source })
+}
+
+/// A command ready to start: its environment set, the memory policy set on the calling
+/// thread, and the result so far (no exit status yet).
+struct Prepared {
+    command: Command,
+    /// The program, for messages.
+    program: String,
+    result: RunResult,
+}
+
+/// Everything [`run_plan`] and [`exec`] do before the program starts.
+fn prepare(
+    topo: &Topology,
+    plan: &Plan,
+    launch: &Launch,
+    observer: &mut dyn Observer,
+) -> Result<Prepared, PlaceError> {
     let placement = describe(topo, plan);
     let (program, rest) = launch.command.split_first().ok_or(PlaceError::NoCommand)?;
     let mut notes = Vec::new();
@@ -313,25 +383,23 @@ pub fn run_plan(
             }
         }
     };
-    let started = Instant::now();
-    let exit_status = topoprobe_sys::launch::run_forwarding_with(&mut cmd, launch.end_with_caller)
-        .map_err(|source| PlaceError::Launch {
-            program: Path::new(program).display().to_string(),
-            source,
-        })?;
-    Ok(RunResult {
-        command: launch
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        placement,
-        preload,
-        environment,
-        kept,
-        memory,
-        notes,
-        exit_status,
-        wall_s: started.elapsed().as_secs_f64(),
+    Ok(Prepared {
+        command: cmd,
+        program: Path::new(program).display().to_string(),
+        result: RunResult {
+            command: launch
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            placement,
+            preload,
+            environment,
+            kept,
+            memory,
+            notes,
+            exit_status: 0,
+            wall_s: 0.0,
+        },
     })
 }

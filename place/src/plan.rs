@@ -179,6 +179,55 @@ fn usable(
     Ok((ok, scope))
 }
 
+/// The plan of [`Policy::List`]: thread `i` on the `i`-th CPU of `req.cpus`, in its order
+/// (a CPU may repeat: threads then share it). With more threads than CPUs, the threads
+/// beyond the list may run on any CPU of it (as the pinning library does); fewer threads
+/// use the start of the list.
+fn list_plan(topo: &Topology, req: &Request) -> Result<Plan, PlaceError> {
+    let cpus = req
+        .cpus
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| PlaceError::NothingLeft("an empty CPU list".into()))?;
+    if req.kind.is_some() || req.sockets.is_some() {
+        return Err(PlaceError::ListWithFilters);
+    }
+    if req.threads == Some(0) {
+        return Err(PlaceError::NoThreads);
+    }
+    let machine = || {
+        let all: Vec<u32> = topo.contexts().iter().map(|c| c.os_id).collect();
+        format_cpu_list(&all)
+    };
+    let mut contexts = Vec::with_capacity(cpus.len());
+    for &cpu in cpus {
+        let ctx = topo
+            .context_by_os_id(cpu)
+            .ok_or_else(|| PlaceError::CpuOutsideMachine {
+                cpu,
+                machine: machine(),
+            })?;
+        contexts.push(ctx);
+    }
+    let threads = req.threads.unwrap_or(contexts.len());
+    contexts.truncate(threads);
+    let mut sockets: Vec<SocketId> = Vec::new();
+    for c in &contexts {
+        if let Some(s) = topo.socket_of(*c) {
+            if !sockets.contains(&s) {
+                sockets.push(s);
+            }
+        }
+    }
+    Ok(Plan {
+        policy: Policy::List,
+        threads,
+        contexts,
+        sockets,
+        pinned: true,
+    })
+}
+
 /// Splits `n` threads over sockets of the given capacities as evenly as possible, earlier
 /// sockets taking the remainder; a socket that is full passes its share on.
 fn balanced(n: usize, caps: &[usize]) -> Vec<usize> {
@@ -368,6 +417,9 @@ fn saturation(topo: &Topology, s: &SocketCores) -> Result<usize, PlaceError> {
 /// for counts that do not fit, and [`PlaceError::MissingData`] when POWER has no power
 /// section or RR_SCALE no bandwidth section.
 pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlaceError> {
+    if req.policy == Policy::List {
+        return list_plan(topo, req);
+    }
     let kinds = core_kinds(topo);
     let kinds = kinds.as_deref();
     let (ok, scope) = usable(topo, req, kinds)?;
@@ -574,7 +626,7 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlaceError> {
             let costs = power_costs(topo, &ids)?;
             power_order(&socks, &costs, n)
         }
-        Policy::None | Policy::Sequential => Vec::new(),
+        Policy::None | Policy::Sequential | Policy::List => Vec::new(),
     };
     debug_assert_eq!(contexts.len(), n);
     let mut used: Vec<SocketId> = Vec::new();

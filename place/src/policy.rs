@@ -43,6 +43,11 @@ pub enum Policy {
     /// [`Policy::RrCore`], with at most as many threads per socket as saturate its local
     /// memory bandwidth first (needs the bandwidth section).
     RrScale,
+    /// An explicit list of CPUs (`run --pin 3,1,2`, like `likwid-pin -c`): thread `i` on
+    /// the `i`-th CPU of [`Request::cpus`](crate::Request::cpus), in its order. Not one of
+    /// the paper's policies: it is not in [`Policy::ALL`], has no C API number and no
+    /// name `--policy` accepts.
+    List,
 }
 
 impl Policy {
@@ -78,14 +83,19 @@ impl Policy {
             Self::RrCore => "RR_CORE",
             Self::Power => "POWER",
             Self::RrScale => "RR_SCALE",
+            Self::List => "LIST",
         }
     }
 
-    /// The number of the policy in the C API (its position in [`Policy::ALL`]).
+    /// The number of the policy in the C API (its position in [`Policy::ALL`]);
+    /// `u32::MAX` for [`Policy::List`], which has none.
     #[must_use]
     pub fn code(self) -> u32 {
-        // ALL has 12 entries and contains every variant.
-        Self::ALL.iter().position(|&p| p == self).unwrap_or(0) as u32
+        // ALL has 12 entries.
+        Self::ALL
+            .iter()
+            .position(|&p| p == self)
+            .map_or(u32::MAX, |i| i as u32)
     }
 
     /// The policy with the given C API number.
@@ -117,6 +127,7 @@ impl Policy {
             Self::RrCore => "round robin over the sockets, each filled as CON_CORE_HWC",
             Self::Power => "each thread where it adds the least estimated power: second contexts, then new cores, then new sockets",
             Self::RrScale => "as RR_CORE, with per-socket thread counts that just saturate local bandwidth first",
+            Self::List => "thread i on the i-th CPU of an explicit list, in its order",
         }
     }
 }

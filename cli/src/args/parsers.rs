@@ -79,6 +79,60 @@ pub(crate) fn skip_mask(s: &str) -> Result<String, String> {
     Ok(format!("0x{hex}"))
 }
 
+/// Longest `--pin` list accepted, in characters (checked before anything is allocated).
+const MAX_PIN_TEXT: usize = 64 * 1024;
+/// Most CPUs a `--pin` list may name (threads of one program).
+const MAX_PIN_CPUS: usize = 65_536;
+
+/// A `--pin` list: CPUs in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PinList(pub(crate) Vec<u32>);
+
+/// Parses a `--pin` list: CPU numbers and ascending ranges, comma-separated, **in the
+/// order given** (`3,1,2`, `4-7,0-3`), repeats allowed (threads then share a CPU), as
+/// `likwid-pin -c` takes them.
+pub(crate) fn pin_list(s: &str) -> Result<PinList, String> {
+    if s.len() > MAX_PIN_TEXT {
+        return Err(format!(
+            "--pin: a list of at most {MAX_PIN_TEXT} characters, got {}",
+            s.len()
+        ));
+    }
+    let number = |t: &str| -> Result<u32, String> {
+        let v: u32 = t
+            .trim()
+            .parse()
+            .map_err(|_| format!("--pin {s:?}: {t:?} is not a CPU number"))?;
+        if v > topoprobe_model::MAX_CPU {
+            return Err(format!(
+                "--pin {s:?}: CPU {v} is above {}",
+                topoprobe_model::MAX_CPU
+            ));
+        }
+        Ok(v)
+    };
+    let mut out = Vec::new();
+    for item in s.split(',') {
+        let (a, b) = match item.split_once('-') {
+            Some((a, b)) => (number(a)?, number(b)?),
+            None => {
+                let v = number(item)?;
+                (v, v)
+            }
+        };
+        if b < a {
+            return Err(format!(
+                "--pin {s:?}: the range {item:?} goes down (write its CPUs one by one for that order)"
+            ));
+        }
+        if out.len() + (b - a) as usize + 1 > MAX_PIN_CPUS {
+            return Err(format!("--pin {s:?}: more than {MAX_PIN_CPUS} CPUs"));
+        }
+        out.extend(a..=b);
+    }
+    Ok(PinList(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +153,21 @@ mod tests {
             assert!(ghz(bad).is_err(), "{bad}");
         }
         assert!(plugin_list("cache,bogus").unwrap_err().contains("bogus"));
+    }
+
+    #[test]
+    fn pin_lists_keep_their_order() {
+        assert_eq!(pin_list("3,1,2"), Ok(PinList(vec![3, 1, 2])));
+        assert_eq!(pin_list("4-5,0-1,0"), Ok(PinList(vec![4, 5, 0, 1, 0])));
+        assert!(pin_list("3-1").unwrap_err().contains("goes down"));
+        assert!(pin_list("1,x").unwrap_err().contains("\"x\""));
+        assert!(pin_list("1048576").unwrap_err().contains("above"));
+        assert!(pin_list("0-1048575,0-1048575")
+            .unwrap_err()
+            .contains("more than"));
+        assert!(pin_list(&"1,".repeat(40_000))
+            .unwrap_err()
+            .contains("characters"));
     }
 
     #[test]

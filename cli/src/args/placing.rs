@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use topoprobe_place::{CoreKind, Policy};
 use topoprobe_view::results::Rendered;
 
-use super::parsers::{kind, policy, skip_mask};
+use super::parsers::{kind, pin_list, policy, skip_mask, PinList};
 use crate::error::Usage;
 use crate::output::{check_target, choose, write_to, Formats, Kind};
 
@@ -28,8 +28,12 @@ pub(crate) struct PlacementArgs {
     /// Placement policy: none, sequential, con_hwc, con_core_hwc, con_core, balance_hwc,
     /// balance_core_hwc, balance_core, rr_hwc, rr_core, power, rr_scale (case and - or _
     /// do not matter).
-    #[arg(long, value_name = "POLICY", value_parser = policy)]
-    pub(crate) policy: Policy,
+    #[arg(long, value_name = "POLICY", value_parser = policy, required_unless_present = "pin", conflicts_with = "pin")]
+    pub(crate) policy: Option<Policy>,
+    /// Thread i on the i-th CPU of this list, in its order (`3,1,2`; ranges `4-7`; a CPU
+    /// may repeat), like `likwid-pin -c`; instead of --policy.
+    #[arg(long, value_name = "LIST", value_parser = pin_list, conflicts_with_all = ["cpus", "kind", "sockets"])]
+    pub(crate) pin: Option<PinList>,
     /// Number of threads (default: every usable context; rr_scale: as many as saturate
     /// the sockets' memory bandwidth).
     #[arg(short = 'n', long = "threads", value_name = "N")]
@@ -56,15 +60,17 @@ pub(crate) enum PlaceFormat {
     List,
     /// Hexadecimal CPU mask.
     Mask,
-    /// A `taskset -c LIST` prefix.
+    /// A `taskset -c LIST` prefix (binds the whole process to the set: the order is lost).
     Taskset,
-    /// A `numactl --physcpubind=LIST [--membind=NODES]` prefix.
+    /// A `numactl --physcpubind=LIST [--membind=NODES]` prefix (binds the whole process to
+    /// the set: the order is lost).
     Numactl,
     /// OMP_NUM_THREADS, OMP_PLACES and OMP_PROC_BIND, one NAME=value per line.
     Omp,
     /// A `likwid-pin -c LIST` prefix.
     Likwid,
-    /// A `hwloc-bind --physical pu:N ...` prefix.
+    /// A `hwloc-bind --physical pu:N ...` prefix (binds the whole process to the set: the
+    /// order is lost).
     Hwloc,
     /// An Open MPI rankfile: rank i on the i-th CPU (physical numbers).
     Rankfile,
@@ -74,6 +80,12 @@ pub(crate) enum PlaceFormat {
     SlurmMask,
     /// Intel MPI's `I_MPI_PIN_PROCESSOR_LIST=LIST`.
     IntelMpi,
+    /// GNU OpenMP's `GOMP_CPU_AFFINITY=LIST` (thread i on the i-th CPU).
+    Gomp,
+    /// Intel/LLVM OpenMP's `KMP_AFFINITY=granularity=fine,explicit,proclist=[LIST]`.
+    Kmp,
+    /// MPICH's `-bind-to user:LIST` (rank i on the i-th CPU).
+    Mpich,
     /// The placement, every thread's place, the summary and the OpenMP environment, as
     /// JSON.
     Json,
@@ -225,16 +237,13 @@ pub(crate) struct RunArgs {
     // -o asks for it.
     #[command(flatten)]
     pub(crate) report: SideReport,
-    /// Let the command run on when topoprobe itself is killed (by default the kernel ends
-    /// it with SIGKILL then: PR_SET_PDEATHSIG).
+    /// With a report (-o, --json, --format), let the command run on when topoprobe itself
+    /// is killed (by default the kernel ends it with SIGKILL then: PR_SET_PDEATHSIG).
+    /// Without a report topoprobe becomes the command (exec), so nothing is left to end.
     #[arg(long)]
     pub(crate) keep_child: bool,
-    /// The command and its arguments (after `--`).
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "CMD"
-    )]
+    /// The command and its arguments: after `--`, or from the first word that is not an
+    /// option of `run` (an unknown option is an error, never taken for the command).
+    #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub(crate) command: Vec<OsString>,
 }

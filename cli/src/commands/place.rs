@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use topoprobe_model::format_cpu_list;
 use topoprobe_view::results::placement::{render, Form};
 use topoprobe_view::results::Rendered;
 
@@ -23,6 +24,9 @@ const fn form(f: PlaceFormat) -> Option<Form> {
         PlaceFormat::Slurm => Form::Slurm,
         PlaceFormat::SlurmMask => Form::SlurmMask,
         PlaceFormat::IntelMpi => Form::IntelMpi,
+        PlaceFormat::Gomp => Form::Gomp,
+        PlaceFormat::Kmp => Form::Kmp,
+        PlaceFormat::Mpich => Form::Mpich,
         PlaceFormat::Json => return None,
     })
 }
@@ -56,6 +60,14 @@ pub(crate) fn run(args: &PlaceArgs) -> Result<()> {
     };
     if !args.quiet {
         eprint!("{}", placement.text());
+        let ordered = placement.pinned && !placement.contexts.is_sorted();
+        if ordered && form(format).is_some_and(Form::loses_order) {
+            eprintln!(
+                "topoprobe: note: this form binds the whole process to the set {}: which thread \
+                 runs where is lost; --format likwid, gomp, kmp, omp or mpich keep the order",
+                format_cpu_list(&placement.contexts)
+            );
+        }
     }
     write_to(args.output.as_deref(), text.as_bytes())
 }

@@ -1,11 +1,14 @@
 //! `topoprobe run`: run a command with its threads pinned by a policy
-//! (`topoprobe_place::launch`), and write the report of the run when asked.
+//! (`topoprobe_place::launch`). topoprobe becomes the command (exec), as `taskset` does;
+//! when a report of the run is asked for (`-o`, `--json`, `--format`), it stays as the
+//! command's parent instead, to report its exit status and time.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use topoprobe_place::launch::{self, Event, Launch, Memory, Observer};
+use topoprobe_place::PlaceError;
 use topoprobe_view::results::Rendered;
 
 use crate::args::{Mem, RunArgs};
@@ -42,14 +45,16 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
         end_with_caller: !args.keep_child,
         preload: None,
     };
-    let result = launch::run(
-        &topo,
-        &req,
-        &how,
-        &mut Notes {
-            verbose: args.verbose,
-        },
-    )?;
+    let mut notes = Notes {
+        verbose: args.verbose,
+    };
+    if !args.report.asked() {
+        // Buffered output would be lost by the exec.
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        let Err(e) = launch::exec(&topo, &req, &how, &mut notes);
+        return Err(e.into());
+    }
+    let result = launch::run(&topo, &req, &how, &mut notes)?;
     if args.report.asked() {
         if let Err(e) = args.report.emit(&result) {
             // The program ran: its status stands, unless it succeeded.
@@ -64,10 +69,25 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
     Ok(result.exit_status)
 }
 
-/// Runs the command and exits as it did.
+/// The status of a command that could not be started, as shells and `env` give it: 127
+/// when it was not found, 126 when it could not be executed.
+fn not_started(e: &anyhow::Error) -> Option<u8> {
+    match e.downcast_ref::<PlaceError>()? {
+        PlaceError::Launch { source, .. } => Some(match source.kind() {
+            std::io::ErrorKind::NotFound => 127,
+            _ => 126,
+        }),
+        _ => None,
+    }
+}
+
+/// Runs the command and exits as it did (or becomes it).
 pub(crate) fn main(args: &RunArgs) -> ExitCode {
     match run_inner(args) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-        Err(e) => ExitCode::from(report(&e)),
+        Err(e) => {
+            let code = report(&e);
+            ExitCode::from(not_started(&e).unwrap_or(code))
+        }
     }
 }

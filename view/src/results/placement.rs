@@ -1,8 +1,9 @@
 //! A placement in the forms people and other tools take: the summary of the paper's
 //! Figure 7 (its text), a CPU list, a mask, `taskset`, `numactl`, OpenMP's environment,
-//! `likwid-pin`, `hwloc-bind`, and the MPI launchers (Open MPI's rankfile, Slurm's
-//! `--cpu-bind`, Intel MPI's processor list: rank `i` on the placement's `i`-th CPU); and
-//! the report of a pinned run.
+//! `likwid-pin`, `hwloc-bind`, GNU and Intel/LLVM OpenMP's affinity lists, and the MPI
+//! launchers (Open MPI's rankfile, Slurm's `--cpu-bind`, Intel MPI's processor list,
+//! MPICH's `-bind-to user:`: rank `i` on the placement's `i`-th CPU); and the report of a
+//! pinned run.
 
 use std::fmt::Write as _;
 
@@ -43,6 +44,26 @@ pub enum Form {
     SlurmMask,
     /// Intel MPI's `I_MPI_PIN_PROCESSOR_LIST=0,20,1,21`.
     IntelMpi,
+    /// GNU OpenMP's `GOMP_CPU_AFFINITY=0,20,1,21` (thread `i` on the `i`-th CPU).
+    Gomp,
+    /// Intel and LLVM OpenMP's
+    /// `KMP_AFFINITY=granularity=fine,explicit,proclist=[0,20,1,21]`.
+    Kmp,
+    /// MPICH's (Hydra's) `-bind-to user:0,20,1,21` (rank `i` on the `i`-th CPU).
+    Mpich,
+}
+
+impl Form {
+    /// Whether the form binds the whole process to the set of CPUs, so that the order of
+    /// the placement (thread `i` on the `i`-th CPU) is lost: `taskset`, `numactl`,
+    /// `hwloc-bind` and the mask.
+    #[must_use]
+    pub const fn loses_order(self) -> bool {
+        matches!(
+            self,
+            Self::Mask | Self::Taskset | Self::Numactl | Self::Hwloc
+        )
+    }
 }
 
 /// The placement in `form`, ending with a newline.
@@ -80,6 +101,12 @@ pub fn render(p: &PlacementResult, form: Form) -> String {
             format!("--cpu-bind=mask_cpu:{}", masks.join(","))
         }
         Form::IntelMpi => format!("I_MPI_PIN_PROCESSOR_LIST={}", list(&p.contexts)),
+        Form::Gomp => format!("GOMP_CPU_AFFINITY={}", list(&p.contexts)),
+        Form::Kmp => format!(
+            "KMP_AFFINITY=granularity=fine,explicit,proclist=[{}]",
+            list(&p.contexts)
+        ),
+        Form::Mpich => format!("-bind-to user:{}", list(&p.contexts)),
     };
     s.push('\n');
     s
