@@ -31,27 +31,47 @@ pub(crate) struct Table {
     pub(crate) sorted: Vec<f64>,
 }
 
+/// A latency smaller than this fraction of the table's largest is below the resolution of
+/// any timer that measured both: it is read as 0, as an exact 0 is (`1e-300` or a denormal
+/// beside latencies of tens of nanoseconds is no measurement of a real latency). Relative,
+/// so that a table in any scale keeps its structure.
+const RESOLUTION_FRACTION: f64 = 1e-9;
+
+/// `v`, or 0 when it is below `floor`.
+fn resolvable(v: f64, floor: f64) -> f64 {
+    if v < floor {
+        0.0
+    } else {
+        v
+    }
+}
+
 /// Fewest pairs with both directions from which the directional noise is estimated.
 const MIN_DIRECTED_PAIRS: usize = 6;
 
 impl Table {
     /// Checks and symmetrizes a matrix (mean of both directions when both exist). A zero
-    /// latency is below the resolution of the timer that measured it: it is read as one
-    /// timer step (the step of a coarse timer, or the finest spacing of the other values).
+    /// latency (or one below [`RESOLUTION_FRACTION`] of the largest) is below the resolution of the timer that
+    /// measured it: it is read as one timer step (the step of a coarse timer, or the finest
+    /// spacing of the other values).
     pub(crate) fn new(m: &LatencyMatrix) -> Result<Self, InferError> {
         let n = m.len();
         if n < 2 {
             return Err(InferError::TooSmall(n));
         }
+        let mut largest: f64 = 0.0;
         for a in 0..n {
             for (b, v) in m.row(a).iter().enumerate() {
                 if let Some(v) = *v {
                     if !v.is_finite() || v < 0.0 {
                         return Err(InferError::BadValue { a, b, value: v });
                     }
+                    largest = largest.max(v);
                 }
             }
         }
+        let floor = largest * RESOLUTION_FRACTION;
+        let read = |v: Option<f64>| v.map(|v| resolvable(v, floor));
         let mut clock = std::time::Instant::now();
         crate::timing::stage("   check", &mut clock);
         let mut lat = vec![f64::NAN; n * n];
@@ -68,7 +88,7 @@ impl Table {
             for tb in (ta..n).step_by(TILE) {
                 for a in ta..(ta + TILE).min(n) {
                     for b in tb.max(a + 1)..(tb + TILE).min(n) {
-                        let v = match (m.row(a)[b], m.row(b)[a]) {
+                        let v = match (read(m.row(a)[b]), read(m.row(b)[a])) {
                             (Some(x), Some(y)) => {
                                 let mean = (x + y) / 2.0;
                                 if mean > 0.0 {

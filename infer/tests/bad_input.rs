@@ -38,24 +38,31 @@ fn negative_and_nan_latencies_are_errors() {
 
 #[test]
 fn a_zero_latency_is_below_resolution_with_a_warning() {
-    // Two dies of two cores; the timer (steps of 5/3 ns) read one pair inside a die as 0.
-    let m = LatencyMatrix::from_fn(4, |a, b| {
-        Some(match (a / 2 == b / 2, a.min(b)) {
-            (true, 0) => 0.0,
-            (true, _) => 26.6667,
-            (false, _) if (a + b) % 2 == 0 => 51.6667,
-            _ => 53.3333,
-        })
-    });
-    let topo = infer(&m, &InferOptions::default()).expect("a zero is not an error");
-    let w = topo
-        .validation()
-        .warnings
-        .iter()
-        .find(|w| w.kind == "below_resolution")
-        .expect("a warning names the zero");
-    assert!(w.message.contains("(0, 1)"), "{}", w.message);
-    assert_eq!(topo.num_contexts(), 4);
+    // Two dies of two cores; the timer (steps of 5/3 ns) read one pair inside a die as 0;
+    // 1e-300 and a denormal are no better than 0, and are treated the same.
+    for zero in [0.0, 1e-300, f64::MIN_POSITIVE / 4.0] {
+        let m = LatencyMatrix::from_fn(4, |a, b| {
+            Some(match (a / 2 == b / 2, a.min(b)) {
+                (true, 0) => zero,
+                (true, _) => 26.6667,
+                (false, _) if (a + b) % 2 == 0 => 51.6667,
+                _ => 53.3333,
+            })
+        });
+        let topo = infer(&m, &InferOptions::default()).expect("a zero is not an error");
+        let w = topo
+            .validation()
+            .warnings
+            .iter()
+            .find(|w| w.kind == "below_resolution")
+            .unwrap_or_else(|| panic!("{zero}: a warning names the zero"));
+        assert!(w.message.contains("(0, 1)"), "{}", w.message);
+        assert_eq!(topo.num_contexts(), 4);
+        assert!(
+            topo.latency_tables().normalized.get(0, 1).unwrap_or(0.0) > 1e-3,
+            "{zero}: read as one timer step"
+        );
+    }
     let all_zero = LatencyMatrix::from_fn(3, |_, _| Some(0.0));
     assert!(matches!(
         infer(&all_zero, &InferOptions::default()),

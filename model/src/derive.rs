@@ -68,6 +68,14 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     }
     let mut by_os_id: HashMap<u32, usize> = HashMap::with_capacity(n);
     for (i, c) in d.contexts.iter().enumerate() {
+        if c.os_id > crate::MAX_CPU {
+            return Err(structure(format!(
+                "context {i} has OS CPU number (os_id) {}: topoprobe reads CPU numbers up to {} \
+                 (see docs/LIMITS.md)",
+                c.os_id,
+                crate::MAX_CPU
+            )));
+        }
         if let Some(first) = by_os_id.insert(c.os_id, i) {
             return Err(structure(format!(
                 "contexts {first} and {i} have the same OS CPU number (os_id) {}",
@@ -78,6 +86,12 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     let mut node_ids: HashMap<u32, usize> = HashMap::new();
     for (i, node) in d.nodes.iter().enumerate() {
         if let Some(os) = node.os_id {
+            if os as usize >= MAX_NODES {
+                return Err(structure(format!(
+                    "node {i} has OS node number (os_id) {os}: Linux numbers nodes below \
+                     {MAX_NODES} (see docs/LIMITS.md)"
+                )));
+            }
             if let Some(first) = node_ids.insert(os, i) {
                 return Err(structure(format!(
                     "nodes {first} and {i} have the same OS node number (os_id) {os}"

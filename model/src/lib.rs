@@ -33,6 +33,7 @@ mod cost;
 mod data;
 mod derive;
 mod error;
+mod figures;
 pub mod format;
 mod ids;
 pub mod limits;

@@ -326,6 +326,7 @@ impl Topology {
                 data.format
             )));
         }
+        crate::figures::check(&data)?;
         let mut derived = data.clone();
         crate::derive::derive(&mut derived)?;
         crate::derive::check_same(&data, &derived)?;

@@ -89,6 +89,69 @@ fn duplicate_os_ids_are_refused() {
     );
 }
 
+/// An OS CPU number above the CPU limit (1 048 575) or a node number above Linux's is
+/// refused (a 3 KB file with `os_id` 4294967295 once made `place --format mask` write 1 GiB).
+#[test]
+fn os_ids_above_the_limits_are_refused() {
+    let text = description();
+    for big in ["4294967295", "1048576"] {
+        let bad = text.replacen("\"os_id\": 1,", &format!("\"os_id\": {big},"), 1);
+        assert_ne!(bad, text, "the fixture names os_id 1");
+        let (_, message) = parse_error(json::from_json_str(&bad, Path::new("d.json")));
+        assert!(
+            message.contains(big) && message.contains("1048575"),
+            "{message}"
+        );
+    }
+    let ok = text.replacen("\"os_id\": 1,", "\"os_id\": 1048575,", 1);
+    assert!(json::from_json_str(&ok, Path::new("d.json")).is_ok());
+}
+
+/// Figures a description states are checked for their range: a level whose minimum is
+/// above its maximum, a median over more pairs than the machine has, a confidence of 7.5,
+/// a latency of 1e308.
+#[test]
+fn stated_figures_out_of_range_are_refused() {
+    let text = description();
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    v["levels"] = serde_json::json!([
+        {"id": 1, "role": "group", "min": 10.0, "median": 20.0, "max": 30.0, "count": 28}
+    ]);
+    let load = |v: &serde_json::Value| {
+        json::from_json_str(
+            &serde_json::to_string(v).expect("json"),
+            Path::new("d.json"),
+        )
+    };
+    if let Err(e) = load(&v) {
+        panic!("the fixture loads: {e:?}");
+    }
+    let with = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut w = v.clone();
+        edit(&mut w);
+        let (_, message) = parse_error(load(&w));
+        message
+    };
+    let m = with(&|w| {
+        w["levels"][0]["min"] = 100.0.into();
+        w["levels"][0]["max"] = 1.0.into();
+    });
+    assert!(m.contains("latency level 1") && m.contains("min"), "{m}");
+    let m = with(&|w| w["levels"][0]["count"] = 77.into());
+    assert!(m.contains("77 pairs") && m.contains("28"), "{m}");
+    let m = with(&|w| {
+        w["validation"]["confidence"] = serde_json::json!([
+            {"level": "socket", "confidence": 7.5, "basis": "crafted"}
+        ]);
+    });
+    assert!(m.contains("7.5") && m.contains("between 0 and 1"), "{m}");
+    let m = with(&|w| w["latency"]["raw"][0][1] = 1e308.into());
+    assert!(
+        m.contains("latency.raw[0][1]") && m.contains("1e308"),
+        "{m}"
+    );
+}
+
 /// Row 17: a UTF-8 byte-order mark is skipped in JSON and `.mct` as in CSV.
 #[test]
 fn byte_order_marks_are_skipped() {
