@@ -97,6 +97,15 @@ fn walks_and_working_sets_too_small_to_measure_are_refused() {
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("too small to measure memory"), "{err}");
     assert!(!err.contains("0 MiB"), "{err}");
+    // A working set above the memory available now is refused before anything is
+    // allocated, with the figure (no machine here has 512 TiB available).
+    let (code, out, err) = run_fresh(&["mem", "--size", "512T", "--latency-only"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("available now") && err.contains("MemAvailable"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -65,6 +65,17 @@ fn prepare(
             size_text(memory::MIN_SIZE)
         )));
     }
+    if let (Some(size), Some(available)) = (req.size, topoprobe_measure::os::available_bytes()) {
+        if size > available {
+            return Err(MachineError::Request(format!(
+                "a working set of {} is more than the {} of memory this machine has available \
+                 now (MemAvailable of /proc/meminfo): the measurement would swap or be killed \
+                 for memory; give a smaller --size",
+                size_text(size),
+                size_text(available)
+            )));
+        }
+    }
     let topo = crate::load::topology(req.topology.as_deref())?;
     if let Some(t) = req.threads {
         let max = topo
@@ -99,8 +110,8 @@ fn prepare(
 ///
 /// # Errors
 ///
-/// [`MachineError::Request`] for a working set below [`memory::MIN_SIZE`] or more threads
-/// than a socket has; the errors of loading the topology ([`crate::load::topology`]).
+/// [`MachineError::Request`] for a working set below [`memory::MIN_SIZE`] or above the
+/// memory available now, or more threads than a socket has; the errors of loading the topology ([`crate::load::topology`]).
 pub fn plan(req: &MemRequest) -> Result<CostPlan, MachineError> {
     let (_, shape, opts) = prepare(req, None)?;
     Ok(plan_memory(&shape, &opts).cost())

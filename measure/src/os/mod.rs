@@ -142,6 +142,13 @@ pub fn node_free_bytes(id: u32) -> Option<u64> {
     nodes::free_bytes(Path::new("/"), id)
 }
 
+/// Memory the kernel could give a program now without swapping (`MemAvailable` of
+/// `/proc/meminfo`), bytes; `None` when the kernel does not say.
+#[must_use]
+pub fn available_bytes() -> Option<u64> {
+    nodes::meminfo_field(Path::new("/proc"), "MemAvailable:", &mut Notes::default())
+}
+
 /// Free memory of the node with the least of it now, among this machine's online nodes
 /// that have memory, bytes; `None` when the OS does not say.
 #[must_use]

@@ -65,7 +65,7 @@ fn memory(dir: &Path, notes: &mut Notes) -> Option<u64> {
 }
 
 /// A field of the node's `meminfo` (`Node 0 MemFree:  5916068 kB`), in bytes.
-fn meminfo_field(dir: &Path, field: &str, notes: &mut Notes) -> Option<u64> {
+pub(super) fn meminfo_field(dir: &Path, field: &str, notes: &mut Notes) -> Option<u64> {
     let path = dir.join("meminfo");
     let s = read_optional(&path, notes)?;
     let line = s.lines().find(|l| l.contains(field))?;
