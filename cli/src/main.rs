@@ -22,6 +22,8 @@ mod progress;
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
+    // A result being written when Ctrl-C arrives leaves no temporary file behind.
+    topoprobe_sys::temps::remove_on_signals();
     let matches = Cli::command().get_matches();
     let mut path = Vec::new();
     let mut level = &matches;

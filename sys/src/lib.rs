@@ -34,6 +34,7 @@ pub mod launch;
 pub mod memory;
 pub mod pin_env;
 pub mod proc;
+pub mod temps;
 pub mod usage;
 
 pub use sets::{CpuSet, NodeSet};

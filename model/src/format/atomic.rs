@@ -21,17 +21,36 @@ const MAX_LINKS: usize = 40;
 /// device) is written directly, never replaced: a rename would put a regular file in its
 /// place.
 ///
+/// The temporary file (`.topoprobe-<pid>-<random>.tmp`) is listed in
+/// [`temps::in_progress`](super::temps::in_progress) while it is written, for a signal
+/// handler to remove; the temporary files of processes that no longer exist are removed
+/// from the directory first (see [`temps`](super::temps)).
+///
 /// # Errors
 ///
 /// Returns [`ModelError::Io`] naming the directory when it does not exist, and naming
 /// `path` when the temporary file cannot be created, written, synced or renamed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`], the content written by `write` as it goes (a large result need not
+/// be held in memory whole).
+///
+/// # Errors
+///
+/// As [`write_atomic`]; an error `write` returns, naming `path` (the target is then left
+/// as it was).
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), ModelError> {
     let io = |e: std::io::Error| ModelError::io(path, e);
     // The kernel follows the links (`/dev/stdout` -> `/proc/self/fd/1` -> a pipe, whose
     // link text is no path); a target that is not a regular file is opened as it is.
     if let Ok(m) = std::fs::metadata(path) {
         if !m.is_file() && !m.is_dir() {
-            return write_special(path, bytes).map_err(io);
+            return write_special(path, write).map_err(io);
         }
     }
     let target = follow_links(path)?;
@@ -40,16 +59,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
     let old = std::fs::metadata(&target)
         .ok()
         .filter(std::fs::Metadata::is_file);
+    super::temps::clean_stale(dir);
+    let prefix = super::temps::prefix();
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".topoprobe-").suffix(".tmp");
+    builder.prefix(&prefix).suffix(".tmp");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
     let mut tmp = builder.tempfile_in(dir).map_err(io)?;
-    tmp.write_all(bytes).map_err(io)?;
-    tmp.flush().map_err(io)?;
+    // Known to a handler of terminating signals until renamed (or removed on an error).
+    let _registered = super::temps::register(tmp.path());
+    {
+        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+        write(&mut out).map_err(io)?;
+        out.flush().map_err(io)?;
+    }
     if let Some(old) = old {
         #[cfg(unix)]
         {
@@ -75,10 +101,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
 
 /// Writes into an existing file that is not a regular one (a terminal, a pipe, a
 /// device): opened for writing as it is, neither truncated nor replaced.
-fn write_special(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new().write(true).open(target)?;
-    f.write_all(bytes)?;
-    f.flush()
+fn write_special(
+    target: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let f = std::fs::OpenOptions::new().write(true).open(target)?;
+    let mut out = std::io::BufWriter::new(f);
+    write(&mut out)?;
+    out.flush()
 }
 
 /// Checks, before work whose result goes there, that [`write_atomic`] can place `path`:
@@ -194,6 +224,35 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
         let mode = std::fs::metadata(&real).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn temporary_files_of_dead_processes_are_removed_on_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        let make = |name: &str, aged: bool| {
+            let p = dir.path().join(name);
+            let f = std::fs::File::create(&p).unwrap();
+            if aged {
+                f.set_modified(old).unwrap();
+            }
+            p
+        };
+        // No process has id 999999999 (Linux's pid_max is at most 4194304).
+        let dead = make(".topoprobe-999999999-AbC123.tmp", true);
+        let dead_but_fresh = make(".topoprobe-999999998-AbC123.tmp", false);
+        let mine = make(
+            &format!("{}XyZ789.tmp", super::super::temps::prefix()),
+            true,
+        );
+        let old_style = make(".topoprobe-QwErTy.tmp", true);
+        let other = make("notes.tmp", true);
+        write_atomic(&dir.path().join("out.json"), b"{}").unwrap();
+        assert!(!dead.exists(), "a dead process's temporary file is removed");
+        assert!(!old_style.exists(), "an hour-old nameless one too");
+        assert!(dead_but_fresh.exists(), "one still changing is kept");
+        assert!(mine.exists(), "a live process's is kept");
+        assert!(other.exists(), "other files are not touched");
     }
 
     #[test]

@@ -15,13 +15,14 @@ pub mod hwloc_xml;
 pub mod json;
 pub mod mct;
 pub mod rounding;
+pub mod temps;
 pub mod tsv;
 
 mod atomic;
 mod common;
 mod lexer;
 
-pub use atomic::{check_place, create_parent, write_atomic};
+pub use atomic::{check_place, create_parent, write_atomic, write_atomic_with};
 
 /// Reads a file as text for any reader here, or standard input when `path` is `-`: at
 /// most [`MAX_FILE_BYTES`](crate::limits::MAX_FILE_BYTES), refused before it is allocated
