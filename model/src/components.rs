@@ -119,6 +119,7 @@ pub struct Core {
     /// Identifier.
     pub id: CoreId,
     /// Its hardware contexts, in ascending order.
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub contexts: Vec<ContextId>,
     /// The group or socket directly containing it.
     pub parent: Parent,
@@ -134,14 +135,17 @@ pub struct Group {
     /// The group or socket directly containing it.
     pub parent: Parent,
     /// Its direct members (cores and groups).
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub members: Vec<Member>,
     /// Its socket.
     pub socket: SocketId,
     /// Nesting depth: 1 for a group directly in a socket, 2 inside such a group, ...
     pub depth: usize,
     /// All cores inside, in ascending order.
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub cores: Vec<CoreId>,
     /// All contexts inside, in ascending order.
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub contexts: Vec<ContextId>,
     /// Latency between its direct members.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,12 +160,16 @@ pub struct Socket {
     /// Identifier.
     pub id: SocketId,
     /// Its direct members (cores and groups).
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub members: Vec<Member>,
     /// All groups inside, outermost first.
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub groups: Vec<GroupId>,
     /// All cores inside, in ascending order.
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub cores: Vec<CoreId>,
     /// All contexts inside, in ascending order.
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub contexts: Vec<ContextId>,
     /// Its local memory node, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]

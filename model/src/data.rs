@@ -35,12 +35,17 @@ pub(crate) struct TopologyData {
     pub(crate) provenance: Provenance,
     pub(crate) units: LatencyUnit,
     pub(crate) facts: Facts,
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub(crate) levels: Vec<LatencyLevel>,
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub(crate) contexts: Vec<HwContext>,
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub(crate) cores: Vec<Core>,
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub(crate) groups: Vec<Group>,
+    #[serde(deserialize_with = "crate::bounded::contexts_at_most")]
     pub(crate) sockets: Vec<Socket>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::bounded::nodes_at_most")]
     pub(crate) nodes: Vec<Node>,
     #[serde(default)]
     pub(crate) interconnects: Vec<Interconnect>,

@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 /// Entry `(a, b)` is the latency measured from context `a` to context `b`; `None` marks
 /// a missing measurement (the diagonal is always `None`). A matrix read from a directed
 /// measurement need not be symmetric; [`LatencyMatrix::symmetrized`] makes it so.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "Vec<Vec<Option<f64>>>", into = "Vec<Vec<Option<f64>>>")]
+///
+/// Read from JSON, the limits of `docs/LIMITS.md` are checked row by row, before the
+/// table grows past them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(into = "Vec<Vec<Option<f64>>>")]
 pub struct LatencyMatrix {
     n: usize,
     values: Vec<Option<f64>>,
@@ -90,6 +93,33 @@ impl LatencyMatrix {
                     }
                 }
                 values.push(v);
+            }
+        }
+        Ok(Self { n, values })
+    }
+
+    /// Builds an `n`×`n` matrix from its entries in row order (the diagonal is cleared).
+    ///
+    /// # Errors
+    ///
+    /// [`MatrixShapeError::NotSquare`] when there are not `n`² entries;
+    /// [`MatrixShapeError::BadValue`] for a NaN, infinite or negative value.
+    pub fn from_flat(n: usize, mut values: Vec<Option<f64>>) -> Result<Self, MatrixShapeError> {
+        if values.len() != n.saturating_mul(n) {
+            return Err(MatrixShapeError::NotSquare {
+                row: values.len().checked_div(n).unwrap_or(0),
+                found: values.len().checked_rem(n).unwrap_or(values.len()),
+                expected: n,
+            });
+        }
+        for (i, v) in values.iter_mut().enumerate() {
+            let (row, col) = (i / n, i % n);
+            if row == col {
+                *v = None;
+            } else if let Some(x) = *v {
+                if !x.is_finite() || x < 0.0 {
+                    return Err(MatrixShapeError::BadValue { row, col, value: x });
+                }
             }
         }
         Ok(Self { n, values })

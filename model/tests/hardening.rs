@@ -152,6 +152,44 @@ fn stated_figures_out_of_range_are_refused() {
     );
 }
 
+/// A latency row longer than the context limit, or rows longer than the first, and lists
+/// of more contexts than the limit are refused while reading, before the table grows
+/// (a 200 MB row once took 1.8 GB before its refusal).
+#[test]
+fn oversized_tables_and_lists_are_refused_while_reading() {
+    let text = description();
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let long_row: Vec<f64> = vec![1.0; MAX_CONTEXTS + 1];
+    v["latency"]["raw"][1] = serde_json::json!(long_row);
+    let (_, m) = parse_error(json::from_json_str(
+        &serde_json::to_string(&v).expect("json"),
+        Path::new("d.json"),
+    ));
+    assert!(m.contains("latency row longer than 8"), "{m}");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    v["latency"]["raw"] = serde_json::json!(vec![vec![1.0; MAX_CONTEXTS + 1]; 2]);
+    let (_, m) = parse_error(json::from_json_str(
+        &serde_json::to_string(&v).expect("json"),
+        Path::new("d.json"),
+    ));
+    assert!(m.contains("longer than 4096"), "{m}");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let context = v["contexts"][0].clone();
+    v["contexts"] = serde_json::json!(vec![context; MAX_CONTEXTS + 1]);
+    let (_, m) = parse_error(json::from_json_str(
+        &serde_json::to_string(&v).expect("json"),
+        Path::new("d.json"),
+    ));
+    assert!(m.contains("more than 4096"), "{m}");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    v["latency"]["raw"] = serde_json::json!([[null, 1.0], [1.0, null], [1.0, 1.0]]);
+    let (_, m) = parse_error(json::from_json_str(
+        &serde_json::to_string(&v).expect("json"),
+        Path::new("d.json"),
+    ));
+    assert!(m.contains("must be square"), "{m}");
+}
+
 /// Row 17: a UTF-8 byte-order mark is skipped in JSON and `.mct` as in CSV.
 #[test]
 fn byte_order_marks_are_skipped() {
