@@ -87,8 +87,12 @@ fn parse_item(item: &str, out: &mut CpuBits) -> Result<(), CpuListError> {
             (u, g)
         }
     };
-    for c in (lo..=hi).filter(|c| (c - lo) % group < used) {
-        out.insert(c);
+    if used == group {
+        out.insert_range(lo, hi);
+    } else {
+        for c in (lo..=hi).filter(|c| (c - lo) % group < used) {
+            out.insert(c);
+        }
     }
     Ok(())
 }
@@ -105,6 +109,21 @@ impl CpuBits {
             self.0.resize(word + 1, 0);
         }
         self.0[word] |= 1 << (cpu % 64);
+    }
+
+    /// Inserts `lo..=hi` a word at a time: a range costs its length / 64, so a list that
+    /// repeats `0-1048575` a thousand times takes milliseconds, not seconds.
+    fn insert_range(&mut self, lo: u32, hi: u32) {
+        let (first, last) = ((lo / 64) as usize, (hi / 64) as usize);
+        if last >= self.0.len() {
+            self.0.resize(last + 1, 0);
+        }
+        for w in first..=last {
+            let from = if w == first { lo % 64 } else { 0 };
+            let to = if w == last { hi % 64 } else { 63 };
+            let bits = (u64::MAX >> (63 - to)) & (u64::MAX << from);
+            self.0[w] |= bits;
+        }
     }
 
     fn into_vec(self) -> Vec<u32> {
@@ -239,6 +258,30 @@ pub fn format_cpu_list(cpus: &[u32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranges_fill_whole_words_exactly() {
+        for (lo, hi) in [
+            (0, 0),
+            (0, 63),
+            (1, 64),
+            (63, 64),
+            (5, 200),
+            (64, 127),
+            (70, 1000),
+        ] {
+            let mut fast = CpuBits::default();
+            fast.insert_range(lo, hi);
+            let mut slow = CpuBits::default();
+            for c in lo..=hi {
+                slow.insert(c);
+            }
+            assert_eq!(fast.into_vec(), slow.into_vec(), "{lo}-{hi}");
+        }
+        // The whole range a thousand times over (once seconds of work) is one range.
+        let list = vec!["0-1048575"; 1000].join(",");
+        assert_eq!(parse_cpu_list(&list).unwrap().len(), 1 << 20);
+    }
 
     #[test]
     fn lists_parse() {
