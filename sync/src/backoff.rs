@@ -118,25 +118,52 @@ impl Wait {
     /// Starts one wait for a lock: call [`Pause::pause`] between looks.
     #[inline]
     pub(crate) fn start(&self) -> Pause<'_> {
-        match &self.0 {
-            WaitKind::None => Pause::Spin,
-            WaitKind::Fixed => Pause::Fixed(crossbeam_utils::Backoff::new()),
-            WaitKind::Educated(e) => Pause::Educated { e, me: None },
+        let how = match &self.0 {
+            WaitKind::None => How::Spin,
+            WaitKind::Fixed => How::Fixed(crossbeam_utils::Backoff::new()),
+            WaitKind::Educated(e) => How::Educated { e, me: None },
+        };
+        Pause {
+            how,
+            waits: 0,
+            waited_ns: 0.0,
         }
     }
 }
 
+/// Waits after which a waiter also yields its CPU at every wait: with more threads than
+/// CPUs, a queue lock's next owner (or its holder) may be descheduled, and a waiter that
+/// only spins keeps it so for whole time slices (64 threads on 2 CPUs once took minutes
+/// for what takes milliseconds). With one thread per CPU a wait this long is rare, and
+/// `yield` returns at once when nothing else may run.
+pub(crate) const YIELD_AFTER: u32 = 1 << 10;
+
+/// Nanoseconds of educated waiting after which a waiter also yields at every wait (the
+/// same reason as [`YIELD_AFTER`], for waits that are long one by one).
+const YIELD_AFTER_NS: f64 = 20_000.0;
+
 /// The waiting state of one acquisition (under loom every wait is a yield, so the states
 /// are kept but not read).
 #[cfg_attr(loom, allow(dead_code))]
-pub(crate) enum Pause<'a> {
+pub(crate) struct Pause<'a> {
+    how: How<'a>,
+    /// Waits so far.
+    waits: u32,
+    /// Nanoseconds of educated waits so far.
+    waited_ns: f64,
+}
+
+/// How a waiter waits once.
+#[cfg_attr(loom, allow(dead_code))]
+enum How<'a> {
     Spin,
     Fixed(crossbeam_utils::Backoff),
     Educated { e: &'a Educated, me: Option<u32> },
 }
 
 impl Pause<'_> {
-    /// Waits once: a spin hint, crossbeam's snooze, or `ns(educated, my_cpu)` nanoseconds.
+    /// Waits once: a spin hint, crossbeam's snooze, or `ns(educated, my_cpu)` nanoseconds;
+    /// after [`YIELD_AFTER`] waits, yields the CPU too.
     #[inline]
     pub(crate) fn pause(&mut self, ns: impl FnOnce(&Educated, u32) -> f64) {
         #[cfg(loom)]
@@ -145,14 +172,23 @@ impl Pause<'_> {
             loom::thread::yield_now();
         }
         #[cfg(not(loom))]
-        match self {
-            Self::Spin => std::hint::spin_loop(),
-            Self::Fixed(b) => b.snooze(),
-            Self::Educated { e, me } => {
-                let cpu = *me.get_or_insert_with(|| {
-                    topoprobe_sys::affinity::current_cpu().unwrap_or(u32::MAX)
-                });
-                Clock::get().spin_ns(ns(e, cpu));
+        {
+            match &mut self.how {
+                How::Spin => std::hint::spin_loop(),
+                How::Fixed(b) => b.snooze(),
+                How::Educated { e, me } => {
+                    let cpu = *me.get_or_insert_with(|| {
+                        topoprobe_sys::affinity::current_cpu().unwrap_or(u32::MAX)
+                    });
+                    let wait = ns(e, cpu);
+                    Clock::get().spin_ns(wait);
+                    self.waited_ns += wait;
+                }
+            }
+            if self.waits >= YIELD_AFTER || self.waited_ns >= YIELD_AFTER_NS {
+                std::thread::yield_now();
+            } else {
+                self.waits += 1;
             }
         }
     }
@@ -160,8 +196,8 @@ impl Pause<'_> {
     /// The calling thread's CPU when the wait is educated (read once per acquisition).
     #[inline]
     pub(crate) fn educated_cpu(&mut self) -> Option<u32> {
-        match self {
-            Self::Educated { me, .. } => {
+        match &mut self.how {
+            How::Educated { me, .. } => {
                 Some(*me.get_or_insert_with(|| {
                     topoprobe_sys::affinity::current_cpu().unwrap_or(u32::MAX)
                 }))

@@ -28,11 +28,26 @@ fn hammer<M: Send + Sync + 'static>(
     rounds: usize,
     with: With<M>,
 ) -> u64 {
+    hammer_on(m, threads, rounds, with, &[])
+}
+
+/// [`hammer`], thread `i` pinned to `cpus[i % cpus.len()]` (none pinned when empty).
+fn hammer_on<M: Send + Sync + 'static>(
+    m: Arc<M>,
+    threads: usize,
+    rounds: usize,
+    with: With<M>,
+    cpus: &[u32],
+) -> u64 {
     let inside = Arc::new(AtomicUsize::new(0));
     let hs: Vec<_> = (0..threads)
-        .map(|_| {
+        .map(|i| {
             let (m, inside) = (Arc::clone(&m), Arc::clone(&inside));
+            let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
             std::thread::spawn(move || {
+                if let Some(c) = cpu {
+                    topoprobe_sys::affinity::pin_current_thread(c).expect("pin");
+                }
                 for _ in 0..rounds {
                     with(&m, &|v: &mut u64| {
                         assert_eq!(inside.fetch_add(1, Ordering::Relaxed), 0, "two holders");
@@ -63,6 +78,31 @@ where
         let total = hammer(m, 3, 3000, |m, f| f(&mut m.lock()));
         assert_eq!(total, 9000, "{b:?}");
     }
+}
+
+/// 64 threads on however few CPUs this machine has: the queue locks (MCS, CLH, ticket)
+/// hand the lock on in order, so a waiter that only spins while the next owner is
+/// descheduled stalls everyone for time slices; waiters yield after a while, and the run
+/// completes (it once did not within two minutes on 2 CPUs).
+#[test]
+fn queue_locks_survive_oversubscription() {
+    fn run<R>(make: impl Fn(&Backoff<'_>) -> Result<lock_api::Mutex<R, u64>, SyncError>)
+    where
+        R: lock_api::RawMutex + Send + Sync + 'static,
+    {
+        let cpus = topoprobe_sys::affinity::allowed_cpus()
+            .expect("allowed CPUs")
+            .to_vec();
+        let topo = sim(&platforms::ivy());
+        for b in [Backoff::None, Backoff::Fixed, Backoff::Educated(&topo)] {
+            let m = Arc::new(make(&b).expect("lock"));
+            let total = hammer_on(m, 64, 200, |m, f| f(&mut m.lock()), &cpus);
+            assert_eq!(total, 64 * 200, "{b:?}");
+        }
+    }
+    run(|b| mutex::<topoprobe_sync::locks::RawTicket, u64>(0, b));
+    run(|b| mutex::<topoprobe_sync::locks::RawMcs, u64>(0, b));
+    run(|b| mutex::<topoprobe_sync::locks::RawClh, u64>(0, b));
 }
 
 #[test]

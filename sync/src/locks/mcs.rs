@@ -117,13 +117,20 @@ impl RawMcs {
                 unsafe { give_mcs(node) };
                 return;
             }
-            // A successor swapped itself in and is about to link.
+            // A successor swapped itself in and is about to link (if it was descheduled
+            // in between, yield to let it run).
+            let mut waits = 0_u32;
             loop {
                 next = n.next.load(Ordering::Acquire);
                 if !next.is_null() {
                     break;
                 }
-                spin_hint();
+                if waits >= crate::backoff::YIELD_AFTER {
+                    crate::prim::yield_now();
+                } else {
+                    waits += 1;
+                    spin_hint();
+                }
             }
         }
         // SAFETY: the successor's node is alive: its owner waits for this store.
