@@ -39,8 +39,10 @@ const FORWARDED: [libc::c_int; 6] = [
 
 /// The child's pid, which is also its process group (0 before it exists).
 static CHILD: AtomicI32 = AtomicI32::new(0);
-/// A signal that arrived before the child existed.
+/// A signal that arrived before the child's pid was known.
 static PENDING: AtomicI32 = AtomicI32::new(0);
+/// The process that sent [`PENDING`] (0: the kernel, or unknown).
+static PENDING_FROM: AtomicI32 = AtomicI32::new(0);
 /// Bit `s` is set when forwarded signal `s` arrived (whoever sent it).
 static RECEIVED: AtomicU64 = AtomicU64::new(0);
 
@@ -48,19 +50,28 @@ extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
     if (0..64).contains(&sig) {
         RECEIVED.fetch_or(1 << sig, Ordering::SeqCst);
     }
+    let sender = if info.is_null() {
+        0
+    } else {
+        // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t (checked non-null);
+        // si_pid is meaningful for signals sent by a process (si_code <= 0).
+        unsafe {
+            if (*info).si_code <= 0 {
+                (*info).si_pid()
+            } else {
+                0
+            }
+        }
+    };
     let child = CHILD.load(Ordering::SeqCst);
     if child <= 0 {
+        PENDING_FROM.store(sender, Ordering::SeqCst);
         PENDING.store(sig, Ordering::SeqCst);
         return;
     }
-    if !info.is_null() {
-        // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t (checked non-null);
-        // si_pid is meaningful for signals sent by a process (si_code <= 0).
-        let from_child = unsafe { (*info).si_code <= 0 && (*info).si_pid() == child };
-        if from_child {
-            // A signal the command sent us itself is not sent back to it.
-            return;
-        }
+    if sender == child {
+        // A signal the command sent us itself is not sent back to it.
+        return;
     }
     // The command is in a process group of its own (its pid): whatever reached us, from a
     // process or from a terminal, did not reach it, and is passed on exactly once. A
@@ -92,6 +103,22 @@ fn install() -> io::Result<Vec<(libc::c_int, libc::sigaction)>> {
         }
     }
     Ok(old)
+}
+
+/// Ignores `sig`; returns its previous action.
+fn ignore(sig: libc::c_int) -> io::Result<libc::sigaction> {
+    // SAFETY: a zeroed sigaction with SIG_IGN is a valid action; `prev` is a valid
+    // out-pointer.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = libc::SIG_IGN;
+        libc::sigemptyset(&mut act.sa_mask);
+        let mut prev: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, &act, &mut prev) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(prev)
+    }
 }
 
 fn restore(old: &[(libc::c_int, libc::sigaction)]) {
@@ -190,6 +217,7 @@ impl Supervised {
     /// handlers are restored then).
     pub fn spawn(cmd: &mut Command) -> io::Result<Self> {
         PENDING.store(0, Ordering::SeqCst);
+        PENDING_FROM.store(0, Ordering::SeqCst);
         RECEIVED.store(0, Ordering::SeqCst);
         let terminal = Terminal::ours();
         let in_front = terminal.is_some_and(Terminal::ours_in_front);
@@ -212,17 +240,31 @@ impl Supervised {
         let child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
+                // The child may have taken the terminal before its exec failed.
+                if let (Some(t), true) = (terminal, in_front) {
+                    if !t.ours_in_front() {
+                        let _ = t.give_to(t.own());
+                    }
+                }
                 restore(&old);
                 return Err(e);
             }
         };
+        let mut old = old;
         let pid = i32::try_from(child.id()).unwrap_or(0);
         if let (Some(t), true, true) = (terminal, in_front, pid > 0) {
             let _ = t.give_to(pid);
+            // From the background, our own writes to the terminal (the live lines) would
+            // stop us under `stty tostop`; ignored SIGTTOU lets them through. Set after the
+            // child's exec, which would otherwise inherit it; restored with the handlers.
+            if let Ok(prev) = ignore(libc::SIGTTOU) {
+                old.push((libc::SIGTTOU, prev));
+            }
         }
         CHILD.store(pid, Ordering::SeqCst);
         let pending = PENDING.swap(0, Ordering::SeqCst);
-        if pending != 0 && pid > 0 {
+        // Not sent back to the child if it sent it (before we knew its pid).
+        if pending != 0 && pid > 0 && PENDING_FROM.load(Ordering::SeqCst) != pid {
             // SAFETY: sends a signal to the process group of the child just started.
             unsafe {
                 libc::kill(-pid, pending);

@@ -32,6 +32,11 @@ impl Terminal {
         self.fd
     }
 
+    /// Our own process group.
+    pub(super) const fn own(self) -> libc::pid_t {
+        self.own
+    }
+
     /// The terminal's foreground process group now (`-1` when it cannot be read).
     fn foreground(self) -> libc::pid_t {
         // SAFETY: tcgetpgrp only reads the terminal's state.
