@@ -19,10 +19,21 @@ use common::{exe, tmp, two_cpus};
 /// The spinning test program (N threads, S seconds, prints each thread's CPUs).
 fn spin() -> &'static str {
     static P: OnceLock<String> = OnceLock::new();
-    P.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/progs/spin_threads.c");
+    P.get_or_init(|| build("spin_threads"))
+}
+
+/// An idle main thread and two spinning workers (S seconds, prints the workers' CPUs).
+fn idle_main() -> &'static str {
+    static P: OnceLock<String> = OnceLock::new();
+    P.get_or_init(|| build("idle_main"))
+}
+
+/// Builds `tests/progs/NAME.c`.
+fn build(name: &str) -> String {
+    {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/progs/{name}.c"));
         std::fs::create_dir_all(tmp()).expect("tmp dir");
-        let out = tmp().join("spin_threads");
+        let out = tmp().join(format!("{name}-{}", std::process::id()));
         let st = Command::new("gcc")
             .args(["-O1", "-o"])
             .arg(&out)
@@ -30,9 +41,9 @@ fn spin() -> &'static str {
             .arg("-pthread")
             .status()
             .expect("gcc runs");
-        assert!(st.success(), "cannot build spin_threads.c");
+        assert!(st.success(), "cannot build {name}.c");
         out.to_string_lossy().into_owned()
-    })
+    }
 }
 
 fn topoprobe(args: &[&str]) -> Output {
@@ -280,6 +291,173 @@ fn after_ctrl_c_the_program_finishes_pinned_by_the_best() {
         assert_eq!(cpus, best, "{rest}");
     }
     assert_eq!(report["launched"], true, "{report}");
+}
+
+#[test]
+fn an_idle_main_thread_is_left_out_and_sharing_a_cpu_is_tried() {
+    // Two busy workers and an idle main thread on two CPUs: the candidates are planned
+    // for the two workers, one CPU each and both on one CPU, and the better is kept.
+    let m2 = two_cpus();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("result.json");
+    let file_arg = file.to_string_lossy().into_owned();
+    let o = topoprobe(&[
+        "autopin",
+        "--topology",
+        m2,
+        "--initial-wait",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--measure",
+        "1",
+        "-o",
+        &file_arg,
+        "--",
+        idle_main(),
+        "6",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("result")).expect("JSON");
+    assert_eq!(
+        report["idle_threads"],
+        serde_json::json!([report["pid"]]),
+        "{report}"
+    );
+    assert!(
+        err.contains("1 thread was idle during the initial wait (the main thread"),
+        "{err}"
+    );
+    let cands = report["candidates"].as_array().expect("candidates");
+    let cpus = |c: &serde_json::Value| -> Vec<u64> {
+        c["cpus"]
+            .as_array()
+            .expect("cpus")
+            .iter()
+            .filter_map(serde_json::Value::as_u64)
+            .collect()
+    };
+    let shared = cands.iter().find(|c| {
+        let v = cpus(c);
+        v.len() == 2 && v[0] == v[1]
+    });
+    let apart = cands.iter().find(|c| {
+        let v = cpus(c);
+        v.len() == 2 && v[0] != v[1]
+    });
+    let (Some(shared), Some(apart)) = (shared, apart) else {
+        panic!("both placements of two workers must be tried: {report}");
+    };
+    for c in [shared, apart] {
+        let state = c["state"].as_str().expect("state");
+        assert!(state == "measured" || state == "stopped-early", "{c}");
+        assert!(c["score"].as_f64().is_some(), "{c}");
+    }
+    // The better is kept, and the workers ended pinned by it.
+    let best = cands
+        .iter()
+        .max_by(|a, b| {
+            let s = |c: &serde_json::Value| c["score"].as_f64().unwrap_or(f64::MIN);
+            s(a).total_cmp(&s(b))
+        })
+        .expect("a best");
+    assert_eq!(report["best"]["name"], best["name"], "{report}");
+    let b = cpus(&report["best"]);
+    assert_eq!(
+        thread_cpus(&out),
+        vec![
+            ("thread1".to_string(), b[0].to_string()),
+            ("thread2".to_string(), b[1].to_string())
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn nothing_tuned_is_a_failure_said_once() {
+    // No heartbeat from a program asked to be scored by heartbeats: the program runs to
+    // its end untouched, and autopin exits 1 although it exited 0.
+    let m2 = two_cpus();
+    let o = topoprobe(&[
+        "autopin",
+        "--topology",
+        m2,
+        "--metric",
+        "heartbeat",
+        "--initial-wait",
+        "0.2",
+        "--",
+        "sleep",
+        "2",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("no heartbeat").count(), 1, "{err}");
+    assert!(err.contains("the program keeps its own CPU masks"), "{err}");
+    assert!(err.contains("exited with status 0"), "{err}");
+}
+
+#[test]
+fn unknown_options_are_refused_not_started() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("started");
+    let marker_arg = marker.to_string_lossy().into_owned();
+    let m2 = two_cpus();
+    for args in [
+        vec!["autopin", "--schedul", "0:1", "--", "touch", &marker_arg],
+        vec![
+            "autopin",
+            "--topology",
+            m2,
+            "--json",
+            "-o",
+            "x.json",
+            "--verbos",
+            "--",
+            "touch",
+            &marker_arg,
+        ],
+        vec![
+            "autopin",
+            "--topology",
+            m2,
+            "--schedule",
+            "0",
+            "--nope",
+            "touch",
+            &marker_arg,
+        ],
+    ] {
+        let o = topoprobe(&args);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("unexpected argument"), "{args:?}: {err}");
+        assert!(!err.contains("started process"), "{args:?}: {err}");
+        assert!(!marker.exists(), "{args:?} started the program");
+    }
+    // The program starts at the first word that is not an option, and its own options
+    // are its own.
+    let o = topoprobe(&[
+        "autopin",
+        "--topology",
+        m2,
+        "--schedule",
+        "0",
+        "--initial-wait",
+        "0",
+        "sh",
+        "-c",
+        "exit 4",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

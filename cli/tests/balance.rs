@@ -6,6 +6,7 @@
 //! requests. How much CPU time the move gains is a measurement (the shared machine may
 //! be loaded): `scripts/bench/balance-2cpu.sh`.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
@@ -362,4 +363,137 @@ fn bad_requests_and_other_users_processes_are_clear() {
             );
         }
     }
+}
+
+/// A word no other process's command line holds.
+fn token(what: &str) -> String {
+    format!("tp26{what}{}", std::process::id())
+}
+
+#[test]
+fn a_pattern_never_matches_the_balancer_or_its_ancestors() {
+    let _serial = one_at_a_time();
+    // The pattern is on the command lines of the calling shell and of `timeout` too; only
+    // the other shell that holds it is balanced.
+    let word = token("anc");
+    let mut other = Command::new("sh")
+        .args(["-c", &format!("sleep 30; : {word}")])
+        .spawn()
+        .expect("sh");
+    let line = format!(
+        "{} balance --topology {} --name {word} --duration 0.7 --interval 0.3 --json -o -",
+        exe(),
+        two_cpus()
+    );
+    let o = Command::new("timeout")
+        .args(["60", "sh", "-c", &line])
+        .output()
+        .expect("timeout runs");
+    other.kill().ok();
+    other.wait().ok();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON report");
+    let pids: Vec<u64> = r["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .filter_map(|p| p["pid"].as_u64())
+        .collect();
+    assert_eq!(pids, vec![u64::from(other.id())], "{r}");
+}
+
+/// Whether process `pid` catches SIGINT (its handler is installed).
+fn catches_sigint(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("SigCgt:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|mask| mask & (1 << (2 - 1)) != 0)
+}
+
+#[test]
+fn ctrl_c_stops_the_balancer_with_its_summary_and_valid_masks() {
+    let _serial = one_at_a_time();
+    let a = Busy::start(0);
+    let b = Busy::start(0);
+    let mut child = Command::new(exe())
+        .args(["balance", "--topology", two_cpus(), "--interval", "0.2"])
+        .args(["--pid", &a.pid(), "--pid", &b.pid()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("balance starts");
+    while !catches_sigint(child.id()) {
+        assert!(
+            child.try_wait().expect("try_wait").is_none(),
+            "balance ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Let it look a few times (and perhaps move one), then Ctrl-C its process group.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let st = Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", child.id())])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let o = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("stopped: signal 2"), "{err}");
+    assert!(err.contains("2 processes watched over"), "{err}");
+    // Both processes run on CPUs of this machine (where the balancer left them).
+    for p in [&a, &b] {
+        let cpus = p.cpus();
+        assert!(cpus == "0" || cpus == "1" || cpus == "0-1", "{cpus}");
+    }
+}
+
+#[test]
+fn other_users_processes_found_by_a_pattern_are_noted_once() {
+    // As root, the balancer runs as nobody against three shells of root's whose command
+    // lines hold the pattern: one note names them, however many intervals pass.
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        return;
+    }
+    let word = token("other");
+    let mut victims: Vec<Child> = (0..3)
+        .map(|_| {
+            Command::new("sh")
+                .args(["-c", &format!("sleep 30; : {word}")])
+                .spawn()
+                .expect("sh")
+        })
+        .collect();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", exe()])
+        .args(["balance", "--topology", two_cpus(), "--name", &word])
+        .args(["--duration", "1", "--interval", "0.2"])
+        .output();
+    for v in &mut victims {
+        v.kill().ok();
+        v.wait().ok();
+    }
+    let Ok(o) = o else { return };
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    if err.contains("setpriv:") {
+        return; // setpriv itself is not permitted in this container
+    }
+    assert!(o.status.success(), "{err}");
+    assert_eq!(err.matches("skipping").count(), 1, "{err}");
+    assert!(err.contains("skipping processes"), "{err}");
+    for v in &victims {
+        assert!(err.contains(&v.id().to_string()), "{err}");
+    }
+    assert!(err.contains("0 processes watched"), "{err}");
 }

@@ -179,6 +179,8 @@ pub struct TaskStat {
     pub name: String,
     /// State letter (`R` running, `S` sleeping, `D` disk wait, `Z` zombie, …).
     pub state: char,
+    /// The parent's process id (0 for the kernel's own tasks and the first process).
+    pub ppid: i32,
     /// Minor page faults.
     pub minor_faults: u64,
     /// Major page faults.
@@ -205,6 +207,7 @@ fn parse_stat(text: &str) -> Option<TaskStat> {
     Some(TaskStat {
         name,
         state: rest.first()?.chars().next()?,
+        ppid: i32::try_from(field(4)?).ok()?,
         minor_faults: field(10)?,
         major_faults: field(12)?,
         user_ticks: field(14)?,
@@ -291,6 +294,7 @@ mod tests {
         let s = parse_stat(line).expect("parses");
         assert_eq!(s.name, "my (odd) prog");
         assert_eq!(s.state, 'R');
+        assert_eq!(s.ppid, 1);
         assert_eq!((s.minor_faults, s.major_faults), (120, 3));
         assert_eq!((s.user_ticks, s.system_ticks), (57, 11));
         assert_eq!(s.threads, 3);

@@ -117,6 +117,29 @@ impl ThreadTracker {
         self.live.iter().map(|t| t.tid).collect()
     }
 
+    /// Keeps positions for the threads in `active` only: they take positions 0, 1, … in
+    /// creation order, and the other positioned threads lose theirs (they may run on any
+    /// CPU of a pinning, as skipped ones do). Threads seen later take the following
+    /// positions. Returns the threads that lost their position.
+    pub fn keep_positions_for(&mut self, active: &HashSet<i32>) -> Vec<i32> {
+        let mut next = 0;
+        let mut dropped = Vec::new();
+        for t in &mut self.live {
+            if t.position.is_none() {
+                continue;
+            }
+            if active.contains(&t.tid) {
+                t.position = Some(next);
+                next += 1;
+            } else {
+                t.position = None;
+                dropped.push(t.tid);
+            }
+        }
+        self.next_position = next;
+        dropped
+    }
+
     /// Number of live threads that take a position (not skipped).
     #[must_use]
     pub fn positioned(&self) -> usize {
@@ -233,6 +256,30 @@ mod tests {
             ThreadTracker::new(i32::MAX, 0).poll(),
             Err(ProcError::Gone { .. })
         ));
+    }
+
+    #[test]
+    fn only_active_threads_keep_positions() {
+        let pid = i32::try_from(std::process::id()).expect("pid");
+        let mut t = ThreadTracker::new(pid, 0);
+        t.poll().expect("poll");
+        let all: Vec<i32> = t.tids();
+        // Keep the main thread only: it takes position 0, the others none.
+        let dropped = t.keep_positions_for(&HashSet::from([pid]));
+        assert_eq!(dropped.len(), all.len() - 1);
+        assert!(!dropped.contains(&pid));
+        let main = t.live().iter().find(|x| x.tid == pid).expect("main");
+        assert_eq!(main.position, Some(0));
+        assert_eq!(t.positioned(), 1);
+        // A thread seen later takes the next position.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::spawn(move || {
+            let _ = rx.recv();
+        });
+        let fresh = t.poll().expect("poll");
+        assert!(fresh.iter().any(|x| x.position == Some(1)), "{fresh:?}");
+        tx.send(()).expect("send");
+        h.join().expect("join");
     }
 
     #[test]

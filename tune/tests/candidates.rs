@@ -115,7 +115,66 @@ fn hybrid_desktop_tries_p_core_smt_p_cores_and_an_e_cluster() {
     let g = generate(&t, 12, None, 8).expect("candidates");
     show(&g);
     assert!(g.candidates.len() >= 3);
-    assert!(generate(&t, 25, None, 8).is_err());
+}
+
+#[test]
+fn more_threads_than_cpus_share_them() {
+    // 25 threads on the 24 contexts of the hybrid desktop: each placement puts 24 and
+    // the 25th shares a CPU, round robin.
+    let t = sim(&platforms::hybrid_desktop());
+    let g = generate(&t, 25, None, 8).expect("candidates");
+    show(&g);
+    let first = &g.candidates[0];
+    assert_eq!(first.cpus.len(), 25, "{first:?}");
+    assert_eq!(first.cpus[24], first.cpus[0], "{first:?}");
+    assert!(first.why.contains("some share one"), "{first:?}");
+    // Every policy gives the same 24 CPUs: two threads per CPU is the other candidate.
+    assert_eq!(g.candidates.len(), 2);
+    assert_eq!(g.candidates[1].name, "CON_HWC*2");
+    assert_eq!(&g.candidates[1].cpus[..4], &[0, 0, 1, 1]);
+}
+
+#[test]
+fn one_socket_without_smt_also_tries_sharing_a_cpu() {
+    // Two CPUs, no SMT: every policy gives the same CPUs, so threads sharing a CPU are
+    // tried too (two workers: one CPU each, or both on one).
+    let t = sim(&platforms::flat_mesh(2));
+    let g = generate(&t, 2, None, 8).expect("candidates");
+    show(&g);
+    assert_eq!(
+        listing(&g),
+        vec![
+            ("CON_HWC".to_string(), vec![0, 1]),
+            ("CON_HWC*2".to_string(), vec![0, 0]),
+        ]
+    );
+    assert!(g.candidates[1].why.contains("share"));
+    // Three threads: round robin over both, and all on one CPU.
+    let g = generate(&t, 3, None, 8).expect("candidates");
+    show(&g);
+    assert_eq!(
+        listing(&g),
+        vec![
+            ("CON_HWC".to_string(), vec![0, 1, 0]),
+            ("CON_HWC*4".to_string(), vec![0, 0, 0]),
+        ]
+    );
+    // One thread: nothing to share.
+    assert_eq!(generate(&t, 1, None, 8).expect("one").candidates.len(), 1);
+    // On a machine with distinct placements nothing is added (Haswell above).
+}
+
+#[test]
+fn when_nothing_can_be_placed_each_reason_is_said_once() {
+    let t = sim(&platforms::flat_mesh(2));
+    let allowed: CpuSet = [7].into();
+    let e = generate(&t, 2, Some(&allowed), 8).unwrap_err().to_string();
+    eprintln!("{e}");
+    assert!(e.starts_with("no placement of 2 threads"), "{e}");
+    assert!(e.len() < 1000, "{} characters: {e}", e.len());
+    // Every policy's name once, the reason they share once.
+    assert_eq!(e.matches("CON_HWC").count(), 1, "{e}");
+    assert_eq!(e.matches("is not a hardware context").count(), 1, "{e}");
 }
 
 #[test]

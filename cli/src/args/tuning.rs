@@ -9,7 +9,7 @@ use topoprobe_tune::autopin::candidates::parse_schedule;
 use topoprobe_tune::autopin::MetricChoice;
 
 use super::parsers::{policy, seconds};
-use super::placing::{skip_bits, SideReport};
+use super::placing::{skip_bits, ReportFormat, SideReport};
 
 /// Parses a `--schedule` value (CPU of thread i at position i, colon-separated).
 fn schedule(s: &str) -> Result<Vec<u32>, String> {
@@ -55,9 +55,13 @@ impl From<MetricArg> for MetricChoice {
     topoprobe autopin --schedule 0:0 --schedule 0:1 -- ./two-threads\n  \
     topoprobe autopin --policies con_hwc,rr_core --measure 5 -o result.json -- ./app\n  \
     topoprobe autopin --pid 4242 --metric cpu-time --retune-every 60\n\n\
+    The program starts after -- or at the first word that is not an option; it runs in\n\
+    a process group of its own (with the terminal while it runs in the foreground), and\n\
+    each signal that reaches autopin is passed on to it once.\n\
     The live table and the result go to standard error (the program's output keeps\n\
     standard output); -o FILE writes the result to FILE, -o - to standard output.\n\
-    Exit status: the program's (attached: 0, or 1 after an error).")]
+    Exit status: the program's (128 + the signal that killed it), or 1 when it exited 0\n\
+    but nothing could be tuned; attached: 0, or 1 after an error.")]
 pub(crate) struct AutopinArgs {
     /// Tune this running process (of your user) instead of starting a command.
     #[arg(long, value_name = "PID", conflicts_with = "command")]
@@ -98,20 +102,32 @@ pub(crate) struct AutopinArgs {
     /// creates), as for `run`.
     #[arg(long, value_name = "MASK", value_parser = skip_bits)]
     pub(crate) skip: Option<u128>,
+    /// Leave the program running if autopin is killed (by default the kernel ends it
+    /// with autopin, even on SIGKILL).
+    #[arg(long, conflicts_with = "pid")]
+    pub(crate) keep_child: bool,
     #[command(flatten)]
     pub(crate) report: SideReport,
     /// A JSON description, a libmctop .mct file or a latency matrix (default: this
     /// machine's description; --schedule works without one).
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
-    /// The command and its arguments (after `--`).
+    /// The command and its arguments (after `--`, or from the first word that is not an
+    /// option).
     #[arg(
         trailing_var_arg = true,
-        allow_hyphen_values = true,
         value_name = "CMD",
         required_unless_present = "pid"
     )]
     pub(crate) command: Vec<OsString>,
+}
+
+impl SideReport {
+    /// Whether the result goes to standard error as text, after the live lines (no `-o`,
+    /// no JSON asked for).
+    pub(crate) fn follows_live_lines(&self) -> bool {
+        self.output.is_none() && !self.json && self.format != Some(ReportFormat::Json)
+    }
 }
 
 /// Parses a `--name` pattern.

@@ -24,6 +24,8 @@ struct Table {
     unit: String,
     /// Names and scores of the current round's finished candidates.
     scores: Vec<Option<(String, f64)>>,
+    /// The error that stopped tuning, as the live lines showed it.
+    stopped_by_error: Option<String>,
 }
 
 impl Observer for Table {
@@ -115,6 +117,12 @@ impl Observer for Table {
             }
             Event::Warning(w) => {
                 let _ = writeln!(err, "autopin: warning: {w}");
+                if let Some(e) = w.strip_prefix(autopin::STOPPED_BY_ERROR) {
+                    self.stopped_by_error = Some(e.to_string());
+                }
+            }
+            Event::Note(n) => {
+                let _ = writeln!(err, "autopin: {n}");
             }
         }
     }
@@ -157,6 +165,7 @@ fn run_inner(args: &AutopinArgs) -> Result<i32> {
         skip: args.skip.unwrap_or(0),
         retune_every: args.retune_every,
         early_stop: !args.no_early_stop,
+        keep_child: args.keep_child,
         ..Options::default()
     };
     let program = match args.pid {
@@ -168,13 +177,23 @@ fn run_inner(args: &AutopinArgs) -> Result<i32> {
         tty: std::io::stderr().is_terminal(),
         unit: String::new(),
         scores: Vec::new(),
+        stopped_by_error: None,
     };
-    let result = autopin::run(topo.as_ref(), program, &opts, &mut table).map_err(tune_error)?;
+    let mut result = autopin::run(topo.as_ref(), program, &opts, &mut table).map_err(tune_error)?;
+    // Nothing tuned (an error before any pinning was kept) is a failure, unless the
+    // program's own status already says one.
+    let untuned = result.error.is_some() && result.best.is_none();
     let code = match result.exit_status {
+        Some(0) if untuned => 1,
         Some(code) => code,
         None if !result.launched && result.error.is_some() => 1,
         None => 0,
     };
+    // The error that stopped tuning is said once: the live lines said it already when
+    // the result follows them as text.
+    if args.report.follows_live_lines() && table.stopped_by_error == result.error {
+        result.error = None;
+    }
     if let Err(e) = args.report.emit(&result) {
         // The program ran: its status stands, unless it succeeded.
         eprintln!("topoprobe: error: writing the result of autopin: {e:#}");
@@ -183,7 +202,8 @@ fn run_inner(args: &AutopinArgs) -> Result<i32> {
     Ok(code)
 }
 
-/// Runs autopin and exits as the program did (attached: 0, or 1 after an error).
+/// Runs autopin and exits as the program did (1 when it exited 0 but nothing could be
+/// tuned; attached: 0, or 1 after an error).
 pub(crate) fn main(args: &AutopinArgs) -> ExitCode {
     match run_inner(args) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -75,12 +75,16 @@ pub(crate) fn run(args: &BalanceArgs) -> Result<()> {
         },
         keep_affinity: args.keep_affinity,
     };
-    let result = balance::run(&layout, &opts, &mut Lines).map_err(|e: TuneError| {
+    let mut result = balance::run(&layout, &opts, &mut Lines).map_err(|e: TuneError| {
         if e.is_usage() {
             anyhow::Error::from(Usage(e.to_string()))
         } else {
             e.into()
         }
     })?;
+    // Each note is said once: the live lines said them when the result follows them.
+    if args.report.follows_live_lines() {
+        result.notes.clear();
+    }
     args.report.emit(&result)
 }

@@ -89,4 +89,9 @@ pub struct Report {
     pub stopped_by: String,
     /// The error that stopped tuning, if any (the program kept running).
     pub error: Option<String>,
+    /// Threads that were idle during the initial wait (no CPU time to speak of): the
+    /// candidates were planned for the others, and these may run on any CPU of a
+    /// candidate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_threads: Vec<i32>,
 }

@@ -183,14 +183,146 @@ fn request(
     }
 }
 
+/// The candidates kept so far and what makes a new one a duplicate.
+struct Collector<'a> {
+    topo: &'a Topology,
+    kinds: Option<Vec<CoreKind>>,
+    allowed: Option<&'a CpuSet>,
+    threads: usize,
+    max: usize,
+    out: Generated,
+    by_set: Vec<(Vec<u32>, String)>,
+    by_shape: Vec<(Shape, String)>,
+    names: HashSet<String>,
+}
+
+impl Collector<'_> {
+    /// Plans `spec` for `planned` threads on CPUs of `kind`, spreads the program's
+    /// threads over them (`per` consecutive threads on each, round robin when there are
+    /// more), and keeps the result unless it repeats a kept candidate.
+    fn consider(&mut self, spec: &Spec, kind: Option<CoreKind>, planned: usize, per: usize) {
+        let mut name = spec.policy.name().to_string();
+        if let Some(s) = spec.sockets {
+            name.push_str(&format!("/{s}s"));
+        }
+        if let Some(k) = kind {
+            name.push('@');
+            name.push_str(k.short());
+        }
+        if per > 1 {
+            name.push_str(&format!("*{per}"));
+        }
+        if !self.names.insert(name.clone()) {
+            return;
+        }
+        let p = match plan(self.topo, &request(spec, planned, self.allowed, kind)) {
+            Ok(p) if !p.contexts.is_empty() => p,
+            Ok(_) => {
+                self.drop(name, "not plannable: it places no thread".into());
+                return;
+            }
+            Err(e) => {
+                self.drop(name, format!("not plannable: {e}"));
+                return;
+            }
+        };
+        let threads = self.threads;
+        let spread = |i: usize| (i / per) % p.contexts.len();
+        let planned_cpus = export::cpus(self.topo, &p);
+        let cpus: Vec<u32> = (0..threads).map(|i| planned_cpus[spread(i)]).collect();
+        let ctxs: Vec<ContextId> = (0..threads).map(|i| p.contexts[spread(i)]).collect();
+        let mut set = cpus.clone();
+        set.sort_unstable();
+        if let Some((_, same)) = self.by_set.iter().find(|(s, _)| *s == set) {
+            let reason = format!("the same CPUs as {same}");
+            self.drop(name, reason);
+            return;
+        }
+        let sh = shape(self.topo, &ctxs, self.kinds.as_deref());
+        if let Some((_, same)) = self.by_shape.iter().find(|(s, _)| *s == sh) {
+            let reason = format!("the same shape as {same} (symmetric)");
+            self.drop(name, reason);
+            return;
+        }
+        if self.out.candidates.len() >= self.max {
+            let reason = format!("beyond --max-candidates {}", self.max);
+            self.drop(name, reason);
+            return;
+        }
+        self.by_set.push((set, name.clone()));
+        self.by_shape.push((sh, name.clone()));
+        let mut why = if per > 1 {
+            format!(
+                "{per} threads per CPU on {}: threads share CPUs (for threads that mostly wait for each other)",
+                plural(p.contexts.len(), "CPU")
+            )
+        } else {
+            spec.why.to_string()
+        };
+        if per == 1 && threads > p.contexts.len() {
+            why.push_str(&format!(
+                " ({threads} threads on {}: some share one)",
+                plural(p.contexts.len(), "CPU")
+            ));
+        }
+        if let Some(k) = kind {
+            why.push_str(&format!(" (on {k} only)"));
+        }
+        self.out.candidates.push(Candidate { name, cpus, why });
+    }
+
+    fn drop(&mut self, name: String, reason: String) {
+        self.out.dropped.push(Dropped { name, reason });
+    }
+}
+
+/// `n` things, with the noun in the plural when `n` is not 1.
+fn plural(n: usize, noun: &str) -> String {
+    topoprobe_model::format::plural(n, noun)
+}
+
+/// Why no placement was possible, each reason once with the placements it applies to
+/// (`CON_HWC, RR_CORE: 3 threads asked for, but only 2 hardware contexts are available`).
+fn summarize(dropped: &[Dropped]) -> String {
+    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+    for d in dropped {
+        let reason = d
+            .reason
+            .strip_prefix("not plannable: ")
+            .unwrap_or(&d.reason);
+        // Plan errors start with the policy's name; the rest is what they share.
+        let base = d.name.split(['/', '@', '*']).next().unwrap_or(&d.name);
+        let reason = reason
+            .strip_prefix(base)
+            .and_then(|r| r.strip_prefix(": "))
+            .unwrap_or(reason)
+            .to_string();
+        match groups.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, names)) => names.push(&d.name),
+            None => groups.push((reason, vec![&d.name])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(reason, names)| format!("{}: {reason}", names.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Generates the default candidates for `threads` threads: the distinct placements of the
 /// MCTOP policies (on a hybrid processor, also on P-cores only and E-cores only), on the
 /// `allowed` CPUs, deduplicated by CPU set and by shape (threads per socket, group and
-/// core, core kinds, latency levels between them), at most `max`.
+/// core, core kinds, latency levels between them), at most `max`. With more threads than
+/// allowed CPUs, each policy places as many threads as there are CPUs and the threads
+/// share them round robin. When the policies give fewer than two different placements
+/// (one socket without SMT, or more threads than CPUs), one where threads share CPUs is
+/// added, so that there is something to compare: `CON_HWC*2` (two consecutive threads on
+/// each CPU), else `CON_HWC*4` (four)…, down to every thread on one CPU.
 ///
 /// # Errors
 ///
-/// [`TuneError::Usage`] when `threads` or `max` is 0 or no policy can place the threads.
+/// [`TuneError::Usage`] when `threads` or `max` is 0 or no policy can place the threads
+/// (each reason said once, with the placements it applies to).
 pub fn generate(
     topo: &Topology,
     threads: usize,
@@ -212,79 +344,54 @@ pub fn generate(
     } else {
         vec![None]
     };
-    let mut out = Generated {
-        candidates: Vec::new(),
-        dropped: Vec::new(),
+    let capacity = topo
+        .contexts()
+        .iter()
+        .filter(|c| allowed.is_none_or(|a| a.contains(c.os_id)))
+        .count();
+    let planned = threads.min(capacity.max(1));
+    let mut c = Collector {
+        topo,
+        kinds,
+        allowed,
+        threads,
+        max,
+        out: Generated {
+            candidates: Vec::new(),
+            dropped: Vec::new(),
+        },
+        by_set: Vec::new(),
+        by_shape: Vec::new(),
+        names: HashSet::new(),
     };
-    let mut by_set: Vec<(Vec<u32>, String)> = Vec::new();
-    let mut by_shape: Vec<(Shape, String)> = Vec::new();
-    let mut names = HashSet::new();
     for spec in specs(topo.num_sockets()) {
         for &kind in &kind_options {
-            let mut name = spec.policy.name().to_string();
-            if let Some(s) = spec.sockets {
-                name.push_str(&format!("/{s}s"));
-            }
-            if let Some(k) = kind {
-                name.push('@');
-                name.push_str(k.short());
-            }
-            if !names.insert(name.clone()) {
-                continue;
-            }
-            let p = match plan(topo, &request(&spec, threads, allowed, kind)) {
-                Ok(p) => p,
-                Err(e) => {
-                    out.dropped.push(Dropped {
-                        name,
-                        reason: format!("not plannable: {e}"),
-                    });
-                    continue;
-                }
-            };
-            let cpus = export::cpus(topo, &p);
-            let mut set = cpus.clone();
-            set.sort_unstable();
-            if let Some((_, same)) = by_set.iter().find(|(s, _)| *s == set) {
-                out.dropped.push(Dropped {
-                    name,
-                    reason: format!("the same CPUs as {same}"),
-                });
-                continue;
-            }
-            let sh = shape(topo, &p.contexts, kinds.as_deref());
-            if let Some((_, same)) = by_shape.iter().find(|(s, _)| *s == sh) {
-                out.dropped.push(Dropped {
-                    name,
-                    reason: format!("the same shape as {same} (symmetric)"),
-                });
-                continue;
-            }
-            if out.candidates.len() >= max {
-                out.dropped.push(Dropped {
-                    name,
-                    reason: format!("beyond --max-candidates {max}"),
-                });
-                continue;
-            }
-            by_set.push((set, name.clone()));
-            by_shape.push((sh, name.clone()));
-            let why = match kind {
-                Some(k) => format!("{} (on {k} only)", spec.why),
-                None => spec.why.to_string(),
-            };
-            out.candidates.push(Candidate { name, cpus, why });
+            c.consider(&spec, kind, planned, 1);
         }
     }
+    if c.out.candidates.len() < 2 && threads >= 2 {
+        let spec = Spec {
+            policy: Policy::ConHwc,
+            sockets: None,
+            why: "",
+        };
+        let mut per = 2;
+        while c.out.candidates.len() < 2 {
+            let cpus = threads.div_ceil(per);
+            if cpus < planned {
+                c.consider(&spec, None, cpus, per);
+            }
+            if cpus <= 1 {
+                break;
+            }
+            per *= 2;
+        }
+    }
+    let out = c.out;
     if out.candidates.is_empty() {
-        let reasons: Vec<String> = out
-            .dropped
-            .iter()
-            .map(|d| format!("{}: {}", d.name, d.reason))
-            .collect();
         return Err(TuneError::Usage(format!(
             "no placement of {threads} threads on the allowed CPUs: {}",
-            reasons.join("; ")
+            summarize(&out.dropped)
         )));
     }
     Ok(out)

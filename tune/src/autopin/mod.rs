@@ -2,9 +2,12 @@
 //! et al., "autopin – Automated Optimization of Thread-to-Core Pinning on Multicore
 //! Systems"), with candidates generated from the measured topology.
 //!
-//! The program is started ([`Program::Launch`], its signals forwarded and its exit status
-//! kept as `topoprobe run` does) or attached to ([`Program::Attach`]). After an initial
-//! wait, each candidate pins thread `i` of the program (in creation order, `skip` mask
+//! The program is started ([`Program::Launch`], in a process group of its own, each
+//! signal that reaches autopin passed on to it once, its exit status kept, and killed
+//! with autopin unless [`Options::keep_child`]) or attached to ([`Program::Attach`]).
+//! After an initial wait, the threads that ran during it are the ones planned for (idle
+//! ones, such as a main thread waiting for its workers, may run on any CPU of a
+//! candidate); each candidate pins thread `i` of those (in creation order, `skip` mask
 //! aside) to its CPU `i`, warms up, and is measured in samples by a [`Metric`]; candidates
 //! clearly worse than the best so far are stopped early ([`search`]). The best is then
 //! kept for the rest of the run; the search restarts every `retune_every` seconds or when
@@ -27,6 +30,7 @@ pub mod metric;
 mod report;
 pub mod search;
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -49,6 +53,10 @@ use crate::threads::{ThreadTracker, Tracked};
 use metric::cpu_time::CpuTime;
 use metric::heartbeat::Heartbeat;
 use metric::instructions::Instructions;
+
+/// How the warning that an error stopped tuning starts ([`Event::Warning`]); the error
+/// follows, as in [`Report::error`].
+pub const STOPPED_BY_ERROR: &str = "autopin stopped: ";
 
 /// Where candidates come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +92,10 @@ pub struct Options {
     pub early_stop: bool,
     /// Seconds between two looks at the program's threads (default 0.02).
     pub poll: f64,
+    /// Leave a launched program running when this process dies (by default the kernel
+    /// kills it then, even on SIGKILL: `PR_SET_PDEATHSIG`, watching the thread that calls
+    /// [`run`]).
+    pub keep_child: bool,
 }
 
 impl Default for Options {
@@ -97,6 +109,7 @@ impl Default for Options {
             retune_every: None,
             early_stop: true,
             poll: 0.02,
+            keep_child: false,
         }
     }
 }
@@ -384,6 +397,26 @@ struct Driver<'a> {
     round_start: f64,
     report: Report,
     pin_new_threads: bool,
+    /// When each thread was first seen (seconds from the start) and its CPU time then
+    /// (nanoseconds; `None` when unreadable).
+    first_seen: HashMap<i32, (f64, Option<u64>)>,
+}
+
+/// A thread that ran less than this share of one CPU during the initial wait is idle.
+const ACTIVE_SHARE: f64 = 0.05;
+/// A thread seen for less than this many seconds before the end of the initial wait
+/// counts as running (too new to tell).
+const MIN_WINDOW_S: f64 = 0.05;
+
+/// The CPU time thread `tid` of process `pid` has used, in nanoseconds (schedstat, else
+/// the clock ticks of its `stat`).
+fn run_ns(pid: i32, tid: i32) -> Option<u64> {
+    if let Ok(s) = proc::schedstat(pid, Some(tid)) {
+        return Some(s.run_ns);
+    }
+    let st = proc::task_stat(pid, Some(tid)).ok()?;
+    let ticks = st.user_ticks + st.system_ticks;
+    Some(ticks.saturating_mul(1_000_000_000) / proc::clock_ticks_per_second())
 }
 
 impl Driver<'_> {
@@ -396,6 +429,68 @@ impl Driver<'_> {
         }
         self.pinned = c;
         Ok(())
+    }
+
+    /// Notes when new threads were seen and their CPU time then.
+    fn saw(&mut self, fresh: &[Tracked], now: f64) {
+        let pid = self.tracker.pid();
+        for t in fresh {
+            self.first_seen.insert(t.tid, (now, run_ns(pid, t.tid)));
+        }
+    }
+
+    /// At the end of the initial wait: plans for the threads that ran during it. Threads
+    /// that used less than [`ACTIVE_SHARE`] of a CPU since they were first seen lose
+    /// their position (they may run on any CPU of a candidate), unless every thread, or
+    /// none, ran.
+    fn leave_idle_threads(&mut self, now: f64) {
+        if self.opts.phases.initial_wait <= 0.0 {
+            return;
+        }
+        let pid = self.tracker.pid();
+        let mut active = HashSet::new();
+        let mut positioned = 0;
+        for t in self.tracker.live() {
+            if t.position.is_none() {
+                continue;
+            }
+            positioned += 1;
+            let ran = match self.first_seen.get(&t.tid) {
+                Some(&(seen, Some(start))) if now - seen >= MIN_WINDOW_S => {
+                    run_ns(pid, t.tid).map(|r| (r.saturating_sub(start) as f64 / 1e9, now - seen))
+                }
+                _ => None,
+            };
+            if ran.is_none_or(|(cpu_s, window)| cpu_s >= ACTIVE_SHARE * window) {
+                active.insert(t.tid);
+            }
+        }
+        if active.is_empty() || active.len() == positioned {
+            return;
+        }
+        let idle = self.tracker.keep_positions_for(&active);
+        let list = idle
+            .iter()
+            .map(|&t| {
+                if t == pid {
+                    format!("the main thread {t}")
+                } else {
+                    t.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let note = format!(
+            "{} idle during the initial wait ({list}): candidates are planned for the {} that ran; the idle ones may run on any CPU of a candidate",
+            if idle.len() == 1 {
+                "1 thread was".to_string()
+            } else {
+                format!("{} threads were", idle.len())
+            },
+            active.len()
+        );
+        self.observer.event(&Event::Note(&note));
+        self.report.idle_threads = idle;
     }
 
     fn pin_new(&mut self, fresh: &[Tracked]) -> Result<(), TuneError> {
@@ -432,7 +527,18 @@ impl Driver<'_> {
         }
     }
 
-    fn start_round(&mut self, now: f64, reason: &str) -> Result<(), TuneError> {
+    /// Starts a round: `mode` becomes `Searching`, or `Holding` when the only generated
+    /// candidate was applied without measuring.
+    fn begin_round(&mut self, now: f64, reason: &str, mode: &mut Mode) -> Result<(), TuneError> {
+        *mode = Mode::Searching;
+        if self.start_round(now, reason)? {
+            *mode = Mode::Holding { since: now };
+        }
+        Ok(())
+    }
+
+    /// Starts a round; `true` when it ended at once (one generated candidate, applied).
+    fn start_round(&mut self, now: f64, reason: &str) -> Result<bool, TuneError> {
         let (cands, dropped) = make_candidates(
             self.topo,
             self.opts,
@@ -441,6 +547,12 @@ impl Driver<'_> {
         )?;
         self.candidates = cands;
         self.report.dropped = dropped;
+        if self.candidates.len() == 1
+            && matches!(self.opts.candidates, CandidateSource::Topology { .. })
+        {
+            self.apply_only(now, reason)?;
+            return Ok(true);
+        }
         self.search = Some(Search::new(
             self.candidates.len(),
             self.opts.phases,
@@ -463,6 +575,45 @@ impl Driver<'_> {
         let first = self.candidates.first().cloned();
         self.pin_to(first)?;
         self.emit_candidate(0);
+        Ok(false)
+    }
+
+    /// Applies the only generated candidate without measuring it: there is nothing to
+    /// compare it with.
+    fn apply_only(&mut self, now: f64, reason: &str) -> Result<(), TuneError> {
+        let only = self.candidates[0].clone();
+        self.search = None;
+        self.pin_to(Some(only.clone()))?;
+        self.round_phase = self.metric.as_ref().and_then(|m| m.phase());
+        self.round_start = now;
+        self.report.rounds.push(RoundReport {
+            reason: reason.to_string(),
+            best: Some(only.name.clone()),
+            duration_s: 0.0,
+            saved_s: 0.0,
+        });
+        self.report.candidates = vec![CandidateReport {
+            name: only.name.clone(),
+            cpus: only.cpus.clone(),
+            score: None,
+            spread: None,
+            state: "applied".into(),
+            samples: 0,
+            why: only.why.clone(),
+        }];
+        let note = format!(
+            "one placement only for {}: {} (CPUs {}), applied without measuring, as there is nothing to compare it with",
+            topoprobe_model::format::plural(self.thread_count(), "thread"),
+            only.name,
+            topoprobe_model::format_cpu_list(&only.cpus)
+        );
+        self.observer.event(&Event::Note(&note));
+        self.last_best = Some((only.clone(), None));
+        self.report.best = Some(BestReport {
+            name: only.name.clone(),
+            cpus: only.cpus,
+            score: None,
+        });
         Ok(())
     }
 
@@ -474,15 +625,15 @@ impl Driver<'_> {
             r.best = s.best().map(|b| self.candidates[b].name.clone());
         }
         self.report.time_saved_s = self.report.rounds.iter().map(|r| r.saved_s).sum();
-        self.report.candidates = match &self.search {
-            Some(s) => self
+        // Without a search (none yet, or one candidate applied) the list stands.
+        if let Some(s) = &self.search {
+            self.report.candidates = self
                 .candidates
                 .iter()
                 .zip(s.outcomes())
                 .map(|(c, o)| candidate_report(c, o))
-                .collect(),
-            None => Vec::new(),
-        };
+                .collect();
+        }
     }
 
     /// The best pinning known now: this round's best measured, else the last round's,
@@ -549,19 +700,17 @@ impl Driver<'_> {
                 if now < self.opts.phases.initial_wait {
                     return Ok(());
                 }
-                *mode = Mode::Searching;
-                self.start_round(now, "start")
+                self.leave_idle_threads(now);
+                self.begin_round(now, "start", mode)
             }
             Mode::Holding { since } => {
                 let phase = self.metric.as_ref().and_then(|m| m.phase());
                 if phase != self.round_phase {
-                    *mode = Mode::Searching;
                     let reason = format!("phase {}", phase.unwrap_or(0));
-                    return self.start_round(now, &reason);
+                    return self.begin_round(now, &reason, mode);
                 }
                 if self.opts.retune_every.is_some_and(|r| now - *since >= r) {
-                    *mode = Mode::Searching;
-                    return self.start_round(now, "retune");
+                    return self.begin_round(now, "retune", mode);
                 }
                 Ok(())
             }
@@ -581,7 +730,7 @@ impl Driver<'_> {
                     }
                     self.close_round(now);
                     let reason = format!("phase {}", phase.unwrap_or(0));
-                    return self.start_round(now, &reason);
+                    return self.begin_round(now, &reason, mode);
                 }
                 let Some(search) = self.search.as_mut() else {
                     return Ok(());
@@ -675,6 +824,9 @@ fn run_inner(
             cmd.env(HEARTBEAT_VAR, &page);
             hb_dir = Some(dir);
             let program = format!("{:?}", cmd.get_program());
+            if !opts.keep_child {
+                launch::end_with_this_process(&mut cmd);
+            }
             let sup = Supervised::spawn(&mut cmd)
                 .map_err(|source| TuneError::Launch { program, source })?;
             (Target::Child(sup), Some(page), String::new())
@@ -725,8 +877,10 @@ fn run_inner(
             dropped: Vec::new(),
             stopped_by: String::new(),
             error: None,
+            idle_threads: Vec::new(),
         },
         pin_new_threads: true,
+        first_seen: HashMap::new(),
     };
     let t0 = Instant::now();
     let tick = opts.poll.min(opts.phases.sample / 2.0).max(0.001);
@@ -760,7 +914,10 @@ fn run_inner(
         }
         let step: Result<(), TuneError> = (|| {
             match driver.tracker.poll() {
-                Ok(fresh) => driver.pin_new(&fresh)?,
+                Ok(fresh) => {
+                    driver.saw(&fresh, now);
+                    driver.pin_new(&fresh)?;
+                }
                 Err(ProcError::Gone { .. }) => return Ok(()),
                 Err(e) => return Err(e.into()),
             }
@@ -795,7 +952,7 @@ fn run_inner(
             driver.report.error = Some(msg.clone());
             driver
                 .observer
-                .event(&Event::Warning(&format!("autopin stopped: {msg}")));
+                .event(&Event::Warning(&format!("{STOPPED_BY_ERROR}{msg}")));
             driver.stop(now, "error");
             mode = Mode::Stopped;
             if matches!(target, Target::Attached { .. }) {

@@ -64,6 +64,9 @@ pub enum Event<'a> {
     },
     /// A warning (tuning goes on or stops cleanly).
     Warning(&'a str),
+    /// Something worth knowing about how tuning proceeds (threads left out as idle, a
+    /// candidate applied without measuring).
+    Note(&'a str),
 }
 
 /// Receives [`Event`]s while autopin runs.

@@ -1,7 +1,10 @@
 //! Finding the monitored processes and their threads every interval, with their masks,
 //! last CPUs and bounds: explicit process ids, a name pattern, a cgroup. Processes that
-//! exit are dropped with one note; processes of other users found by a pattern or a
-//! cgroup are skipped with one note; a thread that changes its own affinity is noticed.
+//! exit are dropped with one note; processes found by a pattern or a cgroup that cannot
+//! be balanced (another user's) are skipped with one note per cause, however many there
+//! are; the balancer's own process and its ancestors (the shell that started it,
+//! `timeout`, …) are never found by a pattern or a cgroup; a thread that changes its own
+//! affinity is noticed.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -13,7 +16,7 @@ use topoprobe_sys::CpuSet;
 
 use super::layout::Layout;
 use super::sample::{ProcSample, Snapshot, ThreadSample};
-use crate::error::check_owner;
+use crate::error::{check_owner, TuneError};
 
 /// Which processes to monitor (their union).
 #[derive(Debug, Clone, Default)]
@@ -45,9 +48,61 @@ pub struct Monitor {
     /// Masks the balancer set, per thread.
     pub(crate) set_by_us: HashMap<i32, CpuSet>,
     gone: HashSet<i32>,
-    skipped: HashSet<i32>,
+    /// Causes of skipping already noted (a process skipped for one of them is skipped
+    /// quietly).
+    noted: HashSet<String>,
     names: HashMap<i32, String>,
-    me: i32,
+    /// This process and its ancestors: never selected by a pattern or a cgroup.
+    protected: HashSet<i32>,
+}
+
+/// Most ancestors followed (a guard against a `/proc` that loops).
+const MAX_ANCESTORS: usize = 4096;
+
+/// This process and its ancestors, up to the first process.
+fn self_and_ancestors() -> HashSet<i32> {
+    let mut out = HashSet::new();
+    let mut pid = i32::try_from(std::process::id()).unwrap_or(0);
+    while pid > 0 && out.len() < MAX_ANCESTORS && out.insert(pid) {
+        pid = proc::task_stat(pid, None).map_or(0, |s| s.ppid);
+    }
+    out
+}
+
+/// Why process `pid` is skipped, without its id: the key of a note (`None`: it exited,
+/// which needs no note).
+fn cause(pid: i32, e: &TuneError) -> Option<String> {
+    match e {
+        TuneError::NoProcess(_) => None,
+        TuneError::NotPermitted { .. } => Some(
+            "not permitted to change them: they belong to other users (balance processes you own, or run as their owner)"
+                .into(),
+        ),
+        other => Some(
+            other
+                .to_string()
+                .replace(&format!("/{pid}/"), "/N/")
+                .replace(&format!("process {pid}"), "process N"),
+        ),
+    }
+}
+
+/// One note for the processes skipped for one cause: `skipping processes 12, 34: why`.
+fn skip_note(pids: &[i32], why: &str) -> String {
+    const SHOWN: usize = 8;
+    let mut list: Vec<String> = pids.iter().take(SHOWN).map(ToString::to_string).collect();
+    if pids.len() > SHOWN {
+        list.push(format!("and {} more", pids.len() - SHOWN));
+    }
+    let what = if pids.len() == 1 {
+        "process"
+    } else {
+        "processes"
+    };
+    format!(
+        "skipping {what} {}: {why}; others skipped for the same reason are not named",
+        list.join(", ")
+    )
 }
 
 impl Monitor {
@@ -62,9 +117,9 @@ impl Monitor {
             threads: HashMap::new(),
             set_by_us: HashMap::new(),
             gone: HashSet::new(),
-            skipped: HashSet::new(),
+            noted: HashSet::new(),
             names: HashMap::new(),
-            me: i32::try_from(std::process::id()).unwrap_or(0),
+            protected: self_and_ancestors(),
         }
     }
 
@@ -82,15 +137,34 @@ impl Monitor {
             && self.selection.pids.iter().all(|p| self.gone.contains(p))
     }
 
+    /// Notes each new cause of skipping once, with the processes it applies to now.
+    fn note_skipped(&mut self, skipped: Vec<(i32, String)>, notes: &mut Vec<String>) {
+        let mut by_cause: Vec<(String, Vec<i32>)> = Vec::new();
+        for (pid, why) in skipped {
+            if self.noted.contains(&why) {
+                continue;
+            }
+            match by_cause.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, pids)) => pids.push(pid),
+                None => by_cause.push((why, vec![pid])),
+            }
+        }
+        for (why, pids) in by_cause {
+            notes.push(skip_note(&pids, &why));
+            self.noted.insert(why);
+        }
+    }
+
     /// The processes selected now.
     fn select(&mut self, notes: &mut Vec<String>) -> Vec<i32> {
-        let mut pids: Vec<i32> = self.selection.pids.clone();
+        let mut found: Vec<i32> = Vec::new();
         if let Some(dir) = &self.selection.cgroup {
             match proc::cgroup::cgroup_processes(dir) {
-                Ok(p) => pids.extend(p),
+                Ok(p) => found.extend(p),
                 Err(e) => {
-                    if self.skipped.insert(-1) {
-                        notes.push(format!("cgroup: {e}"));
+                    let note = format!("cgroup: {e}");
+                    if self.noted.insert(note.clone()) {
+                        notes.push(note);
                     }
                 }
             }
@@ -102,7 +176,7 @@ impl Monitor {
                     else {
                         continue;
                     };
-                    if pid == self.me {
+                    if self.protected.contains(&pid) {
                         continue;
                     }
                     let Ok(cmd) = proc::environ::cmdline(pid) else {
@@ -120,27 +194,34 @@ impl Monitor {
                         .map(|s| s.name)
                         .unwrap_or_default();
                     if re.is_match(&comm) || re.is_match(&line) {
-                        pids.push(pid);
+                        found.push(pid);
                     }
                 }
             }
         }
+        // Found by a pattern or a cgroup: never this process or its ancestors.
+        found.retain(|p| !self.protected.contains(p));
+        let mut pids: Vec<i32> = self.selection.pids.clone();
+        pids.extend(found);
         pids.sort_unstable();
         pids.dedup();
-        pids.retain(|&p| p != self.me && !self.gone.contains(&p));
+        let me = i32::try_from(std::process::id()).unwrap_or(0);
+        pids.retain(|&p| p != me && !self.gone.contains(&p));
         let explicit = &self.selection.pids;
         let mut out = Vec::new();
+        let mut skipped = Vec::new();
         for pid in pids {
             if !explicit.contains(&pid) {
                 if let Err(e) = check_owner(pid) {
-                    if self.skipped.insert(pid) {
-                        notes.push(format!("skipping process {pid}: {e}"));
+                    if let Some(why) = cause(pid, &e) {
+                        skipped.push((pid, why));
                     }
                     continue;
                 }
             }
             out.push(pid);
         }
+        self.note_skipped(skipped, notes);
         out
     }
 
@@ -160,6 +241,7 @@ impl Monitor {
         };
         let mut changed = Vec::new();
         let mut live_tids = HashSet::new();
+        let mut skipped = Vec::new();
         for pid in self.select(notes) {
             let stat = match proc::task_stat(pid, None) {
                 Ok(s) if s.state != 'Z' && s.state != 'X' => s,
@@ -170,8 +252,9 @@ impl Monitor {
                     continue;
                 }
                 Err(e) => {
-                    if self.skipped.insert(pid) {
-                        notes.push(format!("skipping process {pid}: {e}"));
+                    let e = TuneError::from(e);
+                    if let Some(why) = cause(pid, &e) {
+                        skipped.push((pid, why));
                     }
                     continue;
                 }
@@ -225,6 +308,7 @@ impl Monitor {
                 node_bytes: Default::default(),
             });
         }
+        self.note_skipped(skipped, notes);
         self.threads.retain(|t, _| live_tids.contains(t));
         self.set_by_us.retain(|t, _| live_tids.contains(t));
         (snap, changed)
@@ -234,4 +318,48 @@ impl Monitor {
 /// The CPUs in both sets.
 fn intersect(a: &CpuSet, b: &CpuSet) -> CpuSet {
     a.iter().filter(|&c| b.contains(c)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_and_its_ancestors_are_protected() {
+        let me = i32::try_from(std::process::id()).expect("pid");
+        let parent = proc::task_stat(me, None).expect("stat").ppid;
+        let p = self_and_ancestors();
+        assert!(p.contains(&me) && p.contains(&parent), "{p:?}");
+        assert!(!p.contains(&0));
+    }
+
+    #[test]
+    fn skipped_processes_are_noted_once_per_cause() {
+        let other = |pid| TuneError::NotPermitted {
+            pid,
+            tid: None,
+            why: format!("it belongs to user {pid}"),
+        };
+        assert_eq!(cause(7, &other(7)), cause(8, &other(8)));
+        assert_eq!(cause(7, &TuneError::NoProcess(7)), None);
+        let mut m = Monitor::new(Selection::default(), &Layout::flat(&[0]), false);
+        let why = cause(7, &other(7)).expect("a cause");
+        let mut notes = Vec::new();
+        let many: Vec<(i32, String)> = (1..=10).map(|p| (p, why.clone())).collect();
+        m.note_skipped(many.clone(), &mut notes);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with(
+                "skipping processes 1, 2, 3, 4, 5, 6, 7, 8, and 2 more: not permitted"
+            ),
+            "{notes:?}"
+        );
+        // The same cause later, for other processes: nothing more.
+        m.note_skipped(vec![(11, why)], &mut notes);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(
+            skip_note(&[5], "x"),
+            "skipping process 5: x; others skipped for the same reason are not named"
+        );
+    }
 }

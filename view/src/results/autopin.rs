@@ -56,6 +56,14 @@ impl Rendered for Report {
                 self.metric, self.metric_unit, self.metric_note
             );
         }
+        if !self.idle_threads.is_empty() {
+            let list: Vec<String> = self.idle_threads.iter().map(ToString::to_string).collect();
+            let _ = writeln!(
+                s,
+                "autopin: planned for the threads that ran; idle during the initial wait: {} (they may run on any CPU of a candidate)",
+                list.join(", ")
+            );
+        }
         if !self.candidates.is_empty() {
             let _ = writeln!(
                 s,
@@ -178,6 +186,7 @@ mod tests {
             dropped: Vec::new(),
             stopped_by: "the program ended".into(),
             error: None,
+            idle_threads: Vec::new(),
         };
         let t = r.text();
         for want in [
