@@ -7,7 +7,7 @@
 //! 0 and 1, made with `topoprobe infer --from-matrix` from a 2x2 matrix).
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -568,66 +568,6 @@ fn run_pin_keeps_the_order() {
         2,
     );
     fails(&["place", "--pin", "3-1", "--topology", m2], 2);
-}
-
-/// SIGINT sent once to the process group of `run` (what a terminal's Ctrl-C does)
-/// reaches the program exactly once, 20 times in a row; a program that handles it ends
-/// with its own status, one that does not is ended by it (the shell's 130).
-#[test]
-fn run_sigint_to_the_group_arrives_once() {
-    let m2 = two_cpus();
-    let bin = build("count_sigint.c", &[]);
-    for round in 0..20 {
-        let handled = round % 4 != 3;
-        let mut cmd = Command::new(exe());
-        cmd.args([
-            "run",
-            "--policy",
-            "con_hwc",
-            "-n",
-            "1",
-            "--topology",
-            m2,
-            "--",
-            &bin,
-        ]);
-        if !handled {
-            cmd.arg("default");
-        }
-        // SAFETY: setsid is async-signal-safe; the child leads its own session and group,
-        // as a shell's foreground job does.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::setsid();
-                Ok(())
-            });
-        }
-        let mut child = cmd
-            .env("TOPOPROBE_PRELOAD", preload())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("read");
-        assert_eq!(line.trim(), "ready", "round {round}");
-        let group = i32::try_from(child.id()).expect("pid");
-        // SAFETY: sends SIGINT to the process group the child leads.
-        assert_eq!(unsafe { libc::kill(-group, libc::SIGINT) }, 0);
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut stdout, &mut rest).expect("read");
-        let status = child.wait().expect("wait");
-        if handled {
-            assert_eq!(rest.trim(), "sigint 1", "round {round}");
-            assert_eq!(status.code(), Some(3), "round {round}");
-        } else {
-            assert_eq!(
-                status.signal(),
-                Some(libc::SIGINT),
-                "round {round}: {status:?}"
-            );
-        }
-    }
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Signals of a program started by topoprobe: SIGINT sent once to the process group of
+//! Signals of a program started by topoprobe (`autopin`, and `run`, which becomes the
+//! program): SIGINT sent once to the process group of
 //! topoprobe (what a terminal's Ctrl-C does to a foreground job) reaches the program
 //! exactly once, 20 times in a row, and topoprobe exits with the program's status (its
 //! own code when it handles the signal, 130 when it dies of it); `kill -9` of topoprobe
@@ -52,11 +53,28 @@ fn launchers() -> Vec<(&'static str, Vec<String>)> {
         "--initial-wait",
         "0",
     ];
+    // `run` becomes the program (exec): the signal reaches it as it would reach the
+    // program alone.
+    let run = [
+        "run",
+        "--topology",
+        two_cpus(),
+        "--policy",
+        "con_hwc",
+        "-n",
+        "1",
+    ];
     vec![
         ("autopin", autopin.iter().map(ToString::to_string).collect()),
-        // RUN VARIANT: `topoprobe run` is added here once it execs the program, e.g.
-        // ("run", ["run", "--topology", two_cpus(), "--policy", "none"]).
+        ("run", run.iter().map(ToString::to_string).collect()),
     ]
+}
+
+/// The status a shell reports: the exit code, or 128 + the signal that ended the process
+/// (`run` is the program itself, so a signal ends it directly).
+fn shell_status(status: std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|s| 128 + s))
 }
 
 /// topoprobe `args -- sigcount mode` in a process group of its own, without a terminal;
@@ -120,7 +138,7 @@ fn sigint_to_the_group_reaches_a_handling_program_once() {
                 "{name}, try {i}: the program's count\n{err}"
             );
             // The program handled it and exited 10 + 1: topoprobe exits alike.
-            assert_eq!(status.code(), Some(11), "{name}, try {i}\n{err}");
+            assert_eq!(shell_status(status), Some(11), "{name}, try {i}\n{err}");
         }
     }
 }
@@ -136,7 +154,7 @@ fn sigint_to_the_group_ends_a_program_that_keeps_the_default() {
             let status = child.wait().expect("wait");
             let err = stderr_of(&mut child);
             assert_eq!(rest, "", "{name}, try {i}");
-            assert_eq!(status.code(), Some(130), "{name}, try {i}\n{err}");
+            assert_eq!(shell_status(status), Some(130), "{name}, try {i}\n{err}");
         }
     }
 }
@@ -150,6 +168,23 @@ fn ended(pid: i32) -> bool {
             .is_some_and(|state| state == "Z" || state == "X"),
         Err(_) => true,
     }
+}
+
+#[test]
+fn kill_9_of_run_is_the_end_of_the_program() {
+    let (_, args) = &launchers()[1];
+    let (mut child, _out, pid) = start(args, "count");
+    assert_eq!(
+        i64::from(pid),
+        i64::from(child.id()),
+        "run became the program"
+    );
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    assert!(
+        ended(pid),
+        "program {pid} still runs after topoprobe was killed"
+    );
 }
 
 #[test]
