@@ -41,8 +41,10 @@ pub(crate) struct PlacementArgs {
     /// Only cores of this kind on a hybrid processor: p (performance) or e (efficiency).
     #[arg(long, value_name = "p|e", value_parser = kind)]
     pub(crate) kind: Option<CoreKind>,
-    /// Only these CPUs (Linux list syntax, `0-7,16-23`).
-    #[arg(long, value_name = "LIST")]
+    /// Only these CPUs: a list (`0-7,16-23`), a mask (`0x3c0f`), hwloc-calc's locations
+    /// (`package:1.core:0-3`, `node:0`), likwid's domains (`S1:0-3`) or several with set
+    /// arithmetic (`all ~core:0`); see `topoprobe cpus`.
+    #[arg(long, value_name = "CPUS")]
     pub(crate) cpus: Option<String>,
     /// A JSON description, a libmctop .mct file or a latency matrix (default: this
     /// machine's description, made by `topoprobe infer`).
