@@ -147,21 +147,35 @@ fn epyc_256_contexts() {
     // Groups (the CCXs or CCDs the latencies show) are numbered inside their package.
     let groups = inv.count(ObjectType::Group).unwrap();
     assert!(groups >= 16, "{groups} groups");
-    let first = &topo
-        .groups()
-        .iter()
-        .find(|g| g.depth == 1)
+    // The first group of package 1 is the one holding its first CPU.
+    let holding = |cpu: u32| {
+        let g = topo
+            .groups()
+            .iter()
+            .find(|g| {
+                g.depth == 1
+                    && g.contexts
+                        .iter()
+                        .any(|c| topo.contexts()[c.index()].os_id == cpu)
+            })
+            .expect("a group holds the CPU");
+        let mut os: Vec<u32> = g
+            .contexts
+            .iter()
+            .map(|c| topo.contexts()[c.index()].os_id)
+            .collect();
+        os.sort_unstable();
+        os
+    };
+    assert_eq!(set("package:0.group:0"), holding(0));
+    assert_eq!(set("package:1.group:0"), holding(64));
+    let in_package_0 = inv
+        .intersecting(ObjectType::Group, &set("package:0"))
         .unwrap()
-        .contexts;
-    let mut os: Vec<u32> = first
-        .iter()
-        .map(|c| topo.contexts()[c.index()].os_id)
-        .collect();
-    os.sort_unstable();
-    assert_eq!(set("package:0.group:0"), os);
+        .len();
     assert_eq!(
         set("package:1.group:0"),
-        set(&format!("group:{}", groups / 2))
+        set(&format!("group:{in_package_0}"))
     );
     // A long expression of repeated terms resolves at once.
     let long = vec!["all ~pu:0-255 core:0"; 2000].join(" ");

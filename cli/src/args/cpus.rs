@@ -46,7 +46,7 @@ pub(crate) struct CpusArgs {
     /// (`package:1.core:0-3`, `node:0`, `l3cache:2`, `pu:5`, `all`), likwid's domains
     /// (`S1:0-3`, `N:0-7`, `C0:`, `M1:`, `E:S0:4:1:2`, `S0:0-1@S1:0-1`); several are
     /// combined left to right: a space adds, `~` removes, `x` intersects, `^` toggles.
-    #[arg(required = true, value_name = "EXPR", allow_hyphen_values = true)]
+    #[arg(required = true, value_name = "EXPR")]
     pub(crate) expr: Vec<String>,
     /// Print how many objects of TYPE (core, package, pu, node, l3cache...) hold a CPU
     /// of the set, as `hwloc-calc --number-of`.

@@ -206,11 +206,15 @@ struct Chosen {
 }
 
 /// The PUs of an hwloc location: each step's objects inside each object the previous
-/// step chose, by logical index among them.
+/// step chose, by logical index among them. Inside several objects (`core:all.pu:1` on a
+/// hybrid machine), one lacking an index is passed over, as hwloc passes over it; the
+/// term is refused when none has it.
 fn location(steps: &[Step], inv: &Inventory, term: &str) -> Result<Vec<usize>, CpuSetError> {
     let mut chosen: Vec<Option<Chosen>> = vec![None];
     for step in steps {
         let objects = inv.objects(step.ty)?;
+        let several = chosen.len() > 1;
+        let mut refused = None;
         let mut next = Vec::new();
         for parent in &chosen {
             let candidates: Vec<usize> = match parent {
@@ -221,12 +225,23 @@ fn location(steps: &[Step], inv: &Inventory, term: &str) -> Result<Vec<usize>, C
                 || "the topology".to_string(),
                 |p| format!("{}:{}", p.ty.name(), p.index),
             );
-            for i in select(&step.selection, candidates.len(), step.ty, &scope, term)? {
-                next.push(Some(Chosen {
+            let picked = match select(&step.selection, candidates.len(), step.ty, &scope, term) {
+                Ok(picked) => picked,
+                Err(e) if several => {
+                    refused.get_or_insert(e);
+                    clipped(&step.selection, candidates.len())
+                }
+                Err(e) => return Err(e),
+            };
+            next.extend(picked.into_iter().map(|i| {
+                Some(Chosen {
                     ty: step.ty,
                     index: candidates[i],
-                }));
-            }
+                })
+            }));
+        }
+        if let (true, Some(e)) = (next.is_empty(), refused) {
+            return Err(e);
         }
         chosen = next;
     }
@@ -298,29 +313,39 @@ fn select(
                     }
                     IndexItem::From(a) => out.extend(check(a)?..n),
                     IndexItem::Count(a, k) => {
+                        // The count wraps around past the last object (as hwloc's);
+                        // after n objects they repeat.
                         let a = check(a)?;
-                        if k as usize > n {
-                            return Err(CpuSetError::absent(
-                                term,
-                                format!(
-                                    "{a}:{k} asks for {}, but {scope} {} {}",
-                                    ty.count_text(k as usize),
-                                    if scope == "the topology" {
-                                        "has"
-                                    } else {
-                                        "holds"
-                                    },
-                                    n
-                                ),
-                            ));
-                        }
-                        out.extend((0..k as usize).map(|j| (a + j) % n));
+                        out.extend((0..(k as usize).min(n)).map(|j| (a + j) % n));
                     }
                 }
             }
             out
         }
     })
+}
+
+/// The positions of a selection that exist among `n` candidates (ranges cut at the last).
+fn clipped(selection: &Selection, n: usize) -> Vec<usize> {
+    let Selection::Items(items) = selection else {
+        // all, odd and even always fit.
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for &item in items {
+        match item {
+            IndexItem::One(i) if (i as usize) < n => out.push(i as usize),
+            IndexItem::Range(a, b) if (a as usize) < n => {
+                out.extend(a as usize..=(b as usize).min(n - 1));
+            }
+            IndexItem::From(a) if (a as usize) < n => out.extend(a as usize..n),
+            IndexItem::Count(a, k) if (a as usize) < n => {
+                out.extend((0..(k as usize).min(n)).map(|j| (a as usize + j) % n));
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Checks that no term needs a topology.

@@ -20,6 +20,12 @@ use topoprobe_model::format_cpu_list;
 use super::error::{CpuSetError, ErrorKind};
 use super::objects::{ObjectType, ALL_TYPES};
 
+/// Objects as a source gives them: each with its OS number when known, and its members.
+pub(crate) type Members<T> = Vec<(Option<u32>, Vec<T>)>;
+
+/// The objects of one type, or why the source cannot give them.
+pub(crate) type Given<T> = Result<Members<T>, String>;
+
 /// No object (in an owner table).
 const NONE: u32 = u32::MAX;
 
@@ -52,7 +58,7 @@ pub(crate) struct Parts {
     /// The OS numbers of the PUs.
     pub(crate) pus: Vec<u32>,
     /// Objects by type (machine and PU are made from `pus`).
-    pub(crate) levels: Vec<(ObjectType, Result<Vec<(Option<u32>, Vec<u32>)>, String>)>,
+    pub(crate) levels: Vec<(ObjectType, Given<u32>)>,
 }
 
 /// The objects of a machine, numbered as hwloc numbers them, that CPU-set expressions
@@ -78,7 +84,7 @@ impl Inventory {
         let known: HashMap<u32, usize> = cpus.iter().enumerate().map(|(i, &c)| (c, i)).collect();
         // Each level's objects as positions in `cpus`, empty ones dropped (but CPU-less
         // memory nodes, which hwloc numbers too).
-        let mut raw: Vec<(ObjectType, Result<Vec<(Option<u32>, Vec<usize>)>, String>)> = parts
+        let mut raw: Vec<(ObjectType, Given<usize>)> = parts
             .levels
             .into_iter()
             .map(|(ty, objs)| {
@@ -279,7 +285,8 @@ impl Inventory {
     ///
     /// # Errors
     ///
-    /// As [`Inventory::objects`]: the source does not know the type.
+    /// [`ErrorKind::Unknown`] when the source does not know the type (the message says
+    /// why).
     pub fn count(&self, ty: ObjectType) -> Result<usize, CpuSetError> {
         Ok(self.objects(ty)?.len())
     }
@@ -290,7 +297,8 @@ impl Inventory {
     ///
     /// # Errors
     ///
-    /// As [`Inventory::objects`]: the source does not know the type.
+    /// [`ErrorKind::Unknown`] when the source does not know the type (the message says
+    /// why).
     pub fn intersecting(&self, ty: ObjectType, cpus: &[u32]) -> Result<Vec<usize>, CpuSetError> {
         let objects = self.objects(ty)?;
         let mut hit = vec![false; objects.len()];
@@ -334,11 +342,8 @@ fn known_level(mut objects: Vec<Object>, pus: usize) -> Level {
 ///
 /// Keys are built from the innermost level out (`first` inherits the inner value where a
 /// level does not hold the CPU: a P-core outside the E-core group sorts by its own core).
-fn logical_order(
-    cpus: &[u32],
-    levels: &[(ObjectType, Result<Vec<(Option<u32>, Vec<usize>)>, String>)],
-) -> Vec<usize> {
-    let mut tree: Vec<(usize, ObjectType, &Vec<(Option<u32>, Vec<usize>)>)> = levels
+fn logical_order(cpus: &[u32], levels: &[(ObjectType, Given<usize>)]) -> Vec<usize> {
+    let mut tree: Vec<(usize, ObjectType, &Members<usize>)> = levels
         .iter()
         .filter(|(ty, _)| !matches!(ty, ObjectType::Machine | ObjectType::Pu))
         .filter_map(|(ty, objs)| objs.as_ref().ok().map(|o| (o.len(), *ty, o)))

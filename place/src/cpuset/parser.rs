@@ -50,7 +50,7 @@ pub(crate) fn parse_terms(text: &str) -> Result<Vec<Term>, CpuSetError> {
             text: c.since(start).to_string(),
         });
         if c.eat(b',') {
-            if c.at_term_end() {
+            if c.at_term_end() || c.peek() == Some(b',') {
                 return Err(CpuSetError::syntax(
                     c.term_from(start),
                     "a comma must be followed by a CPU, an index or another term",
@@ -83,10 +83,16 @@ fn unexpected(c: &Cursor<'_>, start: usize) -> CpuSetError {
     let ch = c
         .peek()
         .map_or_else(|| "the end".to_string(), |b| format!("{:?}", char::from(b)));
-    CpuSetError::syntax(
-        c.term_from(start),
-        format!("unexpected {ch} after `{}`", c.since(start)),
-    )
+    let read = c.since(start);
+    let reason = if read.is_empty() || (read.len() == 1 && "+~^x".contains(read)) {
+        format!(
+            "unexpected {ch}: a term is a CPU number, a mask (0x...) or a name (`package:1`, \
+             `S0:0-3`, `all`), after an optional + ~ x or ^"
+        )
+    } else {
+        format!("unexpected {ch} after `{read}`")
+    };
+    CpuSetError::syntax(c.term_from(start), reason)
 }
 
 /// Reads a term's operator: `+`, `~`, `x`, `^`, or none (union).

@@ -3,11 +3,11 @@
 
 use topoprobe_model::{CacheType, OsView, Topology};
 
-use super::inventory::{Inventory, Parts};
+use super::inventory::{Given, Inventory, Parts};
 use super::objects::ObjectType;
 
 /// One type's objects: OS number and CPUs of each, or why the source lacks them.
-type Objects = Result<Vec<(Option<u32>, Vec<u32>)>, String>;
+type Objects = Given<u32>;
 
 impl Inventory {
     /// The objects of a topology description: its sockets (`package`), cores, hardware

@@ -200,6 +200,9 @@ fn syntax_errors_name_the_term_and_the_fault() {
         ("0xf...f", "0xf...f", "infinite"),
         ("0x123456789,0x1", "0x123456789,0x1", "at most 8"),
         ("0-3,", "0-3,", "comma must be followed"),
+        ("0,,1", "0,,1", "comma must be followed"),
+        ("*3", "*3", "a term is a CPU number"),
+        ("~-1", "~-1", "a term is a CPU number"),
         ("~", "~", "must be followed"),
         ("0-15:3", "0-15:3", "USED/GROUP"),
         ("0-15:5/4", "0-15:5/4", "0 < USED <= GROUP"),
@@ -314,6 +317,7 @@ fn hwloc_locations_resolve_by_logical_index() {
     assert_eq!(set(&inv, "core:all.pu:0"), vec![0, 1, 2, 3]);
     assert_eq!(set(&inv, "core:odd"), vec![1, 3, 5, 7]);
     assert_eq!(set(&inv, "core:3:2"), vec![0, 3, 4, 7]);
+    assert_eq!(order(&inv, "core:1:9"), vec![1, 5, 2, 6, 3, 7, 0, 4]);
     assert_eq!(set(&inv, "core:2-"), vec![2, 3, 6, 7]);
     assert_eq!(set(&inv, "l3:1"), vec![2, 3, 6, 7]);
     assert_eq!(set(&inv, "package:0.l3cache:0"), vec![0, 1, 4, 5]);
@@ -324,6 +328,12 @@ fn hwloc_locations_resolve_by_logical_index() {
     assert_eq!(set(&inv, "package:1.node:0"), vec![2, 3, 6, 7]);
     assert_eq!(set(&inv, "all"), (0..8).collect::<Vec<_>>());
     assert_eq!(set(&inv, "core:0,3"), vec![0, 3, 4, 7]);
+    // Inside several objects, indexes one lacks are passed over; none having it is an
+    // error.
+    assert_eq!(set(&inv, "package:all.core:1-5"), vec![1, 3, 5, 7]);
+    assert!(refused(&inv, "package:all.core:2")
+        .reason
+        .contains("package:0 holds 2 cores"));
 }
 
 #[test]
@@ -369,7 +379,6 @@ fn resolution_errors_say_what_exists() {
         ("package:3", "the topology has 2 packages (0-1)"),
         ("package:1.core:2", "package:1 holds 2 cores (0-1)"),
         ("core:1.pu:0-2", "core:1 holds 2 PUs (0-1)"),
-        ("core:0:5", "asks for 5 cores"),
         ("pu:8", "the topology has 8 PUs (0-7)"),
         ("S2:0", "the topology has 2 socket domains (S0-S1)"),
         ("S1:0-4", "index 4: S1 has 4 hardware threads (0-3)"),
