@@ -9,11 +9,10 @@ use anyhow::{Context, Result};
 use topoprobe_infer::{infer, load_topology};
 use topoprobe_machine::stamp;
 use topoprobe_model::format::csv;
-use topoprobe_model::{parse_cpu_list, Source, Topology};
+use topoprobe_model::{Source, Topology};
 use topoprobe_place::{Policy, Request};
 
-use crate::args::{Hints, Input, PlacementArgs};
-use crate::error::Usage;
+use crate::args::{Hints, Input, PinList, PlacementArgs};
 
 /// Loads `path` (a description, `.mct` file or matrix), or this machine's description, or
 /// — when this machine has no (fresh) description — the operating system's view of it,
@@ -93,16 +92,19 @@ impl PlacementArgs {
     ///
     /// # Errors
     ///
-    /// When the topology cannot be loaded, or the CPU list is malformed (a usage error).
+    /// When the topology cannot be loaded, or the `--cpus` expression is malformed or
+    /// names what the topology lacks (a usage error).
     pub(crate) fn request(&self) -> Result<(Topology, Request)> {
         let topo = topology(self.topology.as_deref())?;
         let cpus = match &self.cpus {
-            Some(list) => {
-                Some(parse_cpu_list(list).map_err(|e| Usage(format!("--cpus {list:?}: {e}")))?)
-            }
+            Some(expr) => Some(crate::cpusets::on_topology("--cpus", expr, &topo)?),
             None => None,
         };
         if let Some(list) = &self.pin {
+            let cpus = match list {
+                PinList::Cpus(c) => c.clone(),
+                PinList::Expr(e) => crate::cpusets::ordered_on_topology("--pin", e, &topo)?,
+            };
             return Ok((
                 topo,
                 Request {
@@ -110,7 +112,7 @@ impl PlacementArgs {
                     threads: self.threads,
                     sockets: None,
                     kind: None,
-                    cpus: Some(list.0.clone()),
+                    cpus: Some(cpus),
                 },
             ));
         }

@@ -12,6 +12,7 @@ use clap::{CommandFactory, FromArgMatches};
 
 mod args;
 mod commands;
+mod cpusets;
 mod error;
 mod inputs;
 mod output;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
         Command::Heatmap(a) => commands::heatmap::run(&a),
         Command::Report(a) => commands::report::run(&a),
         Command::Place(a) => commands::place::run(&a),
+        Command::Cpus(a) => commands::cpus::run(&a),
         Command::Run(a) => return commands::run::main(&a),
         Command::Power(a) => commands::power::run(&a),
         Command::Autopin(a) => return commands::autopin::main(&a),

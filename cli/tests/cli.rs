@@ -986,7 +986,7 @@ fn every_command_has_help() {
         "--format <FORMAT>",
         "--json",
         "-o, --output <FILE>",
-        "--cpus <LIST>",
+        "--cpus <CPUS>",
         "--reps <N>",
         "--max-stdev <PERCENT>",
         "--full",

@@ -538,6 +538,9 @@ fn run_pin_keeps_the_order() {
         ]);
         assert_eq!(out.trim(), want, "--format {format}");
     }
+    // A set named by the topology keeps the order it names its CPUs in.
+    let (out, _) = ok(&["place", "--pin", "S0:1@S0:0", "--topology", m2]);
+    assert_eq!(out.trim(), "1,0");
     let (omp, _) = ok(&["place", "--pin", "1,0", "--topology", m2, "--format", "omp"]);
     assert!(omp.lines().any(|l| l == "OMP_PLACES={1},{0}"), "{omp}");
     // The forms that bind the process to a set say that the order is lost.

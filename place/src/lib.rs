@@ -13,6 +13,9 @@
 //!   `topoprobe_view::results::placement` renders as a CPU list, a mask, `taskset`,
 //!   `numactl`, OpenMP's environment, `likwid-pin`, `hwloc-bind` or MPI launcher
 //!   arguments; [`export`]: the CPU list, nodes and OpenMP environment of a plan.
+//! - [`cpuset`]: CPU sets named as hwloc-calc and likwid-pin name them
+//!   (`package:1.core:0-3`, `S1:0-3`, masks, set arithmetic), resolved against a topology
+//!   or the operating system's view of a machine.
 //! - [`launch`]: run a program with its threads placed (`topoprobe run`): the pinning
 //!   library preloaded, the OpenMP environment and the memory policy set.
 //!
@@ -40,6 +43,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cpuset;
 mod error;
 pub mod export;
 mod kind;

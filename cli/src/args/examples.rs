@@ -73,6 +73,18 @@ pub(crate) const PLACE: &str = "Examples:
   topoprobe place --policy balance_core --use-sockets 2 --format numactl
   topoprobe place --policy rr_core -n 8 -o placement.json   where, why, and the OpenMP variables";
 
+/// `cpus`.
+pub(crate) const CPUS: &str = "Examples:
+  topoprobe cpus package:1.core:0-3                 hwloc-calc's logical locations
+  topoprobe cpus S1:0-3 --format likwid             likwid-pin's domain, in its order
+  topoprobe cpus all ~core:0 --format hwloc         set arithmetic; hwloc's mask
+  topoprobe cpus -N core package:0                  how many cores (hwloc-calc --number-of)
+  topoprobe cpus -I core 0x3c0f --topology m.json   which cores (hwloc-calc --intersect)
+
+The set is resolved on --topology, else this machine's description, else the operating
+system's view of this machine. The grammar, with hwloc-calc and likwid-pin equivalents:
+docs/PLACEMENT.md.";
+
 /// `run`.
 pub(crate) const RUN: &str = "Examples:
   topoprobe run --policy rr_core -n 8 -- ./prog args

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use topoprobe_measure::{cache, memory};
-use topoprobe_model::parse_cpu_list;
 
 use super::parsers::{parse_size, plugin_list, positive, seconds};
 use super::{Hints, Output};
@@ -14,9 +13,10 @@ use crate::error::Usage;
 /// How to measure this machine.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct Measure {
-    /// CPUs to measure, in Linux list syntax (`0-7,16-23`); default: every CPU this process
+    /// CPUs to measure: a list (`0-7,16-23`), a mask, or names on the operating system's
+    /// view (`package:0`, `S0:0-3`; see `topoprobe cpus`); default: every CPU this process
     /// may run on.
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "CPUS")]
     pub(crate) cpus: Option<String>,
     #[command(flatten)]
     pub(crate) repetitions: Repetitions,
@@ -193,8 +193,8 @@ pub(crate) struct LatencyArgs {
 /// `topoprobe cache`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct CacheArgs {
-    /// The CPU to measure on, one OS CPU number (default: the first this process may
-    /// use).
+    /// The CPU to measure on: one OS CPU number, or an expression naming one (`pu:0`,
+    /// `S0:0`; see `topoprobe cpus`); default: the first this process may use.
     #[arg(long, value_name = "CPU")]
     pub(crate) cpus: Option<String>,
     /// The same as --cpus (an older name).
@@ -232,23 +232,24 @@ impl CacheArgs {
     ///
     /// # Errors
     ///
-    /// A usage error for a malformed list, or one of more than one CPU (the walk runs on
-    /// one).
-    pub(crate) fn cpu(&self) -> Result<Option<(String, u32)>, Usage> {
+    /// A usage error for a malformed expression, or one of more than one CPU (the walk
+    /// runs on one); an error when naming the CPU needs the operating system's view and it
+    /// cannot be read.
+    pub(crate) fn cpu(&self) -> anyhow::Result<Option<(String, u32)>> {
         let (flag, list) = match (&self.cpus, &self.cpu) {
             (Some(l), _) => ("--cpus", l),
             (None, Some(l)) => ("--cpu", l),
             (None, None) => return Ok(None),
         };
         let typed = format!("{flag} {list}");
-        let cpus = parse_cpu_list(list).map_err(|e| Usage(format!("{typed}: {e}")))?;
+        let cpus = crate::cpusets::on_this_machine(flag, list)?;
         match cpus[..] {
             [cpu] => Ok(Some((typed, cpu))),
-            [] => Err(Usage(format!("{typed} names no CPU"))),
             _ => Err(Usage(format!(
                 "{typed}: the caches are measured on one CPU; name one (--cpus {})",
                 cpus[0]
-            ))),
+            ))
+            .into()),
         }
     }
 }

@@ -9,6 +9,7 @@ use topoprobe_infer::InferOptions;
 use topoprobe_model::LatencyUnit;
 
 pub(crate) mod bench;
+mod cpus;
 mod examples;
 mod measuring;
 pub(crate) mod parsers;
@@ -16,10 +17,12 @@ mod placing;
 mod tuning;
 mod views;
 
+pub(crate) use cpus::{CpusArgs, CpusFormat};
 pub(crate) use measuring::{
     CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
     ReportOutput, ResultFormat, WaitArg,
 };
+pub(crate) use parsers::PinList;
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
 pub(crate) use tuning::{AutopinArgs, BalanceArgs};
 pub(crate) use views::{HeatmapArgs, HeatmapFormat, Input, ReportArgs, ReportFormat, ShowArgs};
@@ -74,6 +77,11 @@ pub(crate) enum Command {
     /// OpenMP or likwid-pin arguments, or JSON), with its summary on standard error.
     #[command(after_help = examples::PLACE)]
     Place(PlaceArgs),
+    /// Print the CPUs a set names — CPU lists, masks, hwloc-calc's locations
+    /// (`package:1.core:0-3`), likwid's domains (`S1:0-3`), set arithmetic — or count the
+    /// objects they touch (like hwloc-calc).
+    #[command(after_help = examples::CPUS)]
+    Cpus(CpusArgs),
     /// Run a command with every thread it creates pinned by a placement policy, the main
     /// thread first; exits with the command's status.
     #[command(after_help = examples::RUN)]

@@ -84,14 +84,27 @@ const MAX_PIN_TEXT: usize = 64 * 1024;
 /// Most CPUs a `--pin` list may name (threads of one program).
 const MAX_PIN_CPUS: usize = 65_536;
 
-/// A `--pin` list: CPUs in the order given.
+/// A `--pin` list: CPU numbers in the order given (repeats allowed), or a CPU-set
+/// expression naming CPUs by the topology (`S0:0-3@S1:0-3`), resolved in its order once
+/// the topology is loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PinList(pub(crate) Vec<u32>);
+pub(crate) enum PinList {
+    /// CPU numbers, as typed.
+    Cpus(Vec<u32>),
+    /// An expression of the topology.
+    Expr(String),
+}
 
 /// Parses a `--pin` list: CPU numbers and ascending ranges, comma-separated, **in the
 /// order given** (`3,1,2`, `4-7,0-3`), repeats allowed (threads then share a CPU), as
 /// `likwid-pin -c` takes them.
 pub(crate) fn pin_list(s: &str) -> Result<PinList, String> {
+    let numbers_only = s
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b == b',' || b == b'-' || b == b' ');
+    if !numbers_only && s.len() <= MAX_PIN_TEXT {
+        return Ok(PinList::Expr(s.to_string()));
+    }
     if s.len() > MAX_PIN_TEXT {
         return Err(format!(
             "--pin: a list of at most {MAX_PIN_TEXT} characters, got {}",
@@ -130,7 +143,7 @@ pub(crate) fn pin_list(s: &str) -> Result<PinList, String> {
         }
         out.extend(a..=b);
     }
-    Ok(PinList(out))
+    Ok(PinList::Cpus(out))
 }
 
 #[cfg(test)]
@@ -157,10 +170,14 @@ mod tests {
 
     #[test]
     fn pin_lists_keep_their_order() {
-        assert_eq!(pin_list("3,1,2"), Ok(PinList(vec![3, 1, 2])));
-        assert_eq!(pin_list("4-5,0-1,0"), Ok(PinList(vec![4, 5, 0, 1, 0])));
+        assert_eq!(pin_list("3,1,2"), Ok(PinList::Cpus(vec![3, 1, 2])));
+        assert_eq!(pin_list("S0:0-1"), Ok(PinList::Expr("S0:0-1".into())));
+        assert_eq!(
+            pin_list("4-5,0-1,0"),
+            Ok(PinList::Cpus(vec![4, 5, 0, 1, 0]))
+        );
         assert!(pin_list("3-1").unwrap_err().contains("goes down"));
-        assert!(pin_list("1,x").unwrap_err().contains("\"x\""));
+        assert!(pin_list("1,,2").unwrap_err().contains("\"\""));
         assert!(pin_list("1048576").unwrap_err().contains("above"));
         assert!(pin_list("0-1048575,0-1048575")
             .unwrap_err()

@@ -31,7 +31,8 @@ pub(crate) struct PlacementArgs {
     #[arg(long, value_name = "POLICY", value_parser = policy, required_unless_present = "pin", conflicts_with = "pin")]
     pub(crate) policy: Option<Policy>,
     /// Thread i on the i-th CPU of this list, in its order (`3,1,2`; ranges `4-7`; a CPU
-    /// may repeat), like `likwid-pin -c`; instead of --policy.
+    /// may repeat), like `likwid-pin -c`, or of a CPU set named by the topology in the
+    /// order it names them (`S0:0-3@S1:0-3`, `package:1.core:all`); instead of --policy.
     #[arg(long, value_name = "LIST", value_parser = pin_list, conflicts_with_all = ["cpus", "kind", "sockets"])]
     pub(crate) pin: Option<PinList>,
     /// Number of threads (default: every usable context; rr_scale: as many as saturate
@@ -45,8 +46,10 @@ pub(crate) struct PlacementArgs {
     /// Only cores of this kind on a hybrid processor: p (performance) or e (efficiency).
     #[arg(long, value_name = "p|e", value_parser = kind)]
     pub(crate) kind: Option<CoreKind>,
-    /// Only these CPUs (Linux list syntax, `0-7,16-23`).
-    #[arg(long, value_name = "LIST")]
+    /// Only these CPUs: a list (`0-7,16-23`), a mask (`0x3c0f`), hwloc-calc's locations
+    /// (`package:1.core:0-3`, `node:0`), likwid's domains (`S1:0-3`) or several with set
+    /// arithmetic (`all ~core:0`); see `topoprobe cpus`.
+    #[arg(long, value_name = "CPUS")]
     pub(crate) cpus: Option<String>,
     /// A JSON description, a libmctop .mct file or a latency matrix (default: this
     /// machine's description, made by `topoprobe infer`).

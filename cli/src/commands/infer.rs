@@ -28,7 +28,7 @@ fn from_mct(path: &Path, args: &InferArgs) -> Result<Topology> {
 fn measure(args: &InferArgs) -> Result<()> {
     args.output.check(&[])?;
     let mut opts = MeasureOptions {
-        cpus: args.measure.cpus.clone(),
+        cpus: crate::cpusets::measured(args.measure.cpus.as_deref())?,
         repetitions: args.measure.repetitions.into(),
         sampling: args.measure.sampling(),
         plugins: plugins::parse(args.plugins.as_deref().unwrap_or(plugins::DEFAULT))?,

@@ -17,7 +17,7 @@ pub(crate) fn run(args: &MatrixArgs) -> Result<()> {
     let report = args.report();
     report.check_for::<MatrixResult>(&[])?;
     let req = matrix::MatrixRequest {
-        cpus: args.measure.cpus.clone(),
+        cpus: crate::cpusets::measured(args.measure.cpus.as_deref())?,
         repetitions: args.measure.repetitions.into(),
         sampling: args.measure.sampling(),
         budget: args.planning.budget(probes::DEFAULT_BUDGET),

@@ -5,6 +5,7 @@ pub(crate) mod balance;
 pub(crate) mod bench;
 pub(crate) mod cache;
 pub(crate) mod contention;
+pub(crate) mod cpus;
 pub(crate) mod heatmap;
 pub(crate) mod infer;
 pub(crate) mod latency;

@@ -1,0 +1,162 @@
+//! `topoprobe cpus`: resolve a CPU-set expression (CPU lists, masks, hwloc-calc's
+//! locations, likwid's domains, set arithmetic) against a topology and print its CPUs in
+//! the form a tool takes, or count or list the objects they touch, as `hwloc-calc` does.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use topoprobe_machine::MachineError;
+use topoprobe_place::cpuset::{render, ErrorKind, Inventory, ObjectType, Resolved};
+
+use crate::args::{CpusArgs, CpusFormat};
+use crate::cpusets;
+use crate::error::Usage;
+use crate::output::{check_target, choose, name_of, write_to};
+
+/// Where the objects came from.
+enum Source {
+    /// A description, `.mct` file or matrix named by `--topology`.
+    File(PathBuf),
+    /// This machine's saved description.
+    Description,
+    /// The sysfs under a directory (`/`: this machine's).
+    Sysfs(PathBuf),
+    /// The operating system's view of this machine, for want of a description.
+    ThisMachine,
+}
+
+impl Source {
+    fn text(&self) -> String {
+        match self {
+            Self::File(p) => format!("the topology of {}", p.display()),
+            Self::Description => "this machine's description".to_string(),
+            Self::Sysfs(p) => format!("the operating system's view under {}", p.display()),
+            Self::ThisMachine => "the operating system's view of this machine".to_string(),
+        }
+    }
+}
+
+/// The objects of the topology `--topology` names (a directory: a sysfs root), or of
+/// this machine's description, or of the operating system's view of this machine.
+fn inventory(topology: Option<&Path>) -> Result<(Inventory, Source)> {
+    let os_view = |root: &Path| -> Result<Inventory> {
+        let view = topoprobe_measure::os::read_os_view(root).with_context(|| {
+            format!(
+                "reading the operating system's view under {}",
+                root.display()
+            )
+        })?;
+        Ok(Inventory::from_os_view(&view))
+    };
+    match topology {
+        Some(p) if p.is_dir() => Ok((os_view(p)?, Source::Sysfs(p.to_path_buf()))),
+        Some(p) => Ok((
+            Inventory::from_topology(&crate::inputs::topology(Some(p))?),
+            Source::File(p.to_path_buf()),
+        )),
+        None => match topoprobe_machine::load::topology(None) {
+            Ok(t) => Ok((Inventory::from_topology(&t), Source::Description)),
+            Err(MachineError::NoDescription(_)) => {
+                Ok((os_view(Path::new("/"))?, Source::ThisMachine))
+            }
+            Err(e) => Err(e.into()),
+        },
+    }
+}
+
+/// A usage error for an object type the source does not know, with a hint when another
+/// source would.
+fn unknown(what: String, kind: ErrorKind, source: &Source) -> Usage {
+    let hint = match (kind, source) {
+        (ErrorKind::Unknown, Source::Description) => {
+            " (`--topology /` reads the operating system's view of this machine)"
+        }
+        _ => "",
+    };
+    Usage(format!("{what}{hint}"))
+}
+
+/// The logical indexes of the objects of `ty` holding a CPU of the set.
+fn touched(
+    inv: &Inventory,
+    ty: ObjectType,
+    flag: &str,
+    r: &Resolved,
+    source: &Source,
+) -> Result<Vec<usize>> {
+    inv.intersecting(ty, &r.cpus)
+        .map_err(|e| unknown(format!("{flag} {ty}: {}", e.reason), e.kind, source).into())
+}
+
+/// Runs the command.
+pub(crate) fn run(args: &CpusArgs) -> Result<()> {
+    let format = choose(args.format, args.json, args.output.as_deref())?;
+    if (args.number_of.is_some() || args.intersect.is_some())
+        && !matches!(format, CpusFormat::List | CpusFormat::Json)
+    {
+        return Err(Usage(format!(
+            "--format {}: --number-of and --intersect print numbers; use --format list or json",
+            name_of(&format)
+        ))
+        .into());
+    }
+    let inputs: Vec<&Path> = args.topology.as_deref().into_iter().collect();
+    check_target(args.output.as_deref(), &inputs)?;
+    let text = args.expr.join(" ");
+    let expr = cpusets::parse("", &text)?;
+    let (inv, source) = inventory(args.topology.as_deref())?;
+    let resolved = expr.resolve(&inv).map_err(|e| {
+        let Usage(what) = cpusets::usage("", &text, &e);
+        unknown(what, e.kind, &source)
+    })?;
+    let number_of = match args.number_of {
+        Some(ty) => Some((
+            ty,
+            touched(&inv, ty, "--number-of", &resolved, &source)?.len(),
+        )),
+        None => None,
+    };
+    let intersect = match args.intersect {
+        Some(ty) => Some((ty, touched(&inv, ty, "--intersect", &resolved, &source)?)),
+        None => None,
+    };
+    let indexes = |v: &[usize]| {
+        v.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let out = match format {
+        CpusFormat::Json => {
+            let mut v = json!({
+                "expression": text,
+                "topology": source.text(),
+                "cpus": resolved.cpus,
+                "order": resolved.order,
+                "list": render::list(&resolved.cpus),
+                "mask": render::mask(&resolved.cpus),
+                "hwloc": render::hwloc(&resolved.cpus),
+                "likwid": render::ordered(&resolved.order),
+            });
+            if let Some((ty, n)) = number_of {
+                v["number_of"] = json!({ "type": ty.name(), "count": n });
+            }
+            if let Some((ty, ids)) = &intersect {
+                v["intersect"] = json!({ "type": ty.name(), "indexes": ids });
+            }
+            topoprobe_view::results::json(&v).context("rendering the CPU set as JSON")?
+        }
+        _ if number_of.is_some() => number_of.map(|(_, n)| n.to_string()).unwrap_or_default(),
+        _ if intersect.is_some() => intersect.map(|(_, ids)| indexes(&ids)).unwrap_or_default(),
+        CpusFormat::List => render::list(&resolved.cpus),
+        CpusFormat::Mask => render::mask(&resolved.cpus),
+        CpusFormat::Hwloc => render::hwloc(&resolved.cpus),
+        CpusFormat::Likwid => render::ordered(&resolved.order),
+    };
+    let mut out = out;
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    write_to(args.output.as_deref(), out.as_bytes())
+}
