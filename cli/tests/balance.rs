@@ -365,6 +365,62 @@ fn bad_requests_and_other_users_processes_are_clear() {
     }
 }
 
+/// Even as root, balance changes only its user's processes unless --any-user says
+/// otherwise, and never PID 1.
+#[test]
+fn root_balances_only_its_own_processes_and_never_init() {
+    let m2 = two_cpus();
+    let run = |args: &[&str]| {
+        Command::new(exe())
+            .args(["balance", "--topology", m2, "--duration", "0.5"])
+            .args(args)
+            .output()
+            .expect("balance")
+    };
+    let o = run(&["--pid", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("process 1") && err.contains("init"), "{err}");
+    let o = run(&["--pid", "1", "--any-user"]);
+    assert_eq!(o.status.code(), Some(1), "PID 1 even with --any-user");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        eprintln!("skipped: another user's process needs root to start here");
+        return;
+    }
+    // A process of nobody's, started by root.
+    let Ok(mut theirs) = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sleep",
+            "30",
+        ])
+        .spawn()
+    else {
+        eprintln!("skipped: setpriv is missing");
+        return;
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let pid = theirs.id().to_string();
+    let refused = run(&["--pid", &pid]);
+    let allowed = run(&["--pid", &pid, "--any-user"]);
+    theirs.kill().ok();
+    theirs.wait().ok();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("belongs to user 65534") && err.contains("--any-user"),
+        "{err}"
+    );
+    let err = String::from_utf8_lossy(&allowed.stderr);
+    assert_eq!(allowed.status.code(), Some(0), "{err}");
+}
+
 /// A word no other process's command line holds.
 fn token(what: &str) -> String {
     format!("tp26{what}{}", std::process::id())

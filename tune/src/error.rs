@@ -81,14 +81,23 @@ pub(crate) fn affinity_error(pid: i32, tid: i32, e: AffinityError) -> TuneError 
     }
 }
 
-/// Checks that this user may change process `pid` (same real or effective user, or
-/// root), before anything is changed.
+/// Checks that process `pid` is one to change, before anything is changed: it is not
+/// PID 1 (init: every process it starts would inherit the change), and it belongs to this
+/// user (same real or effective user) — even for root, unless `any_user` says that
+/// another user's process is meant.
 ///
 /// # Errors
 ///
-/// [`TuneError::NoProcess`] when it does not exist; [`TuneError::NotPermitted`] naming the
-/// owner when it belongs to another user.
-pub fn check_owner(pid: i32) -> Result<(), TuneError> {
+/// [`TuneError::NoProcess`] when it does not exist; [`TuneError::NotPermitted`] for PID 1
+/// or, naming the owner, for another user's process.
+pub fn check_owner(pid: i32, any_user: bool) -> Result<(), TuneError> {
+    if pid == 1 {
+        return Err(TuneError::NotPermitted {
+            pid,
+            tid: None,
+            why: "it is init (PID 1): every process it starts would inherit the change".into(),
+        });
+    }
     let status = match topoprobe_sys::proc::task_status(pid, None) {
         Ok(s) => s,
         Err(ProcError::Gone { .. }) => return Err(TuneError::NoProcess(pid)),
@@ -96,13 +105,21 @@ pub fn check_owner(pid: i32) -> Result<(), TuneError> {
     };
     // SAFETY: geteuid and getuid take no arguments and cannot fail.
     let (euid, uid) = unsafe { (libc::geteuid(), libc::getuid()) };
-    if euid == 0 || status.uid == euid || status.uid == uid {
+    if status.uid == euid || status.uid == uid || (any_user && euid == 0) {
         Ok(())
     } else {
+        let hint = if euid == 0 {
+            " (as root, --any-user changes other users' processes too)"
+        } else {
+            ""
+        };
         Err(TuneError::NotPermitted {
             pid,
             tid: None,
-            why: format!("it belongs to user {}, you are user {euid}", status.uid),
+            why: format!(
+                "it belongs to user {}, you are user {euid}{hint}",
+                status.uid
+            ),
         })
     }
 }

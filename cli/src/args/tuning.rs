@@ -157,6 +157,11 @@ pub(crate) struct BalanceArgs {
     /// The processes of this cgroup directory (its cgroup.procs, read every interval).
     #[arg(long, value_name = "PATH")]
     pub(crate) cgroup: Option<PathBuf>,
+    /// As root, balance other users' processes too (by default only your own are: a
+    /// --pid of another user is refused, and --name or --cgroup skip theirs with a note).
+    /// PID 1 is never balanced.
+    #[arg(long)]
+    pub(crate) any_user: bool,
     /// Seconds between two looks.
     #[arg(long, value_name = "S", default_value = "0.5", value_parser = seconds)]
     pub(crate) interval: f64,

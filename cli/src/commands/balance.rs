@@ -64,6 +64,7 @@ pub(crate) fn run(args: &BalanceArgs) -> Result<()> {
             pids: args.pids.clone(),
             name: args.name.clone(),
             cgroup: args.cgroup.clone(),
+            any_user: args.any_user,
         },
         interval: args.interval,
         duration: args.duration,

@@ -807,7 +807,7 @@ fn run_inner(
         Program::Launch(_) => None,
     };
     if let Some(pid) = attach_pid {
-        check_owner(pid)?;
+        check_owner(pid, false)?;
     }
     let own = i32::try_from(std::process::id()).unwrap_or(0);
     precheck(topo, opts, Some(attach_pid.unwrap_or(own)))?;

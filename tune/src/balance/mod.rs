@@ -203,7 +203,7 @@ pub fn run_with(
         ));
     }
     for &pid in &sel.pids {
-        check_owner(pid)?;
+        check_owner(pid, sel.any_user)?;
     }
     if let Some(dir) = &sel.cgroup {
         topoprobe_sys::proc::cgroup::cgroup_processes(dir)?;

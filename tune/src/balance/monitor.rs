@@ -27,6 +27,8 @@ pub struct Selection {
     pub name: Option<Regex>,
     /// The processes of this cgroup directory.
     pub cgroup: Option<PathBuf>,
+    /// Other users' processes too (root only); otherwise they are skipped, with a note.
+    pub any_user: bool,
 }
 
 /// What the monitor knows of a thread.
@@ -212,7 +214,7 @@ impl Monitor {
         let mut skipped = Vec::new();
         for pid in pids {
             if !explicit.contains(&pid) {
-                if let Err(e) = check_owner(pid) {
+                if let Err(e) = check_owner(pid, self.selection.any_user) {
                     if let Some(why) = cause(pid, &e) {
                         skipped.push((pid, why));
                     }
