@@ -14,7 +14,9 @@
 //!   `numactl`, OpenMP's environment, `likwid-pin`, `hwloc-bind` or MPI launcher
 //!   arguments; [`export`]: the CPU list, nodes and OpenMP environment of a plan.
 //! - [`launch`]: run a program with its threads placed (`topoprobe run`): the pinning
-//!   library preloaded, the OpenMP environment and the memory policy set.
+//!   library preloaded, the OpenMP environment and the memory policy set; [`preload`]:
+//!   where that library is (`$TOPOPROBE_PRELOAD`, on disk, or the copy carried inside the
+//!   binary).
 //!
 //! ```
 //! use topoprobe_model::{ContextId, LatencyMatrix, LatencyUnit, Member, TopologyBuilder};
@@ -48,6 +50,7 @@ mod placement;
 mod plan;
 mod policy;
 mod pool;
+pub mod preload;
 mod result;
 pub mod sockets;
 mod summary;
