@@ -72,7 +72,8 @@ pub fn find_preload() -> Result<PathBuf, PlaceError> {
         .map_err(|e| PlaceError::Preload(format!("cannot find this executable: {e}")))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
     if let Some(p) = beside(dir).into_iter().find(|p| p.is_file()) {
-        return Ok(p);
+        // `/opt/x/lib/topoprobe/…` rather than `/opt/x/bin/../lib/topoprobe/…`.
+        return Ok(p.canonicalize().unwrap_or(p));
     }
     let looked = format!(
         "looked beside {}, in ../lib, ../lib/topoprobe and deps/",
