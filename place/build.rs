@@ -3,8 +3,9 @@
 //! `$OUT_DIR/libtopoprobe_preload.so`; `src/preload.rs` carries it inside the binary so
 //! that an installed `topoprobe` needs no separate file. Built optimised, without
 //! unwinding or symbols, whatever the profile: it is loaded into every program `run`
-//! starts. Without the source (a crate packaged alone) nothing is carried and `run`
-//! looks for the library on disk only.
+//! starts. Without the source (a crate packaged alone), or where rustc cannot build it,
+//! nothing is carried (a build warning says so) and `run` looks for the library on disk
+//! only.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,14 +27,18 @@ fn main() {
         );
         return;
     }
-    compile(&source, &out);
-    println!("cargo:rustc-cfg=topoprobe_embedded_preload");
+    match compile(&source, &out) {
+        Ok(()) => println!("cargo:rustc-cfg=topoprobe_embedded_preload"),
+        // A target the library cannot be built for on its own: `run` then needs the
+        // library on disk (the crate `topoprobe-preload`), and says so.
+        Err(e) => println!("cargo:warning=the pinning library is not carried: {e}"),
+    }
 }
 
 /// Compiles `source` into the shared library `out`.
-fn compile(source: &Path, out: &Path) {
+fn compile(source: &Path, out: &Path) -> Result<(), String> {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let target = std::env::var("TARGET").expect("cargo sets it");
+    let target = std::env::var("TARGET").map_err(|e| format!("TARGET: {e}"))?;
     let mut cmd = Command::new(rustc);
     cmd.args([
         "--crate-name",
@@ -57,7 +62,9 @@ fn compile(source: &Path, out: &Path) {
         "-C",
         "debuginfo=0",
     ])
-    .args(["-C", "strip=symbols"]);
+    // A shared library links the C library dynamically, also where static is the
+    // target's default (musl).
+    .args(["-C", "strip=symbols", "-C", "target-feature=-crt-static"]);
     if let Ok(linker) = std::env::var(format!(
         "CARGO_TARGET_{}_LINKER",
         target.to_uppercase().replace(['-', '.'], "_")
@@ -69,10 +76,10 @@ fn compile(source: &Path, out: &Path) {
         .arg(out)
         .arg(source)
         .status()
-        .unwrap_or_else(|e| panic!("cannot run rustc to build the pinning library: {e}"));
-    assert!(
-        status.success(),
-        "rustc could not build the pinning library from {}",
-        source.display()
-    );
+        .map_err(|e| format!("cannot run rustc: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("rustc could not build {}", source.display()))
+    }
 }
