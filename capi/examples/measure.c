@@ -39,9 +39,9 @@ int main(int argc, char **argv) {
     if (argc > 1) opts.save_to = argv[1];
     TpTopology *topo = tp_topology_measure(&opts);
     if (!topo) { fprintf(stderr, "measure: %s\n", tp_last_error()); return 1; }
-    int contexts = tp_topology_count(topo, 0);
+    int contexts = tp_topology_count(topo, TP_LEVEL_CONTEXT);
     printf("measured: %d contexts, %d cores, %d sockets\n", contexts,
-           tp_topology_count(topo, 1), tp_topology_count(topo, 2));
+           tp_topology_count(topo, TP_LEVEL_CORE), tp_topology_count(topo, TP_LEVEL_SOCKET));
     int threads = contexts < 2 ? contexts : 2;
     placement = tp_placement_create(topo, tp_policy_from_name("rr_core"), threads, 0);
     if (!placement) { fprintf(stderr, "placement: %s\n", tp_last_error()); return 1; }
@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
     /* The saved description loads back as this machine's topology. */
     TpTopology *again = tp_topology_load(argc > 1 ? argv[1] : NULL);
     if (!again) { fprintf(stderr, "load: %s\n", tp_last_error()); return 1; }
-    printf("loaded back: %d contexts\n", tp_topology_count(again, 0));
+    printf("loaded back: %d contexts\n", tp_topology_count(again, TP_LEVEL_CONTEXT));
     tp_topology_free(again);
 
     /* A bad option is an error with its reason, not a crash. */

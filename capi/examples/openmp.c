@@ -1,6 +1,8 @@
 /* topoprobe C API example with OpenMP: a pool whose policy is switched between two
    parallel regions (the paper's omp_set_binding_policy idea). Every thread calls
-   tp_pool_pin at the start of a region and runs on exactly the context it gets.
+   tp_pool_pin_slot with its OpenMP thread number at the start of a region: thread i runs
+   on exactly the i-th context of the region's policy, whatever order the threads arrive
+   in (tp_pool_pin would give contexts in arrival order: thread 0 could get slot 1).
    Build: gcc -fopenmp openmp.c $(pkg-config --cflags --libs topoprobe)
    Run:   ./a.out [TOPOLOGY-FILE] */
 #define _GNU_SOURCE
@@ -14,15 +16,21 @@ static int region(TpPool *pool, const char *name) {
     int failures = 0;
     #pragma omp parallel reduction(+ : failures)
     {
-        TpThreadInfo info;
-        int cpu = tp_pool_pin(pool, &info);
+        TpThreadInfo info = {0};
+        int me = omp_get_thread_num();
+        int cpu = tp_pool_pin_slot(pool, (unsigned)me, &info);
+        if (cpu < 0) {
+            #pragma omp critical
+            fprintf(stderr, "%s: thread %d: %s\n", name, me, tp_last_error());
+        }
         cpu_set_t set;
         CPU_ZERO(&set);
         pthread_getaffinity_np(pthread_self(), sizeof set, &set);
-        int exact = cpu >= 0 && CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
+        int exact = cpu >= 0 && CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set) &&
+                    info.thread == (unsigned)me;
         #pragma omp critical
-        printf("%s: OpenMP thread %d on CPU %d (slot %u)%s\n", name, omp_get_thread_num(),
-               cpu, info.thread, exact ? "" : " NOT PINNED");
+        printf("%s: OpenMP thread %d on CPU %d (slot %u)%s\n", name, me, cpu, info.thread,
+               exact ? "" : " NOT PINNED");
         failures += !exact;
     }
     return failures;

@@ -40,8 +40,16 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
     TpTopology *topo = tp_topology_load(argc > 1 ? argv[1] : NULL);
     if (!topo) { fprintf(stderr, "load: %s\n", tp_last_error()); return 1; }
-    printf("%d contexts, %d cores, %d sockets\n", tp_topology_count(topo, 0),
-           tp_topology_count(topo, 1), tp_topology_count(topo, 2));
+    printf("library %s, header %d.%d.%d (TOPOPROBE_VERSION %d)\n", tp_version(),
+           TOPOPROBE_VERSION_MAJOR, TOPOPROBE_VERSION_MINOR, TOPOPROBE_VERSION_PATCH,
+           TOPOPROBE_VERSION);
+    printf("%d contexts, %d cores, %d sockets, %d nodes\n",
+           tp_topology_count(topo, TP_LEVEL_CONTEXT), tp_topology_count(topo, TP_LEVEL_CORE),
+           tp_topology_count(topo, TP_LEVEL_SOCKET), tp_topology_count(topo, TP_LEVEL_NODE));
+    if (tp_topology_count(topo, (TpLevel)4) != -1) {
+        fprintf(stderr, "an unknown level was accepted\n");
+        return 1;
+    }
     if (tp_placement_create(topo, TP_POLICY_CON_HWC, 1000000, 0) != NULL ||
         tp_policy_from_name("compact") != -1) {
         fprintf(stderr, "invalid requests were accepted\n");

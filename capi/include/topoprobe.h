@@ -66,6 +66,28 @@
 #define TP_POLICY_RR_SCALE 11
 
 /*
+ Major version of the library (of the header's copy: compare with [`tp_version`] at run
+ time). The shared library's SONAME carries it: `libtopoprobe.so.0`.
+ */
+#define TOPOPROBE_VERSION_MAJOR 0
+
+/*
+ Minor version.
+ */
+#define TOPOPROBE_VERSION_MINOR 1
+
+/*
+ Patch version.
+ */
+#define TOPOPROBE_VERSION_PATCH 0
+
+/*
+ The version as one number, `MAJOR * 10000 + MINOR * 100 + PATCH` (0.1.0: 100), for
+ `#if TOPOPROBE_VERSION >= ...`.
+ */
+#define TOPOPROBE_VERSION 100
+
+/*
  Test-and-set lock.
  */
 #define TP_LOCK_TAS 0
@@ -109,6 +131,28 @@
  Waits derived from the topology's measured latencies: needs a topology.
  */
 #define TP_BACKOFF_EDUCATED 2
+
+/*
+ A level of the topology, for [`tp_topology_count`].
+ */
+typedef enum TpLevel {
+  /*
+   Hardware contexts (the CPUs of the operating system).
+   */
+  TP_LEVEL_CONTEXT = 0,
+  /*
+   Cores.
+   */
+  TP_LEVEL_CORE = 1,
+  /*
+   Sockets (packages).
+   */
+  TP_LEVEL_SOCKET = 2,
+  /*
+   Memory (NUMA) nodes.
+   */
+  TP_LEVEL_NODE = 3,
+} TpLevel;
 
 /*
  A spin lock.
@@ -199,6 +243,13 @@ extern "C" {
 #endif // __cplusplus
 
 /*
+ The version of the library loaded, `"MAJOR.MINOR.PATCH"` (static: not to be freed):
+ the header's `TOPOPROBE_VERSION_MAJOR.MINOR.PATCH` when the program runs with the
+ library it was built for.
+ */
+const char *tp_version(void);
+
+/*
  The last error of the calling thread (empty when none); valid until its next call.
  */
 const char *tp_last_error(void);
@@ -242,7 +293,9 @@ struct TpTopology *tp_topology_measure(const struct TpMeasureOptions *options);
 void tp_topology_free(struct TpTopology *t);
 
 /*
- Number of hardware contexts, cores, sockets or nodes (`what`: 0, 1, 2, 3); -1 on error.
+ Number of hardware contexts, cores, sockets or nodes: `what` is a [`TpLevel`]
+ (`TP_LEVEL_CONTEXT`, `TP_LEVEL_CORE`, `TP_LEVEL_SOCKET`, `TP_LEVEL_NODE`); -1 on error
+ (an unknown level).
 
  # Safety
 
@@ -310,6 +363,19 @@ void tp_placement_free(struct TpPlacement *p);
  `p` is NULL or a live placement; `info` is NULL or writable.
  */
 int tp_placement_pin(const struct TpPlacement *p, struct TpThreadInfo *info);
+
+/*
+ Pins the calling thread to slot `slot` of the placement (the `slot`-th context in the
+ policy's order): thread `i` of a team (`omp_get_thread_num()`) on the `i`-th context,
+ whatever order the threads arrive in. A thread holding another slot of the placement
+ moves. Fills `info` (may be NULL) and returns the CPU; -1 when there is no such slot or
+ another thread holds it, -2 on error.
+
+ # Safety
+
+ `p` is NULL or a live placement; `info` is NULL or writable.
+ */
+int tp_placement_pin_slot(const struct TpPlacement *p, uint32_t slot, struct TpThreadInfo *info);
 
 /*
  Unpins the calling thread (its context becomes free): 1 when it held one, 0 when not,
@@ -381,13 +447,26 @@ int tp_pool_set_policy(const struct TpPool *p, int policy);
 
 /*
  A pin point: pins the calling thread by the pool's current policy (as
- [`tp_placement_pin`]).
+ [`tp_placement_pin`]: to the next free context, in the order threads arrive; for thread
+ `i` of a team on the `i`-th context, [`tp_pool_pin_slot`]).
 
  # Safety
 
  `p` is NULL or a live pool; `info` is NULL or writable.
  */
 int tp_pool_pin(const struct TpPool *p, struct TpThreadInfo *info);
+
+/*
+ A pin point that pins the calling thread to slot `slot` of the pool's current policy
+ (as [`tp_placement_pin_slot`]): in an OpenMP region, `tp_pool_pin_slot(pool,
+ omp_get_thread_num(), &info)` puts thread `i` on the `i`-th context of the policy, where
+ [`tp_pool_pin`] gives contexts in the order the threads arrive.
+
+ # Safety
+
+ `p` is NULL or a live pool; `info` is NULL or writable.
+ */
+int tp_pool_pin_slot(const struct TpPool *p, uint32_t slot, struct TpThreadInfo *info);
 
 /*
  Unpins the calling thread from the pool: 1 when it held a context, 0 when not, -2 on

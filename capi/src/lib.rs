@@ -47,6 +47,53 @@ pub const TP_POLICY_POWER: c_int = 10;
 /// RR_SCALE: RR_CORE up to bandwidth saturation per socket (needs bandwidth measurements).
 pub const TP_POLICY_RR_SCALE: c_int = 11;
 
+/// Major version of the library (of the header's copy: compare with [`tp_version`] at run
+/// time). The shared library's SONAME carries it: `libtopoprobe.so.0`.
+pub const TOPOPROBE_VERSION_MAJOR: c_int = 0;
+/// Minor version.
+pub const TOPOPROBE_VERSION_MINOR: c_int = 1;
+/// Patch version.
+pub const TOPOPROBE_VERSION_PATCH: c_int = 0;
+/// The version as one number, `MAJOR * 10000 + MINOR * 100 + PATCH` (0.1.0: 100), for
+/// `#if TOPOPROBE_VERSION >= ...`.
+pub const TOPOPROBE_VERSION: c_int = 100;
+
+/// The version of the library loaded, `"MAJOR.MINOR.PATCH"` (static: not to be freed):
+/// the header's `TOPOPROBE_VERSION_MAJOR.MINOR.PATCH` when the program runs with the
+/// library it was built for.
+#[no_mangle]
+pub extern "C" fn tp_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// A level of the topology, for [`tp_topology_count`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TpLevel {
+    /// Hardware contexts (the CPUs of the operating system).
+    Context = 0,
+    /// Cores.
+    Core = 1,
+    /// Sockets (packages).
+    Socket = 2,
+    /// Memory (NUMA) nodes.
+    Node = 3,
+}
+
+impl TpLevel {
+    /// Every level, in the order of their numbers.
+    #[must_use]
+    pub const fn all() -> [Self; 4] {
+        [Self::Context, Self::Core, Self::Socket, Self::Node]
+    }
+
+    /// The level numbered `code`.
+    #[must_use]
+    pub fn from_code(code: c_int) -> Option<Self> {
+        Self::all().into_iter().find(|l| *l as c_int == code)
+    }
+}
+
 /// A loaded topology.
 pub struct TpTopology(Topology);
 
@@ -288,7 +335,9 @@ unsafe fn deref<'a, T>(t: *const T, what: &str) -> Option<&'a T> {
     r
 }
 
-/// Number of hardware contexts, cores, sockets or nodes (`what`: 0, 1, 2, 3); -1 on error.
+/// Number of hardware contexts, cores, sockets or nodes: `what` is a [`TpLevel`]
+/// (`TP_LEVEL_CONTEXT`, `TP_LEVEL_CORE`, `TP_LEVEL_SOCKET`, `TP_LEVEL_NODE`); -1 on error
+/// (an unknown level).
 ///
 /// # Safety
 ///
@@ -299,14 +348,16 @@ pub unsafe extern "C" fn tp_topology_count(t: *const TpTopology, what: c_int) ->
     let Some(t) = (unsafe { deref(t, "topology") }) else {
         return -1;
     };
-    let n = match what {
-        0 => t.0.num_contexts(),
-        1 => t.0.num_cores(),
-        2 => t.0.num_sockets(),
-        3 => t.0.num_nodes(),
-        _ => {
+    // An int, not the enum, crosses the boundary: C may pass any number.
+    let n = match TpLevel::from_code(what) {
+        Some(TpLevel::Context) => t.0.num_contexts(),
+        Some(TpLevel::Core) => t.0.num_cores(),
+        Some(TpLevel::Socket) => t.0.num_sockets(),
+        Some(TpLevel::Node) => t.0.num_nodes(),
+        None => {
             set_error(format!(
-                "tp_topology_count: unknown kind {what} (0 contexts, 1 cores, 2 sockets, 3 nodes)"
+                "tp_topology_count: unknown level {what} (TP_LEVEL_CONTEXT 0, TP_LEVEL_CORE 1, \
+                 TP_LEVEL_SOCKET 2, TP_LEVEL_NODE 3)"
             ));
             return -1;
         }
@@ -459,6 +510,61 @@ pub unsafe extern "C" fn tp_placement_pin(p: *const TpPlacement, info: *mut TpTh
     pin_result(p.0.pin(), info)
 }
 
+/// Why [`tp_placement_pin_slot`] or [`tp_pool_pin_slot`] gave no context, for
+/// `tp_last_error`.
+fn slot_refused(placement: &Placement, slot: u32) {
+    let n = placement.threads().len();
+    if n == 0 {
+        set_error(format!(
+            "no slot {slot}: the policy does not pin (the placement has no slots)"
+        ));
+    } else if slot as usize >= n {
+        set_error(format!(
+            "no slot {slot}: the placement has {n} (slots 0 to {})",
+            n.saturating_sub(1)
+        ));
+    } else {
+        set_error(format!(
+            "slot {slot} is held by another thread (or its CPU was refused before)"
+        ));
+    }
+}
+
+/// The result of pinning to a named slot: as [`pin_result`], with the reason for -1 kept.
+fn slot_result(
+    r: Result<Option<ThreadInfo>, topoprobe_place::PlaceError>,
+    placement: &Placement,
+    slot: u32,
+    info: *mut TpThreadInfo,
+) -> c_int {
+    if matches!(r, Ok(None)) {
+        slot_refused(placement, slot);
+    }
+    pin_result(r, info)
+}
+
+/// Pins the calling thread to slot `slot` of the placement (the `slot`-th context in the
+/// policy's order): thread `i` of a team (`omp_get_thread_num()`) on the `i`-th context,
+/// whatever order the threads arrive in. A thread holding another slot of the placement
+/// moves. Fills `info` (may be NULL) and returns the CPU; -1 when there is no such slot or
+/// another thread holds it, -2 on error.
+///
+/// # Safety
+///
+/// `p` is NULL or a live placement; `info` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tp_placement_pin_slot(
+    p: *const TpPlacement,
+    slot: u32,
+    info: *mut TpThreadInfo,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(p) = (unsafe { deref(p, "placement") }) else {
+        return -2;
+    };
+    slot_result(p.0.pin_slot(slot as usize), &p.0, slot, info)
+}
+
 /// Unpins the calling thread (its context becomes free): 1 when it held one, 0 when not,
 /// -2 on error.
 ///
@@ -600,7 +706,8 @@ pub unsafe extern "C" fn tp_pool_set_policy(p: *const TpPool, policy: c_int) -> 
 }
 
 /// A pin point: pins the calling thread by the pool's current policy (as
-/// [`tp_placement_pin`]).
+/// [`tp_placement_pin`]: to the next free context, in the order threads arrive; for thread
+/// `i` of a team on the `i`-th context, [`tp_pool_pin_slot`]).
 ///
 /// # Safety
 ///
@@ -612,6 +719,28 @@ pub unsafe extern "C" fn tp_pool_pin(p: *const TpPool, info: *mut TpThreadInfo) 
         return -2;
     };
     pin_result(p.0.pin(), info)
+}
+
+/// A pin point that pins the calling thread to slot `slot` of the pool's current policy
+/// (as [`tp_placement_pin_slot`]): in an OpenMP region, `tp_pool_pin_slot(pool,
+/// omp_get_thread_num(), &info)` puts thread `i` on the `i`-th context of the policy, where
+/// [`tp_pool_pin`] gives contexts in the order the threads arrive.
+///
+/// # Safety
+///
+/// `p` is NULL or a live pool; `info` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tp_pool_pin_slot(
+    p: *const TpPool,
+    slot: u32,
+    info: *mut TpThreadInfo,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(p) = (unsafe { deref(p, "pool") }) else {
+        return -2;
+    };
+    let r = p.0.pin_slot(slot as usize);
+    slot_result(r, &p.0.current(), slot, info)
 }
 
 /// Unpins the calling thread from the pool: 1 when it held a context, 0 when not, -2 on
@@ -665,5 +794,55 @@ mod tests {
         for (c, p) in consts.into_iter().zip(Policy::ALL) {
             assert_eq!(c as u32, p.code(), "{p}");
         }
+    }
+
+    #[test]
+    fn version_macros_are_cargos_version() {
+        let parts = [
+            TOPOPROBE_VERSION_MAJOR,
+            TOPOPROBE_VERSION_MINOR,
+            TOPOPROBE_VERSION_PATCH,
+        ];
+        let cargo = [
+            env!("CARGO_PKG_VERSION_MAJOR"),
+            env!("CARGO_PKG_VERSION_MINOR"),
+            env!("CARGO_PKG_VERSION_PATCH"),
+        ];
+        for (have, want) in parts.into_iter().zip(cargo) {
+            assert_eq!(have.to_string(), want);
+        }
+        assert_eq!(
+            TOPOPROBE_VERSION,
+            parts[0] * 10_000 + parts[1] * 100 + parts[2]
+        );
+        // SAFETY: tp_version returns a static NUL-terminated string.
+        let loaded = unsafe { CStr::from_ptr(tp_version()) };
+        assert_eq!(loaded.to_str(), Ok(env!("CARGO_PKG_VERSION")));
+    }
+
+    #[test]
+    fn levels_keep_their_numbers() {
+        let m = ",50\n50,\n";
+        let dir = std::env::temp_dir().join(format!("tp-levels-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("m2.csv");
+        std::fs::write(&path, m).expect("matrix");
+        let c = CString::new(path.to_str().expect("utf-8")).expect("path");
+        // SAFETY: a NUL-terminated path; the topology is freed once.
+        unsafe {
+            let t = tp_topology_load(c.as_ptr());
+            assert!(!t.is_null());
+            let counts: Vec<c_int> = TpLevel::all()
+                .into_iter()
+                .map(|l| tp_topology_count(t, l as c_int))
+                .collect();
+            // A latency matrix says nothing of memory nodes.
+            assert_eq!(counts, [2, 2, 1, 0]);
+            assert_eq!(tp_topology_count(t, 4), -1);
+            let e = CStr::from_ptr(tp_last_error()).to_string_lossy();
+            assert!(e.contains("unknown level 4"), "{e}");
+            tp_topology_free(t);
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -5,14 +5,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The directory holding libtopoprobe.so: this test's `deps/` directory (built with the
+/// The libtopoprobe.so cargo built: in this test's `deps/` directory (built with the
 /// test), else the one above it.
-fn lib_dir() -> PathBuf {
+fn built_library() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
     let deps = exe.parent().expect("deps dir").to_path_buf();
     for d in [Some(deps.clone()), deps.parent().map(Path::to_path_buf)]
@@ -20,10 +21,42 @@ fn lib_dir() -> PathBuf {
         .flatten()
     {
         if d.join("libtopoprobe.so").is_file() {
-            return d;
+            return d.join("libtopoprobe.so");
         }
     }
     panic!("libtopoprobe.so not found near {}", deps.display());
+}
+
+/// The SONAME the library must carry: `libtopoprobe.so.MAJOR`.
+fn soname() -> String {
+    format!("libtopoprobe.so.{}", env!("CARGO_PKG_VERSION_MAJOR"))
+}
+
+/// A library directory laid out as an install lays it (`libtopoprobe.so.MAJOR` and the
+/// link `libtopoprobe.so` to it): programs linked against the library need the file its
+/// SONAME names.
+fn lib_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-lib-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("lib dir");
+        std::fs::copy(built_library(), dir.join(soname())).expect("copy the library");
+        std::os::unix::fs::symlink(soname(), dir.join("libtopoprobe.so")).expect("link");
+        dir
+    })
+    .clone()
+}
+
+/// The dynamic section of an ELF file, as `readelf -d` prints it.
+fn dynamic_section(file: &Path) -> String {
+    let out = Command::new("readelf")
+        .arg("-d")
+        .arg(file)
+        .output()
+        .expect("readelf is installed (binutils)");
+    assert!(out.status.success(), "readelf -d {}", file.display());
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A 2-CPU topology: a 2x2 latency matrix (two cores of one socket, CPUs 0 and 1).
@@ -41,7 +74,13 @@ fn build_and_run(src: &str, flags: &[&str], env: &[(&str, &str)]) -> String {
 /// Builds `src` with gcc against the library and runs it with `arg`.
 fn build_and_run_with(src: &str, flags: &[&str], env: &[(&str, &str)], arg: &Path) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
-    let bin = dir.path().join("prog");
+    let bin = build(src, flags, dir.path());
+    run_example(src, &bin, env, arg)
+}
+
+/// Builds `src` with gcc against the library into `dir`; the program's path.
+fn build(src: &str, flags: &[&str], dir: &Path) -> PathBuf {
+    let bin = dir.join("prog");
     let lib = lib_dir();
     let st = Command::new("gcc")
         .args(flags)
@@ -55,7 +94,12 @@ fn build_and_run_with(src: &str, flags: &[&str], env: &[(&str, &str)], arg: &Pat
         .status()
         .expect("gcc runs");
     assert!(st.success(), "gcc {src} failed");
-    let out = Command::new(&bin)
+    bin
+}
+
+/// Runs an example program with `arg`; its standard output.
+fn run_example(src: &str, bin: &Path, env: &[(&str, &str)], arg: &Path) -> String {
+    let out = Command::new(bin)
         .arg(arg)
         .env_remove("LD_LIBRARY_PATH")
         .envs(env.iter().copied())
@@ -87,9 +131,56 @@ fn header_is_up_to_date() {
 }
 
 #[test]
+fn header_keeps_the_levels_and_cargos_version() {
+    let h = std::fs::read_to_string(manifest().join("include/topoprobe.h")).expect("header");
+    for (level, n) in [("CONTEXT", 0), ("CORE", 1), ("SOCKET", 2), ("NODE", 3)] {
+        assert!(
+            h.contains(&format!("TP_LEVEL_{level} = {n},")),
+            "TP_LEVEL_{level}"
+        );
+    }
+    assert!(h.contains("typedef enum TpLevel {"), "the TpLevel enum");
+    for (part, v) in [
+        ("MAJOR", env!("CARGO_PKG_VERSION_MAJOR")),
+        ("MINOR", env!("CARGO_PKG_VERSION_MINOR")),
+        ("PATCH", env!("CARGO_PKG_VERSION_PATCH")),
+    ] {
+        let line = format!("#define TOPOPROBE_VERSION_{part} {v}\n");
+        assert!(h.contains(&line), "{line}");
+    }
+}
+
+#[test]
+fn the_shared_library_has_a_versioned_soname() {
+    let d = dynamic_section(&built_library());
+    let want = format!("Library soname: [{}]", soname());
+    assert!(d.contains(&want), "{want} in:\n{d}");
+    // A program linked against it needs the versioned name.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = build("place.c", &["-O1"], dir.path());
+    let needed = dynamic_section(&bin);
+    let want = format!("Shared library: [{}]", soname());
+    assert!(needed.contains(&want), "{want} in:\n{needed}");
+}
+
+#[test]
 fn c_example_pins_its_threads() {
     let text = build_and_run("place.c", &["-O1"], &[]);
-    assert!(text.contains("2 contexts, 2 cores, 1 sockets"), "{text}");
+    assert!(
+        text.contains("2 contexts, 2 cores, 1 sockets, 0 nodes"),
+        "{text}"
+    );
+    let v = env!("CARGO_PKG_VERSION");
+    let number: u32 = [
+        env!("CARGO_PKG_VERSION_MAJOR"),
+        env!("CARGO_PKG_VERSION_MINOR"),
+        env!("CARGO_PKG_VERSION_PATCH"),
+    ]
+    .iter()
+    .map(|p| p.parse::<u32>().expect("number"))
+    .fold(0, |n, p| n * 100 + p);
+    let line = format!("library {v}, header {v} (TOPOPROBE_VERSION {number})");
+    assert!(text.contains(&line), "{line} in {text}");
     assert!(text.contains("RR_CORE"), "{text}");
     let mut cpus: Vec<&str> = text
         .lines()
@@ -130,11 +221,22 @@ fn c_example_measures_places_and_pins() {
 
 #[test]
 fn openmp_example_switches_policy_between_regions() {
-    let text = build_and_run(
-        "openmp.c",
-        &["-O1", "-fopenmp"],
-        &[("OMP_NUM_THREADS", "2")],
-    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = build("openmp.c", &["-O1", "-fopenmp"], dir.path());
+    let m = two_cpus(dir.path());
+    // Threads arrive in any order: several runs give the order a chance to vary.
+    let text: String = (0..5)
+        .map(|_| run_example("openmp.c", &bin, &[("OMP_NUM_THREADS", "2")], &m))
+        .collect();
+    // OpenMP thread i on slot i, whatever order the threads arrived in.
+    for line in text.lines().filter(|l| l.contains(": OpenMP thread ")) {
+        let n = line
+            .split("OpenMP thread ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or("?");
+        assert!(line.contains(&format!("(slot {n})")), "{line}\n{text}");
+    }
     for region in ["CON_HWC", "RR_CORE"] {
         let mut cpus: Vec<&str> = text
             .lines()
@@ -147,6 +249,7 @@ fn openmp_example_switches_policy_between_regions() {
             })
             .collect();
         cpus.sort_unstable();
+        cpus.dedup();
         assert_eq!(cpus, vec!["0", "1"], "{region}: {text}");
     }
     assert!(!text.contains("NOT PINNED"), "{text}");

@@ -54,6 +54,8 @@ fn main() -> ExitCode {
         Command::Autopin(a) => return commands::autopin::main(&a),
         Command::Balance(a) => commands::balance::run(&a),
         Command::Bench(a) => commands::bench::run(&a),
+        Command::Completions(a) => commands::packaging::completions(&a),
+        Command::Manpages(a) => commands::packaging::manpages(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

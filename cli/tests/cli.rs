@@ -998,25 +998,27 @@ fn every_command_has_help() {
 
 #[test]
 fn version_is_printed() {
+    // The version first, then the build (commit, profile, features: tests/packaging.rs).
     let v = env!("CARGO_PKG_VERSION");
-    bin()
-        .arg("--version")
-        .assert()
-        .success()
-        .stdout(format!("topoprobe {v}\n"));
-    bin()
-        .arg("-V")
-        .assert()
-        .success()
-        .stdout(format!("topoprobe {v}\n"));
+    for flag in ["--version", "-V"] {
+        bin()
+            .arg(flag)
+            .assert()
+            .success()
+            .stdout(predicate::str::starts_with(format!(
+                "topoprobe {v} (commit "
+            )));
+    }
     // Subcommands print their own name with the version.
     for cmd in ["infer", "show"] {
         bin()
             .args([cmd, "--version"])
             .assert()
             .success()
-            .stdout(predicate::str::ends_with(format!(" {v}\n")))
-            .stdout(predicate::str::starts_with("topoprobe"));
+            .stdout(predicate::str::starts_with(format!(
+                "topoprobe-{cmd} {v} ("
+            )))
+            .stdout(predicate::str::ends_with(")\n"));
     }
 }
 

@@ -23,14 +23,13 @@ use topoprobe_model::{format_cpu_list, Topology};
 use topoprobe_sys::affinity::allowed_cpus;
 use topoprobe_sys::elf::{program_linking, Linking};
 use topoprobe_sys::memory::{nodes_of_cpus, set_policy, MemPolicy};
-use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_SKIP_VAR, PRELOAD_LIBRARY};
+use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_SKIP_VAR};
 
 use crate::error::PlaceError;
 use crate::plan::{plan, Plan, Request};
 use crate::result::describe;
 
-/// The environment variable that names the pinning library, overriding the search.
-pub const PRELOAD_VAR: &str = "TOPOPROBE_PRELOAD";
+pub use crate::preload::{find_preload, PRELOAD_VAR};
 
 /// The memory policy of the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -94,47 +93,6 @@ pub trait Observer {
 
 impl Observer for () {
     fn event(&mut self, _event: &Event<'_>) {}
-}
-
-/// Where the pinning library is: `$TOPOPROBE_PRELOAD`, else next to this executable, in
-/// `../lib` from it (an installed layout), or in `deps/` below it (cargo's build
-/// directory).
-///
-/// # Errors
-///
-/// [`PlaceError::Preload`] when `$TOPOPROBE_PRELOAD` is not a file or no place has the
-/// library (the message says how to build it).
-pub fn find_preload() -> Result<PathBuf, PlaceError> {
-    if let Some(p) = std::env::var_os(PRELOAD_VAR).filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
-        if !p.is_file() {
-            return Err(PlaceError::Preload(format!(
-                "{PRELOAD_VAR}={} is not a file",
-                p.display()
-            )));
-        }
-        return Ok(p);
-    }
-    let exe = std::env::current_exe()
-        .map_err(|e| PlaceError::Preload(format!("cannot find this executable: {e}")))?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    let candidates = [
-        dir.join(PRELOAD_LIBRARY),
-        dir.join("..").join("lib").join(PRELOAD_LIBRARY),
-        dir.join("deps").join(PRELOAD_LIBRARY),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .ok_or_else(|| {
-            PlaceError::Preload(format!(
-                "cannot find {PRELOAD_LIBRARY} (looked next to {}, in ../lib and deps/): build it \
-             with `cargo build -p topoprobe-preload` (a plain `cargo build` of the workspace \
-             builds it too) or set {PRELOAD_VAR}",
-                exe.display()
-            ))
-        })
 }
 
 /// Checks that this process may run on every CPU of a placement: a description of

@@ -17,7 +17,9 @@
 //!   (`package:1.core:0-3`, `S1:0-3`, masks, set arithmetic), resolved against a topology
 //!   or the operating system's view of a machine.
 //! - [`launch`]: run a program with its threads placed (`topoprobe run`): the pinning
-//!   library preloaded, the OpenMP environment and the memory policy set.
+//!   library preloaded, the OpenMP environment and the memory policy set; [`preload`]:
+//!   where that library is (`$TOPOPROBE_PRELOAD`, on disk, or the copy carried inside the
+//!   binary).
 //!
 //! ```
 //! use topoprobe_model::{ContextId, LatencyMatrix, LatencyUnit, Member, TopologyBuilder};
@@ -52,6 +54,7 @@ mod placement;
 mod plan;
 mod policy;
 mod pool;
+pub mod preload;
 mod result;
 pub mod sockets;
 mod summary;

@@ -129,14 +129,7 @@ impl Placement {
     /// The slot this thread holds in this placement.
     #[must_use]
     pub fn current(&self) -> Option<ThreadInfo> {
-        let id = self.id;
-        PINNED.with(|p| {
-            p.borrow()
-                .0
-                .iter()
-                .find(|(pid, _, _)| *pid == id)
-                .map(|&(_, s, _)| self.infos[s])
-        })
+        self.held().map(|s| self.infos[s])
     }
 
     /// Pins the calling thread to the next free context and returns its information;
@@ -169,6 +162,52 @@ impl Placement {
         let slots = Arc::downgrade(&self.taken);
         PINNED.with(|p| p.borrow_mut().0.push((id, slot, slots)));
         Ok(Some(self.infos[slot]))
+    }
+
+    /// Pins the calling thread to slot `slot` (the `slot`-th context in the policy's
+    /// order) and returns its information: the way to give thread `i` of a team (OpenMP's
+    /// `omp_get_thread_num()`) the `i`-th context whatever order the threads arrive in,
+    /// which [`Placement::pin`] cannot. A thread that holds another slot of this placement
+    /// gives it back; one that holds this slot keeps it. `Ok(None)` when there is no such
+    /// slot, another thread holds it, its CPU was refused before, or the policy does not
+    /// pin.
+    ///
+    /// # Errors
+    ///
+    /// [`PlaceError::Affinity`] when the kernel refuses the slot's CPU (the slot is
+    /// unusable from then on, as with [`Placement::pin`]).
+    pub fn pin_slot(&self, slot: usize) -> Result<Option<ThreadInfo>, PlaceError> {
+        if self.held() == Some(slot) {
+            return Ok(Some(self.infos[slot]));
+        }
+        {
+            let mut taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
+            match taken.get_mut(slot) {
+                Some(s) if *s == Slot::Free => *s = Slot::Taken,
+                _ => return Ok(None),
+            }
+        }
+        self.leave();
+        if let Err(e) = affinity::pin_current_thread(self.infos[slot].context) {
+            self.set(slot, Slot::Unusable);
+            return Err(e.into());
+        }
+        let id = self.id;
+        let slots = Arc::downgrade(&self.taken);
+        PINNED.with(|p| p.borrow_mut().0.push((id, slot, slots)));
+        Ok(Some(self.infos[slot]))
+    }
+
+    /// The slot the calling thread holds in this placement.
+    fn held(&self) -> Option<usize> {
+        let id = self.id;
+        PINNED.with(|p| {
+            p.borrow()
+                .0
+                .iter()
+                .find(|(pid, _, _)| *pid == id)
+                .map(|&(_, s, _)| s)
+        })
     }
 
     fn set(&self, slot: usize, state: Slot) {

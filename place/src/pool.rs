@@ -89,17 +89,35 @@ impl Pool {
     /// Those of [`Placement::pin`].
     pub fn pin(&self) -> Result<Option<ThreadInfo>, PlaceError> {
         let cur = self.current();
+        self.leave_others(&cur);
+        cur.pin()
+    }
+
+    /// A pin point that gives the calling thread slot `slot` of the current placement
+    /// (thread `i` of a team on the `i`-th context: [`Placement::pin_slot`]), leaving the
+    /// slot it holds in another placement of the pool.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Placement::pin_slot`].
+    pub fn pin_slot(&self, slot: usize) -> Result<Option<ThreadInfo>, PlaceError> {
+        let cur = self.current();
+        self.leave_others(&cur);
+        cur.pin_slot(slot)
+    }
+
+    /// Gives back the slots the calling thread holds in placements other than `cur`.
+    fn leave_others(&self, cur: &Arc<Placement>) {
         let others: Vec<Arc<Placement>> = self
             .placements
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         for p in &others {
-            if !Arc::ptr_eq(p, &cur) {
+            if !Arc::ptr_eq(p, cur) {
                 p.leave();
             }
         }
-        cur.pin()
     }
 
     /// Unpins the calling thread from whichever placement of the pool holds it.

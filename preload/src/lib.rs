@@ -13,24 +13,57 @@
 //! `pthread_create` is interposed: the real one is found with `dlsym(RTLD_NEXT)` and the
 //! new thread pins itself before running the program's start routine. Without
 //! `TOPOPROBE_PIN_CPUS` the library does nothing.
+//!
+//! The library depends on nothing but the standard library (it declares the few C
+//! functions it calls itself), so that it builds from this one file: the workspace builds
+//! it as the crate `topoprobe-preload`, and `topoprobe-place`'s build script compiles the
+//! same file with `rustc` and carries the result inside the `topoprobe` binary (see
+//! `place/src/preload.rs`). The variable names come from the file that `topoprobe-sys`
+//! includes too (`sys/src/pin_env_names.rs`).
 
 use std::ffi::{c_int, c_void};
+use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use topoprobe_sys::affinity;
-use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_SKIP_VAR};
-use topoprobe_sys::CpuSet;
+/// The environment variables shared with `topoprobe run` (`topoprobe_sys::pin_env`).
+pub mod names {
+    include!("../../sys/src/pin_env_names.rs");
+}
+
+use names::{PIN_CPUS_VAR, PIN_SKIP_VAR};
+
+/// The C library's functions and constants used here (Linux; glibc and musl agree on
+/// them).
+mod c {
+    use std::ffi::{c_char, c_int, c_ulong, c_void};
+
+    /// `pthread_t`.
+    pub type PthreadT = c_ulong;
+    /// `RTLD_NEXT`: the next object after this one in the search order.
+    pub const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+    /// `EAGAIN`.
+    pub const EAGAIN: c_int = 11;
+
+    extern "C" {
+        /// `dlsym(3)`.
+        pub fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+        /// `sched_setaffinity(2)` (`pid` 0: the calling thread).
+        pub fn sched_setaffinity(pid: c_int, size: usize, mask: *const c_ulong) -> c_int;
+    }
+}
+
+/// The largest CPU number accepted (the kernel's own limit, `NR_CPUS`, is at most 8192
+/// today): it bounds the mask allocated.
+const MAX_CPU: u32 = 65_535;
+/// The longest `TOPOPROBE_PIN_CPUS` accepted, in bytes.
+const MAX_LIST_LEN: usize = 1 << 20;
 
 /// The start routine of a thread.
 type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
-/// `pthread_create`'s signature.
-type CreateFn = unsafe extern "C" fn(
-    *mut libc::pthread_t,
-    *const libc::pthread_attr_t,
-    StartRoutine,
-    *mut c_void,
-) -> c_int;
+/// `pthread_create`'s signature (the attributes are only passed on).
+type CreateFn =
+    unsafe extern "C" fn(*mut c::PthreadT, *const c_void, StartRoutine, *mut c_void) -> c_int;
 
 /// What the environment asks for.
 struct Config {
@@ -44,11 +77,20 @@ static CREATED: AtomicUsize = AtomicUsize::new(0);
 /// Slots of the CPU list given out so far (the main thread has slot 0).
 static PINNED: AtomicUsize = AtomicUsize::new(1);
 
+/// A comma-separated list of CPU numbers (none above [`MAX_CPU`]); `None` when it is not
+/// one, is empty or is longer than [`MAX_LIST_LEN`].
 fn parse_cpus(s: &str) -> Option<Vec<u32>> {
-    let v: Option<Vec<u32>> = s.split(',').map(|x| x.trim().parse().ok()).collect();
+    if s.len() > MAX_LIST_LEN {
+        return None;
+    }
+    let v: Option<Vec<u32>> = s
+        .split(',')
+        .map(|x| x.trim().parse().ok().filter(|&c| c <= MAX_CPU))
+        .collect();
     v.filter(|v| !v.is_empty())
 }
 
+/// A hexadecimal mask (`0x5`, `5`; empty: none).
 fn parse_mask(s: &str) -> Option<u128> {
     let t = s.trim();
     let t = t
@@ -61,21 +103,23 @@ fn parse_mask(s: &str) -> Option<u128> {
     u128::from_str_radix(t, 16).ok()
 }
 
+/// Says something on standard error (nothing else: the program's output is its own).
 fn warn(msg: &str) {
     let line = format!("topoprobe-preload: {msg}\n");
-    // SAFETY: writes a live buffer of the given length to standard error.
-    unsafe {
-        libc::write(2, line.as_ptr().cast(), line.len());
-    }
+    // Nothing can be done when standard error is closed.
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
+/// The configuration from the environment, read once.
 fn config() -> Option<&'static Config> {
     CONFIG
         .get_or_init(|| {
             let cpus = std::env::var(PIN_CPUS_VAR).ok()?;
             let Some(cpus) = parse_cpus(&cpus) else {
+                let shown: String = cpus.chars().take(80).collect();
                 warn(&format!(
-                    "{PIN_CPUS_VAR}={cpus:?} is not a list of CPU numbers; not pinning"
+                    "{PIN_CPUS_VAR}={shown:?} is not a list of CPU numbers (0 to {MAX_CPU}); \
+                     not pinning"
                 ));
                 return None;
             };
@@ -93,9 +137,25 @@ fn config() -> Option<&'static Config> {
         .as_ref()
 }
 
+/// The kernel's mask of `cpus` (bit `c` of word `c / bits`), as `sched_setaffinity`
+/// takes it.
+fn mask_of(cpus: &[u32]) -> Vec<std::ffi::c_ulong> {
+    let bits = std::ffi::c_ulong::BITS;
+    let words = cpus.iter().max().map_or(1, |&m| m / bits + 1);
+    let mut mask = vec![0; words as usize];
+    for &c in cpus {
+        mask[(c / bits) as usize] |= 1 << (c % bits);
+    }
+    mask
+}
+
 /// Sets the calling thread's affinity to `cpus`.
 fn set_affinity(cpus: &[u32]) {
-    if let Err(e) = affinity::set_current_thread_affinity(&CpuSet::from(cpus)) {
+    let mask = mask_of(cpus);
+    // SAFETY: the mask is a live buffer of the size given; pid 0 is the calling thread.
+    let rc = unsafe { c::sched_setaffinity(0, std::mem::size_of_val(&mask[..]), mask.as_ptr()) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
         warn(&format!("cannot pin a thread to CPUs {cpus:?}: {e}"));
     }
 }
@@ -118,6 +178,7 @@ struct Start {
     cpus: Vec<u32>,
 }
 
+/// The start routine given to the real `pthread_create`: pins, then runs the program's.
 extern "C" fn trampoline(p: *mut c_void) -> *mut c_void {
     // SAFETY: `p` is the Box<Start> leaked by pthread_create below, given to this thread
     // only, and taken back exactly once.
@@ -126,12 +187,13 @@ extern "C" fn trampoline(p: *mut c_void) -> *mut c_void {
     (start.routine)(start.arg)
 }
 
+/// The `pthread_create` this one stands in front of.
 fn real_create() -> Option<CreateFn> {
     static REAL: OnceLock<usize> = OnceLock::new();
     let addr = *REAL.get_or_init(|| {
         let name = c"pthread_create".as_ptr();
         // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name only looks a symbol up.
-        unsafe { libc::dlsym(libc::RTLD_NEXT, name) as usize }
+        unsafe { c::dlsym(c::RTLD_NEXT, name) as usize }
     });
     if addr == 0 {
         return None;
@@ -147,13 +209,13 @@ fn real_create() -> Option<CreateFn> {
 /// The arguments are those of `pthread_create(3)`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_create(
-    thread: *mut libc::pthread_t,
-    attr: *const libc::pthread_attr_t,
+    thread: *mut c::PthreadT,
+    attr: *const c_void,
     routine: StartRoutine,
     arg: *mut c_void,
 ) -> c_int {
     let Some(real) = real_create() else {
-        return libc::EAGAIN;
+        return c::EAGAIN;
     };
     let Some(cfg) = config() else {
         // SAFETY: the caller's arguments are passed on unchanged.
@@ -192,5 +254,47 @@ mod tests {
         assert_eq!(parse_mask("0x5"), Some(5));
         assert_eq!(parse_mask("3"), Some(3));
         assert_eq!(parse_mask("0xg"), None);
+        assert_eq!(parse_cpus("65535"), Some(vec![65_535]));
+        assert_eq!(parse_cpus("65536"), None);
+    }
+
+    #[test]
+    fn masks_set_one_bit_per_cpu() {
+        let bits = std::ffi::c_ulong::BITS;
+        assert_eq!(mask_of(&[0, 2]), vec![0b101]);
+        let m = mask_of(&[1, bits + 3]);
+        assert_eq!(m, vec![0b10, 0b1000]);
+    }
+
+    /// The `Cpus_allowed_list` of a `/proc` status file.
+    fn allowed(status: &str) -> String {
+        let status = std::fs::read_to_string(status).expect("status");
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("Cpus_allowed_list:"))
+            .expect("Cpus_allowed_list");
+        line.split_whitespace().nth(1).unwrap_or("").to_string()
+    }
+
+    #[test]
+    fn pins_the_calling_thread() {
+        // The first CPU this process may run on, alone, read back from the kernel (in a
+        // thread of its own: the test's thread keeps its affinity).
+        let list = allowed("/proc/self/status");
+        let first: String = list.chars().take_while(char::is_ascii_digit).collect();
+        let cpu: u32 = first.parse().expect("a CPU number");
+        std::thread::spawn(move || {
+            set_affinity(&[cpu]);
+            assert_eq!(allowed("/proc/thread-self/status"), cpu.to_string());
+        })
+        .join()
+        .expect("thread");
+    }
+
+    #[test]
+    fn names_are_those_of_topoprobe_run() {
+        assert_eq!(PIN_CPUS_VAR, "TOPOPROBE_PIN_CPUS");
+        assert_eq!(PIN_SKIP_VAR, "TOPOPROBE_PIN_SKIP");
+        assert_eq!(names::PRELOAD_LIBRARY, "libtopoprobe_preload.so");
     }
 }

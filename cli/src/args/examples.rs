@@ -98,3 +98,10 @@ the -o file, or on standard output with -o -. Exit status: the program's.";
 /// `power`.
 pub(crate) const POWER: &str = "Examples:
   topoprobe power --duration 1 --json               exits 1 where there are no RAPL counters";
+
+/// `completions`.
+pub(crate) const COMPLETIONS: &str = "Examples:
+  topoprobe completions bash > ~/.local/share/bash-completion/completions/topoprobe
+  topoprobe completions zsh -o ~/.zfunc/_topoprobe       (with fpath+=(~/.zfunc) in .zshrc)
+  topoprobe completions fish > ~/.config/fish/completions/topoprobe.fish
+scripts/install.sh installs them, and the man pages, for bash, zsh and fish.";

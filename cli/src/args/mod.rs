@@ -12,6 +12,7 @@ pub(crate) mod bench;
 mod cpus;
 mod examples;
 mod measuring;
+mod packaging;
 pub(crate) mod parsers;
 mod placing;
 mod tuning;
@@ -22,6 +23,7 @@ pub(crate) use measuring::{
     CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
     ReportOutput, ResultFormat, WaitArg,
 };
+pub(crate) use packaging::{CompletionsArgs, ManpagesArgs};
 pub(crate) use parsers::PinList;
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
 pub(crate) use tuning::{AutopinArgs, BalanceArgs};
@@ -33,11 +35,20 @@ pub(crate) use views::{HeatmapArgs, HeatmapFormat, Input, ReportArgs, ReportForm
 /// their latencies from core-to-core latency measurements, and stores them in a
 /// description file that placement, pinning and tuning use.
 #[derive(Debug, Parser)]
-#[command(name = "topoprobe", version, propagate_version = true, after_help = examples::TOP)]
+#[command(name = "topoprobe", version = VERSION, propagate_version = true, after_help = examples::TOP)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
 }
+
+/// What `--version` prints after the name: the version, then the commit, profile,
+/// features and target of the build (cli/build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TOPOPROBE_BUILD_INFO"),
+    ")"
+);
 
 /// The commands.
 #[derive(Debug, Subcommand)]
@@ -99,6 +110,12 @@ pub(crate) enum Command {
     /// Run one of the papers' experiments on this machine (locks, false sharing, cache-line
     /// operations), with the strongest alternatives in the same run.
     Bench(bench::BenchArgs),
+    /// Print the completion script of a shell (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = examples::COMPLETIONS)]
+    Completions(CompletionsArgs),
+    /// Write the man pages (topoprobe.1 and one per command) into a directory.
+    #[command(hide = true)]
+    Manpages(ManpagesArgs),
 }
 
 /// Unit of latencies on the command line.
