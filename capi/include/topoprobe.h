@@ -250,7 +250,8 @@ extern "C" {
 const char *tp_version(void);
 
 /*
- The last error of the calling thread (empty when none); valid until its next call.
+ The last error of the calling thread: empty when its last call (other than this one)
+ succeeded; valid until its next call.
  */
 const char *tp_last_error(void);
 

@@ -63,6 +63,7 @@ pub const TOPOPROBE_VERSION: c_int = 100;
 /// library it was built for.
 #[no_mangle]
 pub extern "C" fn tp_version() -> *const c_char {
+    clear_error();
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
@@ -164,6 +165,12 @@ thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
+/// Empties the calling thread's last error: every call starts with it, so that
+/// [`tp_last_error`] is empty after a call that succeeds.
+pub(crate) fn clear_error() {
+    LAST_ERROR.with(|e| *e.borrow_mut() = CString::default());
+}
+
 fn set_error(msg: impl std::fmt::Display) {
     let text = msg.to_string().replace('\0', " ");
     LAST_ERROR.with(|e| *e.borrow_mut() = CString::new(text).unwrap_or_default());
@@ -203,7 +210,8 @@ fn recorded<T, E: std::fmt::Display>(r: Result<T, E>) -> Option<T> {
     r.map_err(set_error).ok()
 }
 
-/// The last error of the calling thread (empty when none); valid until its next call.
+/// The last error of the calling thread: empty when its last call (other than this one)
+/// succeeded; valid until its next call.
 #[no_mangle]
 pub extern "C" fn tp_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
@@ -218,6 +226,7 @@ pub extern "C" fn tp_last_error() -> *const c_char {
 /// `path` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn tp_topology_load(path: *const c_char) -> *mut TpTopology {
+    clear_error();
     // SAFETY: the caller passes NULL or a NUL-terminated string.
     let path = unsafe { text_arg(path) };
     if path.as_deref() == Some("") {
@@ -256,6 +265,7 @@ pub struct TpMeasureOptions {
 /// the pairs the structure needs.
 #[no_mangle]
 pub extern "C" fn tp_measure_options_default() -> TpMeasureOptions {
+    clear_error();
     TpMeasureOptions {
         cpus: std::ptr::null(),
         plugins: std::ptr::null(),
@@ -293,6 +303,7 @@ unsafe fn measure_options(o: &TpMeasureOptions) -> Result<MeasureOptions, Machin
 /// NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn tp_topology_measure(options: *const TpMeasureOptions) -> *mut TpTopology {
+    clear_error();
     let o = if options.is_null() {
         tp_measure_options_default()
     } else {
@@ -315,6 +326,7 @@ pub unsafe extern "C" fn tp_topology_measure(options: *const TpMeasureOptions) -
 /// `t` is NULL or was returned by [`tp_topology_load`] and is not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn tp_topology_free(t: *mut TpTopology) {
+    clear_error();
     if !t.is_null() {
         // SAFETY: `t` came from Box::into_raw and is freed once.
         drop(unsafe { Box::from_raw(t) });
@@ -344,6 +356,7 @@ unsafe fn deref<'a, T>(t: *const T, what: &str) -> Option<&'a T> {
 /// `t` is NULL or a live topology.
 #[no_mangle]
 pub unsafe extern "C" fn tp_topology_count(t: *const TpTopology, what: c_int) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(t) = (unsafe { deref(t, "topology") }) else {
         return -1;
@@ -372,6 +385,7 @@ pub unsafe extern "C" fn tp_topology_count(t: *const TpTopology, what: c_int) ->
 /// `t` is NULL or a live topology.
 #[no_mangle]
 pub unsafe extern "C" fn tp_topology_socket_of(t: *const TpTopology, cpu: u32) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(t) = (unsafe { deref(t, "topology") }) else {
         return -1;
@@ -393,6 +407,7 @@ pub unsafe extern "C" fn tp_topology_socket_of(t: *const TpTopology, cpu: u32) -
 /// `t` is NULL or a live topology.
 #[no_mangle]
 pub unsafe extern "C" fn tp_topology_latency(t: *const TpTopology, a: u32, b: u32) -> f64 {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(t) = (unsafe { deref(t, "topology") }) else {
         return -1.0;
@@ -414,6 +429,7 @@ pub unsafe extern "C" fn tp_topology_latency(t: *const TpTopology, a: u32, b: u3
 /// `name` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn tp_policy_from_name(name: *const c_char) -> c_int {
+    clear_error();
     if name.is_null() {
         set_error("policy name is NULL");
         return -1;
@@ -452,6 +468,7 @@ pub unsafe extern "C" fn tp_placement_create(
     threads: c_int,
     sockets: c_int,
 ) -> *mut TpPlacement {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(t) = (unsafe { deref(t, "topology") }) else {
         return std::ptr::null_mut();
@@ -472,6 +489,7 @@ pub unsafe extern "C" fn tp_placement_create(
 /// `p` is NULL or was returned by [`tp_placement_create`] and is not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn tp_placement_free(p: *mut TpPlacement) {
+    clear_error();
     if !p.is_null() {
         // SAFETY: `p` came from Box::into_raw and is freed once.
         drop(unsafe { Box::from_raw(p) });
@@ -503,6 +521,7 @@ fn pin_result(
 /// `p` is NULL or a live placement; `info` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn tp_placement_pin(p: *const TpPlacement, info: *mut TpThreadInfo) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(p) = (unsafe { deref(p, "placement") }) else {
         return -2;
@@ -558,6 +577,7 @@ pub unsafe extern "C" fn tp_placement_pin_slot(
     slot: u32,
     info: *mut TpThreadInfo,
 ) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(p) = (unsafe { deref(p, "placement") }) else {
         return -2;
@@ -573,6 +593,7 @@ pub unsafe extern "C" fn tp_placement_pin_slot(
 /// `p` is NULL or a live placement.
 #[no_mangle]
 pub unsafe extern "C" fn tp_placement_unpin(p: *const TpPlacement) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(p) = (unsafe { deref(p, "placement") }) else {
         return -2;
@@ -587,6 +608,7 @@ pub unsafe extern "C" fn tp_placement_unpin(p: *const TpPlacement) -> c_int {
 /// `p` is NULL or a live placement.
 #[no_mangle]
 pub unsafe extern "C" fn tp_placement_threads(p: *const TpPlacement) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(p) = (unsafe { deref(p, "placement") }) else {
         return -1;
@@ -606,6 +628,7 @@ pub unsafe extern "C" fn tp_placement_slot(
     i: u32,
     info: *mut TpThreadInfo,
 ) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(p) = (unsafe { deref(p, "placement") }) else {
         return -1;
@@ -631,6 +654,7 @@ pub unsafe extern "C" fn tp_placement_slot(
 /// `p` is NULL or a live placement.
 #[no_mangle]
 pub unsafe extern "C" fn tp_placement_summary(p: *const TpPlacement, json: c_int) -> *mut c_char {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(p) = (unsafe { deref(p, "placement") }) else {
         return std::ptr::null_mut();
@@ -657,6 +681,7 @@ pub unsafe extern "C" fn tp_placement_summary(p: *const TpPlacement, json: c_int
 /// `s` is NULL or a string from this API, not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn tp_string_free(s: *mut c_char) {
+    clear_error();
     if !s.is_null() {
         // SAFETY: `s` came from CString::into_raw and is freed once.
         drop(unsafe { CString::from_raw(s) });
@@ -676,6 +701,7 @@ pub unsafe extern "C" fn tp_pool_create(
     threads: c_int,
     sockets: c_int,
 ) -> *mut TpPool {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(t) = (unsafe { deref(t, "topology") }) else {
         return std::ptr::null_mut();
@@ -695,6 +721,7 @@ pub unsafe extern "C" fn tp_pool_create(
 /// `p` is NULL or a live pool.
 #[no_mangle]
 pub unsafe extern "C" fn tp_pool_set_policy(p: *const TpPool, policy: c_int) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(p) = (unsafe { deref(p, "pool") }) else {
         return -2;
@@ -714,6 +741,7 @@ pub unsafe extern "C" fn tp_pool_set_policy(p: *const TpPool, policy: c_int) -> 
 /// `p` is NULL or a live pool; `info` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn tp_pool_pin(p: *const TpPool, info: *mut TpThreadInfo) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(p) = (unsafe { deref(p, "pool") }) else {
         return -2;
@@ -735,6 +763,7 @@ pub unsafe extern "C" fn tp_pool_pin_slot(
     slot: u32,
     info: *mut TpThreadInfo,
 ) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(p) = (unsafe { deref(p, "pool") }) else {
         return -2;
@@ -751,6 +780,7 @@ pub unsafe extern "C" fn tp_pool_pin_slot(
 /// `p` is NULL or a live pool.
 #[no_mangle]
 pub unsafe extern "C" fn tp_pool_unpin(p: *const TpPool) -> c_int {
+    clear_error();
     // SAFETY: forwarded from the caller.
     let Some(p) = (unsafe { deref(p, "pool") }) else {
         return -2;
@@ -765,6 +795,7 @@ pub unsafe extern "C" fn tp_pool_unpin(p: *const TpPool) -> c_int {
 /// `p` is NULL or was returned by [`tp_pool_create`] and is not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn tp_pool_free(p: *mut TpPool) {
+    clear_error();
     if !p.is_null() {
         // SAFETY: `p` came from Box::into_raw and is freed once.
         drop(unsafe { Box::from_raw(p) });

@@ -61,6 +61,7 @@ pub unsafe extern "C" fn tp_lock_create(
     backoff: c_int,
     topo: *const TpTopology,
 ) -> *mut TpLock {
+    crate::clear_error();
     // SAFETY: the caller passes NULL or a live topology.
     let topo = unsafe { topo.as_ref() }.map(|t| &t.0);
     let needs_topology = |what: &str| {
@@ -105,6 +106,7 @@ pub unsafe extern "C" fn tp_lock_create(
 /// `lock` is NULL or a live lock.
 #[no_mangle]
 pub unsafe extern "C" fn tp_lock_acquire(lock: *const TpLock) -> c_int {
+    crate::clear_error();
     // SAFETY: the caller passes NULL or a live lock.
     let Some(l) = (unsafe { deref(lock, "lock") }) else {
         return -1;
@@ -127,6 +129,7 @@ pub unsafe extern "C" fn tp_lock_acquire(lock: *const TpLock) -> c_int {
 /// `lock` is NULL or a live lock.
 #[no_mangle]
 pub unsafe extern "C" fn tp_lock_try_acquire(lock: *const TpLock) -> c_int {
+    crate::clear_error();
     // SAFETY: the caller passes NULL or a live lock.
     let Some(l) = (unsafe { deref(lock, "lock") }) else {
         return -1;
@@ -149,6 +152,7 @@ pub unsafe extern "C" fn tp_lock_try_acquire(lock: *const TpLock) -> c_int {
 /// holds, or one another thread holds, breaks it).
 #[no_mangle]
 pub unsafe extern "C" fn tp_lock_release(lock: *const TpLock) -> c_int {
+    crate::clear_error();
     // SAFETY: the caller passes NULL or a live lock.
     let Some(l) = (unsafe { deref(lock, "lock") }) else {
         return -1;
@@ -174,6 +178,7 @@ pub unsafe extern "C" fn tp_lock_release(lock: *const TpLock) -> c_int {
 /// `lock` is NULL or a live lock that no thread holds or waits for; it is not used again.
 #[no_mangle]
 pub unsafe extern "C" fn tp_lock_free(lock: *mut TpLock) {
+    crate::clear_error();
     if !lock.is_null() {
         // SAFETY: the caller passes a live lock of Box::into_raw that nobody uses.
         drop(unsafe { Box::from_raw(lock) });

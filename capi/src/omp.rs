@@ -20,6 +20,7 @@ pub unsafe extern "C" fn tp_omp_places(
     policy: c_int,
     threads: c_int,
 ) -> *mut std::ffi::c_char {
+    crate::clear_error();
     // SAFETY: the caller passes NULL or a live topology.
     let Some(t) = (unsafe { deref(topo, "topology") }) else {
         return std::ptr::null_mut();
