@@ -380,7 +380,8 @@ impl OsView {
 mod tests {
     use super::*;
 
-    fn cpu(id: u32, package: i64, core: i64, siblings: Vec<u32>) -> OsCpu {
+    /// An online CPU of `package` and `core` with these SMT siblings (no node).
+    pub(super) fn cpu(id: u32, package: i64, core: i64, siblings: Vec<u32>) -> OsCpu {
         OsCpu {
             id,
             package,

@@ -204,20 +204,11 @@ fn add_groups(
 mod tests {
     use crate::{CacheType, OsCache, OsCpu, OsNode, OsView, Source};
 
+    /// A CPU of the shared test helper, on the node numbered as its package.
     fn cpu(id: u32, package: i64, core: i64, siblings: Vec<u32>) -> OsCpu {
         OsCpu {
-            id,
-            package,
-            die: None,
-            core,
-            cluster: None,
-            thread_siblings: siblings,
-            core_siblings: Vec::new(),
             node: Some(u32::try_from(package).unwrap_or(0)),
-            capacity: None,
-            base_freq_khz: None,
-            max_freq_khz: None,
-            kind: None,
+            ..crate::os_view::tests::cpu(id, package, core, siblings)
         }
     }
 
