@@ -10,7 +10,7 @@ pub enum InferError {
     #[error("context {0} (row {0}) has no latency to any other context")]
     Unmeasured(usize),
     /// A latency is negative or not finite, or every latency is zero.
-    #[error("latency of pair ({a}, {b}) is {value}: latencies must be finite, not negative, and not all zero")]
+    #[error("latency of pair ({a}, {b}) is {value:e}: latencies must be finite, between 0 and 1e12, and not all zero")]
     BadValue {
         /// First context (row).
         a: usize,

@@ -31,6 +31,9 @@ pub(crate) struct Table {
     pub(crate) sorted: Vec<f64>,
 }
 
+/// The largest latency a table may hold (as a matrix file and a description may).
+const MAX_LATENCY: f64 = topoprobe_model::format::csv::MAX_LATENCY;
+
 /// A latency smaller than this fraction of the table's largest is below the resolution of
 /// any timer that measured both: it is read as 0, as an exact 0 is (`1e-300` or a denormal
 /// beside latencies of tens of nanoseconds is no measurement of a real latency). Relative,
@@ -63,7 +66,7 @@ impl Table {
         for a in 0..n {
             for (b, v) in m.row(a).iter().enumerate() {
                 if let Some(v) = *v {
-                    if !v.is_finite() || v < 0.0 {
+                    if !v.is_finite() || !(0.0..=MAX_LATENCY).contains(&v) {
                         return Err(InferError::BadValue { a, b, value: v });
                     }
                     largest = largest.max(v);

@@ -25,7 +25,7 @@ fn a_context_without_any_latency_is_an_error() {
 
 #[test]
 fn negative_and_nan_latencies_are_errors() {
-    for bad in [-3.0, f64::NAN, f64::INFINITY] {
+    for bad in [-3.0, f64::NAN, f64::INFINITY, 1e13, 1e308] {
         let mut m = LatencyMatrix::from_fn(3, |_, _| Some(10.0));
         m.set(0, 1, Some(bad));
         let e = infer(&m, &InferOptions::default()).unwrap_err();
@@ -107,7 +107,7 @@ fn degenerate_tables_give_consistent_topologies() {
     let cases: Vec<LatencyMatrix> = vec![
         LatencyMatrix::from_fn(2, |_, _| Some(55.0)),
         LatencyMatrix::from_fn(16, |_, _| Some(40.0)),
-        LatencyMatrix::from_fn(8, |a, b| Some(if a / 2 == b / 2 { 1e300 } else { 1e301 })),
+        LatencyMatrix::from_fn(8, |a, b| Some(if a / 2 == b / 2 { 1e11 } else { 1e12 })),
         LatencyMatrix::from_fn(8, |a, b| Some(if a / 2 == b / 2 { 1e-300 } else { 1e-299 })),
         LatencyMatrix::from_fn(6, |a, b| {
             ((a + 1) % 6 == b || (b + 1) % 6 == a).then_some(30.0)
@@ -134,7 +134,7 @@ fn matrix_strategy() -> impl Strategy<Value = LatencyMatrix> {
         proptest::collection::vec(
             prop_oneof![
                 3 => (1e-3..1e4_f64).prop_map(Some),
-                1 => (1e-200..1e200_f64).prop_map(Some),
+                1 => (1e-200..1e12_f64).prop_map(Some),
                 1 => Just(None),
             ],
             n * n,
