@@ -1,6 +1,6 @@
 //! Temporary files removed when a terminating signal arrives: while
 //! [`write_atomic`](topoprobe_model::format::write_atomic) writes a result, its temporary
-//! file is listed in [`in_progress`](topoprobe_model::format::temps::in_progress); the
+//! file is listed in [`in_progress`]; the
 //! handler [`remove_on_signals`] installs unlinks those files, then lets the signal end
 //! the process as it would have.
 

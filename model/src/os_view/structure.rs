@@ -16,8 +16,9 @@ use crate::{
 };
 
 impl OsView {
-    /// The description of this view's structure (see the [module docs](self)): every
-    /// online CPU, its core and package, the dies, clusters and caches that several cores
+    /// The description of this view's structure — no latency is known: the latency
+    /// tables are empty and there are no latency levels. It holds every online CPU, its
+    /// core and package, the dies, clusters and caches that several cores
     /// share inside a package as nested groups, and the NUMA nodes. Sets that cross each
     /// other (a cache shared across two dies) are left out, so that the groups nest.
     ///
