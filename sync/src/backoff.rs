@@ -140,6 +140,7 @@ pub(crate) const YIELD_AFTER: u32 = 1 << 10;
 
 /// Nanoseconds of educated waiting after which a waiter also yields at every wait (the
 /// same reason as [`YIELD_AFTER`], for waits that are long one by one).
+#[cfg_attr(loom, allow(dead_code))]
 const YIELD_AFTER_NS: f64 = 20_000.0;
 
 /// The waiting state of one acquisition (under loom every wait is a yield, so the states
