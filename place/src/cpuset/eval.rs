@@ -5,8 +5,6 @@
 //! place). Each term costs time in proportion to its text and to the CPUs it names, and
 //! an intersection to the CPUs in the set: repeated ranges are never merged pairwise.
 
-use topoprobe_model::format_cpu_list;
-
 use super::ast::{Atom, IndexItem, Op, OsItem, Selection, Step, Term};
 use super::error::{CpuSetError, ErrorKind};
 use super::inventory::Inventory;
@@ -148,9 +146,15 @@ fn pus_of(term: &Term, inv: &Inventory) -> Result<Vec<usize>, CpuSetError> {
     }
 }
 
-/// The PUs of an operating-system list.
+/// The PUs of an operating-system list. A range is walked only up to the machine's
+/// largest CPU number; what lies above it is missing as a whole, so that a list repeating
+/// `0-1048575` a thousand times costs the machine's size a thousand times, not a billion
+/// steps and gigabytes of missing numbers.
 fn os_items(items: &[OsItem], inv: &Inventory, term: &str) -> Result<Vec<usize>, CpuSetError> {
-    let cpus = items.iter().flat_map(|&item| {
+    let top = inv.max_os();
+    let mut out = Vec::new();
+    let mut missing = Missing::default();
+    for &item in items {
         let (lo, hi, used, group) = match item {
             OsItem::One(c) => (c, c, 1, 1),
             OsItem::Range {
@@ -160,9 +164,22 @@ fn os_items(items: &[OsItem], inv: &Inventory, term: &str) -> Result<Vec<usize>,
                 group,
             } => (lo, hi, used, group),
         };
-        (lo..=hi).filter(move |c| (c - lo) % group < used)
-    });
-    numbers(cpus, inv, term)
+        if lo <= top {
+            for c in (lo..=hi.min(top)).filter(|c| (c - lo) % group < used) {
+                match inv.pu_of(c) {
+                    Some(p) => out.push(p),
+                    None => missing.add(c, c),
+                }
+            }
+        }
+        if hi > top {
+            // Every number above the machine's largest is missing (the first one of the
+            // stride at or above `top + 1` starts the range).
+            let from = lo.max(top.saturating_add(1));
+            missing.add(from, hi);
+        }
+    }
+    missing.into_error(out, inv, term)
 }
 
 /// The PUs of OS numbers; every one must be a CPU of the machine.
@@ -172,30 +189,84 @@ fn numbers(
     term: &str,
 ) -> Result<Vec<usize>, CpuSetError> {
     let mut out = Vec::new();
-    let mut missing = Vec::new();
+    let mut missing = Missing::default();
     for c in cpus {
         match inv.pu_of(c) {
-            Some(p) if missing.is_empty() => out.push(p),
-            Some(_) => {}
-            None => missing.push(c),
+            Some(p) => out.push(p),
+            None => missing.add(c, c),
         }
     }
-    if missing.is_empty() {
-        return Ok(out);
+    missing.into_error(out, inv, term)
+}
+
+/// CPU numbers an expression names that the machine lacks: the first few ranges, and
+/// whether there were any (bounded, however many are named).
+#[derive(Default)]
+struct Missing {
+    ranges: Vec<(u32, u32)>,
+    more: bool,
+}
+
+impl Missing {
+    /// Ranges kept for the message.
+    const SHOWN: usize = 16;
+
+    fn add(&mut self, lo: u32, hi: u32) {
+        if let Some(last) = self.ranges.last_mut() {
+            if lo <= last.1.saturating_add(1) && lo >= last.0 {
+                last.1 = last.1.max(hi);
+                return;
+            }
+            if self.ranges.iter().any(|&(a, b)| a <= lo && hi <= b) {
+                return;
+            }
+        }
+        if self.ranges.len() < Self::SHOWN {
+            self.ranges.push((lo, hi));
+        } else {
+            self.more = true;
+        }
     }
-    let (noun, what) = if missing.len() == 1 {
-        ("CPU", "is not a hardware context")
-    } else {
-        ("CPUs", "are not hardware contexts")
-    };
-    Err(CpuSetError::absent(
-        term,
-        format!(
-            "{noun} {} {what} of the topology (its CPUs: {})",
-            format_cpu_list(&missing),
-            inv.cpus_text()
-        ),
-    ))
+
+    /// `Ok(out)` when nothing is missing, else the error naming what is.
+    fn into_error(
+        self,
+        out: Vec<usize>,
+        inv: &Inventory,
+        term: &str,
+    ) -> Result<Vec<usize>, CpuSetError> {
+        if self.ranges.is_empty() {
+            return Ok(out);
+        }
+        let one = self.ranges.len() == 1 && self.ranges[0].0 == self.ranges[0].1;
+        let mut shown: Vec<String> = self
+            .ranges
+            .iter()
+            .map(|&(a, b)| {
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
+            .collect();
+        if self.more {
+            shown.push("...".into());
+        }
+        let missing = shown.join(",");
+        let (noun, what) = if one {
+            ("CPU", "is not a hardware context")
+        } else {
+            ("CPUs", "are not hardware contexts")
+        };
+        Err(CpuSetError::absent(
+            term,
+            format!(
+                "{noun} {missing} {what} of the topology (its CPUs: {})",
+                inv.cpus_text()
+            ),
+        ))
+    }
 }
 
 /// An object chosen by a step: its type and logical index.

@@ -316,6 +316,11 @@ impl Inventory {
     }
 
     /// The machine's CPUs in list syntax, for messages.
+    /// The largest OS number of a PU (0 when there is none).
+    pub(crate) fn max_os(&self) -> u32 {
+        self.os.iter().copied().max().unwrap_or(0)
+    }
+
     pub(crate) fn cpus_text(&self) -> String {
         format_cpu_list(&self.os)
     }

@@ -389,6 +389,12 @@ fn resolution_errors_say_what_exists() {
             "CPUs 8-9 are not hardware contexts of the topology (its CPUs: 0-7)",
         ),
         ("0x100", "CPU 8 is not a hardware context of the topology"),
+        // The whole range a thousand times: walked up to the machine's largest CPU only,
+        // the rest missing as one range (it once held a billion numbers, 8 GB).
+        (
+            &vec!["0-1048575"; 1000].join(","),
+            "CPUs 8-1048575 are not hardware contexts",
+        ),
     ] {
         let e = refused(&inv, text);
         assert_eq!(
