@@ -48,8 +48,47 @@ fn parse_cpu(token: &str, item: &str) -> Result<u32, CpuListError> {
         .ok_or_else(|| CpuListError::new(item, format!("CPU {v} is above {MAX_CPU}")))
 }
 
+/// The items of a list, gathered before any CPU is set: ranges `(lo, hi)` and strided
+/// ranges `(lo, hi, used, group)`. Sorted, merged and deduplicated at the end, a list's
+/// cost is its length plus the CPUs it names once, however its items repeat or overlap
+/// (`0-1048575` ten thousand times in 100 KB: 16 384 words set once, not ten thousand
+/// times).
+#[derive(Default)]
+struct Items {
+    ranges: Vec<(u32, u32)>,
+    strided: Vec<(u32, u32, u32, u32)>,
+}
+
+impl Items {
+    /// The CPUs of every item.
+    fn into_bits(mut self) -> CpuBits {
+        let mut out = CpuBits::default();
+        self.ranges.sort_unstable();
+        let mut merged: Option<(u32, u32)> = None;
+        for (lo, hi) in self.ranges {
+            merged = match merged {
+                Some((a, b)) if lo <= b.saturating_add(1) => Some((a, b.max(hi))),
+                Some((a, b)) => {
+                    out.insert_range(a, b);
+                    Some((lo, hi))
+                }
+                None => Some((lo, hi)),
+            };
+        }
+        if let Some((a, b)) = merged {
+            out.insert_range(a, b);
+        }
+        self.strided.sort_unstable();
+        self.strided.dedup();
+        for (lo, hi, used, group) in self.strided {
+            out.insert_strided(lo, hi, used, group);
+        }
+        out
+    }
+}
+
 /// Parses one item: `N`, `A-B` or `A-B:USED/GROUP` (every GROUP CPUs, the first USED).
-fn parse_item(item: &str, out: &mut CpuBits) -> Result<(), CpuListError> {
+fn parse_item(item: &str, out: &mut Items) -> Result<(), CpuListError> {
     let (range, stride) = match item.split_once(':') {
         Some((r, s)) => (r, Some(s)),
         None => (item, None),
@@ -88,9 +127,9 @@ fn parse_item(item: &str, out: &mut CpuBits) -> Result<(), CpuListError> {
         }
     };
     if used == group {
-        out.insert_range(lo, hi);
+        out.ranges.push((lo, hi));
     } else {
-        out.insert_strided(lo, hi, used, group);
+        out.strided.push((lo, hi, used, group));
     }
     Ok(())
 }
@@ -199,7 +238,7 @@ impl CpuBits {
 /// is after its end, a malformed stride, or a CPU number above [`MAX_CPU`].
 pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, CpuListError> {
     let s = s.trim_matches(is_padding);
-    let mut out = CpuBits::default();
+    let mut out = Items::default();
     if s.is_empty() {
         return Ok(Vec::new());
     }
@@ -210,7 +249,7 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, CpuListError> {
         }
         parse_item(item, &mut out)?;
     }
-    Ok(out.into_vec())
+    Ok(out.into_bits().into_vec())
 }
 
 /// Parses a Linux CPU mask (`cpumap`, `thread_siblings`, `shared_cpu_map`): comma-separated
@@ -339,6 +378,13 @@ mod tests {
         // Every other CPU of the whole range, a thousand times (once seconds of work).
         let list = vec!["0-1048575:1/2"; 1000].join(",");
         assert_eq!(parse_cpu_list(&list).unwrap().len(), 1 << 19);
+        // Overlapping, repeated and adjacent items, merged.
+        assert_eq!(
+            parse_cpu_list("8-9,0-3,2-5,10,0-3,6,20-21:1/2,20-21:1/2,20").unwrap(),
+            [0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 20]
+        );
+        let list = vec!["0-1048575"; 10_000].join(",");
+        assert_eq!(parse_cpu_list(&list).unwrap().len(), 1 << 20);
         let mut hi = CpuBits::default();
         hi.insert_strided(MAX_CPU - 2, MAX_CPU, 1, 2);
         assert_eq!(hi.into_vec(), [MAX_CPU - 2, MAX_CPU]);
