@@ -99,6 +99,13 @@ fn reproducers() -> Vec<Reproducer> {
                 (1, "latency/raw/0/3", count(0)),
             ],
         ),
+        // A bandwidth to node 4294967295 (found by this generator): the hwloc XML and the
+        // text views counted four billion nodes, a hang.
+        json(
+            "memory-node-4294967295",
+            3,
+            &[(0, "memory/bandwidth/4/node", token("4294967295"))],
+        ),
         // Row 10's figures: a level whose minimum is above its maximum, a confidence of
         // 7.5, a latency of 1e308 and a denormal one.
         json(
@@ -128,6 +135,13 @@ fn reproducers() -> Vec<Reproducer> {
             target: "args_gen",
             name: "cpus-0-1048575-every-other-x1000",
             bytes: args_gen::input(Form::List, &[(every_other, 0, 19)]),
+        },
+        // `0-1048575` ten thousand times (100 KB, found by this generator after the
+        // first row-4 fix: 3 s instrumented, a range still set once per copy).
+        Reproducer {
+            target: "args_gen",
+            name: "cpus-0-1048575-x10000",
+            bytes: args_gen::input(Form::List, &[(1 | (9 << 2), 0, 19)]),
         },
         Reproducer {
             target: "args_gen",
@@ -201,6 +215,10 @@ fn reproducers_stand_for_what_they_are_named() {
     let g = args_gen::generate(&by_name("row4-cpus-0-1048575-x1000"));
     assert_eq!(g.text.len(), 9999);
     assert_eq!(g.naive_work, 1000 << 20);
+    let g = json_gen::generate(&by_name("memory-node-4294967295"));
+    assert!(g.text.contains("\"node\":4294967295"));
+    let g = args_gen::generate(&by_name("cpus-0-1048575-x10000"));
+    assert_eq!(g.text.len(), 99_999);
     let g = args_gen::generate(&by_name("cpus-0-1048575-every-other-x1000"));
     assert!(g.text.starts_with("0-1048575:1/2,0-1048575:1/2,"));
     assert_eq!(g.naive_work, 1000 << 20);
