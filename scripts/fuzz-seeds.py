@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Builds the seed corpus of every fuzz target (fuzz/seeds/<target>/) from the shared data
-(../shared/data), the repository's data/ and the test fixtures. Usage:
-scripts/fuzz-seeds.py [SHARED_DATA_DIR]; see docs/FUZZING.md."""
-import glob, io, os, shutil, subprocess, sys, tarfile
+(../shared/data), the repository's data/ and the test fixtures, and the templates of the
+description generator (fuzz/templates/, committed: rewritten only with --templates). Usage:
+scripts/fuzz-seeds.py [--templates] [SHARED_DATA_DIR]; see docs/FUZZING.md."""
+import glob, io, json, os, shutil, subprocess, sys, tarfile
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-shared = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "..", "shared", "data")
+args = [a for a in sys.argv[1:] if a != "--templates"]
+shared = args[0] if args else os.path.join(root, "..", "shared", "data")
 out = os.path.join(root, "fuzz", "seeds")
 shutil.rmtree(out, ignore_errors=True)
-for t in ["mct", "csv", "json", "sysfs", "args"]:
+for t in ["mct", "csv", "json", "sysfs", "args", "json_gen", "args_gen"]:
     os.makedirs(os.path.join(out, t))
 
 def put(target, name, data):
@@ -63,4 +65,36 @@ for i, s in enumerate(["00000000,0000000f", "fffff", "00000100,00000001\n"]):
     put("args", f"mask{i}", b"\x01" + s.encode())
 for i, s in enumerate(["4096", "64K", "1.5GiB", "2g"]):
     put("args", f"size{i}", b"\x02" + s.encode())
+# Templates of the description generator (json_gen): real descriptions inferred by the
+# binary, minified, with a fixed creation time and no local path. The generator numbers
+# their nodes, so a new template changes what the json_gen corpus means: rewritten only
+# when asked (--templates).
+templates = os.path.join(root, "fuzz", "templates")
+if "--templates" in sys.argv:
+    os.makedirs(templates, exist_ok=True)
+    for name, flag, src in [("i3-4150", "--from-matrix", os.path.join(shared, "latency", "matrices", "kc-i3-4150.csv")),
+                            ("m1pro", "--from-matrix", os.path.join(shared, "latency", "matrices", "hy-apple-m1pro-10c.csv")),
+                            ("pc4", "--from-mct", os.path.join(shared, "mct", "lpdpc4.mct")),
+                            ("xeon-2s", "--from-mct", os.path.join(root, "data", "examples", "xeon-e5-2680v2-2s.mct"))]:
+        r = subprocess.run([exe, "infer", flag, src, "--json"], capture_output=True, check=True)
+        d = json.loads(r.stdout)
+        d["provenance"]["created"] = "2026-01-01T00:00:00Z"
+        d["provenance"]["duration_s"] = 0.01
+        d["provenance"]["source"]["path"] = os.path.basename(src)
+        with open(os.path.join(templates, name + ".json"), "w") as f:
+            f.write(json.dumps(d, separators=(",", ":")) + "\n")
+
+# json_gen: each template unedited, and with one edit of each kind (byte 0: template |
+# policy << 2; then op, node (16 bits, big-endian), arg per edit; see
+# fuzz/src/json_gen.rs). The reproducers aimed at named nodes are in fuzz/corpus/json_gen/
+# (fuzz/tests/reproducers.rs), and scripts/fuzz.sh adds them to these seeds.
+for t in range(4):
+    put("json_gen", f"template{t}", bytes([t]))
+    for op, arg in [(0, 8), (0, 20), (1, 9), (2, 1), (3, 100)]:
+        put("json_gen", f"template{t}-{op}-{arg}", bytes([t, op, 0, 40 + 7 * t, arg]))
+
+# args_gen: a form byte (list, online file, mask), then items of 3 bytes (see
+# fuzz/src/args_gen.rs).
+for mode in range(3):
+    put("args_gen", f"mode{mode}", bytes([mode, 0, 1, 2, 3, 0x41, 7, 8, 0x82, 5, 6, 1]))
 print("seeds in", out)

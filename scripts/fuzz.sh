@@ -3,15 +3,17 @@
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 600 s each, every target)
 # For each target: seeds from scripts/fuzz-seeds.py, a run of SECONDS under nice -n 19
 # (hang: an input over 2 s; memory limit 1 GiB), then the queue minimized with afl-cmin
-# into fuzz/corpus/<target>/ (replayed by `cargo test -p topoprobe-fuzz`). Prints the
-# executions per second, the edges and the bitmap coverage reached, and any crash or hang.
+# into fuzz/corpus/<target>/ (replayed by `cargo test -p topoprobe-fuzz`). The named
+# reproducers of the corpus (files not named id:..., see fuzz/tests/reproducers.rs) are
+# seeds too, and are kept. Prints the executions per second, the edges and the bitmap
+# coverage reached, and any crash or hang.
 # See docs/FUZZING.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(mct csv json sysfs args)
+[ ${#targets[@]} -gt 0 ] || targets=(mct csv json sysfs args json_gen args_gen)
 command -v cargo-afl >/dev/null || cargo install cargo-afl --version '^0.18'
 cargo afl config --build >/dev/null 2>&1 || true
 cargo build -q -p topoprobe-cli
@@ -23,6 +25,8 @@ mkdir -p target/fuzz-out fuzz/corpus
 for t in "${targets[@]}"; do
     out=target/fuzz-out/$t
     rm -rf "$out"
+    named=$(find "fuzz/corpus/$t" -maxdepth 1 -type f ! -name 'id:*' 2>/dev/null || true)
+    [ -z "$named" ] || cp $named "fuzz/seeds/$t/"
     nice -n 19 cargo afl fuzz -i "fuzz/seeds/$t" -o "$out" -V "$secs" -t 2000 -m 1024 \
         -- "target/release/fuzz_$t" > "target/fuzz-$t.log" 2>&1 || true
     stats=$out/default/fuzzer_stats
@@ -33,6 +37,7 @@ for t in "${targets[@]}"; do
     AFL_MAP_SIZE=65536 nice -n 19 "$afl_bin/afl-cmin.bash" -i "$out/default/queue" \
         -o "fuzz/corpus/$t.new" -t 2000 -m 1024 -- "target/release/fuzz_$t" \
         > "target/fuzz-$t-cmin.log" 2>&1
+    [ -z "$named" ] || cp $named "fuzz/corpus/$t.new/"
     rm -rf "fuzz/corpus/$t" && mv "fuzz/corpus/$t.new" "fuzz/corpus/$t"
     get() { grep "^$1 " "$stats" | sed 's/.*: //'; }
     echo "$t: $(get execs_done) executions in $(get run_time) s, $(get execs_per_sec) exec/s," \

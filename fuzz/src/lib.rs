@@ -1,27 +1,44 @@
 //! Fuzz targets of every input topoprobe reads: the `.mct` reader, the matrix CSV reader,
 //! the JSON description loader, the sysfs files the OS view reads, and CPU-list, CPU-mask
-//! and size arguments.
+//! and size arguments; and two structure-aware ones: descriptions made from real ones with
+//! extreme values and long repetitions ([`json_gen()`], [`mod@json_gen`]), and CPU lists repeating ranges
+//! thousands of times ([`args_gen()`], [`mod@args_gen`]).
 //!
 //! Each target is a function taking arbitrary bytes; it must return without panicking,
-//! hanging or allocating without bound whatever the bytes are. The AFL++ entry points in
-//! `src/bin/` call them (`cargo afl build --features afl`), and `tests/replay.rs` runs every
-//! file of the minimized corpus (`corpus/<target>/`) through them in `cargo test`.
-//! `docs/FUZZING.md` has the commands.
+//! hanging or allocating without bound whatever the bytes are (the JSON targets measure
+//! the memory the loader holds with this crate's counting allocator, [`alloc`]). The AFL++
+//! entry points in `src/bin/` call them (`cargo afl build --features afl`), and
+//! `tests/replay.rs` runs every file of the minimized corpus (`corpus/<target>/`) through
+//! them in `cargo test`. `docs/FUZZING.md` has the commands.
 
 use std::path::{Path, PathBuf};
 
 use topoprobe_model::format::{csv, json, mct, tsv};
 
+pub mod alloc;
+pub mod args_gen;
+pub mod json_gen;
+mod targets;
+pub mod tree;
+
+pub use targets::{args_gen, json_gen};
+
+/// Every binary and test linking this crate counts its allocations (see [`alloc`]).
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
+
 /// A fuzz target: a function of arbitrary bytes.
 pub type Target = fn(&[u8]);
 
 /// The targets, by name: the corpus of target `name` is in `corpus/name/`.
-pub const TARGETS: [(&str, Target); 5] = [
+pub const TARGETS: [(&str, Target); 7] = [
     ("mct", mct),
     ("csv", csv),
     ("json", json),
     ("sysfs", sysfs),
     ("args", args),
+    ("json_gen", json_gen),
+    ("args_gen", args_gen),
 ];
 
 /// The bytes as text, as the readers see a file: invalid UTF-8 is refused by the reader
@@ -63,8 +80,9 @@ pub fn csv(data: &[u8]) {
     }
 }
 
-/// The JSON description loader (syntax, shape and every consistency check); a description
-/// it accepts is rendered in the formats that need no frequency and read back.
+/// The JSON description loader (syntax, shape and every consistency check), which must
+/// hold no more than [`alloc::reading_bound`] of the text while reading; a description it
+/// accepts is rendered in the formats that need no frequency and read back.
 ///
 /// # Panics
 ///
@@ -72,7 +90,14 @@ pub fn csv(data: &[u8]) {
 pub fn json(data: &[u8]) {
     let Some(text) = text(data) else { return };
     let path = Path::new("fuzz.json");
-    if let Ok(topo) = json::from_json_str(text, path) {
+    let (loaded, peak) = alloc::measure(|| json::from_json_str(text, path));
+    let bound = alloc::reading_bound(text.len());
+    assert!(
+        peak <= bound,
+        "reading {} bytes held {peak} bytes, more than {bound}",
+        text.len()
+    );
+    if let Ok(topo) = loaded {
         let again = json::to_json_string(&topo);
         let back = json::from_json_str(&again, path).expect("a written description reads back");
         // Written, a description keeps 10 significant digits: the first trip may round,

@@ -1,11 +1,13 @@
 //! The figures a description file states that nothing derives from its structure — latency
-//! levels, the latency tables, the confidences of the validation — checked for the range
-//! they can have, so that a crafted or damaged file (a level whose minimum is above its
-//! maximum, a median over more pairs than the machine has, a confidence of 7.5, a latency
-//! of 10³⁰⁸) is refused with the field named rather than shown.
+//! levels, the latency tables, the confidences of the validation, the nodes the memory
+//! figures are of — checked for the range they can have, so that a crafted or damaged file
+//! (a level whose minimum is above its maximum, a median over more pairs than the machine
+//! has, a confidence of 7.5, a latency of 10³⁰⁸, a bandwidth to node 4294967295) is refused
+//! with the field named rather than shown.
 
 use crate::data::TopologyData;
 use crate::format::csv::MAX_LATENCY;
+use crate::limits::MAX_NODES;
 use crate::{LatencyMatrix, LatencySummary, ModelError};
 
 fn bad(msg: String) -> ModelError {
@@ -30,6 +32,27 @@ pub(crate) fn check(d: &TopologyData) -> Result<(), ModelError> {
                 c.level.as_str(),
                 c.confidence
             )));
+        }
+    }
+    if let Some(memory) = &d.memory {
+        let nodes = memory
+            .latency
+            .iter()
+            .map(|l| ("latency", l.node))
+            .chain(memory.bandwidth.iter().map(|b| ("bandwidth", b.node)));
+        for (i, (what, node)) in nodes.enumerate() {
+            if node.0 >= MAX_NODES {
+                let i = if what == "latency" {
+                    i
+                } else {
+                    i - memory.latency.len()
+                };
+                return Err(bad(format!(
+                    "memory.{what}[{i}] is of node {}: Linux numbers nodes below {MAX_NODES} \
+                     (see docs/LIMITS.md)",
+                    node.0
+                )));
+            }
         }
     }
     let tables = &d.latency;

@@ -190,6 +190,37 @@ fn oversized_tables_and_lists_are_refused_while_reading() {
     assert!(m.contains("must be square"), "{m}");
 }
 
+/// The memory figures of a description name nodes below Linux's limit: a bandwidth to
+/// node 4294967295 (found by the description generator of `fuzz/`) once made the hwloc
+/// XML and the text views count four billion nodes.
+#[test]
+fn memory_figures_of_nodes_above_the_limit_are_refused() {
+    let text = description();
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let entry = |node: u64| {
+        serde_json::json!({"socket": 0, "node": node, "access": "read",
+                           "threads": "all_contexts", "gbps": 20.0})
+    };
+    let load = |v: &serde_json::Value| {
+        json::from_json_str(
+            &serde_json::to_string(v).expect("json"),
+            Path::new("d.json"),
+        )
+    };
+    v["memory"] = serde_json::json!({"latency": [], "bandwidth": [entry(0), entry(1023)]});
+    if let Err(e) = load(&v) {
+        panic!("nodes below the limit load: {e:?}");
+    }
+    for big in [1024, 4_294_967_295] {
+        v["memory"]["bandwidth"][1] = entry(big);
+        let (_, m) = parse_error(load(&v));
+        assert!(
+            m.contains("memory.bandwidth[1]") && m.contains(&big.to_string()) && m.contains("1024"),
+            "{m}"
+        );
+    }
+}
+
 /// Row 17: a UTF-8 byte-order mark is skipped in JSON and `.mct` as in CSV.
 #[test]
 fn byte_order_marks_are_skipped() {
