@@ -182,6 +182,35 @@ fn special_files_are_written_directly() {
     assert!(text.contains("\"format\": \"topoprobe/1\""), "{text}");
     use std::os::unix::fs::FileTypeExt;
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    // /dev/null and, as root, a character device made with mknod (a copy of /dev/null)
+    // stay character devices: written into, never replaced by a regular file.
+    assert_ok(&infer(&["--json", "-o", "/dev/null"]));
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    let node = dir.path().join("null-copy");
+    let made = Command::new("mknod")
+        .arg(&node)
+        .args(["c", "1", "3"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if made {
+        for cmd in [&["--json"][..], &["--format", "tsv"][..]] {
+            let mut args = cmd.to_vec();
+            args.extend(["-o", arg(&node)]);
+            assert_ok(&infer(&args));
+            assert!(
+                std::fs::metadata(&node)
+                    .unwrap()
+                    .file_type()
+                    .is_char_device(),
+                "{cmd:?}: the device node was replaced"
+            );
+        }
+    } else {
+        eprintln!("skipped: mknod needs root (the device-node case)");
+    }
 }
 
 /// An output that is an input is refused before anything is written.
