@@ -256,7 +256,12 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
             "parts of {:?} cores are not near-equal",
             split.cores
         ));
-    } else if split.cores.iter().any(|&c| c < SOCKET_MIN_CORES) {
+    } else if split.cores.iter().any(|&c| c < SOCKET_MIN_CORES)
+        && !(largest == 1 && cross >= SOCKET_SURE_NS * unit)
+    {
+        // Single cores are sockets only beside a link no core-to-core path inside one chip
+        // reaches (a dual-socket PowerPC 970 has one core per socket, joined at 576 ns);
+        // larger small parts are not (the modules of an AMD FX talk at 220-340 ns).
         why = Some(format!("parts of fewer than {SOCKET_MIN_CORES} cores"));
     } else if typical.len() >= 2 && highest_typical > SIMILAR_INSIDES * lowest_typical {
         why = Some(format!(
@@ -290,11 +295,15 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
         // Parts that pair up over a much faster link than the rest, a link that looks like
         // dies of one package: dies, whose pairs are the sockets.
         paired_dies = cross >= SOCKET_SURE_NS * unit;
+        // Parts of single contexts have no inside to compare the link with.
+        let against = if inner > 0.0 && inner.is_finite() {
+            format!(" ({:.1}x their inside)", split.fastest / inner)
+        } else {
+            String::new()
+        };
         why = Some(format!(
-            "some parts are joined at {} ({:.1}x their inside), as the dies of one socket are, \
-             the others at {}",
+            "some parts are joined at {}{against}, as the dies of one socket are, the others at {}",
             fmt_lat(split.fastest, opts),
-            split.fastest / inner,
             fmt_lat(cross, opts)
         ));
     }
@@ -320,6 +329,13 @@ fn judge(cx: &Context<'_>, split: &Split, clustered: bool) -> Judgement {
         && ratio <= LOW_LINK_RATIO;
     let unsure = if !plausible {
         None
+    } else if sockets && smallest < SOCKET_MIN_CORES {
+        Some(format!(
+            "sockets of one core each, taken for sockets because the link \
+             between them is at least {} (as on a dual-socket PowerPC 970); if they are the cores \
+             of one chip, pass --sockets 1",
+            fmt_lat(SOCKET_SURE_NS * unit, opts)
+        ))
     } else if !robust {
         Some(format!(
             "too close to the bounds to tell sockets from dies of one socket by latency alone \

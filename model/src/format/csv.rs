@@ -79,6 +79,19 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
     while lines.last().is_some_and(|l| l.trim().is_empty()) {
         lines.pop();
     }
+    // A blank line inside the matrix would shift every later row: name it rather than
+    // blame the shape of row 1. (Row 1 of a lower-triangle file may be blank: it has no
+    // entry below the diagonal.)
+    if let Some(blank) = (1..lines.len()).find(|&i| lines[i].trim().is_empty()) {
+        return Err(err(
+            blank + 1,
+            format!(
+                "line {} is blank: a matrix has one line per context, and blank lines may only \
+                 end the file",
+                blank + 1
+            ),
+        ));
+    }
     let n = lines.len();
     if n == 0 {
         return Err(err(
@@ -308,6 +321,15 @@ mod tests {
     }
 
     #[test]
+    fn a_blank_line_inside_the_matrix_is_named() {
+        let (line, message) = parse_err("0,10,20\n\n10,0,20\n20,20,0\n");
+        assert_eq!(line, 2, "{message}");
+        assert!(message.contains("line 2 is blank"), "{message}");
+        let (line, _) = parse_err("0,10,20\n10,0,20\n \r\n20,20,0\n");
+        assert_eq!(line, 3);
+    }
+
+    #[test]
     fn layout_leniency() {
         let reference = parse(",10,20\n10,,30\n20,30,\n").unwrap();
         for text in [
@@ -325,6 +347,8 @@ mod tests {
             "\n10,\n20,30,",
             // upper triangle
             ",10,20\n,,30\n,,\n",
+            // classic Mac OS line ends (a lone carriage return)
+            ",10,20\r10,,30\r20,30,\r",
         ] {
             assert_eq!(parse(text).unwrap(), reference, "{text:?}");
         }

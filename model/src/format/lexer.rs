@@ -7,7 +7,9 @@
 //! with [`shown`] tokens; the readers differ only in what they do with the text.
 
 use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::error::ModelError;
 
@@ -26,11 +28,26 @@ pub const MAX_LATENCY: f64 = 1e12;
 /// Returns [`ModelError::Io`] when the file cannot be opened or read, and
 /// [`ModelError::Parse`] when it is longer than `max_bytes` (at line 0) or not UTF-8 text.
 pub(crate) fn read_text(path: &Path, max_bytes: u64) -> Result<String, ModelError> {
+    read_text_waiting(path, max_bytes, FIFO_WRITER_WAIT)
+}
+
+/// [`read_text`], waiting at most `fifo_wait` for the first byte of a FIFO.
+fn read_text_waiting(
+    path: &Path,
+    max_bytes: u64,
+    fifo_wait: Duration,
+) -> Result<String, ModelError> {
     let io = |e: std::io::Error| ModelError::io(path, e);
     if path.as_os_str() == "-" {
         return read_bounded(std::io::stdin().lock(), path, max_bytes, 0);
     }
-    let file = std::fs::File::open(path).map_err(io)?;
+    // Opened without blocking: opening a FIFO that no program writes to would otherwise
+    // wait forever (`FifoReader` waits a bounded time instead).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if meta.is_dir() {
         return Err(io(std::io::Error::new(
@@ -38,11 +55,71 @@ pub(crate) fn read_text(path: &Path, max_bytes: u64) -> Result<String, ModelErro
             "is a directory, not a file",
         )));
     }
+    if meta.file_type().is_fifo() {
+        let fifo = FifoReader::new(file, fifo_wait);
+        return read_bounded(fifo, path, max_bytes, 0);
+    }
     let len = meta.len();
     if len > max_bytes {
         return Err(too_large(path, len, max_bytes));
     }
     read_bounded(file, path, max_bytes, usize::try_from(len).unwrap_or(0))
+}
+
+/// How long a FIFO (a named pipe, or `<(command)` in a shell) may stay without a writer,
+/// or without its first byte, before reading it is given up.
+pub(crate) const FIFO_WRITER_WAIT: Duration = Duration::from_secs(10);
+
+/// Reads a FIFO opened without blocking, as a blocking reader would, except that it gives
+/// up with [`std::io::ErrorKind::TimedOut`] when nothing arrives within `wait` of the
+/// start: no writer ever came, or the writer sent nothing. Once data flows it waits as long
+/// as a writer holds the FIFO open, and ends when the last writer closes it. It waits by
+/// sleeping (1 to 20 ms), so a slow writer costs no CPU.
+struct FifoReader {
+    file: std::fs::File,
+    deadline: Instant,
+    wait: Duration,
+    /// Whether any byte arrived: before that, "no writer" (a read of 0) means "not yet".
+    started: bool,
+}
+
+impl FifoReader {
+    fn new(file: std::fs::File, wait: Duration) -> Self {
+        Self {
+            file,
+            deadline: Instant::now() + wait,
+            wait,
+            started: false,
+        }
+    }
+}
+
+impl Read for FifoReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut nap = Duration::from_millis(1);
+        loop {
+            match self.file.read(buf) {
+                Ok(0) if !self.started && !buf.is_empty() => {} // no writer yet
+                Ok(k) => {
+                    self.started |= k > 0;
+                    return Ok(k);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {} // writer, no data
+                Err(e) => return Err(e),
+            }
+            if !self.started && Instant::now() >= self.deadline {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "a FIFO that nothing was written to in {} s: is a program writing to it?",
+                        self.wait.as_secs()
+                    ),
+                ));
+            }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(20));
+        }
+    }
 }
 
 /// Reads `r` to its end in chunks, refusing more than `max_bytes` and any NUL byte as soon
@@ -128,12 +205,25 @@ pub(crate) struct Line<'a> {
     pub(crate) text: &'a str,
 }
 
-/// The lines of a text, numbered from 1; a line ends at `\n`, and a `\r` before it is
-/// dropped. A text ending with `\n` has an empty last line, as `str::split` gives it.
+/// The lines of a text, numbered from 1; a line ends at `\n`, `\r\n` or a lone `\r` (the
+/// line end of classic Mac OS, which some spreadsheets still write). A text ending with a
+/// line end has an empty last line, as `str::split` gives it.
 pub(crate) fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
-    text.split('\n').enumerate().map(|(i, l)| Line {
-        number: i + 1,
-        text: l.strip_suffix('\r').unwrap_or(l),
+    let mut rest = Some(text);
+    let mut number = 0;
+    std::iter::from_fn(move || {
+        let t = rest?;
+        number += 1;
+        let Some(end) = t.find(['\n', '\r']) else {
+            rest = None;
+            return Some(Line { number, text: t });
+        };
+        let after = if t[end..].starts_with("\r\n") { end + 2 } else { end + 1 };
+        rest = Some(&t[after..]);
+        Some(Line {
+            number,
+            text: &t[..end],
+        })
     })
 }
 
@@ -280,6 +370,40 @@ mod tests {
     use super::*;
     use crate::limits::MAX_FILE_BYTES;
 
+    fn mkfifo(path: &Path) {
+        let made = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(made.success(), "mkfifo {}", path.display());
+    }
+
+    #[test]
+    fn a_fifo_without_a_writer_is_given_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.csv");
+        mkfifo(&path);
+        let e = read_text_waiting(&path, MAX_FILE_BYTES, Duration::from_millis(200)).unwrap_err();
+        let text = format!("{e}: {}", std::error::Error::source(&e).unwrap());
+        assert!(text.contains("m.csv") && text.contains("FIFO"), "{text}");
+    }
+
+    #[test]
+    fn a_fifo_is_read_to_its_writers_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.csv");
+        mkfifo(&path);
+        let target = path.clone();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            let mut f = std::fs::OpenOptions::new().write(true).open(target).unwrap();
+            for _ in 0..3 {
+                std::io::Write::write_all(&mut f, b"0,1\n").unwrap();
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        });
+        let text = read_text(&path, MAX_FILE_BYTES).unwrap();
+        writer.join().unwrap();
+        assert_eq!(text, "0,1\n0,1\n0,1\n");
+    }
+
     #[test]
     fn tokens_split_at_hash() {
         let mut t = Tokens::new("a  b#c\n\n#d 12#e#f\x0bg").break_before(b'#');
@@ -317,6 +441,9 @@ mod tests {
     fn lines_are_numbered_without_their_ends() {
         let got: Vec<(usize, &str)> = lines("a\r\nb\n\nc").map(|l| (l.number, l.text)).collect();
         assert_eq!(got, [(1, "a"), (2, "b"), (3, ""), (4, "c")]);
+        let got: Vec<(usize, &str)> = lines("a\rb\r\rc\r").map(|l| (l.number, l.text)).collect();
+        assert_eq!(got, [(1, "a"), (2, "b"), (3, ""), (4, "c"), (5, "")]);
+        assert_eq!(lines("").count(), 1);
         assert_eq!(strip_bom("\u{feff}x"), "x");
         assert_eq!(strip_bom("x\u{feff}"), "x\u{feff}");
     }
