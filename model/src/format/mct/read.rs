@@ -366,6 +366,16 @@ mod tests {
         let cases: Vec<(String, usize, &str)> = vec![
             (String::new(), 1, "empty file"),
             ("hello".into(), 1, "bad header"),
+            (
+                "#h #HWCs 2 #Nodes 1 SMT 0\n0 0 0\n0 1 9 7\n1 0 9\n1 1 0\n".into(),
+                3,
+                "more than the three values",
+            ),
+            (
+                "#h #HWCs 2 #Nodes 1 SMT 0\n0 0 0\n0 1\n1 0 9\n1 1 0\n".into(),
+                3,
+                "holds 2 values",
+            ),
             ("#h #HWC 2".into(), 1, "expected `#HWCs`"),
             ("#h #HWCs x".into(), 1, "whole number"),
             ("#h #HWCs 2 #Nodes 1 SMT 2".into(), 1, "SMT must be 0 or 1"),

@@ -42,6 +42,7 @@ impl Parser<'_> {
             let tx = self.data(&what)?;
             let ty = self.data(&what)?;
             let tl = self.data(&what)?;
+            self.one_triple_per_line(tx.line, [ty.line, tl.line])?;
             let x = self.index(tx, "context", n, &range)?;
             let y = self.index(ty, "context", n, &range)?;
             let slot = &mut first_line[x * n + y];
@@ -72,5 +73,33 @@ impl Parser<'_> {
             }
         }
         Ok(m)
+    }
+
+    /// Checks that the triple starting on `line` (its other two values on `others`) fills
+    /// that line alone, as libmctop writes it: a value missing or added on one line would
+    /// shift every later triple, and the errors it causes further on would blame the wrong
+    /// line.
+    fn one_triple_per_line(&mut self, line: usize, others: [usize; 2]) -> Result<(), ModelError> {
+        let on_line = 1 + others.iter().filter(|&&l| l == line).count();
+        if on_line < 3 {
+            return Err(self.err(
+                line,
+                format!(
+                    "line {line} holds {on_line} value{} where an `x y latency` triple belongs: \
+                     each line of the latency table is one triple",
+                    if on_line == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+        if self.toks.peek().is_some_and(|t| t.line == line) {
+            return Err(self.err(
+                line,
+                format!(
+                    "line {line} holds more than the three values of an `x y latency` triple: \
+                     each line of the latency table is one triple"
+                ),
+            ));
+        }
+        Ok(())
     }
 }
