@@ -771,6 +771,13 @@ impl Driver<'_> {
                             }
                             None => self.best_known(),
                         };
+                        if keep.is_none() {
+                            self.observer.event(&Event::Warning(
+                                "every candidate scored 0 (the program made no measured progress \
+                                 under any of them): none is better, and the program keeps its \
+                                 own CPU masks",
+                            ));
+                        }
                         self.last_best.clone_from(&keep);
                         self.pin_to(keep.as_ref().map(|k| k.0.clone()))?;
                         if let (Some(c), Some(s)) = (&self.pinned, &self.search) {

@@ -263,7 +263,8 @@ impl Search {
         }
     }
 
-    /// The fully measured candidate with the highest mean.
+    /// The fully measured candidate with the highest mean above zero: none when the program
+    /// made no progress under any of them.
     #[must_use]
     pub fn best(&self) -> Option<usize> {
         self.best_where(|o| o.state == State::Measured)
@@ -284,6 +285,9 @@ impl Search {
             .enumerate()
             .filter(|(_, o)| keep(o))
             .filter_map(|(i, o)| o.summary().map(|s| (i, s.mean)))
+            // A candidate under which the program made no progress is no winner, even the
+            // "best" of several such (the program was idle or blocked throughout).
+            .filter(|&(_, mean)| mean > 0.0)
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(i, _)| i)
     }
@@ -348,6 +352,16 @@ mod tests {
             assert!((m - r).abs() < 0.2, "{m} vs {r}");
         }
         assert!(s.saved_s().abs() < 1e-12);
+    }
+
+    #[test]
+    fn no_candidate_wins_when_every_score_is_zero() {
+        let (s, _) = drive(&[0.0, 0.0, 0.0], 0.0, false);
+        assert!(s.outcomes().iter().all(|o| o.state == State::Measured));
+        assert_eq!(s.best(), None);
+        assert_eq!(s.best_known(), None);
+        let (s, _) = drive(&[0.0, 2.0, 0.0], 0.0, false);
+        assert_eq!(s.best(), Some(1));
     }
 
     #[test]
