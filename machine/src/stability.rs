@@ -205,7 +205,7 @@ impl Monitor {
             out.push(Finding {
                 level: structure,
                 message: format!(
-                    "the reference pair {}–{} of {level_text} measured {lo:.1} ns {} and {hi:.1} ns {} ({spread:.1}×): the host moved the vCPUs during the run; {}",
+                    "the reference pair {}–{} of {level_text} measured {lo:.1} ns {} and {hi:.1} ns {} ({spread:.1}×): the latency between these CPUs changed during the run (a host moving vCPUs, or other programs on these CPUs, does this); {}",
                     r.cpus.0,
                     r.cpus.1,
                     phase_text(lo_phase),
@@ -250,7 +250,7 @@ pub fn smt_findings(start: &[SmtTest], end: &[SmtTest], os: Option<&OsView>) -> 
             out.push(Finding {
                 level: StructureLevel::Core,
                 message: format!(
-                    "the SMT probe on CPUs {} and {} found {} at the start ({:.2}×) and {} at the end ({:.2}×): the host moved the vCPUs during the run",
+                    "the SMT probe on CPUs {} and {} found {} at the start ({:.2}×) and {} at the end ({:.2}×): the verdict changed during the run (a host moving vCPUs, or other programs on these CPUs, does this)",
                     s.a,
                     s.b,
                     verdict(s),
@@ -315,7 +315,7 @@ pub fn compare_saved(saved: &Topology, topo: &Topology) -> Vec<Finding> {
         out.push(Finding {
             level,
             message: format!(
-                "the description saved at {when} has {} socket(s), {} group(s), {} core(s), SMT {}; this run measured {} socket(s), {} group(s), {} core(s), SMT {}: the host placed the vCPUs differently",
+                "the description saved at {when} has {} socket(s), {} group(s), {} core(s), SMT {}; this run measured {} socket(s), {} group(s), {} core(s), SMT {}: the machine measured differently this time (in a guest, the host may have placed the vCPUs differently)",
                 a.0,
                 a.1,
                 a.2,
@@ -348,7 +348,7 @@ pub fn compare_saved(saved: &Topology, topo: &Topology) -> Vec<Finding> {
             out.push(Finding {
                 level: structure_of(l.role),
                 message: format!(
-                    "level {} ({}) is {now:.1} ns now and was {old:.1} ns between the same CPUs in the description saved at {when} ({ratio:.1}×): the host placed the vCPUs differently",
+                    "level {} ({}) is {now:.1} ns now and was {old:.1} ns between the same CPUs in the description saved at {when} ({ratio:.1}×): the machine measured differently this time (in a guest, the host may have placed the vCPUs differently)",
                     l.id,
                     l.role.as_str()
                 ),
@@ -412,19 +412,19 @@ pub fn apply(topo: &mut Topology, findings: &[Finding]) {
         v.unresolved.push(Unresolved {
             level,
             reason: format!(
-                "unstable: this guest's vCPUs were moved by the host, so this level describes one placement, not the machine ({}); measure again, or pin the guest's vCPUs on the host",
+                "unstable: latencies that do not change on a quiet, fixed machine changed during the run, so this level describes one moment, not the machine ({}); measure again on a quiet machine (in a guest, with its vCPUs pinned on the host)",
                 what.join("; ")
             ),
         });
         match v.confidence.iter_mut().find(|c| c.level == level) {
             Some(c) => {
                 c.confidence = c.confidence.min(UNSTABLE_CONFIDENCE);
-                c.basis = format!("unstable: the host moved the vCPUs ({})", c.basis);
+                c.basis = format!("unstable: the latencies changed during the run ({})", c.basis);
             }
             None => v.confidence.push(topoprobe_model::LevelConfidence {
                 level,
                 confidence: UNSTABLE_CONFIDENCE,
-                basis: "unstable: the host moved the vCPUs".into(),
+                basis: "unstable: the latencies changed during the run".into(),
             }),
         }
     }
