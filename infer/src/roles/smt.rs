@@ -436,9 +436,11 @@ pub(super) fn decide(
             let what = || {
                 let t = cx.t;
                 if lowest.is_finite() {
+                    // "Far" only beyond what a hint may still make a core (3x the bound).
+                    let how = if lowest > 3.0 * bound { "far above" } else { "above" };
                     format!(
-                        "the fastest sets of contexts communicate at {}, far above the SMT bound of {} \
-                         (SMT siblings share a first-level cache and communicate far faster)",
+                        "the fastest sets of contexts communicate at {}, {how} the SMT bound of {} \
+                         (SMT siblings share a first-level cache and communicate faster)",
                         fmt_lat(lowest, opts),
                         fmt_lat(bound, opts)
                     )
@@ -467,8 +469,9 @@ pub(super) fn decide(
                     origin: if chosen == 0 { Origin::Inferred } else { opts.smt_origin },
                     confidence: if chosen == 0 { 0.3 } else { 1.0 },
                     basis: format!(
-                        "SMT on, {}; {chosen} cores with several contexts",
-                        given(opts.smt_origin)
+                        "SMT on, {}; {} with several contexts",
+                        given(opts.smt_origin),
+                        topoprobe_model::format::plural(chosen, "core")
                     ),
                     unresolved: (chosen == 0).then(|| {
                         let fastest = if lowest.is_finite() {
@@ -634,13 +637,28 @@ fn latency_decision(
             0.9,
             "no set of contexts communicates distinctly faster than with the rest".to_string(),
         )
-    } else {
+    } else if lowest > bound {
         (
             if unresolved.is_some() { 0.5 } else { 0.85 },
             format!(
                 "the fastest sets of contexts communicate at {}, above the SMT bound of {}: separate cores",
                 fmt_lat(lowest, opts),
                 fmt_lat(bound, opts)
+            ),
+        )
+    } else {
+        // Fast enough for SMT, but not as the threads of a core are: a set of more than
+        // two threads above the wider bound, or no faster inside than with the rest.
+        (
+            if unresolved.is_some() { 0.5 } else { 0.85 },
+            format!(
+                "the fastest sets of contexts communicate at {}, within the SMT bound of {}, but \
+                 not as the threads of a core do (sets of more than two threads are below about \
+                 {}, and a core's threads communicate much faster with each other than with the \
+                 rest): separate cores",
+                fmt_lat(lowest, opts),
+                fmt_lat(bound, opts),
+                fmt_lat(WIDE_FACTOR * bound, opts)
             ),
         )
     };
@@ -722,8 +740,8 @@ fn apply_os(
         origin: if from_os { Origin::Os } else { decision.origin },
         confidence: if problems.is_empty() { 1.0 } else { 0.4 },
         basis: format!(
-            "{} cores with several contexts, as the OS lists them ({agree} confirmed by the latencies); {}",
-            agree + added.len(),
+            "{} with several contexts, as the OS lists them ({agree} confirmed by the latencies); {}",
+            topoprobe_model::format::plural(agree + added.len(), "core"),
             decision.basis
         ),
         // The OS's siblings settle a verdict the latencies left open when they agree.
