@@ -340,3 +340,62 @@ fn the_hypervisor_flag_says_virtual_machine() {
     );
     assert_eq!(super::is_virtual_machine(dir.path()), Some(false));
 }
+
+/// Makes a FIFO at `rel` under `root` (replacing a file there).
+fn fifo(root: &Path, rel: &str) {
+    let p = root.join(rel);
+    let _ = fs::remove_file(&p);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&p)
+        .status()
+        .expect("running mkfifo");
+    assert!(status.success(), "mkfifo {}", p.display());
+}
+
+/// Reads the view under `root` in another thread; a read that blocks (on a FIFO with no
+/// writer) fails the test after a generous watchdog instead of hanging it.
+fn read_unblocked(root: &Path) -> Result<OsView, OsError> {
+    let root = root.to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(read_os_view(&root));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the reader blocked on a FIFO")
+}
+
+#[test]
+fn fifos_are_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    machine(root);
+    // Optional files: left out with a note naming the FIFO.
+    fifo(root, "proc/cpuinfo");
+    fifo(root, "sys/devices/system/cpu/cpu1/cache/index2/size");
+    fifo(root, "sys/devices/system/node/node0/distance");
+    let v = read_unblocked(root).expect("optional FIFOs are left out");
+    assert_eq!(v.num_pus(), 8);
+    assert_eq!(v.cpu_model, None);
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n.contains("proc/cpuinfo") && n.contains("a FIFO")),
+        "{:?}",
+        v.notes
+    );
+    assert!(v.nodes.as_ref().unwrap()[0].distances.is_empty());
+    // An essential file: an error naming it.
+    fifo(root, "sys/devices/system/cpu/cpu3/topology/core_id");
+    let e = read_unblocked(root).unwrap_err().to_string();
+    assert!(
+        e.contains("cpu3/topology/core_id") && e.contains("a FIFO"),
+        "{e}"
+    );
+    // The CPU list (in a fresh tree: writing into a FIFO would block this test).
+    let dir = tempfile::tempdir().unwrap();
+    machine(dir.path());
+    fifo(dir.path(), "sys/devices/system/cpu/online");
+    let e = read_unblocked(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("cpu/online") && e.contains("a FIFO"), "{e}");
+}
