@@ -14,12 +14,9 @@ pub(crate) fn run(args: &OsArgs) -> Result<()> {
     let inputs: Vec<&Path> = args.root.as_deref().into_iter().collect();
     args.output.check_for::<OsReport>(&inputs)?;
     let root = args.root.as_deref().unwrap_or_else(|| Path::new("/"));
-    let view = topoprobe_measure::os::read_os_view_at(root).with_context(|| {
-        format!(
-            "reading the operating system's view from {}",
-            root.display()
-        )
-    })?;
+    // Every error of the reader names the file or archive at fault.
+    let view = topoprobe_measure::os::read_os_view_at(root)
+        .context("reading the operating system's view")?;
     args.output
         .emit(&OsReport::new(&view, &root.display().to_string()))
 }

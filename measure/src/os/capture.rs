@@ -289,6 +289,20 @@ fn unpack_entry(
         }
         return Ok(());
     }
+    if !kind.is_symlink() && !kind.is_hard_link() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_character_special() || kind.is_block_special() {
+            "a device"
+        } else if kind.is_gnu_sparse() {
+            "a sparse file"
+        } else {
+            "of an unknown type"
+        };
+        return Err(format!(
+            "it is {what}: a capture holds files, folders and links only"
+        ));
+    }
     let target = link_name.ok_or("a link without a target")?;
     let target = PathBuf::from(OsStr::from_bytes(&target));
     if kind.is_symlink() {
@@ -304,35 +318,21 @@ fn unpack_entry(
         state.links.push(dest);
         return Ok(());
     }
-    if kind.is_hard_link() {
-        let target_rel = entry_path(target.as_os_str().as_bytes())?;
-        let source = top.join(&target_rel);
-        make_dirs(top, target_rel.parent().unwrap_or(Path::new("")))?;
-        match fs::symlink_metadata(&source) {
-            Ok(m) if m.is_file() => {}
-            _ => {
-                return Err(format!(
-                    "a hard link to {}, which is no file unpacked before it",
-                    target.display()
-                ))
-            }
+    // A hard link: to a file unpacked before it, reached through folders only.
+    let target_rel = entry_path(target.as_os_str().as_bytes())?;
+    let source = top.join(&target_rel);
+    make_dirs(top, target_rel.parent().unwrap_or(Path::new("")))?;
+    match fs::symlink_metadata(&source) {
+        Ok(m) if m.is_file() => {}
+        _ => {
+            return Err(format!(
+                "a hard link to {}, which is no file unpacked before it",
+                target.display()
+            ))
         }
-        make_dirs(top, parent)?;
-        return fs::hard_link(&source, &dest)
-            .map_err(|e| format!("creating the link {}: {e}", dest.display()));
     }
-    let what = if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_character_special() || kind.is_block_special() {
-        "a device"
-    } else if kind.is_gnu_sparse() {
-        "a sparse file"
-    } else {
-        "of an unknown type"
-    };
-    Err(format!(
-        "it is {what}: a capture holds files, folders and links only"
-    ))
+    make_dirs(top, parent)?;
+    fs::hard_link(&source, &dest).map_err(|e| format!("creating the link {}: {e}", dest.display()))
 }
 
 /// Unpacks every entry of `archive` into `top`.

@@ -392,7 +392,9 @@ impl OsReport {
             return;
         };
         for n in nodes {
-            let memory = n.memory_bytes.map_or_else(|| "memory unknown".to_string(), size);
+            let memory = n
+                .memory_bytes
+                .map_or_else(|| "memory unknown".to_string(), size);
             let cpus = if n.cpus.is_empty() {
                 "no CPU".to_string()
             } else {
@@ -415,7 +417,12 @@ impl OsReport {
                 if let Some(w) = &m.write_policy {
                     parts.push(w.clone());
                 }
-                let _ = writeln!(out, "  memory-side cache L{}: {}", m.level, parts.join(", "));
+                let _ = writeln!(
+                    out,
+                    "  memory-side cache L{}: {}",
+                    m.level,
+                    parts.join(", ")
+                );
             }
         }
     }
@@ -541,7 +548,10 @@ mod tests {
     fn per_cpu_caches_and_nodes() {
         let r = OsReport::new(&view(), "/x");
         assert_eq!(r.counts.cores, 2);
-        assert_eq!(r.counts.caches, 2, "the cache of offline CPU 3 alone is left out");
+        assert_eq!(
+            r.counts.caches, 2,
+            "the cache of offline CPU 3 alone is left out"
+        );
         assert_eq!(r.cpus[2].caches[0].cpus, vec![2]);
         assert_eq!(r.cpus[0].core_cpus, vec![0, 1]);
         assert_eq!(r.disallowed, vec![2]);
@@ -549,8 +559,14 @@ mod tests {
         assert_eq!(nodes[0].cpus, vec![0, 1, 2]);
         let text = r.text();
         assert!(text.contains("Core 0: CPUs 0-1"), "{text}");
-        assert!(text.contains("L2 unified ×2 (2 MiB, 64 B lines, 16-way): 0-1 | 2"), "{text}");
-        assert!(text.contains("NUMA node 0: CPUs 0-2, 3 GiB, distances 10"), "{text}");
+        assert!(
+            text.contains("L2 unified ×2 (2 MiB, 64 B lines, 16-way): 0-1 | 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("NUMA node 0: CPUs 0-2, 3 GiB, distances 10"),
+            "{text}"
+        );
         assert!(text.contains("Offline CPUs: 3"), "{text}");
         assert!(text.contains("disallowed online CPUs: 2"), "{text}");
     }
