@@ -182,8 +182,15 @@ fn small_data(entry: &mut impl Read, size: u64, max: u64, what: &str) -> Result<
     Ok(v)
 }
 
-/// The `path`, `linkpath` and `size` records of a pax extended header.
-fn pax_records(data: &[u8]) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), String> {
+/// The `path` and `linkpath` records of a pax extended header, when it has them.
+struct PaxNames {
+    path: Option<Vec<u8>>,
+    link: Option<Vec<u8>>,
+}
+
+/// The `path` and `linkpath` records of a pax extended header; a `size` record (a file
+/// over 8 GiB) is refused.
+fn pax_records(data: &[u8]) -> Result<PaxNames, String> {
     let mut path = None;
     let mut link = None;
     for ext in tar::PaxExtensions::new(data) {
@@ -199,7 +206,7 @@ fn pax_records(data: &[u8]) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), String
             _ => {}
         }
     }
-    Ok((path, link))
+    Ok(PaxNames { path, link })
 }
 
 /// Creates the folders of `rel` under `top` that do not exist, refusing to go through
@@ -388,9 +395,9 @@ fn unpack_all(path: &Path, reader: Box<dyn Read>, top: &Path) -> Result<(), OsEr
         if kind.is_pax_local_extensions() {
             let data = small_data(&mut entry, size, MAX_PAX_BYTES, "extended header")
                 .map_err(|p| err(n, &shown, p))?;
-            let (p, l) = pax_records(&data).map_err(|p| err(n, &shown, p))?;
-            long_name = p.or(long_name);
-            long_link = l.or(long_link);
+            let names = pax_records(&data).map_err(|p| err(n, &shown, p))?;
+            long_name = names.path.or(long_name);
+            long_link = names.link.or(long_link);
             continue;
         }
         if kind.is_pax_global_extensions() {
