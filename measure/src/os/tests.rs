@@ -399,3 +399,41 @@ fn fifos_are_refused_without_blocking() {
     let e = read_unblocked(dir.path()).unwrap_err().to_string();
     assert!(e.contains("cpu/online") && e.contains("a FIFO"), "{e}");
 }
+
+/// A tar archive of the tree under `root`, as folder `name/`.
+fn tar_of(root: &Path, name: &str) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    b.append_dir_all(name, root).unwrap();
+    b.into_inner().unwrap()
+}
+
+#[test]
+fn captures_plain_gzip_and_bzip2_read_alike() {
+    use std::io::Write;
+    let tree = tempfile::tempdir().unwrap();
+    machine(tree.path());
+    let plain = tar_of(tree.path(), "m");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&plain).unwrap();
+    let gz = gz.finish().unwrap();
+    let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+    bz.write_all(&plain).unwrap();
+    let bz = bz.finish().unwrap();
+    let expected = read_os_view(tree.path()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    for (name, bytes) in [("m.tar", plain), ("m.tgz", gz), ("m.tar.bz2", bz)] {
+        let path = out.path().join(name);
+        fs::write(&path, bytes).unwrap();
+        let unpacked = unpack_capture(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(unpacked.root().file_name().unwrap(), "m");
+        let dir = unpacked.dir().to_path_buf();
+        drop(unpacked);
+        assert!(!dir.exists(), "{name}: the temporary directory is removed");
+        let v = read_os_view_at(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(v.cpus, expected.cpus, "{name}");
+        assert_eq!(v.caches, expected.caches, "{name}");
+        assert_eq!(v.nodes, expected.nodes, "{name}");
+    }
+    // A directory reads as itself.
+    assert_eq!(read_os_view_at(tree.path()).unwrap(), expected);
+}
