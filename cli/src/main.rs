@@ -49,6 +49,7 @@ fn main() -> ExitCode {
         Command::Report(a) => commands::report::run(&a),
         Command::Place(a) => commands::place::run(&a),
         Command::Cpus(a) => commands::cpus::run(&a),
+        Command::Os(a) => commands::os::run(&a),
         Command::Run(a) => return commands::run::main(&a),
         Command::Power(a) => commands::power::run(&a),
         Command::Autopin(a) => return commands::autopin::main(&a),

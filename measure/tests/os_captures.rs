@@ -1,46 +1,49 @@
-//! The sysfs reader against real captures (hwloc's test suite: `tests/data/sysfs/*.tar.bz2`),
-//! checked against what `lstopo -v` (hwloc 2.9) printed for the same capture.
+//! The sysfs reader against real captures, checked against what `lstopo -v` (hwloc 2.9)
+//! printed for the same capture: hwloc's test suite (`tests/data/sysfs/*.tar.bz2`), and
+//! captures made with `hwloc-gather-topology` on the machines topoprobe is worked on
+//! (`data/sysfs/` at the top of the repository).
 //!
-//! Each tarball unpacks to a directory named after it, a root with `sys/devices/system/{cpu,
-//! node}` and parts of `proc`. Unpacking needs `tar` with `bzip2`.
+//! Each tarball holds one folder named after it, a root with `sys/devices/system/{cpu,
+//! node}` and parts of `proc`; the reader's own unpacker ([`unpack_capture`]) opens it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use topoprobe_measure::os::{current, read_os_view};
-use topoprobe_model::{parse_cpu_mask, OsView};
+use topoprobe_measure::os::{current, read_os_view, unpack_capture, Unpacked};
+use topoprobe_model::{parse_cpu_mask, CacheType, OsView};
 
-const CAPTURES: [&str; 6] = [
+const CAPTURES: [&str; 8] = [
     "128arm-2pa2n8cluster4co",
     "16em64t-4s2c2t",
     "20em64t-hybrid-1p6c2t+2ca4co1t",
     "amd-zen3-vm-2c",
     "memorysidecaches",
     "offline-cpu0-node0",
+    "intel-xeon-6-207-vm-16c",
+    "amd-zen4-vm-2c",
 ];
 
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs")
+/// The folder holding capture `name` and its lstopo output: hwloc's captures beside the
+/// tests, the ones made here at the top of the repository.
+fn data_dir(name: &str) -> PathBuf {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs");
+    if tests.join(format!("{name}.tar.bz2")).is_file() {
+        tests
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/sysfs")
+    }
 }
 
-/// Unpacks capture `name` into `dir` and returns its root.
-fn unpack(name: &str, dir: &Path) -> PathBuf {
-    let tarball = data_dir().join(format!("{name}.tar.bz2"));
-    let out = Command::new("tar")
-        .arg("xjf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run tar (needs tar and bzip2): {e}"));
-    assert!(
-        out.status.success(),
-        "tar xjf {} failed (is bzip2 installed?): {}",
-        tarball.display(),
-        String::from_utf8_lossy(&out.stderr)
+/// Unpacks capture `name` (removed when the result is dropped).
+fn unpack(name: &str) -> Unpacked {
+    let tarball = data_dir(name).join(format!("{name}.tar.bz2"));
+    let u = unpack_capture(&tarball).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(
+        u.root().file_name().unwrap(),
+        name,
+        "the root is the one folder"
     );
-    dir.join(name)
+    u
 }
 
 /// The distinct logical indexes `L#n` of objects of type `ty` in lstopo's output
@@ -99,7 +102,7 @@ struct Expected {
 
 fn expected(name: &str) -> (Expected, String) {
     let console =
-        std::fs::read_to_string(data_dir().join(format!("{name}.debian-hwloc2.9.console")))
+        std::fs::read_to_string(data_dir(name).join(format!("{name}.debian-hwloc2.9.console")))
             .unwrap();
     let e = Expected {
         packages: count(&console, "Package"),
@@ -113,45 +116,267 @@ fn expected(name: &str) -> (Expected, String) {
 }
 
 fn read(name: &str) -> (OsView, Expected, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = unpack(name, dir.path());
-    let view = read_os_view(&root).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let unpacked = unpack(name);
+    let view = read_os_view(unpacked.root()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let (e, console) = expected(name);
     (view, e, console)
 }
 
-#[test]
-fn counts_match_lstopo() {
-    for name in CAPTURES {
-        let (v, e, _) = read(name);
-        let got = (
-            v.num_packages(),
-            v.num_numa_nodes().unwrap_or(0),
-            v.num_cores(),
-            v.num_pus(),
-        );
-        assert_eq!(
-            got,
-            (e.packages, e.numa_nodes, e.cores, e.pus),
-            "{name}: (packages, NUMA nodes, cores, PUs) vs lstopo; notes: {:?}",
-            v.notes
-        );
-        assert_eq!(v.cache_groups(2).len(), e.l2, "{name}: L2 caches");
-        assert_eq!(v.cache_groups(3).len(), e.l3, "{name}: L3 caches");
-        // Every online CPU is in exactly one core, and the cores match the sibling masks.
-        for core in v.cores() {
-            for &c in &core {
-                let siblings = &v.cpu(c).unwrap().thread_siblings;
-                let online_siblings: Vec<u32> = siblings
-                    .iter()
-                    .copied()
-                    .filter(|s| v.cpu(*s).is_some())
-                    .collect();
-                assert_eq!(online_siblings, core, "{name}: CPU {c}");
+/// One object of lstopo's tree: its type, `P#` (when shown), `local=` memory in KiB (for
+/// NUMA nodes), `size=` in KiB (for caches), and the `P#` of the PUs below it.
+#[derive(Debug)]
+struct Object {
+    ty: String,
+    os_index: Option<u32>,
+    local_kib: Option<u64>,
+    size_kib: Option<u64>,
+    pus: BTreeSet<u32>,
+    /// For a NUMA node or memory-side cache: the PUs of the nearest normal object above it
+    /// (hwloc attaches memory to the object whose CPUs are local to it).
+    local_pus: BTreeSet<u32>,
+}
+
+/// The value of `key=` in an object's attributes (`size=307200KB` gives `307200KB`).
+fn attribute<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let at = line
+        .find(&format!(" {key}="))
+        .or_else(|| line.find(&format!("({key}=")))?;
+    let rest = &line[at + key.len() + 2..];
+    Some(rest.split([' ', ')']).next().unwrap_or(""))
+}
+
+fn kib(v: &str) -> u64 {
+    v.strip_suffix("KB").expect("sizes in KB").parse().unwrap()
+}
+
+/// The objects of lstopo's tree (the indented lines before the `depth` summary), with the
+/// PUs below each.
+fn tree(console: &str) -> Vec<Object> {
+    let mut objects: Vec<(usize, Object)> = Vec::new();
+    // For each memory object, the object it hangs from (`None`: the machine).
+    let mut holders: Vec<Option<Option<usize>>> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    for line in console.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let text = line.trim_start();
+        let Some((ty, rest)) = text.split_once(" L#") else {
+            continue;
+        };
+        if ty.contains(' ') || !rest.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        while open.last().is_some_and(|&o| objects[o].0 >= indent) {
+            open.pop();
+        }
+        let os_index = text
+            .split_once("(P#")
+            .and_then(|(_, r)| r.split([' ', ')']).next().and_then(|v| v.parse().ok()));
+        if ty == "PU" {
+            let p = os_index.expect("a PU has a P#");
+            for &o in &open {
+                objects[o].1.pus.insert(p);
             }
         }
-        check_structure(name, &v, &e);
+        let memory = matches!(ty, "NUMANode" | "MemCache");
+        let holder = open
+            .iter()
+            .rev()
+            .find(|&&o| !matches!(objects[o].1.ty.as_str(), "NUMANode" | "MemCache"))
+            .copied();
+        holders.push(memory.then_some(holder));
+        objects.push((
+            indent,
+            Object {
+                ty: ty.to_string(),
+                os_index,
+                local_kib: attribute(text, "local").map(kib),
+                size_kib: attribute(text, "size").map(kib),
+                pus: BTreeSet::new(),
+                local_pus: BTreeSet::new(),
+            },
+        ));
+        open.push(objects.len() - 1);
     }
+    // The PUs local to each memory object, now that every PU is known: those of the
+    // object it hangs from, or all of them when it hangs from the machine.
+    let pus: Vec<BTreeSet<u32>> = objects.iter().map(|(_, o)| o.pus.clone()).collect();
+    let all: BTreeSet<u32> = pus.iter().flatten().copied().collect();
+    objects
+        .into_iter()
+        .zip(holders)
+        .map(|((_, mut o), holder)| {
+            if let Some(holder) = holder {
+                o.local_pus = holder.map_or_else(|| all.clone(), |h| pus[h].clone());
+            }
+            o
+        })
+        .collect()
+}
+
+/// lstopo's cache type name for a sysfs cache: `L2Cache` for data and unified caches,
+/// `L1dCache`, `L1iCache`, `L2iCache`...
+fn cache_name(level: u8, kind: CacheType) -> String {
+    match (level, kind) {
+        (1, CacheType::Data) => "L1dCache".to_string(),
+        (_, CacheType::Instruction) => format!("L{level}iCache"),
+        _ => format!("L{level}Cache"),
+    }
+}
+
+/// Packages, cores, PUs, NUMA nodes and caches of capture `name` equal lstopo's, and so do
+/// the PUs of every cache instance, the CPUs and memory of every node, and the
+/// memory-side caches.
+fn check_capture(name: &str) {
+    let (v, e, console) = read(name);
+    let got = (
+        v.num_packages(),
+        v.num_numa_nodes().unwrap_or(0),
+        v.num_cores(),
+        v.num_pus(),
+    );
+    assert_eq!(
+        got,
+        (e.packages, e.numa_nodes, e.cores, e.pus),
+        "{name}: (packages, NUMA nodes, cores, PUs) vs lstopo; notes: {:?}",
+        v.notes
+    );
+    assert_eq!(v.cache_groups(2).len(), e.l2, "{name}: L2 caches");
+    assert_eq!(v.cache_groups(3).len(), e.l3, "{name}: L3 caches");
+    let objects = tree(&console);
+    // Every cache instance, with the PUs sharing it (online ones: lstopo shows no other).
+    let online: BTreeSet<u32> = v.online().into_iter().collect();
+    let mut ours: Vec<(String, Vec<u32>, Option<u64>)> = v
+        .caches
+        .iter()
+        .map(|c| {
+            let cpus: Vec<u32> = c
+                .cpus
+                .iter()
+                .copied()
+                .filter(|x| online.contains(x))
+                .collect();
+            (
+                cache_name(c.level, c.kind),
+                cpus,
+                c.size_bytes.map(|b| b >> 10),
+            )
+        })
+        .filter(|(_, cpus, _)| !cpus.is_empty())
+        .collect();
+    ours.sort();
+    let mut theirs: Vec<(String, Vec<u32>, Option<u64>)> = objects
+        .iter()
+        .filter(|o| o.ty.ends_with("Cache") && o.ty != "MemCache")
+        .map(|o| (o.ty.clone(), o.pus.iter().copied().collect(), o.size_kib))
+        .collect();
+    theirs.sort();
+    assert!(
+        !theirs.is_empty() || v.caches.is_empty(),
+        "{name}: caches parsed"
+    );
+    assert_eq!(
+        ours, theirs,
+        "{name}: cache instances (type, PUs, KiB) vs lstopo"
+    );
+    // NUMA nodes: their numbers, memory and local PUs.
+    let ours: BTreeMap<u32, (Vec<u32>, Option<u64>)> = v
+        .node_cpus()
+        .into_iter()
+        .map(|(id, cpus)| {
+            let mem = v
+                .nodes
+                .iter()
+                .flatten()
+                .find(|n| n.id == id)
+                .and_then(|n| n.memory_bytes)
+                .map(|b| b >> 10);
+            (id, (cpus, mem))
+        })
+        .collect();
+    let theirs: BTreeMap<u32, (Vec<u32>, Option<u64>)> = objects
+        .iter()
+        .filter(|o| o.ty == "NUMANode")
+        .map(|o| {
+            (
+                o.os_index.expect("a node has a P#"),
+                (o.local_pus.iter().copied().collect(), o.local_kib),
+            )
+        })
+        .collect();
+    assert_eq!(ours, theirs, "{name}: nodes (CPUs, KiB) vs lstopo");
+    // Memory-side caches: one per node that has one, of lstopo's size.
+    let mut ours: Vec<(Vec<u32>, Option<u64>)> = v
+        .memory_side_caches
+        .iter()
+        .map(|c| {
+            (
+                v.node_cpus()[&c.node].clone(),
+                c.size_bytes.map(|b| b >> 10),
+            )
+        })
+        .collect();
+    ours.sort();
+    let mut theirs: Vec<(Vec<u32>, Option<u64>)> = objects
+        .iter()
+        .filter(|o| o.ty == "MemCache")
+        .map(|o| (o.local_pus.iter().copied().collect(), o.size_kib))
+        .collect();
+    theirs.sort();
+    assert_eq!(
+        ours, theirs,
+        "{name}: memory-side caches (node CPUs, KiB) vs lstopo"
+    );
+    // Every online CPU is in exactly one core, and the cores match the sibling masks.
+    for core in v.cores() {
+        for &c in &core {
+            let siblings = &v.cpu(c).unwrap().thread_siblings;
+            let online_siblings: Vec<u32> = siblings
+                .iter()
+                .copied()
+                .filter(|s| v.cpu(*s).is_some())
+                .collect();
+            assert_eq!(online_siblings, core, "{name}: CPU {c}");
+        }
+    }
+    // The cgroup's cpuset allows every CPU lstopo shows.
+    assert!(
+        v.disallowed().is_empty(),
+        "{name}: disallowed {:?}",
+        v.disallowed()
+    );
+    check_structure(name, &v, &e);
+}
+
+/// One test per capture.
+macro_rules! captures {
+    ($($test:ident: $name:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                check_capture($name);
+            }
+        )*
+
+        #[test]
+        fn every_capture_has_its_test() {
+            let tested = [$($name),*];
+            assert_eq!(tested.len(), CAPTURES.len());
+            for c in CAPTURES {
+                assert!(tested.contains(&c), "{c} has no test");
+            }
+        }
+    };
+}
+
+captures! {
+    capture_128arm_2pa2n8cluster4co: "128arm-2pa2n8cluster4co",
+    capture_16em64t_4s2c2t: "16em64t-4s2c2t",
+    capture_20em64t_hybrid: "20em64t-hybrid-1p6c2t+2ca4co1t",
+    capture_amd_zen3_vm_2c: "amd-zen3-vm-2c",
+    capture_memorysidecaches: "memorysidecaches",
+    capture_offline_cpu0_node0: "offline-cpu0-node0",
+    capture_intel_xeon_6_207_vm_16c: "intel-xeon-6-207-vm-16c",
+    capture_amd_zen4_vm_2c: "amd-zen4-vm-2c",
 }
 
 #[test]
@@ -226,6 +451,34 @@ fn hybrid_kinds() {
     assert_eq!(kinds[1].cpus, (0..12).collect::<Vec<_>>());
     let l2 = v.cache_groups(2);
     assert!(l2.contains(&vec![12, 13, 14, 15]), "{l2:?}");
+}
+
+#[test]
+fn cgroup_cpusets_v1_v2_and_none() {
+    // cgroup v2; the capture kept the parent's `cpuset.cpus.effective` only.
+    let (v, _, _) = read("intel-xeon-6-207-vm-16c");
+    assert_eq!(v.cpuset, Some((0..16).collect()));
+    // cgroup v1 with `cpuset.cpus` only (no `cpuset.effective_cpus`): the online CPUs.
+    let (v, _, _) = read("offline-cpu0-node0");
+    assert_eq!(v.cpuset, Some((4..=20).collect()));
+    // v1 beside an unused v2 hierarchy.
+    let (v, _, _) = read("amd-zen4-vm-2c");
+    assert_eq!(v.cpuset, Some(vec![0, 1]));
+    // An old capture without proc/self.
+    let (v, _, _) = read("16em64t-4s2c2t");
+    assert_eq!(v.cpuset, None);
+}
+
+#[test]
+fn memory_side_caches() {
+    let (v, _, _) = read("memorysidecaches");
+    assert_eq!(v.memory_side_caches.len(), 4);
+    let c = &v.memory_side_caches[0];
+    assert_eq!((c.node, c.level), (0, 1));
+    assert_eq!(c.size_bytes, Some(103_079_215_104));
+    assert_eq!(c.line_size, Some(64));
+    assert_eq!(c.direct_mapped, Some(true));
+    assert_eq!(c.write_policy.as_deref(), Some("write-back"));
 }
 
 #[test]

@@ -9,6 +9,10 @@
 //! | [`MAX_NODES`] | 1024 | memory nodes (`#Nodes` of a `.mct` file, the nodes of a description) |
 //! | [`MAX_CPU`](crate::MAX_CPU) | 1 048 575 | the largest CPU number of a CPU list or mask |
 //! | [`MAX_LATENCY`](crate::format::csv::MAX_LATENCY) | 10¹² | a latency, in any unit |
+//! | [`MAX_CAPTURE_BYTES`] | 256 MiB | the files of a sysfs capture archive, unpacked, together |
+//! | [`MAX_CAPTURE_FILE_BYTES`] | 16 MiB | one file of a sysfs capture archive |
+//! | [`MAX_CAPTURE_ENTRIES`] | 1 000 000 | entries (files, directories, links) of a capture archive |
+//! | [`MAX_CAPTURE_DEPTH`] | 32 | folders in the path of a capture archive's entry |
 
 /// The largest file (or standard input) a reader accepts: 256 MiB. A full `.mct` file of
 /// 4096 contexts takes about 235 MB; the 512-context matrices of today's largest machines
@@ -21,3 +25,20 @@ pub const MAX_CONTEXTS: usize = 4096;
 
 /// The most memory nodes a topology may have: 1024, Linux's largest `MAX_NUMNODES`.
 pub const MAX_NODES: usize = 1024;
+
+/// The most bytes the files of a sysfs capture archive (`hwloc-gather-topology`'s tarball)
+/// may hold together once unpacked: 256 MiB. A capture of a 128-CPU machine holds 1.5 MB.
+pub const MAX_CAPTURE_BYTES: u64 = 256 << 20;
+
+/// The largest file a sysfs capture archive may hold: 16 MiB, the most the sysfs reader
+/// reads of a file (`/proc/cpuinfo` of a big machine is a few MiB).
+pub const MAX_CAPTURE_FILE_BYTES: u64 = 16 << 20;
+
+/// The most entries (files, directories, links, and the long-name and extended headers
+/// of the tar format) a sysfs capture archive may hold: 1 000 000. A capture of a 128-CPU
+/// machine holds 10 000; one of 4096 contexts about 400 000.
+pub const MAX_CAPTURE_ENTRIES: usize = 1_000_000;
+
+/// The most components the path of a capture archive's entry may have: 32. A
+/// `hwloc-gather-topology` capture goes 9 deep.
+pub const MAX_CAPTURE_DEPTH: usize = 32;

@@ -42,9 +42,42 @@ pub struct OsView {
     /// Host name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    /// Memory-side caches in front of NUMA nodes' memory (`node*/memory_side_cache/index*`,
+    /// from ACPI HMAT), ascending by node and level.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_side_caches: Vec<OsMemoryCache>,
+    /// The CPUs the reading process's cgroup cpuset allows (`cpuset.cpus.effective` of
+    /// cgroup v2, `cpuset.effective_cpus` or `cpuset.cpus` of v1), ascending; `None` when
+    /// no cpuset was found (every online CPU is allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuset: Option<Vec<u32>>,
     /// Optional information that could not be read, and why (one sentence each).
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+/// A memory-side cache: a cache in front of a NUMA node's memory (for instance DRAM caching
+/// persistent memory, or high-bandwidth memory caching DRAM), as ACPI HMAT describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OsMemoryCache {
+    /// The node whose memory it caches.
+    pub node: u32,
+    /// Its level (`indexN`: 1 is the one nearest the CPUs).
+    pub level: u8,
+    /// Size in bytes, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// Line size in bytes, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_size: Option<u32>,
+    /// Whether it is direct-mapped (`indexing` 0) rather than indexed (non-zero), when
+    /// given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_mapped: Option<bool>,
+    /// Write policy (`write_policy`: 0 `write-back`, 1 `write-through`, else `other`),
+    /// when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_policy: Option<String>,
 }
 
 /// One online CPU (hardware thread) as the OS describes it.
@@ -364,6 +397,20 @@ impl OsView {
         by(&|c| c.max_freq_khz.map(|v| format!("max {v} kHz")))
     }
 
+    /// The online CPUs that the cgroup cpuset ([`OsView::cpuset`]) does not allow,
+    /// ascending; empty when there is no cpuset.
+    #[must_use]
+    pub fn disallowed(&self) -> Vec<u32> {
+        let Some(allowed) = &self.cpuset else {
+            return Vec::new();
+        };
+        self.cpus
+            .iter()
+            .map(|c| c.id)
+            .filter(|c| allowed.binary_search(c).is_err())
+            .collect()
+    }
+
     /// The machine identity this view gives: CPU model, online CPU list, kernel, host name.
     #[must_use]
     pub fn machine(&self) -> Machine {
@@ -483,8 +530,25 @@ mod tests {
     }
 
     #[test]
+    fn disallowed_cpus_are_the_online_ones_outside_the_cpuset() {
+        let mut v = two_packages();
+        assert!(v.disallowed().is_empty(), "no cpuset: every CPU allowed");
+        v.cpuset = Some(vec![0, 1, 2, 3, 9]);
+        assert_eq!(v.disallowed(), vec![4, 5, 6, 7]);
+    }
+
+    #[test]
     fn serde_round_trip() {
-        let v = two_packages();
+        let mut v = two_packages();
+        v.cpuset = Some(vec![0, 1]);
+        v.memory_side_caches.push(OsMemoryCache {
+            node: 2,
+            level: 1,
+            size_bytes: Some(96 << 30),
+            line_size: Some(64),
+            direct_mapped: Some(true),
+            write_policy: Some("write-back".into()),
+        });
         let s = serde_json::to_string(&v).unwrap();
         let back: OsView = serde_json::from_str(&s).unwrap();
         assert_eq!(back, v);

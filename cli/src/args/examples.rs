@@ -85,6 +85,15 @@ The set is resolved on --topology, else this machine's description, else the ope
 system's view of this machine. The grammar, with hwloc-calc and likwid-pin equivalents:
 docs/PLACEMENT.md.";
 
+/// `os`.
+pub(crate) const OS: &str = "Examples:
+  topoprobe os                                      this machine
+  topoprobe os --root node17.tar.bz2                a hwloc-gather-topology capture
+  topoprobe os --root /mnt/capture --json           a sysfs root, as JSON
+
+The JSON lists, per OS CPU, its package, die, cluster, core, NUMA node and every cache it
+uses, and per node its CPUs, memory and distances: docs/OS_VIEW.md.";
+
 /// `run`.
 pub(crate) const RUN: &str = "Examples:
   topoprobe run --policy rr_core -n 8 -- ./prog args

@@ -12,6 +12,7 @@ pub(crate) mod bench;
 mod cpus;
 mod examples;
 mod measuring;
+mod os;
 mod packaging;
 pub(crate) mod parsers;
 mod placing;
@@ -23,6 +24,7 @@ pub(crate) use measuring::{
     CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
     ReportOutput, ResultFormat, WaitArg,
 };
+pub(crate) use os::OsArgs;
 pub(crate) use packaging::{CompletionsArgs, ManpagesArgs};
 pub(crate) use parsers::PinList;
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
@@ -93,6 +95,11 @@ pub(crate) enum Command {
     /// objects they touch (like hwloc-calc).
     #[command(after_help = examples::CPUS)]
     Cpus(CpusArgs),
+    /// Print what the operating system says about a machine — packages, dies, clusters,
+    /// cores, CPUs, caches and who shares them, NUMA nodes, offline and disallowed CPUs — of
+    /// this machine, a sysfs root or a hwloc-gather-topology capture (like lstopo).
+    #[command(after_help = examples::OS)]
+    Os(OsArgs),
     /// Run a command with every thread it creates pinned by a placement policy, the main
     /// thread first; exits with the command's status.
     #[command(after_help = examples::RUN)]

@@ -11,7 +11,8 @@ use super::files::{
 };
 use super::OsError;
 
-/// The online CPUs (ascending) and the offline ones.
+/// The online CPUs (ascending) and the offline ones: present (a `cpuN` directory, or in
+/// the `present` list) but not online, ascending.
 pub(super) struct Cpus {
     pub(super) online: Vec<OsCpu>,
     pub(super) offline: Vec<u32>,
@@ -222,6 +223,19 @@ pub(super) fn read_cpus(root: &Path, notes: &mut Notes) -> Result<Cpus, OsError>
             cpus.push(cpu);
         } else {
             offline.push(*id);
+        }
+    }
+    // CPUs the kernel lists as present (`present`) but not online are offline too,
+    // whether or not the capture kept their directory.
+    let present_path = cpu_dir.join("present");
+    if let Some(s) = read_optional(&present_path, notes) {
+        match cpu_set(&present_path, &s, true) {
+            Ok(listed) => {
+                offline.extend(listed.into_iter().filter(|c| !online.contains(c)));
+                offline.sort_unstable();
+                offline.dedup();
+            }
+            Err(e) => notes.add(format!("ignored: {e}")),
         }
     }
     derive_missing_siblings(&mut cpus);

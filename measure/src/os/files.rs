@@ -63,14 +63,68 @@ fn is_absent(e: &io::Error) -> bool {
     )
 }
 
-/// The content of `path` (lossy UTF-8), or `None` when it does not exist.
+/// What a file that is not a regular file is, for error messages.
+fn file_kind(t: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The error for `path`, which is `kind` where sysfs and procfs have a regular file.
+fn not_regular(path: &Path, kind: &str) -> OsError {
+    OsError::Read {
+        path: path.to_path_buf(),
+        source: io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{kind}, where sysfs and procfs have a regular file"),
+        ),
+    }
+}
+
+/// Opens `path` for reading without ever blocking: with `O_NONBLOCK`, so that a FIFO with
+/// no writer opens at once instead of waiting for one, and `O_NOCTTY`. The attribute files
+/// of sysfs and procfs are regular files; anything else (a FIFO, a socket, a device in a
+/// capture or a `--root` tree) is refused before any read, which could block.
+fn open_regular(path: &Path) -> io::Result<Result<fs::File, OsError>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Checked before opening too: opening some devices has effects.
+    let meta = fs::metadata(path)?;
+    if !meta.is_file() {
+        return Ok(Err(not_regular(path, file_kind(meta.file_type()))));
+    }
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    // And after: the path may have been replaced in between.
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Ok(Err(not_regular(path, file_kind(meta.file_type()))));
+    }
+    Ok(Ok(f))
+}
+
+/// The content of `path` (lossy UTF-8, at most 16 MiB), or `None` when it does not exist.
+/// Never blocks: a FIFO, socket or device is an error (see [`open_regular`]).
 ///
 /// # Errors
 ///
-/// [`OsError::Read`] when the file exists but cannot be read.
+/// [`OsError::Read`] when the file exists but cannot be read, or is not a regular file.
 pub(super) fn read(path: &Path) -> Result<Option<String>, OsError> {
-    let f = match fs::File::open(path) {
-        Ok(f) => f,
+    let f = match open_regular(path) {
+        Ok(Ok(f)) => f,
+        Ok(Err(e)) => return Err(e),
         Err(e) if is_absent(&e) => return Ok(None),
         Err(source) => {
             return Err(OsError::Read {

@@ -1,9 +1,14 @@
 //! The operating system's view of the machine, read from Linux's sysfs and procfs under a
 //! configurable root (`/` for this machine, or an unpacked capture of another one).
 //!
+//! The root is `/`, a directory holding another machine's `sys/` and `proc/`, or, through
+//! [`read_os_view_at`], a capture archive of `hwloc-gather-topology` ([`unpack_capture`]).
+//!
 //! What is read: `<root>/sys/devices/system/cpu` (online and offline CPUs, package, die,
 //! cluster and core ids, sibling masks, caches, capacity, highest frequency),
-//! `<root>/sys/devices/system/node` (NUMA nodes, their CPUs, distances and memory),
+//! `<root>/sys/devices/system/node` (NUMA nodes, their CPUs, distances, memory and
+//! memory-side caches), the cgroup cpuset (`<root>/proc/self/cgroup`, `<root>/proc/mounts`,
+//! `<root>/sys/fs/cgroup`),
 //! `<root>/sys/devices/cpu_*/cpus` (CPU kinds of hybrid machines), and `<root>/proc`
 //! (CPU model, kernel release, host name).
 //!
@@ -28,6 +33,8 @@
 //! ```
 
 mod caches;
+mod capture;
+mod cgroup;
 mod cpus;
 mod files;
 mod ident;
@@ -36,6 +43,7 @@ mod nodes;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use capture::{unpack_capture, Unpacked};
 pub use topoprobe_model::OsView;
 
 use files::Notes;
@@ -62,6 +70,16 @@ pub enum OsError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A capture archive (`hwloc-gather-topology`'s tarball) cannot be unpacked: it is
+    /// not a tar archive, is over a limit of `docs/LIMITS.md`, or has an entry that would
+    /// leave its folder.
+    #[error("{}: {problem}", path.display())]
+    Capture {
+        /// The archive.
+        path: PathBuf,
+        /// What is wrong, naming the entry at fault.
+        problem: String,
+    },
     /// Something essential is missing.
     #[error("{}: {problem}", path.display())]
     Missing {
@@ -84,7 +102,10 @@ pub fn read_os_view(root: &Path) -> Result<OsView, OsError> {
     let mut notes = Notes::default();
     let cpus = cpus::read_cpus(root, &mut notes)?;
     let mut online = cpus.online;
-    let nodes = nodes::read_nodes(root, &mut notes)?;
+    let nodes::Nodes {
+        nodes,
+        memory_side_caches,
+    } = nodes::read_nodes(root, &mut notes)?;
     let mut node_of: BTreeMap<u32, u32> = BTreeMap::new();
     for n in nodes.iter().flatten() {
         for &c in &n.cpus {
@@ -113,6 +134,7 @@ pub fn read_os_view(root: &Path) -> Result<OsView, OsError> {
     let ids: Vec<u32> = online.iter().map(|c| c.id).collect();
     let caches = caches::read_caches(&root.join("sys/devices/system/cpu"), &ids, &mut notes);
     let (cpu_model, kernel, hostname) = ident::read_identity(root, &mut notes);
+    let cpuset = cgroup::read_cpuset(root, &mut notes);
     Ok(OsView {
         cpus: online,
         offline: cpus.offline,
@@ -121,8 +143,60 @@ pub fn read_os_view(root: &Path) -> Result<OsView, OsError> {
         cpu_model,
         kernel,
         hostname,
+        memory_side_caches,
+        cpuset,
         notes: notes.into_vec(),
     })
+}
+
+/// Reads the OS view at `path`: a directory is a root (as [`read_os_view`]); a file is a
+/// capture archive (`hwloc-gather-topology`'s tarball: tar, tar.gz or tar.bz2), unpacked
+/// into a temporary directory ([`unpack_capture`]) that is removed before this returns,
+/// on success or error alike.
+///
+/// # Errors
+///
+/// [`OsError::Read`] when `path` does not exist or cannot be read; [`OsError::Capture`]
+/// for an archive that cannot be unpacked; then as [`read_os_view`]. The errors name the
+/// unpacked files by their path inside the archive's folder.
+pub fn read_os_view_at(path: &Path) -> Result<OsView, OsError> {
+    let meta = std::fs::metadata(path).map_err(|source| OsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if meta.is_dir() {
+        return read_os_view(path);
+    }
+    let unpacked = unpack_capture(path)?;
+    read_os_view(unpacked.root()).map_err(|e| inside_archive(e, path, unpacked.dir()))
+}
+
+/// `e` with the temporary paths under `dir` written as `archive:<path in the archive>`.
+fn inside_archive(e: OsError, archive: &Path, dir: &Path) -> OsError {
+    let rename = |p: PathBuf| match p.strip_prefix(dir) {
+        Ok(rel) => PathBuf::from(format!("{}:{}", archive.display(), rel.display())),
+        Err(_) => p,
+    };
+    match e {
+        OsError::Read { path, source } => OsError::Read {
+            path: rename(path),
+            source,
+        },
+        OsError::Parse {
+            path,
+            content,
+            reason,
+        } => OsError::Parse {
+            path: rename(path),
+            content,
+            reason,
+        },
+        OsError::Missing { path, problem } => OsError::Missing {
+            path: rename(path),
+            problem,
+        },
+        e @ OsError::Capture { .. } => e,
+    }
 }
 
 /// Whether the machine whose `/proc` lies under `root` is a virtual machine (the

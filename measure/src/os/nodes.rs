@@ -2,9 +2,11 @@
 
 use std::path::Path;
 
-use topoprobe_model::{parse_cpu_list, parse_cpu_mask, OsNode};
+use topoprobe_model::{parse_cpu_list, parse_cpu_mask, OsMemoryCache, OsNode};
 
-use super::files::{clean, excerpt, numbered_entries, parse_error, read, read_optional, Notes};
+use super::files::{
+    clean, excerpt, numbered_entries, optional_number, parse_error, read, read_optional, Notes,
+};
 use super::OsError;
 
 /// The node's CPUs: `cpulist`, else `cpumap`, else its `cpuN` entries.
@@ -96,13 +98,51 @@ pub fn free_bytes(root: &Path, id: u32) -> Option<u64> {
     meminfo_field(&dir, "MemFree:", &mut Notes::default())
 }
 
-/// The NUMA nodes under `<root>/sys/devices/system/node`, or `None` (with a note) when the
-/// OS exposes none.
+/// The memory-side caches of node `id` (`memory_side_cache/index<level>`: `size` in bytes,
+/// `line_size`, `indexing` 0 for direct-mapped, `write_policy` 0 write-back, 1
+/// write-through), ascending by level; unreadable entries are left out with a note.
+fn memory_side_caches(id: u32, dir: &Path, notes: &mut Notes) -> Vec<OsMemoryCache> {
+    let entries = match numbered_entries(&dir.join("memory_side_cache"), "index") {
+        Ok(v) => v,
+        Err(e) => {
+            notes.add(e.to_string());
+            return Vec::new();
+        }
+    };
+    entries
+        .into_iter()
+        .filter_map(|(level, path)| {
+            let Ok(level) = u8::try_from(level) else {
+                notes.add(format!("{}: level too high; left out", path.display()));
+                return None;
+            };
+            Some(OsMemoryCache {
+                node: id,
+                level,
+                size_bytes: optional_number(&path.join("size"), notes),
+                line_size: optional_number(&path.join("line_size"), notes),
+                direct_mapped: optional_number::<u32>(&path.join("indexing"), notes)
+                    .map(|v| v == 0),
+                write_policy: optional_number::<u32>(&path.join("write_policy"), notes).map(|v| {
+                    match v {
+                        0 => "write-back",
+                        1 => "write-through",
+                        _ => "other",
+                    }
+                    .to_string()
+                }),
+            })
+        })
+        .collect()
+}
+
+/// The NUMA nodes under `<root>/sys/devices/system/node` and their memory-side caches;
+/// no nodes (with a note) when the OS exposes none.
 ///
 /// # Errors
 ///
 /// [`OsError`] when a node's CPU list is malformed or a directory cannot be read.
-pub(super) fn read_nodes(root: &Path, notes: &mut Notes) -> Result<Option<Vec<OsNode>>, OsError> {
+pub(super) fn read_nodes(root: &Path, notes: &mut Notes) -> Result<Nodes, OsError> {
     let dir = root.join("sys/devices/system/node");
     let entries = numbered_entries(&dir, "node")?;
     if entries.is_empty() {
@@ -110,9 +150,10 @@ pub(super) fn read_nodes(root: &Path, notes: &mut Notes) -> Result<Option<Vec<Os
             "{}: no NUMA node found; NUMA layout unknown",
             dir.display()
         ));
-        return Ok(None);
+        return Ok(Nodes::default());
     }
     let mut nodes = Vec::with_capacity(entries.len());
+    let mut caches = Vec::new();
     for (id, path) in entries {
         nodes.push(OsNode {
             id,
@@ -120,6 +161,19 @@ pub(super) fn read_nodes(root: &Path, notes: &mut Notes) -> Result<Option<Vec<Os
             distances: distances(&path, notes),
             memory_bytes: memory(&path, notes),
         });
+        caches.extend(memory_side_caches(id, &path, notes));
     }
-    Ok(Some(nodes))
+    Ok(Nodes {
+        nodes: Some(nodes),
+        memory_side_caches: caches,
+    })
+}
+
+/// The NUMA nodes and their memory-side caches.
+#[derive(Default)]
+pub(super) struct Nodes {
+    /// The nodes; `None` when the OS exposes none.
+    pub(super) nodes: Option<Vec<OsNode>>,
+    /// Their memory-side caches, ascending by node and level.
+    pub(super) memory_side_caches: Vec<OsMemoryCache>,
 }

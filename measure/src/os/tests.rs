@@ -340,3 +340,100 @@ fn the_hypervisor_flag_says_virtual_machine() {
     );
     assert_eq!(super::is_virtual_machine(dir.path()), Some(false));
 }
+
+/// Makes a FIFO at `rel` under `root` (replacing a file there).
+fn fifo(root: &Path, rel: &str) {
+    let p = root.join(rel);
+    let _ = fs::remove_file(&p);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&p)
+        .status()
+        .expect("running mkfifo");
+    assert!(status.success(), "mkfifo {}", p.display());
+}
+
+/// Reads the view under `root` in another thread; a read that blocks (on a FIFO with no
+/// writer) fails the test after a generous watchdog instead of hanging it.
+fn read_unblocked(root: &Path) -> Result<OsView, OsError> {
+    let root = root.to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(read_os_view(&root));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the reader blocked on a FIFO")
+}
+
+#[test]
+fn fifos_are_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    machine(root);
+    // Optional files: left out with a note naming the FIFO.
+    fifo(root, "proc/cpuinfo");
+    fifo(root, "sys/devices/system/cpu/cpu1/cache/index2/size");
+    fifo(root, "sys/devices/system/node/node0/distance");
+    let v = read_unblocked(root).expect("optional FIFOs are left out");
+    assert_eq!(v.num_pus(), 8);
+    assert_eq!(v.cpu_model, None);
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n.contains("proc/cpuinfo") && n.contains("a FIFO")),
+        "{:?}",
+        v.notes
+    );
+    assert!(v.nodes.as_ref().unwrap()[0].distances.is_empty());
+    // An essential file: an error naming it.
+    fifo(root, "sys/devices/system/cpu/cpu3/topology/core_id");
+    let e = read_unblocked(root).unwrap_err().to_string();
+    assert!(
+        e.contains("cpu3/topology/core_id") && e.contains("a FIFO"),
+        "{e}"
+    );
+    // The CPU list (in a fresh tree: writing into a FIFO would block this test).
+    let dir = tempfile::tempdir().unwrap();
+    machine(dir.path());
+    fifo(dir.path(), "sys/devices/system/cpu/online");
+    let e = read_unblocked(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("cpu/online") && e.contains("a FIFO"), "{e}");
+}
+
+/// A tar archive of the tree under `root`, as folder `name/`.
+fn tar_of(root: &Path, name: &str) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    b.append_dir_all(name, root).unwrap();
+    b.into_inner().unwrap()
+}
+
+#[test]
+fn captures_plain_gzip_and_bzip2_read_alike() {
+    use std::io::Write;
+    let tree = tempfile::tempdir().unwrap();
+    machine(tree.path());
+    let plain = tar_of(tree.path(), "m");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&plain).unwrap();
+    let gz = gz.finish().unwrap();
+    let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+    bz.write_all(&plain).unwrap();
+    let bz = bz.finish().unwrap();
+    let expected = read_os_view(tree.path()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    for (name, bytes) in [("m.tar", plain), ("m.tgz", gz), ("m.tar.bz2", bz)] {
+        let path = out.path().join(name);
+        fs::write(&path, bytes).unwrap();
+        let unpacked = unpack_capture(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(unpacked.root().file_name().unwrap(), "m");
+        let dir = unpacked.dir().to_path_buf();
+        drop(unpacked);
+        assert!(!dir.exists(), "{name}: the temporary directory is removed");
+        let v = read_os_view_at(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(v.cpus, expected.cpus, "{name}");
+        assert_eq!(v.caches, expected.caches, "{name}");
+        assert_eq!(v.nodes, expected.nodes, "{name}");
+    }
+    // A directory reads as itself.
+    assert_eq!(read_os_view_at(tree.path()).unwrap(), expected);
+}

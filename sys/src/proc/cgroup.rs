@@ -9,15 +9,35 @@ use crate::CpuSet;
 /// Where cgroup file systems are mounted.
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
-/// One entry of `/proc/<pid>/cgroup`: hierarchy, controllers and path.
+/// One entry of `/proc/<pid>/cgroup`: the controllers of a hierarchy, and the process's
+/// cgroup in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Membership {
-    controllers: Vec<String>,
-    path: String,
+pub struct Membership {
+    /// The controllers of the hierarchy (`cpuset`, `cpu`...; `name=systemd` for a named
+    /// one); empty for the cgroup v2 hierarchy (`0::/path`).
+    pub controllers: Vec<String>,
+    /// The cgroup's path in the hierarchy (`/user.slice/session-2.scope`).
+    pub path: String,
 }
 
-/// Parses `/proc/<pid>/cgroup` (`0::/path` for cgroup v2, `3:cpuset:/path` for v1).
-fn parse_memberships(text: &str) -> Vec<Membership> {
+impl Membership {
+    /// Whether this is the cgroup v2 (unified) hierarchy: hierarchy 0, no controller list.
+    #[must_use]
+    pub fn is_v2(&self) -> bool {
+        self.controllers.is_empty()
+    }
+
+    /// Whether this cgroup v1 hierarchy has the `cpuset` controller.
+    #[must_use]
+    pub fn has_cpuset(&self) -> bool {
+        self.controllers.iter().any(|c| c == "cpuset")
+    }
+}
+
+/// Parses `/proc/<pid>/cgroup` (`0::/path` for cgroup v2, `3:cpuset:/path` for v1);
+/// malformed lines are skipped.
+#[must_use]
+pub fn parse_memberships(text: &str) -> Vec<Membership> {
     text.lines()
         .filter_map(|l| {
             let mut parts = l.splitn(3, ':');
@@ -41,9 +61,9 @@ fn parse_memberships(text: &str) -> Vec<Membership> {
 fn cpuset_candidates(root: &Path, memberships: &[Membership]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for m in memberships {
-        let (dir, file) = if m.controllers.iter().any(|c| c == "cpuset") {
+        let (dir, file) = if m.has_cpuset() {
             (root.join("cpuset"), "cpuset.effective_cpus")
-        } else if m.controllers.is_empty() {
+        } else if m.is_v2() {
             (
                 if root.join("unified").is_dir() {
                     root.join("unified")

@@ -36,6 +36,7 @@ pub mod contention;
 pub mod latency;
 pub mod matrix;
 pub mod memory;
+pub mod os_view;
 pub mod power;
 
 /// A result that can be shown to people: text always, CSV when it is a table. Its JSON is

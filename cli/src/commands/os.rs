@@ -1,0 +1,22 @@
+//! `topoprobe os`: what the operating system says about a machine — this one, a sysfs
+//! root, or a `hwloc-gather-topology` capture — read by the same reader as `infer`,
+//! `cache`, `mem` and the comparison with the OS.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use topoprobe_view::results::os_view::OsReport;
+
+use crate::args::OsArgs;
+
+/// Runs the command.
+pub(crate) fn run(args: &OsArgs) -> Result<()> {
+    let inputs: Vec<&Path> = args.root.as_deref().into_iter().collect();
+    args.output.check_for::<OsReport>(&inputs)?;
+    let root = args.root.as_deref().unwrap_or_else(|| Path::new("/"));
+    // Every error of the reader names the file or archive at fault.
+    let view = topoprobe_measure::os::read_os_view_at(root)
+        .context("reading the operating system's view")?;
+    args.output
+        .emit(&OsReport::new(&view, &root.display().to_string()))
+}

@@ -1,0 +1,583 @@
+//! The result of `topoprobe os`: what the operating system says about a machine (this one,
+//! a sysfs root, or a `hwloc-gather-topology` capture) — packages, dies, clusters, cores,
+//! CPUs, CPU kinds, caches and who shares them, NUMA nodes with memory, distances and
+//! memory-side caches, offline and disallowed CPUs and the cgroup's cpuset.
+//!
+//! The JSON lists, per OS CPU, its package, die, cluster, core, NUMA node and every cache it
+//! uses; per node its CPUs, memory and distances.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use topoprobe_model::{format_cpu_list, CacheType, CpuKind, OsCache, OsMemoryCache, OsView};
+
+use super::Rendered;
+
+/// How many of each object the OS shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct OsCounts {
+    /// Packages with an online CPU.
+    pub packages: usize,
+    /// Dies (0 when the OS gives no die ids).
+    pub dies: usize,
+    /// Clusters (0 when the OS gives no cluster ids).
+    pub clusters: usize,
+    /// Cores with an online CPU.
+    pub cores: usize,
+    /// Online CPUs (processing units, hardware threads).
+    pub pus: usize,
+    /// NUMA nodes (`None`: the OS says nothing of NUMA).
+    pub numa_nodes: Option<usize>,
+    /// Cache instances with an online CPU.
+    pub caches: usize,
+}
+
+/// One cache as a CPU sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CacheUse {
+    /// Level (1 for L1).
+    pub level: u8,
+    /// What it holds.
+    #[serde(rename = "type")]
+    pub kind: CacheType,
+    /// Size in bytes, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// Line size in bytes, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_size: Option<u32>,
+    /// Associativity, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ways: Option<u32>,
+    /// The online CPUs sharing it, ascending.
+    pub cpus: Vec<u32>,
+}
+
+/// One online CPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuEntry {
+    /// OS CPU number.
+    pub cpu: u32,
+    /// Package id.
+    pub package: i64,
+    /// Die id, when the OS gives one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub die: Option<i64>,
+    /// Cluster id, when the OS gives one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<i64>,
+    /// Core id (unique within the package, die and cluster).
+    pub core: i64,
+    /// The online CPUs of its core, ascending.
+    pub core_cpus: Vec<u32>,
+    /// NUMA node, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+    /// CPU kind on a hybrid machine (`core`, `atom`, `capacity 512`, `base 1400000 kHz`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Every cache it uses, ascending by level.
+    pub caches: Vec<CacheUse>,
+}
+
+/// One NUMA node.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeEntry {
+    /// OS node number.
+    pub node: u32,
+    /// Its online CPUs, ascending (empty for a memory-only node).
+    pub cpus: Vec<u32>,
+    /// Memory in bytes, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// Its row of the OS distance table, by node number order; empty when not given.
+    pub distances: Vec<u32>,
+    /// Memory-side caches in front of its memory.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory_side_caches: Vec<OsMemoryCache>,
+}
+
+/// The OS's view of a machine, ready to print.
+#[derive(Debug, Clone, Serialize)]
+pub struct OsReport {
+    /// Where it was read (`/`, a directory, or an archive).
+    pub source: String,
+    /// CPU model, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// Kernel release, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// Host name, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// How many of each object.
+    pub counts: OsCounts,
+    /// Whether some core has several online hardware threads.
+    pub smt: bool,
+    /// The online CPUs, ascending.
+    pub cpus: Vec<CpuEntry>,
+    /// The NUMA nodes, ascending (`None`: the OS says nothing of NUMA).
+    pub nodes: Option<Vec<NodeEntry>>,
+    /// Every cache instance with an online CPU, ascending by level, type and CPUs.
+    pub caches: Vec<CacheUse>,
+    /// The kinds of CPU of a hybrid machine; empty when all CPUs look alike.
+    pub cpu_kinds: Vec<CpuKind>,
+    /// CPUs present but offline, ascending.
+    pub offline: Vec<u32>,
+    /// The CPUs the cgroup's cpuset allows (`None`: no cpuset found).
+    pub cpuset: Option<Vec<u32>>,
+    /// Online CPUs outside the cpuset, ascending.
+    pub disallowed: Vec<u32>,
+    /// What could not be read, and why.
+    pub notes: Vec<String>,
+}
+
+/// `cache` seen from the online CPUs.
+fn cache_use(c: &OsCache, online: &[u32]) -> CacheUse {
+    CacheUse {
+        level: c.level,
+        kind: c.kind,
+        size_bytes: c.size_bytes,
+        line_size: c.line_size,
+        ways: c.ways,
+        cpus: c
+            .cpus
+            .iter()
+            .copied()
+            .filter(|x| online.binary_search(x).is_ok())
+            .collect(),
+    }
+}
+
+impl OsReport {
+    /// The report of `view`, read from `source`.
+    #[must_use]
+    pub fn new(view: &OsView, source: &str) -> Self {
+        let online = view.online();
+        let cores = view.cores();
+        let core_of: BTreeMap<u32, &Vec<u32>> = cores
+            .iter()
+            .flat_map(|core| core.iter().map(move |&c| (c, core)))
+            .collect();
+        let kinds = view.cpu_kinds();
+        let kind_of: BTreeMap<u32, &str> = kinds
+            .iter()
+            .flat_map(|k| k.cpus.iter().map(move |&c| (c, k.label.as_str())))
+            .collect();
+        let caches: Vec<CacheUse> = view
+            .caches
+            .iter()
+            .map(|c| cache_use(c, &online))
+            .filter(|c| !c.cpus.is_empty())
+            .collect();
+        let cpus = view
+            .cpus
+            .iter()
+            .map(|c| CpuEntry {
+                cpu: c.id,
+                package: c.package,
+                die: c.die,
+                cluster: c.cluster,
+                core: c.core,
+                core_cpus: core_of.get(&c.id).map_or_else(Vec::new, |v| (*v).clone()),
+                node: c.node,
+                kind: kind_of.get(&c.id).map(|s| (*s).to_string()),
+                caches: caches
+                    .iter()
+                    .filter(|x| x.cpus.binary_search(&c.id).is_ok())
+                    .cloned()
+                    .collect(),
+            })
+            .collect();
+        let node_cpus = view.node_cpus();
+        let nodes = view.nodes.as_ref().map(|nodes| {
+            nodes
+                .iter()
+                .map(|n| NodeEntry {
+                    node: n.id,
+                    cpus: node_cpus.get(&n.id).cloned().unwrap_or_default(),
+                    memory_bytes: n.memory_bytes,
+                    distances: n.distances.clone(),
+                    memory_side_caches: view
+                        .memory_side_caches
+                        .iter()
+                        .filter(|m| m.node == n.id)
+                        .cloned()
+                        .collect(),
+                })
+                .collect()
+        });
+        Self {
+            source: source.to_string(),
+            cpu_model: view.cpu_model.clone(),
+            kernel: view.kernel.clone(),
+            hostname: view.hostname.clone(),
+            counts: OsCounts {
+                packages: view.num_packages(),
+                dies: view.dies().len(),
+                clusters: view.clusters().len(),
+                cores: cores.len(),
+                pus: view.num_pus(),
+                numa_nodes: view.num_numa_nodes(),
+                caches: caches.len(),
+            },
+            smt: view.smt(),
+            cpus,
+            nodes,
+            caches,
+            cpu_kinds: kinds,
+            offline: view.offline.clone(),
+            cpuset: view.cpuset.clone(),
+            disallowed: view.disallowed(),
+            notes: view.notes.clone(),
+        }
+    }
+}
+
+/// A size in bytes as people read it: `48 KiB`, `1.25 MiB`, `4.34 GiB`.
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut unit = 0;
+    #[allow(clippy::cast_precision_loss)] // sizes are far below 2^53 bytes
+    let mut v = bytes as f64;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    // Up to two decimals, without trailing zeros: `1.25 MiB`, `27.5 MiB`, `2 MiB`.
+    let text = format!("{v:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} {}", UNITS[unit])
+}
+
+/// `L1d`, `L1i`, `L2`, `L3`...
+fn cache_label(level: u8, kind: CacheType) -> String {
+    match kind {
+        CacheType::Data => format!("L{level}d"),
+        CacheType::Instruction => format!("L{level}i"),
+        CacheType::Unified => format!("L{level}"),
+    }
+}
+
+/// `2 MiB, 64 B lines, 16-way` (what is known of it).
+fn cache_details(c: &CacheUse) -> String {
+    let mut parts = Vec::new();
+    if let Some(s) = c.size_bytes {
+        parts.push(size(s));
+    }
+    if let Some(l) = c.line_size {
+        parts.push(format!("{l} B lines"));
+    }
+    if let Some(w) = c.ways {
+        parts.push(format!("{w}-way"));
+    }
+    parts.join(", ")
+}
+
+/// The CPU list of `cpus`.
+fn cpu_list(cpus: &[&CpuEntry]) -> String {
+    let ids: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
+    format_cpu_list(&ids)
+}
+
+/// The cores of `cpus`: (core id, its CPUs, its kind), ascending by first CPU.
+fn cores_of<'a>(cpus: &[&'a CpuEntry]) -> Vec<(i64, Vec<u32>, Option<&'a str>)> {
+    let mut cores: BTreeMap<Vec<u32>, (i64, Option<&str>)> = BTreeMap::new();
+    for c in cpus {
+        cores.insert(c.core_cpus.clone(), (c.core, c.kind.as_deref()));
+    }
+    let mut out: Vec<(i64, Vec<u32>, Option<&str>)> = cores
+        .into_iter()
+        .map(|(cpus, (core, kind))| (core, cpus, kind))
+        .collect();
+    out.sort_by_key(|(_, cpus, _)| cpus.first().copied());
+    out
+}
+
+/// `none` for an empty list, else the CPU list.
+fn list_or_none(cpus: &[u32]) -> String {
+    if cpus.is_empty() {
+        "none".to_string()
+    } else {
+        format_cpu_list(cpus)
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+impl OsReport {
+    /// The tree: packages, then dies (where a package has several), clusters (of several
+    /// cores), and cores with their CPUs.
+    fn tree(&self, out: &mut String) {
+        let mut packages: BTreeMap<i64, Vec<&CpuEntry>> = BTreeMap::new();
+        for c in &self.cpus {
+            packages.entry(c.package).or_default().push(c);
+        }
+        for (package, cpus) in &packages {
+            let _ = writeln!(out, "Package {package}: CPUs {}", cpu_list(cpus));
+            let mut dies: BTreeMap<Option<i64>, Vec<&CpuEntry>> = BTreeMap::new();
+            for &c in cpus {
+                dies.entry(c.die).or_default().push(c);
+            }
+            let show_dies = dies.len() > 1;
+            for (die, cpus) in &dies {
+                let mut indent = "  ".to_string();
+                if let (true, Some(d)) = (show_dies, die) {
+                    let _ = writeln!(out, "{indent}Die {d}: CPUs {}", cpu_list(cpus));
+                    indent.push_str("  ");
+                }
+                let mut clusters: BTreeMap<Option<i64>, Vec<&CpuEntry>> = BTreeMap::new();
+                for &c in cpus {
+                    clusters.entry(c.cluster).or_default().push(c);
+                }
+                for (cluster, cpus) in &clusters {
+                    let cores = cores_of(cpus);
+                    let mut inner = indent.clone();
+                    if let (true, Some(k)) = (cores.len() > 1, cluster) {
+                        let _ = writeln!(out, "{inner}Cluster {k}: CPUs {}", cpu_list(cpus));
+                        inner.push_str("  ");
+                    }
+                    for (core, cpus, kind) in cores {
+                        let kind = kind.map_or_else(String::new, |k| format!(" ({k})"));
+                        let noun = if cpus.len() == 1 { "CPU" } else { "CPUs" };
+                        let _ = writeln!(
+                            out,
+                            "{inner}Core {core}: {noun} {}{kind}",
+                            format_cpu_list(&cpus)
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The caches, grouped by level, type and geometry, each instance with its CPUs.
+    fn caches_text(&self, out: &mut String) {
+        if self.caches.is_empty() {
+            out.push_str("Caches: none given\n");
+            return;
+        }
+        out.push_str("Caches (CPUs sharing each):\n");
+        let mut groups: BTreeMap<(u8, CacheType, String), Vec<&CacheUse>> = BTreeMap::new();
+        for c in &self.caches {
+            groups
+                .entry((c.level, c.kind, cache_details(c)))
+                .or_default()
+                .push(c);
+        }
+        for ((level, kind, details), caches) in &groups {
+            let sets: Vec<String> = caches.iter().map(|c| format_cpu_list(&c.cpus)).collect();
+            let details = if details.is_empty() {
+                String::new()
+            } else {
+                format!(" ({details})")
+            };
+            let _ = writeln!(
+                out,
+                "  {} {kind} ×{}{details}: {}",
+                cache_label(*level, *kind),
+                caches.len(),
+                sets.join(" | ")
+            );
+        }
+    }
+
+    fn nodes_text(&self, out: &mut String) {
+        let Some(nodes) = &self.nodes else {
+            out.push_str("NUMA nodes: not given by the OS\n");
+            return;
+        };
+        for n in nodes {
+            let memory = n
+                .memory_bytes
+                .map_or_else(|| "memory unknown".to_string(), size);
+            let cpus = if n.cpus.is_empty() {
+                "no CPU".to_string()
+            } else {
+                format!("CPUs {}", format_cpu_list(&n.cpus))
+            };
+            let mut line = format!("NUMA node {}: {cpus}, {memory}", n.node);
+            if !n.distances.is_empty() {
+                let d: Vec<String> = n.distances.iter().map(u32::to_string).collect();
+                let _ = write!(line, ", distances {}", d.join(" "));
+            }
+            let _ = writeln!(out, "{line}");
+            for m in &n.memory_side_caches {
+                let mut parts = vec![m.size_bytes.map_or_else(|| "size unknown".into(), size)];
+                if let Some(l) = m.line_size {
+                    parts.push(format!("{l} B lines"));
+                }
+                if let Some(d) = m.direct_mapped {
+                    parts.push(if d { "direct-mapped" } else { "indexed" }.to_string());
+                }
+                if let Some(w) = &m.write_policy {
+                    parts.push(w.clone());
+                }
+                let _ = writeln!(
+                    out,
+                    "  memory-side cache L{}: {}",
+                    m.level,
+                    parts.join(", ")
+                );
+            }
+        }
+    }
+}
+
+impl Rendered for OsReport {
+    fn text(&self) -> String {
+        let mut out = String::new();
+        let mut title = format!("Operating system's view of {}", self.source);
+        let who: Vec<&str> = [self.cpu_model.as_deref(), self.hostname.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        if !who.is_empty() {
+            let _ = write!(title, ": {}", who.join(", "));
+        }
+        if let Some(k) = &self.kernel {
+            let _ = write!(title, " (Linux {k})");
+        }
+        let _ = writeln!(out, "{title}");
+        let c = &self.counts;
+        let mut counts = vec![plural(c.packages, "package", "packages")];
+        if c.dies > 0 {
+            counts.push(plural(c.dies, "die", "dies"));
+        }
+        if c.clusters > 0 {
+            counts.push(plural(c.clusters, "cluster", "clusters"));
+        }
+        counts.push(plural(c.cores, "core", "cores"));
+        counts.push(format!(
+            "{} ({})",
+            plural(c.pus, "CPU", "CPUs"),
+            if self.smt { "SMT" } else { "no SMT" }
+        ));
+        counts.push(match c.numa_nodes {
+            Some(n) => plural(n, "NUMA node", "NUMA nodes"),
+            None => "NUMA unknown".to_string(),
+        });
+        counts.push(plural(c.caches, "cache", "caches"));
+        let _ = writeln!(out, "{}\n", counts.join(", "));
+        self.tree(&mut out);
+        out.push('\n');
+        self.caches_text(&mut out);
+        out.push('\n');
+        self.nodes_text(&mut out);
+        if !self.cpu_kinds.is_empty() {
+            let kinds: Vec<String> = self
+                .cpu_kinds
+                .iter()
+                .map(|k| format!("{}: {}", k.label, format_cpu_list(&k.cpus)))
+                .collect();
+            let _ = writeln!(out, "CPU kinds: {}", kinds.join("; "));
+        }
+        let _ = writeln!(out, "Offline CPUs: {}", list_or_none(&self.offline));
+        match &self.cpuset {
+            Some(set) => {
+                let _ = writeln!(
+                    out,
+                    "cgroup cpuset: {}; disallowed online CPUs: {}",
+                    list_or_none(set),
+                    list_or_none(&self.disallowed)
+                );
+            }
+            None => out.push_str("cgroup cpuset: none found (every online CPU allowed)\n"),
+        }
+        if !self.notes.is_empty() {
+            out.push_str("Notes:\n");
+            for n in &self.notes {
+                let _ = writeln!(out, "  {n}");
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topoprobe_model::{OsCpu, OsNode};
+
+    fn cpu(id: u32, core: i64) -> OsCpu {
+        OsCpu {
+            id,
+            package: 0,
+            die: None,
+            core,
+            cluster: None,
+            thread_siblings: vec![],
+            core_siblings: vec![],
+            node: Some(0),
+            capacity: None,
+            base_freq_khz: None,
+            max_freq_khz: None,
+            kind: None,
+        }
+    }
+
+    fn view() -> OsView {
+        let l2 = |cpus: Vec<u32>| OsCache {
+            level: 2,
+            kind: CacheType::Unified,
+            size_bytes: Some(2 << 20),
+            line_size: Some(64),
+            ways: Some(16),
+            cpus,
+        };
+        OsView {
+            cpus: vec![cpu(0, 0), cpu(1, 0), cpu(2, 1)],
+            offline: vec![3],
+            nodes: Some(vec![OsNode {
+                id: 0,
+                cpus: vec![0, 1, 2, 3],
+                distances: vec![10],
+                memory_bytes: Some(3 << 30),
+            }]),
+            caches: vec![l2(vec![0, 1]), l2(vec![2, 3]), l2(vec![3])],
+            cpuset: Some(vec![0, 1]),
+            ..OsView::default()
+        }
+    }
+
+    #[test]
+    fn per_cpu_caches_and_nodes() {
+        let r = OsReport::new(&view(), "/x");
+        assert_eq!(r.counts.cores, 2);
+        assert_eq!(
+            r.counts.caches, 2,
+            "the cache of offline CPU 3 alone is left out"
+        );
+        assert_eq!(r.cpus[2].caches[0].cpus, vec![2]);
+        assert_eq!(r.cpus[0].core_cpus, vec![0, 1]);
+        assert_eq!(r.disallowed, vec![2]);
+        let nodes = r.nodes.as_ref().unwrap();
+        assert_eq!(nodes[0].cpus, vec![0, 1, 2]);
+        let text = r.text();
+        assert!(text.contains("Core 0: CPUs 0-1"), "{text}");
+        assert!(
+            text.contains("L2 unified ×2 (2 MiB, 64 B lines, 16-way): 0-1 | 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("NUMA node 0: CPUs 0-2, 3 GiB, distances 10"),
+            "{text}"
+        );
+        assert!(text.contains("Offline CPUs: 3"), "{text}");
+        assert!(text.contains("disallowed online CPUs: 2"), "{text}");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size(48 << 10), "48 KiB");
+        assert_eq!(size(300 << 20), "300 MiB");
+        assert_eq!(size(4_659_331_072), "4.34 GiB");
+        assert_eq!(size(1280 << 10), "1.25 MiB");
+        assert_eq!(size(96 << 30), "96 GiB");
+        assert_eq!(size(1000), "1000 B");
+    }
+}
