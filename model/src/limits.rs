@@ -9,6 +9,8 @@
 //! | [`MAX_NODES`] | 1024 | memory nodes (`#Nodes` of a `.mct` file, the nodes of a description) |
 //! | [`MAX_CPU`](crate::MAX_CPU) | 1 048 575 | the largest CPU number of a CPU list or mask |
 //! | [`MAX_LATENCY`](crate::format::csv::MAX_LATENCY) | 10¹² | a latency, in any unit |
+//! | [`MAX_XML_ELEMENTS`] | 1 048 576 | elements of an hwloc XML file |
+//! | [`MAX_XML_ATTRIBUTES`] | 4 194 304 | attributes of an hwloc XML file |
 
 /// The largest file (or standard input) a reader accepts: 256 MiB. A full `.mct` file of
 /// 4096 contexts takes about 235 MB; the 512-context matrices of today's largest machines
@@ -21,3 +23,11 @@ pub const MAX_CONTEXTS: usize = 4096;
 
 /// The most memory nodes a topology may have: 1024, Linux's largest `MAX_NUMNODES`.
 pub const MAX_NODES: usize = 1024;
+
+/// The most elements (counted as `<` characters, before parsing) an hwloc XML file may
+/// have: 1 048 576. lstopo's XML of a 4096-PU machine has about 50 000.
+pub const MAX_XML_ELEMENTS: u32 = 1 << 20;
+
+/// The most attributes (counted as `=` characters, before parsing) an hwloc XML file may
+/// have: 4 194 304, about 200 bytes of parser memory each at most.
+pub const MAX_XML_ATTRIBUTES: usize = 1 << 22;
