@@ -200,3 +200,43 @@ pub fn load_topology(path: &Path, opts: &InferOptions) -> Result<Topology, LoadE
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_extension_decides_before_the_content() {
+        let kind = |name: &str, text: &str| kind_of(Path::new(name), text);
+        // `null` and a comment would be a matrix by content; a .json file is a description.
+        assert_eq!(kind("m.json", "null"), FileKind::Description);
+        assert_eq!(kind("m.JSON", "// x\n{}"), FileKind::Description);
+        assert_eq!(kind("m.xml", "{"), FileKind::HwlocXml);
+        assert_eq!(kind("m.mct", "1,2"), FileKind::Mct);
+        assert_eq!(kind("m.csv", "<a/>"), FileKind::Matrix);
+        assert_eq!(kind("m.tsv", "0\t1\n1\t0\n"), FileKind::Matrix);
+        let table = "cpu\tcore\tsocket\tnode\tgroups\n0\t0\t0\t0\t\n";
+        assert_eq!(kind("m.tsv", table), FileKind::PartitionTable);
+        // Without a known extension, the content.
+        assert_eq!(kind("m.txt", table), FileKind::PartitionTable);
+        assert_eq!(kind("lstopo-output", "\u{feff}  <?xml"), FileKind::HwlocXml);
+        assert_eq!(kind("m", "{}"), FileKind::Description);
+        assert_eq!(kind("m", "#h #HWCs 2"), FileKind::Mct);
+        assert_eq!(kind("m", "0,1\n1,0"), FileKind::Matrix);
+    }
+
+    #[test]
+    fn a_partition_table_is_refused_with_what_to_use_instead() {
+        let path = std::env::temp_dir().join(format!("topoprobe-{}-p.tsv", std::process::id()));
+        std::fs::write(&path, "cpu\tcore\tsocket\tnode\tgroups\n0\t0\t0\t0\t\n").expect("writing");
+        let err = load_topology(&path, &InferOptions::default())
+            .expect_err("refused")
+            .to_string();
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            err.contains("p.tsv:1: this is the partition table"),
+            "{err}"
+        );
+        assert!(err.contains("use the JSON description"), "{err}");
+    }
+}
