@@ -266,7 +266,7 @@ fn parse_error(text: &str) -> (usize, String) {
 
 #[test]
 fn bad_xml_is_refused_with_the_line_and_the_problem() {
-    let (line, m) = parse_error("<topology>\n<object type=\"PU\"");
+    let (line, m) = parse_error("<topology>\n<object type=PU/></topology>");
     assert_eq!(line, 2);
     assert!(m.starts_with("not well-formed XML"), "{m}");
     let (_, m) = parse_error("<svg/>");
