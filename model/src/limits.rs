@@ -11,6 +11,7 @@
 //! | [`MAX_LATENCY`](crate::format::csv::MAX_LATENCY) | 10¹² | a latency, in any unit |
 //! | [`MAX_XML_ELEMENTS`] | 1 048 576 | elements of an hwloc XML file |
 //! | [`MAX_XML_ATTRIBUTES`] | 4 194 304 | attributes of an hwloc XML file |
+//! | [`MAX_XML_DEPTH`] | 256 | nesting of an hwloc XML file's elements |
 
 /// The largest file (or standard input) a reader accepts: 256 MiB. A full `.mct` file of
 /// 4096 contexts takes about 235 MB; the 512-context matrices of today's largest machines
@@ -31,3 +32,7 @@ pub const MAX_XML_ELEMENTS: u32 = 1 << 20;
 /// The most attributes (counted as `=` characters, before parsing) an hwloc XML file may
 /// have: 4 194 304, about 200 bytes of parser memory each at most.
 pub const MAX_XML_ATTRIBUTES: usize = 1 << 22;
+
+/// The deepest nesting of elements an hwloc XML file may have: 256 (lstopo's XML nests
+/// about 20 deep).
+pub const MAX_XML_DEPTH: u32 = 256;

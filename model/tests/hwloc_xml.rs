@@ -305,3 +305,29 @@ fn element_and_pu_counts_are_bounded_before_allocating() {
     let (_, m) = parse_error(&pus_xml(&ids));
     assert!(m.contains("more PUs than the limit of 4096"), "{m}");
 }
+
+#[test]
+fn nesting_is_bounded_and_cpu_sets_keep_only_the_files_pus() {
+    let deep = format!(
+        "<topology>{}{}</topology>",
+        "<object type=\"Group\" cpuset=\"0x1\">".repeat(300),
+        "</object>".repeat(300)
+    );
+    let (line, m) = parse_error(&deep);
+    assert_eq!(line, 1);
+    assert_eq!(m, "elements nest deeper than the limit of 256");
+    // A node whose set names 1024 CPUs of which the file has two PUs keeps those two.
+    let wide = format!(
+        "<topology><object type=\"PU\" os_index=\"0\" cpuset=\"0x1\"/><object type=\"PU\" os_index=\"33\" cpuset=\"0x2,0x0\"/><object type=\"NUMANode\" os_index=\"0\" cpuset=\"{}\"/></topology>",
+        vec!["0xffffffff"; 32].join(",")
+    );
+    let os = read::read_os_view(&wide, Path::new("m.xml")).expect("reads");
+    assert_eq!(os.nodes.expect("a node")[0].cpus, [0, 33]);
+    let (_, m) = parse_error(
+        "<topology><object type=\"PU\" os_index=\"0\" cpuset=\"0x1\"/><object type=\"L2Cache\" cpuset=\"0x1,0xZZ\"/></topology>",
+    );
+    assert!(
+        m.contains("`0xZZ` is not a word of up to 8 hexadecimal digits"),
+        "{m}"
+    );
+}

@@ -10,16 +10,17 @@
 //! are not read.
 //!
 //! The file is read whole, within the file limit; before parsing, its elements (`<`) and
-//! attributes (`=`) are counted against [`MAX_XML_ELEMENTS`] and [`MAX_XML_ATTRIBUTES`],
-//! and its PUs and nodes against [`MAX_CONTEXTS`] and [`MAX_NODES`].
+//! attributes (`=`) are counted against [`MAX_XML_ELEMENTS`] and [`MAX_XML_ATTRIBUTES`];
+//! after parsing, its nesting against [`MAX_XML_DEPTH`], and its PUs and nodes against
+//! [`MAX_CONTEXTS`] and [`MAX_NODES`]. A CPU set keeps only the file's PUs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use roxmltree::{Document, Node, ParsingOptions};
 
-use crate::limits::{MAX_CONTEXTS, MAX_NODES, MAX_XML_ATTRIBUTES, MAX_XML_ELEMENTS};
-use crate::os_view::{parse_cpu_mask, CacheType, OsCache, OsCpu, OsNode, OsView};
+use crate::limits::{MAX_CONTEXTS, MAX_NODES, MAX_XML_ATTRIBUTES, MAX_XML_DEPTH, MAX_XML_ELEMENTS};
+use crate::os_view::{CacheType, OsCache, OsCpu, OsNode, OsView};
 use crate::sections::{CacheLevel, CacheSection, SharingOutcome, SharingTest};
 use crate::{ContextId, ModelError, Origin, Topology};
 
@@ -60,31 +61,67 @@ impl<'input> Reader<'_, 'input> {
             .transpose()
     }
 
-    /// The `cpuset` of an object (hwloc's bitmap syntax, `0x00000003,0xffffffff`).
-    fn cpuset(&self, n: Node<'_, 'input>) -> Result<Vec<u32>, ModelError> {
+    /// The CPUs of an object's `cpuset` (hwloc's bitmap syntax, `0x00000003,0xffffffff`)
+    /// that are PUs of the file, ascending: the others are not kept, so that what is
+    /// allocated never exceeds the PUs.
+    fn cpuset(&self, n: Node<'_, 'input>, pus: &BTreeSet<u32>) -> Result<Vec<u32>, ModelError> {
         let kind = n.attribute("type").unwrap_or("?");
         let Some(text) = n.attribute("cpuset") else {
             return Err(self.err(n, format!("<object type=\"{kind}\"> has no cpuset")));
         };
+        let shown: String = text.chars().take(60).collect();
         if text.contains("f...f") {
             return Err(self.err(
                 n,
-                format!("<object type=\"{kind}\">: cpuset {text} is infinite"),
+                format!("<object type=\"{kind}\">: cpuset {shown} is infinite"),
             ));
         }
-        let words: Vec<&str> = text
-            .split(',')
-            .map(|w| w.trim().trim_start_matches("0x").trim_start_matches("0X"))
-            .collect();
-        parse_cpu_mask(&words.join(",")).map_err(|e| {
-            self.err(
-                n,
-                format!(
-                    "<object type=\"{kind}\">: cpuset {}: {e}",
-                    text.chars().take(60).collect::<String>()
-                ),
-            )
-        })
+        let mut cpus = Vec::new();
+        for (i, word) in text.rsplit(',').enumerate() {
+            let digits = word.trim();
+            let digits = digits
+                .strip_prefix("0x")
+                .or_else(|| digits.strip_prefix("0X"))
+                .unwrap_or(digits);
+            let bits = (1..=8)
+                .contains(&digits.len())
+                .then(|| u32::from_str_radix(digits, 16).ok())
+                .flatten()
+                .ok_or_else(|| {
+                    self.err(
+                        n,
+                        format!(
+                            "<object type=\"{kind}\">: cpuset {shown}: `{}` is not a word of \
+                             up to 8 hexadecimal digits",
+                            word.chars().take(20).collect::<String>()
+                        ),
+                    )
+                })?;
+            if bits == 0 {
+                continue;
+            }
+            let base = u32::try_from(i)
+                .ok()
+                .and_then(|i| i.checked_mul(32))
+                .filter(|&b| b <= crate::os_view::MAX_CPU)
+                .ok_or_else(|| {
+                    self.err(
+                        n,
+                        format!(
+                            "<object type=\"{kind}\">: cpuset {shown} names CPUs above the \
+                             largest CPU number, {}",
+                            crate::os_view::MAX_CPU
+                        ),
+                    )
+                })?;
+            cpus.extend(
+                (0..32)
+                    .filter(|b| bits & (1 << b) != 0)
+                    .map(|b| base + b)
+                    .filter(|c| pus.contains(c)),
+            );
+        }
+        Ok(cpus)
     }
 
     fn os_index(&self, n: Node<'_, 'input>) -> Result<Option<u32>, ModelError> {
@@ -185,6 +222,19 @@ pub fn read_os_view(text: &str, path: &Path) -> Result<OsView, ModelError> {
             ),
         ));
     }
+    // Depths in document order (a parent comes before its children): the nesting is
+    // bounded before any walk up the tree.
+    let mut depth = vec![0u32; doc.descendants().count() + 1];
+    for n in root.descendants() {
+        let d = n.parent().map_or(0, |p| depth[p.id().get_usize()] + 1);
+        if d > MAX_XML_DEPTH {
+            return Err(r.err(
+                n,
+                format!("elements nest deeper than the limit of {MAX_XML_DEPTH}"),
+            ));
+        }
+        depth[n.id().get_usize()] = d;
+    }
     let objects: Vec<Node<'_, '_>> = root
         .descendants()
         .filter(|n| n.has_tag_name("object"))
@@ -236,6 +286,7 @@ pub fn read_os_view(text: &str, path: &Path) -> Result<OsView, ModelError> {
     if pus.is_empty() {
         return Err(ModelError::parse(path, 0, "the topology has no PU object"));
     }
+    let known: BTreeSet<u32> = pus.keys().copied().collect();
     // NUMA nodes.
     let mut nodes: BTreeMap<u32, OsNode> = BTreeMap::new();
     for n in objects
@@ -250,7 +301,7 @@ pub fn read_os_view(text: &str, path: &Path) -> Result<OsView, ModelError> {
         }
         let node = OsNode {
             id,
-            cpus: r.cpuset(*n)?,
+            cpus: r.cpuset(*n, &known)?,
             distances: Vec::new(),
             memory_bytes: r.number::<u64>(*n, "local_memory")?,
         };
@@ -297,7 +348,7 @@ pub fn read_os_view(text: &str, path: &Path) -> Result<OsView, ModelError> {
                 .attribute("cache_associativity")
                 .and_then(|w| w.parse::<u32>().ok())
                 .filter(|&w| w > 0),
-            cpus: r.cpuset(*n)?,
+            cpus: r.cpuset(*n, &known)?,
         });
     }
     caches.sort_by(|a, b| (a.level, a.kind, &a.cpus).cmp(&(b.level, b.kind, &b.cpus)));
