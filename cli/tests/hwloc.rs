@@ -443,3 +443,24 @@ fn files_are_recognized_by_extension_then_content() {
     let (code, _, err) = run(&["show", "--topology", arg(&data("nv-i7-6700k.csv"))]);
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn this_machines_export_has_the_caches_lstopo_sees_here() {
+    if !hwloc("this machine's caches") {
+        return;
+    }
+    // No description here: the OS's view, with the OS's caches and their sharing.
+    let dir = scratch("this_machines_export_has_the_caches_lstopo_sees_here");
+    let xml = dir.join("ours.xml");
+    let (code, _, err) = common::run_in(&dir, &["show", "--format", "hwloc-xml", "-o", arg(&xml)]);
+    assert_eq!(code, 0, "{err}");
+    let ours = tool("lstopo-no-graphics", &["--input", arg(&xml), "--no-io"]);
+    let theirs = tool("lstopo-no-graphics", &["--no-io"]);
+    for cache in ["L1d L#", "L1i L#", "L2 L#", "L3 L#", "L4 L#"] {
+        assert_eq!(
+            ours.matches(cache).count(),
+            theirs.matches(cache).count(),
+            "{cache}: ours:\n{ours}\nlstopo's:\n{theirs}"
+        );
+    }
+}

@@ -331,3 +331,37 @@ fn nesting_is_bounded_and_cpu_sets_keep_only_the_files_pus() {
         "{m}"
     );
 }
+
+#[test]
+fn the_oss_sharing_fills_the_levels_a_description_does_not_share() {
+    let mut t = two_sockets();
+    t.set_caches(Some(CacheSection {
+        levels: vec![level(3, CacheType::Unified, 8 << 10)],
+        tlb: Vec::new(),
+    }));
+    // The OS's L3s are one per group of two cores.
+    let mut xml = String::from("<topology>");
+    for g in 0..4u32 {
+        xml.push_str(&format!(
+            "<object type=\"L3Cache\" cpuset=\"0x{:08x}\" cache_size=\"8388608\" depth=\"3\" cache_type=\"0\">",
+            3u32 << (2 * g)
+        ));
+        for c in 0..2 {
+            let id = 2 * g + c;
+            xml.push_str(&format!(
+                "<object type=\"Core\" cpuset=\"0x{0:08x}\"><object type=\"PU\" os_index=\"{id}\" cpuset=\"0x{0:08x}\"/></object>",
+                1u32 << id
+            ));
+        }
+        xml.push_str("</object>");
+    }
+    xml.push_str("</topology>");
+    let os = read::read_os_view(&xml, Path::new("m.xml")).expect("reads");
+    assert_eq!(read::add_os_sharing(&mut t, &os), 1);
+    let doc_text = hwloc_xml::render(&t);
+    let doc = parse(&doc_text);
+    let l3 = objects(&doc, "L3Cache");
+    assert_eq!(l3.len(), 4);
+    assert!(l3.iter().all(|c| parent_type(*c) == "Group"));
+    assert!(doc_text.contains("<info name=\"TopoprobeSharing\" value=\"os\"/>"));
+}

@@ -433,3 +433,33 @@ pub fn read_topology(text: &str, path: &Path) -> Result<Topology, ModelError> {
         .insert("hwloc_xml".into(), path.display().to_string());
     Ok(topo)
 }
+
+/// Gives the cache levels of `topo` whose sharing is unknown (no `shared_by`) the OS's
+/// sharing of the same level and type, recorded as the OS's; a topology without a cache
+/// section gets the OS's ([`os_cache_section`]). For exporting this machine's
+/// description, whose OS is `os`. Returns the number of levels given a sharing.
+pub fn add_os_sharing(topo: &mut Topology, os: &OsView) -> usize {
+    let Some(from_os) = os_cache_section(topo, os) else {
+        return 0;
+    };
+    let Some(mut section) = topo.caches().cloned() else {
+        let n = from_os.levels.len();
+        topo.set_caches(Some(from_os));
+        return n;
+    };
+    let mut given = 0;
+    for level in section.levels.iter_mut().filter(|l| l.shared_by.is_empty()) {
+        let same = from_os.levels.iter().find(|o| {
+            o.level == level.level
+                && (o.kind == level.kind
+                    || (level.kind.is_none() && o.kind.is_some_and(CacheType::holds_data)))
+        });
+        if let Some(o) = same {
+            level.shared_by.clone_from(&o.shared_by);
+            level.sharing.clone_from(&o.sharing);
+            given += 1;
+        }
+    }
+    topo.set_caches(Some(section));
+    given
+}
