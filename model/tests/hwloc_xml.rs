@@ -365,3 +365,26 @@ fn the_oss_sharing_fills_the_levels_a_description_does_not_share() {
     assert!(l3.iter().all(|c| parent_type(*c) == "Group"));
     assert!(doc_text.contains("<info name=\"TopoprobeSharing\" value=\"os\"/>"));
 }
+
+#[test]
+fn the_export_reads_back_as_the_same_structure_and_caches() {
+    let mut t = two_sockets();
+    t.set_caches(Some(CacheSection {
+        levels: vec![
+            level(1, CacheType::Data, 32),
+            level(2, CacheType::Unified, 1024),
+            level(3, CacheType::Unified, 8 << 10),
+        ],
+        tlb: Vec::new(),
+    }));
+    let xml = hwloc_xml::render(&t);
+    let os = read::read_os_view(&xml, Path::new("m.xml")).expect("reads back");
+    assert_eq!(os.online(), (0..8).collect::<Vec<_>>());
+    assert_eq!(os.cores().len(), 8);
+    assert_eq!(os.packages().len(), 2);
+    assert_eq!(os.cache_groups(3), [vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+    assert_eq!(os.cache_groups(1).len(), 8);
+    let back = read::read_topology(&xml, Path::new("m.xml")).expect("a structure");
+    assert_eq!(back.num_sockets(), 2);
+    assert_eq!(back.num_contexts(), 8);
+}
