@@ -76,7 +76,13 @@ impl Input {
     pub(crate) fn load(&self) -> Result<Topology> {
         let started = Instant::now();
         let mut topo = match (&self.topology, &self.from_matrix) {
-            (Some(p), _) => load_topology(p, &self.hints.options())?,
+            (Some(p), _) => {
+                let topo = load_topology(p, &self.hints.options())?;
+                if let Some(note) = topoprobe_machine::load::file_note(&topo) {
+                    eprintln!("topoprobe: note: {note}");
+                }
+                topo
+            }
             (None, Some(p)) => infer_matrix_file(p, &self.hints)?,
             (None, None) => topology(None)?,
         };

@@ -258,6 +258,7 @@ pub(crate) fn render(
         Format::Text => text::render_with(topo, text).into_bytes(),
         Format::Dot => dot::render(topo).into_bytes(),
         Format::HwlocXml => hwloc_xml::render(topo).into_bytes(),
+        Format::HwlocAnnotate => hwloc_xml::annotate::render(topo).into_bytes(),
         Format::Json => json::to_json_string(topo).into_bytes(),
         Format::Tsv => tsv::partition_string(topo).into_bytes(),
         Format::Csv => {

@@ -82,7 +82,8 @@ pub fn csv(data: &[u8]) {
 
 /// The JSON description loader (syntax, shape and every consistency check), which must
 /// hold no more than [`alloc::reading_bound`] of the text while reading; a description it
-/// accepts is rendered in the formats that need no frequency and read back.
+/// accepts is rendered in the formats that need no frequency and read back (its hwloc
+/// XML by the hwloc XML reader).
 ///
 /// # Panics
 ///
@@ -105,7 +106,12 @@ pub fn json(data: &[u8]) {
         assert_eq!(back.contexts(), topo.contexts());
         assert_eq!(json::to_json_string(&back), again);
         let _ = tsv::partition_string(&topo);
-        let _ = topoprobe_model::format::hwloc_xml::render(&topo);
+        let xml = topoprobe_model::format::hwloc_xml::render(&topo);
+        let _ = topoprobe_model::format::hwloc_xml::annotate::render(&topo);
+        // The export reads back as the OS's view of the same CPUs.
+        let os = topoprobe_model::format::hwloc_xml::read::read_os_view(&xml, path)
+            .expect("an exported hwloc XML reads back");
+        assert_eq!(os.cpus.len(), topo.num_contexts());
     }
 }
 

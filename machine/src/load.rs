@@ -34,6 +34,17 @@ pub fn topology(path: Option<&Path>) -> Result<Topology, MachineError> {
     }
 }
 
+/// The note for a topology read from a file that holds no measurement: an hwloc XML
+/// file, read as the operating system's structure (no latency); `None` otherwise.
+#[must_use]
+pub fn file_note(topology: &Topology) -> Option<String> {
+    let path = topology.provenance().parameters.get("hwloc_xml")?;
+    Some(format!(
+        "{path}: the operating system's structure from hwloc XML, with no latency; \
+         `topoprobe infer` on that machine measures it"
+    ))
+}
+
 /// The topology a command works on and, when it is not a measured description, the note
 /// that says so.
 #[derive(Debug, Clone)]
@@ -41,7 +52,8 @@ pub struct Loaded {
     /// The topology.
     pub topology: Topology,
     /// Set when the topology is the operating system's view of this machine (no saved
-    /// description, or a stale one): the sentence to show the user.
+    /// description, or a stale one) or of the machine of an hwloc XML file: the sentence
+    /// to show the user.
     pub note: Option<String>,
 }
 
@@ -58,8 +70,8 @@ pub struct Loaded {
 pub fn topology_or_os(path: Option<&Path>) -> Result<Loaded, MachineError> {
     match topology(path) {
         Ok(topology) => Ok(Loaded {
+            note: file_note(&topology),
             topology,
-            note: None,
         }),
         Err(MachineError::NoDescription(why)) => {
             let fallback = topoprobe_measure::os::current()

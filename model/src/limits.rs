@@ -13,6 +13,9 @@
 //! | [`MAX_CAPTURE_FILE_BYTES`] | 16 MiB | one file of a sysfs capture archive |
 //! | [`MAX_CAPTURE_ENTRIES`] | 1 000 000 | entries (files, directories, links) of a capture archive |
 //! | [`MAX_CAPTURE_DEPTH`] | 32 | folders in the path of a capture archive's entry |
+//! | [`MAX_XML_ELEMENTS`] | 1 048 576 | elements of an hwloc XML file |
+//! | [`MAX_XML_ATTRIBUTES`] | 4 194 304 | attributes of an hwloc XML file |
+//! | [`MAX_XML_DEPTH`] | 256 | nesting of an hwloc XML file's elements |
 
 /// The largest file (or standard input) a reader accepts: 256 MiB. A full `.mct` file of
 /// 4096 contexts takes about 235 MB; the 512-context matrices of today's largest machines
@@ -42,3 +45,14 @@ pub const MAX_CAPTURE_ENTRIES: usize = 1_000_000;
 /// The most components the path of a capture archive's entry may have: 32. A
 /// `hwloc-gather-topology` capture goes 9 deep.
 pub const MAX_CAPTURE_DEPTH: usize = 32;
+/// The most elements (counted as `<` characters, before parsing) an hwloc XML file may
+/// have: 1 048 576. lstopo's XML of a 4096-PU machine has about 50 000.
+pub const MAX_XML_ELEMENTS: u32 = 1 << 20;
+
+/// The most attributes (counted as `=` characters, before parsing) an hwloc XML file may
+/// have: 4 194 304, about 200 bytes of parser memory each at most.
+pub const MAX_XML_ATTRIBUTES: usize = 1 << 22;
+
+/// The deepest nesting of elements an hwloc XML file may have: 256 (lstopo's XML nests
+/// about 20 deep).
+pub const MAX_XML_DEPTH: u32 = 256;

@@ -167,8 +167,12 @@ pub(crate) enum Format {
     Mct,
     /// Graphviz graphs: intra-socket and cross-socket (render with --svg or --png).
     Dot,
-    /// hwloc v2 XML, with the latency matrix as distances (lstopo --input FILE.xml).
+    /// hwloc v2 XML, with caches, the latency matrix as distances and the memory
+    /// latency and bandwidth as memory attributes (lstopo --input FILE.xml).
     HwlocXml,
+    /// A shell script that adds the latency matrix and memory figures to lstopo's own
+    /// XML of the measured machine with hwloc-annotate (sh FILE.sh IN.xml OUT.xml).
+    HwlocAnnotate,
 }
 
 /// Hints for inference: every one is optional, and the output says which values were given.

@@ -48,7 +48,7 @@ pub(crate) fn run(args: &ShowArgs) -> Result<()> {
         return Err(Usage("--socket chooses the intra-socket graph of --format dot".into()).into());
     }
     args.input.check_output(out)?;
-    let topo = args.input.load()?;
+    let mut topo = args.input.load()?;
     if format == Format::Dot {
         return crate::output::dot_graphs(&topo, args.view.socket, picture, out);
     }
@@ -56,6 +56,13 @@ pub(crate) fn run(args: &ShowArgs) -> Result<()> {
         color: use_color(args.view.color.into(), is_stdout(out)),
         verbose: args.view.verbose,
     };
+    if format == Format::HwlocXml && args.input.paths().is_empty() {
+        // This machine's description: the caches whose sharing it does not record
+        // share as the OS says.
+        if let Ok(os) = topoprobe_measure::os::current() {
+            topoprobe_model::format::hwloc_xml::read::add_os_sharing(&mut topo, &os);
+        }
+    }
     let bytes = render(&topo, format, args.input.hints.ghz, text)?;
     write_to(out, &bytes)
 }

@@ -2,39 +2,45 @@
 //! schedulers) load with `HWLOC_XMLFILE` or `lstopo --input FILE.xml`.
 //!
 //! The tree is Machine → Package (one per socket) → Group (one per group, innermost
-//! last) → Core → PU, with the NUMA nodes as memory children of the package whose local
-//! node they are (of the machine when a node is local to several sockets or to none; one
-//! node for the whole machine when the description knows none). PU numbers are the OS CPU
-//! numbers of the contexts.
+//! last) → Core → PU, with the cache objects (`L3Cache`, `L2Cache`, `L1Cache`,
+//! `L1iCache`…: size, line size, level, type) inserted where their CPUs nest (module
+//! `tree`), and the NUMA nodes as memory children of the package whose local node they
+//! are (of the machine when a node is local to several sockets or to none; one node for
+//! the whole machine when the description knows none). PU numbers are the OS CPU numbers
+//! of the contexts.
 //!
 //! The measured core-to-core latency matrix is a `<distances2>` structure between the PUs
 //! (kind `HWLOC_DISTANCES_KIND_FROM_USER | HWLOC_DISTANCES_KIND_MEANS_LATENCY`, named
 //! `topoprobe-latency-ps` in picoseconds for ns descriptions, `topoprobe-latency-cycles`
-//! for cycles; hwloc distances are integers). Raw measurements are used where present,
-//! the normalized latency of the pair elsewhere.
+//! for cycles; hwloc distances are integers), shown by `lstopo --distances`. Raw
+//! measurements are used where present, the normalized latency of the pair elsewhere.
 //!
-//! Memory figures become memory attributes (`<memattr>`) with the socket's CPUs as
-//! initiator: `Latency` in ns (hwloc's unit; `topoprobe-latency-cycles` when the
-//! description is in cycles), `ReadBandwidth`, `WriteBandwidth` and `Bandwidth` (= read)
-//! in MiB/s, from the bandwidth measured with every context of the socket.
+//! Memory figures become memory attributes (`<memattr>`, shown by `lstopo --memattrs`)
+//! with the socket's CPUs as initiator: `Latency` and `ReadLatency` in ns (hwloc's unit;
+//! `topoprobe-latency-cycles` when the description is in cycles), `ReadBandwidth`,
+//! `WriteBandwidth` and `Bandwidth` (= read) in MiB/s, the highest bandwidth measured from
+//! the socket.
+//!
+//! [`annotate`] writes the same figures as a script that applies them with
+//! `hwloc-annotate` to a machine's own XML; [`read`] reads an XML file that `lstopo`
+//! wrote as the operating system's view.
+
+pub mod annotate;
+mod figures;
+pub mod read;
+mod tree;
 
 use std::fmt::Write as _;
 
 use super::common::escape_xml;
-use crate::components::Member;
-use crate::ids::{ContextId, NodeId, SocketId};
-use crate::sections::{Access, Threads};
+use crate::ids::{NodeId, SocketId};
+use crate::os_view::CacheType;
 use crate::topology::Topology;
 use crate::units::LatencyUnit;
+use tree::{Item, Kind};
 
 /// `HWLOC_DISTANCES_KIND_FROM_USER` (2) | `HWLOC_DISTANCES_KIND_MEANS_LATENCY` (4).
 pub const DISTANCES_KIND: u64 = 2 | 4;
-
-/// hwloc's memory-attribute flags: `LOWER_FIRST` (2) | `NEED_INITIATOR` (4).
-const LOWER_FIRST_WITH_INITIATOR: u64 = 2 | 4;
-
-/// hwloc's memory-attribute flags: `HIGHER_FIRST` (1) | `NEED_INITIATOR` (4).
-const HIGHER_FIRST_WITH_INITIATOR: u64 = 1 | 4;
 
 /// The name of the distances structure for a unit.
 #[must_use]
@@ -61,11 +67,9 @@ pub fn bitmap(bits: &[u32]) -> String {
         .join(",")
 }
 
-/// A memory-attribute value: initiator socket, target node, value.
-type AttrValue = (SocketId, NodeId, u64);
-
 struct Writer<'a> {
     topo: &'a Topology,
+    tree: tree::Tree,
     out: String,
     next_gp: u64,
     /// gp_index of every NUMA node.
@@ -76,13 +80,30 @@ struct Writer<'a> {
     machine_nodes: Vec<NodeId>,
 }
 
+/// hwloc's object type of a cache.
+fn cache_type_name(level: u32, kind: Option<CacheType>) -> String {
+    match kind {
+        Some(CacheType::Instruction) => format!("L{level}iCache"),
+        _ => format!("L{level}Cache"),
+    }
+}
+
+/// hwloc's `cache_type`: 0 unified, 1 data, 2 instruction.
+const fn cache_type_code(kind: Option<CacheType>) -> u8 {
+    match kind {
+        Some(CacheType::Data) => 1,
+        Some(CacheType::Instruction) => 2,
+        _ => 0,
+    }
+}
+
 impl Writer<'_> {
     fn gp(&mut self) -> u64 {
         self.next_gp += 1;
         self.next_gp
     }
 
-    fn cpus(&self, contexts: &[ContextId]) -> Vec<u32> {
+    fn cpus(&self, contexts: &[crate::ids::ContextId]) -> Vec<u32> {
         contexts
             .iter()
             .filter_map(|c| self.topo.contexts().get(c.0).map(|x| x.os_id))
@@ -90,11 +111,7 @@ impl Writer<'_> {
     }
 
     fn node_os(&self, n: NodeId) -> u32 {
-        self.topo
-            .nodes()
-            .get(n.0)
-            .and_then(|x| x.os_id)
-            .unwrap_or(n.0 as u32)
+        node_os(self.topo, n)
     }
 
     /// The nodeset of a socket: its local nodes, else every node.
@@ -110,16 +127,24 @@ impl Writer<'_> {
         }
     }
 
-    fn sets(&self, cpus: &[u32], nodes: &[u32]) -> String {
+    fn sets(cpus: &[u32], nodes: &[u32]) -> String {
         let c = bitmap(cpus);
         let n = bitmap(nodes);
         format!("cpuset=\"{c}\" complete_cpuset=\"{c}\" nodeset=\"{n}\" complete_nodeset=\"{n}\"")
     }
 
+    fn info(&mut self, indent: &str, name: &str, value: &str) {
+        let _ = writeln!(
+            self.out,
+            "{indent}<info name=\"{name}\" value=\"{}\"/>",
+            escape_xml(value)
+        );
+    }
+
     fn numa(&mut self, n: NodeId, cpus: &[u32], indent: &str) {
         let os = self.node_os(n);
         let gp = self.node_gp[n.0];
-        let sets = self.sets(cpus, &[os]);
+        let sets = Self::sets(cpus, &[os]);
         let memory = self
             .topo
             .nodes()
@@ -132,93 +157,104 @@ impl Writer<'_> {
         );
     }
 
-    fn members(&mut self, members: &[Member], nodeset: &[u32], depth: usize) {
+    /// Writes an object below a package (or a package itself) and its children.
+    fn item(&mut self, it: &Item, nodeset: &[u32], depth: usize) {
         let topo = self.topo;
         let indent = "  ".repeat(depth);
-        for m in members {
-            match *m {
-                Member::Group(g) => {
-                    let group = &topo.groups()[g.0];
-                    let gp = self.gp();
-                    let sets = self.sets(&self.cpus(&group.contexts), nodeset);
-                    let _ = writeln!(
-                        self.out,
-                        "{indent}<object type=\"Group\" {sets} gp_index=\"{gp}\" kind=\"1000\" subkind=\"{}\" dont_merge=\"1\">",
-                        group.depth
-                    );
-                    let _ = writeln!(
-                        self.out,
-                        "{indent}  <info name=\"TopoprobeGroup\" value=\"{} ({})\"/>",
-                        g.0,
-                        escape_xml(&group.evidence.to_string())
-                    );
-                    self.members(&group.members, nodeset, depth + 1);
-                    let _ = writeln!(self.out, "{indent}</object>");
+        let cpus: Vec<u32> = it.cpus.iter().copied().collect();
+        let gp = self.gp();
+        let sets = Self::sets(&cpus, nodeset);
+        let inner = format!("{indent}  ");
+        match it.kind {
+            Kind::Machine => {}
+            Kind::Package(s) => {
+                let _ = writeln!(
+                    self.out,
+                    "{indent}<object type=\"Package\" os_index=\"{}\" {sets} gp_index=\"{gp}\">",
+                    s.0
+                );
+                if let Some(model) = &topo.machine().cpu_model {
+                    self.info(&inner, "CPUModel", model);
                 }
-                Member::Core(c) => {
-                    let ctxs = topo.core_contexts(c).to_vec();
-                    let gp = self.gp();
-                    let sets = self.sets(&self.cpus(&ctxs), nodeset);
-                    let _ = writeln!(
-                        self.out,
-                        "{indent}<object type=\"Core\" os_index=\"{}\" {sets} gp_index=\"{gp}\">",
-                        c.0
-                    );
-                    for x in ctxs {
-                        let os = topo.contexts()[x.0].os_id;
-                        let gp = self.gp();
-                        let sets = self.sets(&[os], nodeset);
-                        let _ = writeln!(
-                            self.out,
-                            "{indent}  <object type=\"PU\" os_index=\"{os}\" {sets} gp_index=\"{gp}\"/>"
-                        );
-                    }
-                    let _ = writeln!(self.out, "{indent}</object>");
+                for node in self.socket_nodes[s.0].clone() {
+                    self.numa(node, &cpus, &inner);
                 }
             }
+            Kind::Group(g) => {
+                let group = &topo.groups()[g.0];
+                let _ = writeln!(
+                    self.out,
+                    "{indent}<object type=\"Group\" {sets} gp_index=\"{gp}\" kind=\"1000\" subkind=\"{}\" dont_merge=\"1\">",
+                    group.depth
+                );
+                self.info(
+                    &inner,
+                    "TopoprobeGroup",
+                    &format!("{} ({})", g.0, group.evidence),
+                );
+            }
+            Kind::Cache(i) => {
+                let c = self.tree.caches[i].clone();
+                let size = c
+                    .size_bytes
+                    .map_or(String::new(), |b| format!(" cache_size=\"{b}\""));
+                let line = c
+                    .line_bytes
+                    .map_or(String::new(), |b| format!(" cache_linesize=\"{b}\""));
+                let _ = writeln!(
+                    self.out,
+                    "{indent}<object type=\"{}\" {sets} gp_index=\"{gp}\"{size} depth=\"{}\"{line} cache_type=\"{}\">",
+                    cache_type_name(c.level, c.kind),
+                    c.level,
+                    cache_type_code(c.kind)
+                );
+                if c.size_bytes.is_some() {
+                    self.info(&inner, "TopoprobeSize", c.size_from);
+                }
+                self.info(&inner, "TopoprobeSharing", c.sharing);
+                if let Some(l) = c.latency {
+                    self.info(
+                        &inner,
+                        "TopoprobeLatency",
+                        &format!("{l:.2} {}", topo.units()),
+                    );
+                }
+            }
+            Kind::Core(c) => {
+                let _ = writeln!(
+                    self.out,
+                    "{indent}<object type=\"Core\" os_index=\"{}\" {sets} gp_index=\"{gp}\">",
+                    c.0
+                );
+            }
+            Kind::Pu(os) => {
+                let _ = writeln!(
+                    self.out,
+                    "{indent}<object type=\"PU\" os_index=\"{os}\" {sets} gp_index=\"{gp}\"/>"
+                );
+                return;
+            }
         }
+        for child in &it.children {
+            self.item(child, nodeset, depth + 1);
+        }
+        let _ = writeln!(self.out, "{indent}</object>");
     }
 
     fn distances(&mut self) {
-        let topo = self.topo;
-        let n = topo.num_contexts();
-        if n < 2 {
+        let Some(d) = figures::distances(self.topo) else {
             return;
-        }
-        let tables = topo.latency_tables();
-        let scale = match topo.units() {
-            LatencyUnit::Ns => 1000.0,
-            LatencyUnit::Cycles => 1.0,
         };
-        let mut values = Vec::with_capacity(n * n);
-        for a in 0..n {
-            for b in 0..n {
-                let v = if a == b {
-                    0.0
-                } else {
-                    tables
-                        .raw
-                        .get(a, b)
-                        .or_else(|| tables.raw.get(b, a))
-                        .or_else(|| topo.context_latency(ContextId(a), ContextId(b)))
-                        .unwrap_or(0.0)
-                };
-                values.push((v * scale).round() as u64);
-            }
-        }
-        let indexes: Vec<String> = topo
-            .contexts()
-            .iter()
-            .map(|c| c.os_id.to_string())
-            .collect();
         let _ = writeln!(
             self.out,
-            "  <distances2 type=\"PU\" nbobjs=\"{n}\" kind=\"{DISTANCES_KIND}\" name=\"{}\" indexing=\"os\">",
-            distances_name(topo.units())
+            "  <distances2 type=\"PU\" nbobjs=\"{}\" kind=\"{}\" name=\"{}\" indexing=\"os\">",
+            d.os_ids.len(),
+            d.kind,
+            d.name
         );
         // Like hwloc: chunks of values, each followed by a space; `length` is the number
         // of characters of the content.
-        for chunk in indexes.chunks(16) {
+        for chunk in d.os_ids.chunks(16) {
             let text: String = chunk.iter().map(|v| format!("{v} ")).collect();
             let _ = writeln!(
                 self.out,
@@ -226,7 +262,7 @@ impl Writer<'_> {
                 text.len()
             );
         }
-        for chunk in values.chunks(16) {
+        for chunk in d.values.chunks(16) {
             let text: String = chunk.iter().map(|v| format!("{v} ")).collect();
             let _ = writeln!(
                 self.out,
@@ -239,64 +275,18 @@ impl Writer<'_> {
 
     fn memattrs(&mut self) {
         let topo = self.topo;
-        let Some(mem) = topo.memory() else {
-            return;
-        };
-        let nodes = topo.num_known_nodes();
-        let latency_name = match topo.units() {
-            LatencyUnit::Ns => "Latency",
-            LatencyUnit::Cycles => "topoprobe-latency-cycles",
-        };
-        // (name, flags, values: (socket, node, value))
-        let mut attrs: Vec<(&str, u64, Vec<AttrValue>)> = Vec::new();
-        let mut lat = Vec::new();
-        for s in topo.sockets() {
-            for n in (0..nodes).map(NodeId) {
-                if let Some(v) = mem.latency_from(topo.socket_contexts(s.id), n) {
-                    lat.push((s.id, n, v.round() as u64));
-                }
-            }
-        }
-        attrs.push((latency_name, LOWER_FIRST_WITH_INITIATOR, lat));
-        let bw = |access: Access| -> Vec<AttrValue> {
-            mem.bandwidth
-                .iter()
-                .filter(|b| b.access == access && b.threads == Threads::AllContexts)
-                .map(|b| {
-                    (
-                        b.socket,
-                        b.node,
-                        (b.gbps * 1e9 / 1_048_576.0).round() as u64,
-                    )
-                })
-                .collect()
-        };
-        attrs.push(("Bandwidth", HIGHER_FIRST_WITH_INITIATOR, bw(Access::Read)));
-        attrs.push((
-            "ReadBandwidth",
-            HIGHER_FIRST_WITH_INITIATOR,
-            bw(Access::Read),
-        ));
-        attrs.push((
-            "WriteBandwidth",
-            HIGHER_FIRST_WITH_INITIATOR,
-            bw(Access::Write),
-        ));
-        for (name, flags, values) in attrs {
-            let values: Vec<_> = values
-                .into_iter()
-                .filter(|(s, n, _)| s.0 < topo.num_sockets() && n.0 < self.node_gp.len())
-                .collect();
-            if values.is_empty() {
-                continue;
-            }
-            let _ = writeln!(self.out, "  <memattr name=\"{name}\" flags=\"{flags}\">");
-            for (s, n, v) in values {
-                let cpus = bitmap(&self.cpus(topo.socket_contexts(s)));
+        for attr in figures::memattrs(topo, self.node_gp.len()) {
+            let _ = writeln!(
+                self.out,
+                "  <memattr name=\"{}\" flags=\"{}\">",
+                attr.name, attr.flags
+            );
+            for v in attr.values {
+                let cpus = bitmap(&self.cpus(topo.socket_contexts(v.socket)));
                 let _ = writeln!(
                     self.out,
-                    "    <memattr_value target_obj_type=\"NUMANode\" target_obj_gp_index=\"{}\" value=\"{v}\" initiator_cpuset=\"{cpus}\"/>",
-                    self.node_gp[n.0]
+                    "    <memattr_value target_obj_type=\"NUMANode\" target_obj_gp_index=\"{}\" value=\"{}\" initiator_cpuset=\"{cpus}\"/>",
+                    self.node_gp[v.node.0], v.value
                 );
             }
             let _ = writeln!(self.out, "  </memattr>");
@@ -304,11 +294,25 @@ impl Writer<'_> {
     }
 }
 
+/// The OS number of a node (its index when the description gives none).
+fn node_os(topo: &Topology, n: NodeId) -> u32 {
+    topo.nodes()
+        .get(n.0)
+        .and_then(|x| x.os_id)
+        .unwrap_or(n.0 as u32)
+}
+
+/// The number of nodes the export writes: the description's, at least one.
+fn exported_nodes(topo: &Topology) -> usize {
+    topo.num_known_nodes().max(1)
+}
+
 /// Renders a topology as hwloc v2 XML (see the [module documentation](self)).
 #[must_use]
 pub fn render(topo: &Topology) -> String {
     let mut w = Writer {
         topo,
+        tree: tree::build(topo),
         out: String::new(),
         next_gp: 0,
         node_gp: Vec::new(),
@@ -316,7 +320,7 @@ pub fn render(topo: &Topology) -> String {
         machine_nodes: Vec::new(),
     };
     // Where each node hangs.
-    let nodes = topo.num_known_nodes().max(1);
+    let nodes = exported_nodes(topo);
     for n in (0..nodes).map(NodeId) {
         let local: Vec<SocketId> = topo
             .nodes()
@@ -354,6 +358,9 @@ pub fn render(topo: &Topology) -> String {
         ("TopoprobeSource", p.source.to_string()),
         ("TopoprobeUnits", topo.units().to_string()),
     ];
+    if w.tree.left_out > 0 {
+        infos.push(("TopoprobeCachesLeftOut", w.tree.left_out.to_string()));
+    }
     if let Some(h) = &m.hostname {
         infos.push(("HostName", h.clone()));
     }
@@ -361,37 +368,18 @@ pub fn render(topo: &Topology) -> String {
         infos.push(("OSRelease", k.clone()));
     }
     for (k, v) in infos {
-        let _ = writeln!(
-            w.out,
-            "    <info name=\"{k}\" value=\"{}\"/>",
-            escape_xml(&v)
-        );
+        w.info("    ", k, &v);
     }
     for node in w.machine_nodes.clone() {
         w.numa(node, &all_cpus, "    ");
     }
-    for s in topo.sockets() {
-        let gp = w.gp();
-        let cpus = w.cpus(&s.contexts);
-        let nodeset = w.socket_nodeset(s.id);
-        let sets = w.sets(&cpus, &nodeset);
-        let _ = writeln!(
-            w.out,
-            "    <object type=\"Package\" os_index=\"{}\" {sets} gp_index=\"{gp}\">",
-            s.id.0
-        );
-        if let Some(model) = &m.cpu_model {
-            let _ = writeln!(
-                w.out,
-                "      <info name=\"CPUModel\" value=\"{}\"/>",
-                escape_xml(model)
-            );
-        }
-        for node in w.socket_nodes[s.id.0].clone() {
-            w.numa(node, &cpus, "      ");
-        }
-        w.members(&s.members, &nodeset, 3);
-        let _ = writeln!(w.out, "    </object>");
+    let packages = std::mem::take(&mut w.tree.root.children);
+    for p in &packages {
+        let nodeset = match p.kind {
+            Kind::Package(s) => w.socket_nodeset(s),
+            _ => all_nodes.clone(),
+        };
+        w.item(p, &nodeset, 2);
     }
     w.out.push_str("  </object>\n");
     w.distances();

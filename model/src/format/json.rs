@@ -56,36 +56,51 @@ pub fn from_json_str(text: &str, path: &Path) -> Result<Topology, ModelError> {
     match text.trim_start().chars().next() {
         Some('{') | None => {}
         Some(c) => {
-            let what = match c {
-                '[' => "an array",
-                '"' => "a string",
-                '#' => "a libmctop .mct file",
-                c if c == '-' || c.is_ascii_digit() => "a number (a latency matrix?)",
-                _ => "not JSON",
+            // Whether the text is JSON at all, checked without building it.
+            let (line, what) = match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Ok(_) => (
+                    1,
+                    match c {
+                        '[' => "a JSON array".to_string(),
+                        '"' => "a JSON string".to_string(),
+                        'n' => "JSON null".to_string(),
+                        't' | 'f' => "a JSON boolean".to_string(),
+                        _ => "a JSON number".to_string(),
+                    },
+                ),
+                Err(_) if c == '#' => (1, "a libmctop .mct file".to_string()),
+                Err(e) if c == '-' || c.is_ascii_digit() => (
+                    e.line().max(1),
+                    format!(
+                        "not JSON: {} (a latency matrix is read from a .csv file)",
+                        json_problem(&e)
+                    ),
+                ),
+                Err(e) => (e.line().max(1), format!("not JSON: {}", json_problem(&e))),
             };
             return Err(ModelError::parse(
                 path,
-                1,
+                line,
                 format!("a description is a JSON object (`{{ \"format\": \"topoprobe/1\", … }}`); this is {what}"),
             ));
         }
     }
-    let data: TopologyData = serde_json::from_str(text).map_err(|e| {
-        let full = e.to_string();
-        let position = format!(" at line {} column {}", e.line(), e.column());
-        let message = full.strip_suffix(&position).unwrap_or(&full);
-        ModelError::parse(
-            path,
-            e.line().max(1),
-            format!("{message} (column {})", e.column()),
-        )
-    })?;
+    let data: TopologyData = serde_json::from_str(text)
+        .map_err(|e| ModelError::parse(path, e.line().max(1), json_problem(&e)))?;
     Topology::from_data(data).map_err(|e| match e {
         ModelError::Structure(message) => {
             ModelError::parse(path, 0, format!("inconsistent description: {message}"))
         }
         other => other,
     })
+}
+
+/// serde_json's message without its position, and the column: `expected value (column 1)`.
+fn json_problem(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&position).unwrap_or(&full);
+    format!("{message} (column {})", e.column())
 }
 
 /// Reads a description file.
@@ -156,6 +171,33 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn json_that_is_no_object_and_text_that_is_no_json_say_which() {
+        let err = |text: &str| {
+            from_json_str(text, Path::new("m.json"))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            err("null").ends_with("this is JSON null"),
+            "{}",
+            err("null")
+        );
+        assert!(err(" [1]").ends_with("this is a JSON array"));
+        let comment = err("// note\n{}");
+        assert!(
+            comment.starts_with("m.json:1: ")
+                && comment.ends_with("not JSON: expected value (column 1)"),
+            "{comment}"
+        );
+        let matrix = err("\n1,2\n3,4\n");
+        assert!(matrix.starts_with("m.json:2: "), "{matrix}");
+        assert!(
+            matrix.contains("a latency matrix is read from a .csv file"),
+            "{matrix}"
+        );
     }
 
     #[test]

@@ -1,0 +1,175 @@
+//! The measured figures hwloc can hold, computed once for the XML writer and the
+//! `hwloc-annotate` script: the core-to-core latency matrix as a distances structure
+//! between PUs, and the memory latency and bandwidth as memory attributes from each
+//! socket's CPUs (the initiator) to each node (the target).
+
+use std::collections::BTreeMap;
+
+use crate::ids::{ContextId, NodeId, SocketId};
+use crate::sections::Access;
+use crate::topology::Topology;
+use crate::units::LatencyUnit;
+
+use super::{distances_name, DISTANCES_KIND};
+
+/// hwloc's memory-attribute flags: `LOWER_FIRST` (2) | `NEED_INITIATOR` (4).
+pub(super) const LOWER_FIRST_WITH_INITIATOR: u64 = 2 | 4;
+
+/// hwloc's memory-attribute flags: `HIGHER_FIRST` (1) | `NEED_INITIATOR` (4).
+pub(super) const HIGHER_FIRST_WITH_INITIATOR: u64 = 1 | 4;
+
+/// The latency matrix between PUs, in hwloc's integer values.
+pub(super) struct Distances {
+    /// The structure's name.
+    pub name: &'static str,
+    /// `HWLOC_DISTANCES_KIND_*` flags.
+    pub kind: u64,
+    /// OS numbers of the PUs, in matrix order.
+    pub os_ids: Vec<u32>,
+    /// Row-major values (row = from).
+    pub values: Vec<u64>,
+}
+
+/// One memory attribute and its values.
+pub(super) struct MemAttr {
+    /// hwloc's name (`Latency`, `Bandwidth`…) or topoprobe's for a figure hwloc has no
+    /// attribute for.
+    pub name: &'static str,
+    /// `HWLOC_MEMATTR_FLAG_*` flags.
+    pub flags: u64,
+    /// Whether hwloc does not know the attribute (it must be registered first).
+    pub custom: bool,
+    /// The values, one per initiator socket and target node.
+    pub values: Vec<AttrValue>,
+}
+
+/// A memory-attribute value from a socket's CPUs to a node.
+pub(super) struct AttrValue {
+    /// The initiator socket.
+    pub socket: SocketId,
+    /// The target node.
+    pub node: NodeId,
+    /// The value in the attribute's unit.
+    pub value: u64,
+}
+
+/// The latency matrix as hwloc distances (none below two contexts): raw measurements
+/// where present, the normalized latency of the pair elsewhere, in picoseconds for a
+/// description in ns (hwloc distances are integers) and in cycles otherwise.
+pub(super) fn distances(topo: &Topology) -> Option<Distances> {
+    let n = topo.num_contexts();
+    if n < 2 {
+        return None;
+    }
+    let tables = topo.latency_tables();
+    let scale = match topo.units() {
+        LatencyUnit::Ns => 1000.0,
+        LatencyUnit::Cycles => 1.0,
+    };
+    let mut values = Vec::with_capacity(n * n);
+    for a in 0..n {
+        for b in 0..n {
+            let v = if a == b {
+                0.0
+            } else {
+                tables
+                    .raw
+                    .get(a, b)
+                    .or_else(|| tables.raw.get(b, a))
+                    .or_else(|| topo.context_latency(ContextId(a), ContextId(b)))
+                    .unwrap_or(0.0)
+            };
+            values.push((v * scale).round() as u64);
+        }
+    }
+    if values.iter().all(|&v| v == 0) {
+        // A structure-only description (the OS's view) has no latency to give.
+        return None;
+    }
+    Some(Distances {
+        name: distances_name(topo.units()),
+        kind: DISTANCES_KIND,
+        os_ids: topo.contexts().iter().map(|c| c.os_id).collect(),
+        values,
+    })
+}
+
+/// The memory attributes with at least one value, for the nodes below `nodes`:
+/// `Latency` and `ReadLatency` (a dependent load's latency, in ns; the custom
+/// `topoprobe-latency-cycles` for a description in cycles) from the socket's fastest
+/// measuring context, and `Bandwidth` (= read), `ReadBandwidth` and `WriteBandwidth` in
+/// MiB/s: the highest figure measured from the socket, whatever its thread count.
+pub(super) fn memattrs(topo: &Topology, nodes: usize) -> Vec<MemAttr> {
+    let Some(mem) = topo.memory() else {
+        return Vec::new();
+    };
+    let mut lat = Vec::new();
+    for s in topo.sockets() {
+        for n in (0..nodes).map(NodeId) {
+            if let Some(v) = mem.latency_from(topo.socket_contexts(s.id), n) {
+                lat.push((s.id, n, v.round() as u64));
+            }
+        }
+    }
+    let bw = |access: Access| -> Vec<(SocketId, NodeId, u64)> {
+        let mut best: BTreeMap<(SocketId, NodeId), f64> = BTreeMap::new();
+        for b in mem.bandwidth.iter().filter(|b| b.access == access) {
+            let e = best.entry((b.socket, b.node)).or_insert(b.gbps);
+            *e = e.max(b.gbps);
+        }
+        best.into_iter()
+            .map(|((s, n), gbps)| (s, n, (gbps * 1e9 / 1_048_576.0).round() as u64))
+            .collect()
+    };
+    let mut attrs = Vec::new();
+    let mut push = |name, flags, custom, values: Vec<(SocketId, NodeId, u64)>| {
+        let values: Vec<AttrValue> = values
+            .into_iter()
+            .filter(|&(s, n, _)| s.0 < topo.num_sockets() && n.0 < nodes)
+            .map(|(socket, node, value)| AttrValue {
+                socket,
+                node,
+                value,
+            })
+            .collect();
+        if !values.is_empty() {
+            attrs.push(MemAttr {
+                name,
+                flags,
+                custom,
+                values,
+            });
+        }
+    };
+    match topo.units() {
+        LatencyUnit::Ns => {
+            push("Latency", LOWER_FIRST_WITH_INITIATOR, false, lat.clone());
+            push("ReadLatency", LOWER_FIRST_WITH_INITIATOR, false, lat);
+        }
+        LatencyUnit::Cycles => push(
+            "topoprobe-latency-cycles",
+            LOWER_FIRST_WITH_INITIATOR,
+            true,
+            lat,
+        ),
+    }
+    push(
+        "Bandwidth",
+        HIGHER_FIRST_WITH_INITIATOR,
+        false,
+        bw(Access::Read),
+    );
+    push(
+        "ReadBandwidth",
+        HIGHER_FIRST_WITH_INITIATOR,
+        false,
+        bw(Access::Read),
+    );
+    push(
+        "WriteBandwidth",
+        HIGHER_FIRST_WITH_INITIATOR,
+        false,
+        bw(Access::Write),
+    );
+    attrs
+}
