@@ -368,6 +368,7 @@ pub fn read_os_view(text: &str, path: &Path) -> Result<OsView, ModelError> {
         kernel: info("OSRelease"),
         hostname: info("HostName"),
         notes: Vec::new(),
+        ..OsView::default()
     })
 }
 
