@@ -47,6 +47,41 @@ with open(f"{d}/hwcs.mct", "w") as f:
     f.write("#h #HWCs 4097 #Nodes 1 SMT 0\n0 0 0\n")
 with open(f"{d}/nodes.mct", "w") as f:
     f.write("#h #HWCs 2 #Nodes 1025 SMT 0\n0 0 0\n")
+# hwloc XML: one element over the limit (1048577 empty elements), and nesting of 257.
+with open(f"{d}/elements.xml", "w") as f:
+    f.write('<?xml version="1.0"?>\n<topology version="2.0">\n')
+    f.write("<info/>\n" * 1048577)
+    f.write("</topology>\n")
+with open(f"{d}/deep.xml", "w") as f:
+    f.write('<?xml version="1.0"?>\n<topology version="2.0">\n')
+    f.write('<object type="Group">' * 257 + "</object>" * 257)
+    f.write("</topology>\n")
+# Capture archives: one file over 16 MiB; files over 256 MiB together (17 x 16 MiB).
+import tarfile, io
+class Zeros(io.RawIOBase):
+    def __init__(self, n): self.left = n
+    def readable(self): return True
+    def readinto(self, b):
+        k = min(len(b), self.left); b[:k] = bytes(k); self.left -= k; return k
+def capture(name, sizes):
+    with tarfile.open(f"{d}/{name}", "w:gz", compresslevel=1) as t:
+        for i, n in enumerate(sizes):
+            info = tarfile.TarInfo(f"cap/sys/devices/system/cpu/f{i}"); info.size = n
+            t.addfile(info, io.BufferedReader(Zeros(n)))
+capture("bigfile.tar.gz", [16 * 2**20 + 1])
+with open(f"{d}/attributes.xml", "w") as f:
+    f.write('<?xml version="1.0"?>\n<topology version="2.0">\n<info name="')
+    f.write("=" * (4 * 2**20 + 1))
+    f.write('"/>\n</topology>\n')
+def entries(name, paths):
+    with tarfile.open(f"{d}/{name}", "w:gz", compresslevel=1) as t:
+        for p in paths:
+            info = tarfile.TarInfo(p); info.size = 0
+            t.addfile(info, io.BytesIO())
+entries("deep.tar.gz", ["cap/" + "d/" * 32 + "f"])
+entries("longname.tar.gz", ["cap/" + "n" * 4097])
+entries("entries.tar.gz", (f"cap/f{i}" for i in range(1_000_001)))
+capture("bigtotal.tar.gz", [16 * 2**20] * 17)
 PY
 # A file just over 256 MiB (sparse: no disk used).
 truncate -s $((256 * 1024 * 1024 + 1)) "$dir/huge.json"
@@ -83,4 +118,12 @@ row "#Nodes of a .mct header" "1024" "$dir/nodes.mct" "$bin" show --topology "$d
 row "a CPU number in --cpus" "1 048 575" "" "$bin" cpus 1048576
 row "a CPU list repeating 0-1048575 1000 times" "linear time" "" "$bin" cpus "$(printf '0-1048575,%.0s' $(seq 999))0-1048575"
 row "a sysfs file" "16 MiB" "$dir/sys/sys/devices/system/cpu/online" "$bin" cpus --topology "$dir/sys" all
+row "elements of an hwloc XML file" "1 048 576" "$dir/elements.xml" "$bin" show --topology "$dir/elements.xml"
+row "nesting of an hwloc XML file" "256 levels" "$dir/deep.xml" "$bin" show --topology "$dir/deep.xml"
+row "attributes of an hwloc XML file" "4 194 304" "$dir/attributes.xml" "$bin" show --topology "$dir/attributes.xml"
+row "folders in a capture entry's path" "32" "$dir/deep.tar.gz" "$bin" os --root "$dir/deep.tar.gz"
+row "a long name in a capture archive" "4096 bytes" "$dir/longname.tar.gz" "$bin" os --root "$dir/longname.tar.gz"
+row "entries of a capture archive" "1 000 000" "$dir/entries.tar.gz" "$bin" os --root "$dir/entries.tar.gz"
+row "one file of a capture archive" "16 MiB" "$dir/bigfile.tar.gz" "$bin" os --root "$dir/bigfile.tar.gz"
+row "the files of a capture archive, together" "256 MiB" "$dir/bigtotal.tar.gz" "$bin" os --root "$dir/bigtotal.tar.gz"
 row "mem --size" "memory available now" "" "$bin" mem --latency-only --size 512T

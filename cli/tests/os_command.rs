@@ -218,6 +218,21 @@ fn bad_archives_are_refused_clearly() {
         ],
     );
     refused(&a, &["entry 2", "a FIFO"]);
+    // A pax name longer than PATH_MAX: refused before it is created, its name shortened
+    // in the message.
+    let long = format!("m/{}", "n".repeat(5000));
+    let record = format!("path={long}\n");
+    let record = format!("{} {record}", record.len() + 1 + (record.len() + 5).to_string().len());
+    let a = archive(
+        d,
+        "pax.tar",
+        &[
+            top.clone(),
+            entry("pax", b'x', record.as_bytes(), record.len() as u64, ""),
+            entry("m/short", b'0', b"", 0, ""),
+        ],
+    );
+    refused(&a, &["entry 3", "longer than 4096 bytes", "nnn…"]);
     // An archive without the CPUs' files: the error names the file inside the archive.
     let a = archive(d, "empty.tar", &[top, cpu]);
     refused(&a, &["empty.tar:m/sys/devices/system/cpu", "no online CPU"]);

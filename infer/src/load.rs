@@ -170,6 +170,14 @@ pub enum LoadError {
 /// problem), when it is a partition table (which cannot be read back), or when inference
 /// fails.
 pub fn load_topology(path: &Path, opts: &InferOptions) -> Result<Topology, LoadError> {
+    let json_file = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    if json_file {
+        // Streamed: a list over its limit is refused before the rest is read.
+        return Ok(json::read_description(path)?);
+    }
     let text = topoprobe_model::format::read_input(path)?;
     let infer_err = |source| LoadError::Infer {
         path: path.display().to_string(),

@@ -342,6 +342,16 @@ fn unpack_entry(
     fs::hard_link(&source, &dest).map_err(|e| format!("creating the link {}: {e}", dest.display()))
 }
 
+/// An entry's name for a message: at most 120 characters, the rest elided (a pax name
+/// may be 64 KiB long).
+fn shortened(name: &Path) -> String {
+    let text = name.display().to_string();
+    match text.char_indices().nth(120) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
 /// Unpacks every entry of `archive` into `top`.
 fn unpack_all(path: &Path, reader: Box<dyn Read>, top: &Path) -> Result<(), OsError> {
     let mut archive = tar::Archive::new(reader);
@@ -351,7 +361,7 @@ fn unpack_all(path: &Path, reader: Box<dyn Read>, top: &Path) -> Result<(), OsEr
         links: Vec::new(),
     };
     let err = |n: usize, name: &Path, problem: String| {
-        capture_error(path, format!("entry {n} ({}): {problem}", name.display()))
+        capture_error(path, format!("entry {n} ({}): {problem}", shortened(name)))
     };
     let entries = archive
         .entries()
@@ -405,6 +415,15 @@ fn unpack_all(path: &Path, reader: Box<dyn Read>, top: &Path) -> Result<(), OsEr
         }
         let name = long_name.take().unwrap_or(header_path);
         let shown = PathBuf::from(OsStr::from_bytes(&name));
+        for (what, bytes) in [("path", Some(&name)), ("link target", long_link.as_ref())] {
+            if bytes.is_some_and(|b| b.len() as u64 > MAX_PATH_BYTES) {
+                return Err(err(
+                    n,
+                    &shown,
+                    format!("its {what} is longer than {MAX_PATH_BYTES} bytes (Linux's PATH_MAX)"),
+                ));
+            }
+        }
         let link = long_link
             .take()
             .or_else(|| entry.header().link_name_bytes().map(|b| b.into_owned()));

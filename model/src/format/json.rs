@@ -23,9 +23,10 @@
 //! assert_eq!(from_json_str(&text, Path::new("m.json")).unwrap(), topo);
 //! ```
 
+use std::io::BufRead;
 use std::path::Path;
 
-use super::lexer::{read_text, strip_bom};
+use super::lexer::{open_text, read_text, strip_bom};
 use crate::error::ModelError;
 use crate::limits::MAX_FILE_BYTES;
 use crate::topology::{Topology, TopologyData};
@@ -87,12 +88,7 @@ pub fn from_json_str(text: &str, path: &Path) -> Result<Topology, ModelError> {
     }
     let data: TopologyData = serde_json::from_str(text)
         .map_err(|e| ModelError::parse(path, e.line().max(1), json_problem(&e)))?;
-    Topology::from_data(data).map_err(|e| match e {
-        ModelError::Structure(message) => {
-            ModelError::parse(path, 0, format!("inconsistent description: {message}"))
-        }
-        other => other,
-    })
+    checked(data, path)
 }
 
 /// serde_json's message without its position, and the column: `expected value (column 1)`.
@@ -111,8 +107,56 @@ fn json_problem(e: &serde_json::Error) -> String {
 /// naming the file when it is not UTF-8 text or not a valid description (see
 /// [`from_json_str`]).
 pub fn read_description(path: &Path) -> Result<Topology, ModelError> {
-    let text = read_text(path, MAX_FILE_BYTES)?;
-    from_json_str(&text, path)
+    if path.as_os_str() == "-" {
+        let text = read_text(path, MAX_FILE_BYTES)?;
+        return from_json_str(&text, path);
+    }
+    // Streamed: a list or a latency row over its limit is refused when the parser reaches
+    // it, before the rest of the file is read (a 229 MB file with a 60-million-entry row
+    // held the whole text before).
+    let mut reader = std::io::BufReader::with_capacity(64 << 10, open_text(path, MAX_FILE_BYTES)?);
+    let starts_an_object = match reader.fill_buf() {
+        Ok(head) => {
+            let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+            head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        }
+        Err(e) => {
+            return Err(reader
+                .get_mut()
+                .failure()
+                .unwrap_or_else(|| ModelError::io(path, e)))
+        }
+    };
+    if !starts_an_object {
+        // Not a description (or one whose first 64 KiB are blank): read whole, for the
+        // message that says what it is.
+        let mut text = String::new();
+        let read = std::io::Read::read_to_string(&mut reader, &mut text);
+        if let Some(failure) = reader.get_mut().failure() {
+            return Err(failure);
+        }
+        read.map_err(|e| ModelError::io(path, e))?;
+        return from_json_str(&text, path);
+    }
+    if reader.fill_buf().is_ok_and(|b| b.starts_with(b"\xef\xbb\xbf")) {
+        reader.consume(3);
+    }
+    let parsed: Result<TopologyData, _> = serde_json::from_reader(&mut reader);
+    if let Some(failure) = reader.get_mut().failure() {
+        return Err(failure);
+    }
+    let data = parsed.map_err(|e| ModelError::parse(path, e.line().max(1), json_problem(&e)))?;
+    checked(data, path)
+}
+
+/// The topology of parsed description data, its consistency checked.
+fn checked(data: TopologyData, path: &Path) -> Result<Topology, ModelError> {
+    Topology::from_data(data).map_err(|e| match e {
+        ModelError::Structure(message) => {
+            ModelError::parse(path, 0, format!("inconsistent description: {message}"))
+        }
+        other => other,
+    })
 }
 
 /// Writes a description file atomically.
@@ -144,6 +188,41 @@ mod tests {
         let lat = LatencyMatrix::from_fn(4, |a, b| Some(if a % 2 == b % 2 { 8.5 } else { 40.25 }));
         b.latencies(lat.clone(), lat);
         b.build().unwrap()
+    }
+
+    #[test]
+    fn a_file_is_read_as_its_text_is_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = to_json_string(&small());
+        let file = dir.path().join("m.json");
+        std::fs::write(&file, format!("\u{feff}{text}")).unwrap();
+        assert_eq!(read_description(&file).unwrap(), small());
+        // A NUL byte stops the stream, named at its line.
+        let broken = text.replacen("\"units\"", "\"u\0nits\"", 1);
+        let line = broken.lines().position(|l| l.contains('\0')).unwrap() + 1;
+        std::fs::write(&file, &broken).unwrap();
+        match read_description(&file) {
+            Err(ModelError::Parse { line: l, message, .. }) => {
+                assert_eq!(l, line, "{message}");
+                assert!(message.contains("binary data"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Errors of the stream name the line as those of the text do.
+        let bad = text.replacen("\"units\"", "\"units\" oops", 1);
+        std::fs::write(&file, &bad).unwrap();
+        assert_eq!(
+            read_description(&file).unwrap_err().to_string(),
+            from_json_str(&bad, &file).unwrap_err().to_string()
+        );
+        for other in ["null", "[1, 2]", "0,1\n1,0\n", "// c\n{}"] {
+            std::fs::write(&file, other).unwrap();
+            assert_eq!(
+                read_description(&file).unwrap_err().to_string(),
+                from_json_str(other, &file).unwrap_err().to_string(),
+                "{other}"
+            );
+        }
     }
 
     #[test]

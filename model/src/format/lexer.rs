@@ -37,12 +37,26 @@ fn read_text_waiting(
     max_bytes: u64,
     fifo_wait: Duration,
 ) -> Result<String, ModelError> {
-    let io = |e: std::io::Error| ModelError::io(path, e);
     if path.as_os_str() == "-" {
         return read_bounded(std::io::stdin().lock(), path, max_bytes, 0);
     }
-    // Opened without blocking: opening a FIFO that no program writes to would otherwise
-    // wait forever (`FifoReader` waits a bounded time instead).
+    let (file, meta) = open_file(path)?;
+    if meta.file_type().is_fifo() {
+        let fifo = FifoReader::new(file, fifo_wait);
+        return read_bounded(fifo, path, max_bytes, 0);
+    }
+    let len = meta.len();
+    if len > max_bytes {
+        return Err(too_large(path, len, max_bytes));
+    }
+    read_bounded(file, path, max_bytes, usize::try_from(len).unwrap_or(0))
+}
+
+/// Opens a file for reading, and its metadata; a directory is refused. Opened without
+/// blocking: opening a FIFO that no program writes to would otherwise wait forever
+/// (`FifoReader` waits a bounded time instead).
+fn open_file(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), ModelError> {
+    let io = |e: std::io::Error| ModelError::io(path, e);
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -55,15 +69,85 @@ fn read_text_waiting(
             "is a directory, not a file",
         )));
     }
-    if meta.file_type().is_fifo() {
-        let fifo = FifoReader::new(file, fifo_wait);
-        return read_bounded(fifo, path, max_bytes, 0);
+    Ok((file, meta))
+}
+
+/// Opens a file to be read as a stream of text, as [`read_text`] reads it whole: a
+/// directory is refused, a FIFO waits a bounded time for its writer, a file longer than
+/// `max_bytes` is refused before reading. The stream stops with an error at its first NUL
+/// byte and as soon as it grows past `max_bytes`; [`TextStream::failure`] then says why,
+/// as [`read_text`] would. Standard input (`-`) is not streamed: read it with [`read_text`].
+///
+/// # Errors
+///
+/// [`ModelError::Io`] when the file cannot be opened, [`ModelError::Parse`] when it is
+/// larger than `max_bytes`.
+pub(crate) fn open_text(path: &Path, max_bytes: u64) -> Result<TextStream, ModelError> {
+    let (file, meta) = open_file(path)?;
+    let inner: Box<dyn Read> = if meta.file_type().is_fifo() {
+        Box::new(FifoReader::new(file, FIFO_WRITER_WAIT))
+    } else {
+        if meta.len() > max_bytes {
+            return Err(too_large(path, meta.len(), max_bytes));
+        }
+        Box::new(file)
+    };
+    Ok(TextStream {
+        inner,
+        path: path.to_path_buf(),
+        max_bytes,
+        read: 0,
+        lines: 1,
+        failure: None,
+    })
+}
+
+/// A file read as a stream of text within a size limit: see [`open_text`].
+pub(crate) struct TextStream {
+    inner: Box<dyn Read>,
+    path: std::path::PathBuf,
+    max_bytes: u64,
+    read: u64,
+    /// The line being read (1-based), for the message of a NUL byte.
+    lines: usize,
+    failure: Option<ModelError>,
+}
+
+impl TextStream {
+    /// Why the stream stopped early (a NUL byte, more than the limit), if it did: the
+    /// error to report rather than the reader's own.
+    pub(crate) fn failure(&mut self) -> Option<ModelError> {
+        self.failure.take()
     }
-    let len = meta.len();
-    if len > max_bytes {
-        return Err(too_large(path, len, max_bytes));
+
+    fn fail(&mut self, e: ModelError) -> std::io::Error {
+        let text = e.to_string();
+        self.failure = Some(e);
+        std::io::Error::other(text)
     }
-    read_bounded(file, path, max_bytes, usize::try_from(len).unwrap_or(0))
+}
+
+impl Read for TextStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let got = self.inner.read(buf)?;
+        let part = &buf[..got];
+        if let Some(at) = part.iter().position(|&b| b == 0) {
+            let line = self.lines + part[..at].iter().filter(|&&b| b == b'\n').count();
+            let e = ModelError::parse(
+                &self.path,
+                line,
+                "binary data, not a text file (byte 0x00)".to_string(),
+            );
+            return Err(self.fail(e));
+        }
+        self.lines += part.iter().filter(|&&b| b == b'\n').count();
+        self.read += got as u64;
+        if self.read > self.max_bytes {
+            let e = too_large(&self.path, self.read, self.max_bytes);
+            return Err(self.fail(e));
+        }
+        Ok(got)
+    }
 }
 
 /// How long a FIFO (a named pipe, or `<(command)` in a shell) may stay without a writer,
