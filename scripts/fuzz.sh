@@ -43,5 +43,5 @@ for t in "${targets[@]}"; do
     echo "$t: $(get execs_done) executions in $(get run_time) s, $(get execs_per_sec) exec/s," \
         "edges $(get edges_found)/$(get total_edges) (bitmap $(get bitmap_cvg))," \
         "queue $(get corpus_count) -> $(ls "fuzz/corpus/$t" | wc -l) minimized," \
-        "crashes $crashes, hangs $hangs, peak RSS $(get peak_rss_mb) MB"
+        "crashes $crashes, hangs $hangs"
 done
