@@ -222,7 +222,10 @@ fn bad_archives_are_refused_clearly() {
     // in the message.
     let long = format!("m/{}", "n".repeat(5000));
     let record = format!("path={long}\n");
-    let record = format!("{} {record}", record.len() + 1 + (record.len() + 5).to_string().len());
+    let record = format!(
+        "{} {record}",
+        record.len() + 1 + (record.len() + 5).to_string().len()
+    );
     let a = archive(
         d,
         "pax.tar",

@@ -138,7 +138,10 @@ pub fn read_description(path: &Path) -> Result<Topology, ModelError> {
         read.map_err(|e| ModelError::io(path, e))?;
         return from_json_str(&text, path);
     }
-    if reader.fill_buf().is_ok_and(|b| b.starts_with(b"\xef\xbb\xbf")) {
+    if reader
+        .fill_buf()
+        .is_ok_and(|b| b.starts_with(b"\xef\xbb\xbf"))
+    {
         reader.consume(3);
     }
     let parsed: Result<TopologyData, _> = serde_json::from_reader(&mut reader);
@@ -202,7 +205,9 @@ mod tests {
         let line = broken.lines().position(|l| l.contains('\0')).unwrap() + 1;
         std::fs::write(&file, &broken).unwrap();
         match read_description(&file) {
-            Err(ModelError::Parse { line: l, message, .. }) => {
+            Err(ModelError::Parse {
+                line: l, message, ..
+            }) => {
                 assert_eq!(l, line, "{message}");
                 assert!(message.contains("binary data"), "{message}");
             }
