@@ -38,6 +38,8 @@ use crate::error::SyncError;
 const LINES: usize = 32;
 /// Words per page.
 const PAGE_WORDS: usize = 512;
+/// Operations measured in each state ([`Op::ALL`]).
+pub const OPS: usize = Op::ALL.len();
 /// Largest accepted number of rounds.
 pub const MAX_ROUNDS: usize = 100_000;
 
