@@ -112,7 +112,10 @@ fn a_small_budget_keeps_socket_zero_and_the_first_cross_socket_pair() {
         .iter()
         .take_while(|x| x.scope != Scope::OtherSocket)
         .count();
-    let budget = Budget::new(full.cost.seconds_before(inside + 4) + per_step / 2.0, 1 << 30);
+    let budget = Budget::new(
+        full.cost.seconds_before(inside + 4) + per_step / 2.0,
+        1 << 30,
+    );
     let p = plan(&t, DEFAULT_ROUNDS, budget).unwrap();
     assert!(p.cost.fits());
     assert_eq!(p.planned[..], full.planned[..p.planned.len()]);
@@ -121,7 +124,11 @@ fn a_small_budget_keeps_socket_zero_and_the_first_cross_socket_pair() {
         vec![(0, 1), (0, 1), (1, 0), (1, 0)]
     );
     assert_eq!(p.cost.left_out.len(), 1);
-    assert!(p.cost.left_out[0].contains("left out by the budget"), "{:?}", p.cost.left_out);
+    assert!(
+        p.cost.left_out[0].contains("left out by the budget"),
+        "{:?}",
+        p.cost.left_out
+    );
 }
 
 #[test]
@@ -130,14 +137,30 @@ fn one_socket_one_node_plans_no_other_socket_and_says_the_home_variants_collapse
     assert_eq!(t.nodes().len(), 1);
     let p = plan(&t, DEFAULT_ROUNDS, ROOMY).unwrap();
     assert!(p.planned.iter().all(|x| x.scope != Scope::OtherSocket));
-    assert!(p.planned.iter().all(|x| x.scope != Scope::Core), "no SMT, no sibling");
+    assert!(
+        p.planned.iter().all(|x| x.scope != Scope::Core),
+        "no SMT, no sibling"
+    );
     assert!(p
         .planned
         .iter()
         .all(|x| x.home == Home::Unbound && x.home_node.is_none()));
-    assert!(p.unavailable.iter().any(|u| u == "other_socket: one socket"), "{:?}", p.unavailable);
-    assert!(p.unavailable.iter().any(|u| u.starts_with("core: no SMT sibling")));
-    assert!(p.notes.iter().any(|n| n.contains("collapse")), "{:?}", p.notes);
+    assert!(
+        p.unavailable
+            .iter()
+            .any(|u| u == "other_socket: one socket"),
+        "{:?}",
+        p.unavailable
+    );
+    assert!(p
+        .unavailable
+        .iter()
+        .any(|u| u.starts_with("core: no SMT sibling")));
+    assert!(
+        p.notes.iter().any(|n| n.contains("collapse")),
+        "{:?}",
+        p.notes
+    );
 }
 
 #[test]
@@ -156,7 +179,14 @@ fn bench_calls(
     trios(t, me)
         .into_iter()
         .filter_map(|(s, trio)| trio.ok().map(|trio| (s, trio)))
-        .chain([(Scope::Memory, line_ops::Trio { b: cpu, a: cpu, c: None })])
+        .chain([(
+            Scope::Memory,
+            line_ops::Trio {
+                b: cpu,
+                a: cpu,
+                c: None,
+            },
+        )])
         .map(|(s, trio)| (s, trio, line_ops::home_node(t, home, trio).unwrap()))
         .collect()
 }
@@ -170,7 +200,11 @@ fn mem_calls(p: &C2cPlan) -> Vec<(Scope, line_ops::Trio, Option<u32>)> {
 
 #[test]
 fn mem_measures_what_bench_line_ops_measures_with_the_same_trio_and_node() {
-    for t in [ivy(), sim(&platforms::epyc_2x64(), 0), sim(&platforms::flat_mesh(4), 0)] {
+    for t in [
+        ivy(),
+        sim(&platforms::epyc_2x64(), 0),
+        sim(&platforms::flat_mesh(4), 0),
+    ] {
         let p = plan(&t, DEFAULT_ROUNDS, ROOMY).unwrap();
         let mem = mem_calls(&p);
         let cpu = t.contexts()[0].os_id;
@@ -181,7 +215,10 @@ fn mem_measures_what_bench_line_ops_measures_with_the_same_trio_and_node() {
         };
         for &home in homes {
             for call in bench_calls(&t, cpu, home) {
-                assert!(mem.contains(&call), "{call:?} of bench line-ops ({home:?}) not in mem's plan");
+                assert!(
+                    mem.contains(&call),
+                    "{call:?} of bench line-ops ({home:?}) not in mem's plan"
+                );
             }
         }
         if t.nodes().len() > 1 {

@@ -172,9 +172,10 @@ fn parse_home(s: &str) -> Result<topoprobe_sync::bench::line_ops::Home, String> 
     match s {
         "owner" | "writer" => Ok(Home::Owner),
         "reader" => Ok(Home::Reader),
-        _ => s.parse::<u32>().map(Home::Node).map_err(|_| {
-            format!("{s:?} is not a home: give owner, reader or a node number")
-        }),
+        _ => s
+            .parse::<u32>()
+            .map(Home::Node)
+            .map_err(|_| format!("{s:?} is not a home: give owner, reader or a node number")),
     }
 }
 

@@ -28,7 +28,10 @@ pub(crate) fn plan(args: &MemArgs) -> Result<Option<C2cPlan>> {
             .unwrap_or(cache_to_cache::DEFAULT_BUDGET.seconds),
         cache_to_cache::DEFAULT_BUDGET.bytes,
     );
-    let rounds = args.c2c.c2c_rounds.unwrap_or(cache_to_cache::DEFAULT_ROUNDS);
+    let rounds = args
+        .c2c
+        .c2c_rounds
+        .unwrap_or(cache_to_cache::DEFAULT_ROUNDS);
     Ok(Some(
         cache_to_cache::plan(&topo, rounds, budget).map_err(sync_error)?,
     ))

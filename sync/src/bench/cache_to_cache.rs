@@ -62,10 +62,10 @@ impl Planned {
             None => "unbound".to_string(),
         };
         if self.scope == Scope::Memory {
-            format!("c2c CPU {} <- memory, {home}", self.trio.b)
+            format!("CPU {} <- memory, {home}", self.trio.b)
         } else {
             format!(
-                "c2c CPU {} <- CPU {} ({}, {home})",
+                "CPU {} <- CPU {} ({}, {home})",
                 self.trio.b,
                 self.trio.a,
                 self.scope.as_str()

@@ -512,7 +512,11 @@ pub fn measure(
     }
     // The third context is only needed for the shared state; memory has no owner.
     let t = Trio {
-        a: if scope == Scope::Memory { trio.b } else { trio.a },
+        a: if scope == Scope::Memory {
+            trio.b
+        } else {
+            trio.a
+        },
         c: if states.contains(&State::Shared) {
             trio.c
         } else {

@@ -91,8 +91,18 @@ pub fn text(r: &CacheToCacheResult) -> String {
         r.rounds
     );
     let rows = rows(&r.transfers);
-    let w_pair = rows.iter().map(|x| x.pair().len()).max().unwrap_or(0).max(4);
-    let w_home = rows.iter().map(|x| x.home_text().len()).max().unwrap_or(0).max(4);
+    let w_pair = rows
+        .iter()
+        .map(|x| x.pair().len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let w_home = rows
+        .iter()
+        .map(|x| x.home_text().len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
     let _ = write!(
         out,
         "  {:<12}  {:<w_pair$}  {:<w_home$}  {:<9}",
@@ -162,9 +172,30 @@ mod tests {
         let r = CacheToCacheResult {
             rounds: 100,
             transfers: vec![
-                t(Scope::OtherSocket, 16, Home::Reader, Some(0), Op::Load, 120.0),
-                t(Scope::OtherSocket, 16, Home::Reader, Some(0), Op::Cas, 140.0),
-                t(Scope::OtherSocket, 16, Home::Owner, Some(1), Op::Load, 250.0),
+                t(
+                    Scope::OtherSocket,
+                    16,
+                    Home::Reader,
+                    Some(0),
+                    Op::Load,
+                    120.0,
+                ),
+                t(
+                    Scope::OtherSocket,
+                    16,
+                    Home::Reader,
+                    Some(0),
+                    Op::Cas,
+                    140.0,
+                ),
+                t(
+                    Scope::OtherSocket,
+                    16,
+                    Home::Owner,
+                    Some(1),
+                    Op::Load,
+                    250.0,
+                ),
             ],
             unavailable: vec!["core: no SMT sibling (one context per core)".into()],
             warnings: Vec::new(),
@@ -176,7 +207,12 @@ mod tests {
         assert_eq!(rs[0].ns, [Some(120.0), None, Some(140.0), None, None]);
         assert_eq!(rs[1].home_text(), "owner (node 1)");
         let s = text(&r);
-        assert!(s.contains("other_socket  CPU 0 <- CPU 16  reader (node 0)  modified    120.0       -   140.0"), "{s}");
+        assert!(
+            s.contains(
+                "other_socket  CPU 0 <- CPU 16  reader (node 0)  modified    120.0       -   140.0"
+            ),
+            "{s}"
+        );
         assert!(s.contains("  not measured: core: no SMT sibling"), "{s}");
         assert!(s.contains("note: cache-to-cache: one memory node"), "{s}");
     }
