@@ -145,6 +145,7 @@ pub fn text(r: &CacheToCacheResult) -> String {
     for l in &r.cost.left_out {
         let _ = writeln!(out, "note: {l}");
     }
+    let _ = writeln!(out, "cache-to-cache: {}", crate::cost::summary(&r.cost));
     out
 }
 
@@ -215,5 +216,6 @@ mod tests {
         );
         assert!(s.contains("  not measured: core: no SMT sibling"), "{s}");
         assert!(s.contains("note: cache-to-cache: one memory node"), "{s}");
+        assert!(s.contains("cache-to-cache: 0 steps"), "{s}");
     }
 }
