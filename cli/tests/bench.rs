@@ -118,3 +118,28 @@ fn bad_values_are_usage_errors() {
         .assert()
         .failure();
 }
+
+#[test]
+fn line_ops_binds_its_lines_to_the_home_node_asked_for() {
+    let v = json(&["bench", "line-ops", "--rounds", "2", "--home", "0"]);
+    let r = v["results"].as_array().expect("results");
+    assert!(!r.is_empty(), "{v}");
+    assert!(r.iter().all(|x| x["home_node"] == 0), "{v}");
+    let v = json(&["bench", "line-ops", "--rounds", "2"]);
+    let r = v["results"].as_array().expect("results");
+    assert!(
+        r.iter().all(|x| x.get("home_node").is_none()),
+        "unbound by default: {v}"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = two_cpus(dir.path());
+    Command::cargo_bin("topoprobe")
+        .expect("binary")
+        .args(["bench", "line-ops", "--home", "nowhere", "--topology"])
+        .arg(&m)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "give owner, reader or a node number",
+        ));
+}

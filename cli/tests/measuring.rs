@@ -306,3 +306,101 @@ fn mem_writes_its_socket_node_table_as_csv() {
     assert!(out.contains("random chase over 16 MiB"), "{out}");
     assert!(out.contains(" of 1 socket -> node pair;"), "{out}");
 }
+
+#[test]
+fn mem_c2c_plans_both_home_nodes_for_each_cross_socket_pair_of_a_two_socket_capture() {
+    let ivy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/examples/xeon-e5-2680v2-2s.mct");
+    let topo = common::arg(&ivy);
+    let (code, out, err) = run_fresh(&["mem", "--c2c", "--plan", "--topology", topo]);
+    assert_eq!(code, 0, "{err}");
+    let c2c: Vec<&str> = out.lines().filter(|l| l.starts_with("c2c ")).collect();
+    let cross = |home: &str| {
+        c2c.iter()
+            .filter(|l| l.contains("(other_socket, ") && l.contains(home))
+            .count()
+    };
+    assert_eq!(cross("home node 0 (reader)"), 1, "{out}");
+    assert_eq!(cross("home node 1 (owner)"), 1, "{out}");
+    assert_eq!(cross("home node 1 (reader)"), 1, "{out}");
+    assert_eq!(cross("home node 0 (owner)"), 1, "{out}");
+    assert!(
+        c2c.iter().any(|l| l.contains("(core, home node 0 (both))")),
+        "{out}"
+    );
+    assert!(out.contains("budget"), "{out}");
+    let (code, _, err) = run_fresh(&[
+        "mem",
+        "--c2c",
+        "--c2c-rounds",
+        "0",
+        "--plan",
+        "--topology",
+        topo,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("rounds 0"), "{err}");
+    let (code, _, err) = run_fresh(&["mem", "--c2c-budget", "3", "--plan", "--topology", topo]);
+    assert_eq!(code, 2, "--c2c-budget needs --c2c: {err}");
+}
+
+#[test]
+fn mem_c2c_on_one_socket_and_one_node_measures_unbound_and_says_the_home_variants_collapse() {
+    let topo = common::two_cpus();
+    let (code, out, err) = run_fresh(&[
+        "mem",
+        "--c2c",
+        "--c2c-rounds",
+        "3",
+        "--latency-only",
+        "--size",
+        "16M",
+        "--json",
+        "--topology",
+        topo,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let c = &v["cache_to_cache"];
+    let t = c["transfers"].as_array().expect("transfers");
+    assert!(!t.is_empty(), "{c}");
+    assert!(
+        t.iter()
+            .all(|x| x["home"] == "unbound" && x["home_node"].is_null()),
+        "{c}"
+    );
+    assert!(t.iter().all(|x| x["scope"] != "other_socket"), "{c}");
+    assert!(
+        t.iter()
+            .any(|x| x["scope"] == "socket" && x["state"] == "modified" && x["op"] == "cas"),
+        "{c}"
+    );
+    assert!(
+        t.iter().all(|x| x["latency_ns"].as_f64().unwrap() > 0.0),
+        "{c}"
+    );
+    let notes = c["notes"].to_string();
+    assert!(notes.contains("collapse"), "{notes}");
+    assert!(
+        c["unavailable"]
+            .to_string()
+            .contains("other_socket: one socket"),
+        "{c}"
+    );
+    let (code, out, err) = run_fresh(&[
+        "mem",
+        "--c2c",
+        "--c2c-rounds",
+        "2",
+        "--latency-only",
+        "--size",
+        "16M",
+        "--topology",
+        topo,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("cache-to-cache transfers (ns per operation"),
+        "{out}"
+    );
+    assert!(out.contains("CPU 0 <- CPU 1"), "{out}");
+}

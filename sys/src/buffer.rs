@@ -58,6 +58,10 @@ pub struct Buffer {
 // ownership (no thread-local state is involved).
 unsafe impl Send for Buffer {}
 
+// SAFETY: `&Buffer` only hands out shared views of the mapping (`&[u64]`, `&[AtomicU64]`);
+// writing through it needs `&mut Buffer` or atomics, so sharing it between threads is sound.
+unsafe impl Sync for Buffer {}
+
 /// `MPOL_MF_STRICT` | `MPOL_MF_MOVE`: fail if pages cannot be placed, move existing ones.
 const MPOL_MF_STRICT_MOVE: libc::c_uint = 1 | 2;
 
@@ -234,6 +238,21 @@ impl Buffer {
         // SAFETY: the mapping is `words` u64s long, readable, page-aligned and owned by self;
         // anonymous pages read as zero until written.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.words) }
+    }
+
+    /// The buffer as atomic words, for probes whose threads share the lines (cache-line
+    /// transfers between cores).
+    #[must_use]
+    pub fn atomic_words(&self) -> &[std::sync::atomic::AtomicU64] {
+        // SAFETY: `AtomicU64` has the size and alignment of `u64` on every target that has
+        // it; the mapping is `words` page-aligned u64s owned by self, and every access
+        // through the returned slice is atomic.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr.as_ptr().cast::<std::sync::atomic::AtomicU64>(),
+                self.words,
+            )
+        }
     }
 
     /// The buffer as mutable words.

@@ -160,6 +160,23 @@ pub(crate) struct LineOpsArgs {
     /// The measuring CPU, one of the topology's (default: the topology's first).
     #[arg(long, value_name = "CPU")]
     pub(crate) cpu: Option<u32>,
+    /// The lines' home node: `owner` (the writer's node), `reader` (the measuring CPU's),
+    /// or a node number (default: not bound, the kernel's first-touch policy).
+    #[arg(long, value_name = "HOME", value_parser = parse_home)]
+    pub(crate) home: Option<topoprobe_sync::bench::line_ops::Home>,
+}
+
+/// Parses `--home`: `owner`, `reader` or a node number.
+fn parse_home(s: &str) -> Result<topoprobe_sync::bench::line_ops::Home, String> {
+    use topoprobe_sync::bench::line_ops::Home;
+    match s {
+        "owner" | "writer" => Ok(Home::Owner),
+        "reader" => Ok(Home::Reader),
+        _ => s
+            .parse::<u32>()
+            .map(Home::Node)
+            .map_err(|_| format!("{s:?} is not a home: give owner, reader or a node number")),
+    }
 }
 
 /// `topoprobe bench sort`.

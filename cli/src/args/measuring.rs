@@ -327,9 +327,29 @@ pub(crate) struct MemArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
     #[command(flatten)]
+    pub(crate) c2c: CacheToCacheArgs,
+    #[command(flatten)]
     pub(crate) planning: Planning,
     #[command(flatten)]
     pub(crate) report: ReportOutput,
+}
+
+/// `topoprobe mem --c2c`: cache-to-cache transfers, after the memory measurement.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct CacheToCacheArgs {
+    /// Also measure cache-to-cache transfers: a line loaded, stored or taken atomically
+    /// from another core that holds it modified, exclusive or shared, at each distance of
+    /// the topology, with the line homed on the reader's node and on the owner's (the
+    /// kernels of `bench line-ops`).
+    #[arg(long)]
+    pub(crate) c2c: bool,
+    /// Seconds the cache-to-cache transfers may take, beside --budget (default 5).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, requires = "c2c")]
+    pub(crate) c2c_budget: Option<f64>,
+    /// Rounds per operation, state and transfer (the median is reported; 1 to 100000,
+    /// default 100).
+    #[arg(long, value_name = "R", requires = "c2c")]
+    pub(crate) c2c_rounds: Option<usize>,
 }
 
 /// `topoprobe contention`.

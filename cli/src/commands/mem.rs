@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use topoprobe_machine::probes::memory;
+use topoprobe_machine::Progress;
 use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_model::results::memory::MemoryResult;
 
@@ -27,12 +28,22 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
             .planning
             .budget(topoprobe_measure::memory::DEFAULT_BUDGET),
     };
+    let c2c = super::mem_c2c::plan(args)?;
     if args.planning.plan {
-        let plan = memory::plan(&req)?;
+        let mut plan = memory::plan(&req)?;
+        if let Some(c2c) = &c2c {
+            plan = super::mem_c2c::combined(plan, c2c);
+        }
         return crate::planned::print(&plan, args.report.is_json()?, args.report.output.as_deref());
     }
     let mut progress = MeasureProgress::new();
-    let result = memory::measure(&req, &mut |p| progress.show(p))?;
+    let mut result = memory::measure(&req, &mut |p| progress.show(p))?;
+    if let Some(c2c) = c2c {
+        progress.show(Progress::Plan(&c2c.cost));
+        let transfers = super::mem_c2c::run(c2c, &mut |s| progress.show(Progress::Step(s)))?;
+        progress.show(Progress::StepsDone);
+        result.cache_to_cache = Some(transfers);
+    }
     drop(progress);
     args.report.emit(&result)
 }

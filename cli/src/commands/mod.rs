@@ -11,6 +11,7 @@ pub(crate) mod infer;
 pub(crate) mod latency;
 pub(crate) mod matrix;
 pub(crate) mod mem;
+pub(crate) mod mem_c2c;
 pub(crate) mod os;
 pub(crate) mod packaging;
 pub(crate) mod place;

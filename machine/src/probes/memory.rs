@@ -225,6 +225,7 @@ fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
         warnings: r.warnings.clone(),
         notes: r.notes.clone(),
         cost: r.cost.clone(),
+        cache_to_cache: None,
     }
 }
 

@@ -216,6 +216,9 @@ pub struct OpResult {
     pub latency_ns: f64,
     /// OS CPUs: the measuring context, then the owner and the third context when there are.
     pub cpus: Vec<u32>,
+    /// The memory node the lines were bound to (`null`: the kernel's default policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home_node: Option<u32>,
 }
 
 /// A scope or state of [`LineOpsReport`] that could not be measured, and why.

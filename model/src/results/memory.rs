@@ -95,4 +95,8 @@ pub struct MemoryResult {
     pub notes: Vec<String>,
     /// The plan, with what each step spent.
     pub cost: CostPlan,
+    /// Cache-to-cache transfers by distance, state and home node (`mem --c2c`; absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_to_cache: Option<crate::results::cache_to_cache::CacheToCacheResult>,
 }

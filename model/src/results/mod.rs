@@ -7,6 +7,7 @@ pub mod autopin;
 pub mod balance;
 pub mod bench;
 pub mod cache;
+pub mod cache_to_cache;
 pub mod contention;
 pub mod heatmap;
 pub mod latency;

@@ -15,6 +15,12 @@
 //! previous one's result (a pointer chase in random order over 32 pages, so that neither
 //! out-of-order execution nor the prefetchers overlap them), and times the chain: one
 //! round gives the mean latency of one operation; the median over rounds is reported.
+//!
+//! The lines' pages can be bound to a memory node ([`Home`]): the owner's, the measuring
+//! context's, or a given one. On a machine with several nodes a transfer between two
+//! sockets costs more when the line's home node (its directory) is a third party to it, or
+//! is the owner's rather than the reader's. These kernels are also what `topoprobe mem
+//! --c2c` runs ([`super::cache_to_cache`]): one place measures cache-to-cache transfers.
 
 use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 
@@ -22,6 +28,7 @@ pub use topoprobe_model::results::bench::{
     DescribedLatency, LineOpsReport, Op, OpResult, Scope, State, Unavailable,
 };
 use topoprobe_model::{ContextId, Topology};
+use topoprobe_sys::buffer::{Buffer, PagePlacement};
 use topoprobe_sys::clock::Clock;
 
 use super::median;
@@ -31,8 +38,24 @@ use crate::error::SyncError;
 const LINES: usize = 32;
 /// Words per page.
 const PAGE_WORDS: usize = 512;
+/// Operations measured in each state ([`Op::ALL`]).
+pub const OPS: usize = Op::ALL.len();
 /// Largest accepted number of rounds.
 pub const MAX_ROUNDS: usize = 100_000;
+
+/// Where the lines' pages live.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Home {
+    /// The kernel's default policy (first touch by the measuring thread's process).
+    #[default]
+    Unbound,
+    /// Bound to the owner's (the writer's) node.
+    Owner,
+    /// Bound to the measuring context's (the reader's) node.
+    Reader,
+    /// Bound to this node (OS number).
+    Node(u32),
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -41,6 +64,8 @@ pub struct Config {
     pub rounds: usize,
     /// The measuring context's OS CPU (default: the topology's first context).
     pub cpu: Option<u32>,
+    /// Where the lines' pages live.
+    pub home: Home,
 }
 
 impl Default for Config {
@@ -48,6 +73,7 @@ impl Default for Config {
         Self {
             rounds: 200,
             cpu: None,
+            home: Home::Unbound,
         }
     }
 }
@@ -100,28 +126,47 @@ fn cpu_list(topo: &Topology) -> String {
     topoprobe_model::format_cpu_list(&ids)
 }
 
-/// A measuring context, an owner and a third context at one distance.
-#[derive(Debug, Clone, Copy)]
-struct Trio {
-    b: u32,
-    a: u32,
-    c: Option<u32>,
+/// A measuring context (B, the reader), an owner (A, the writer) and a third context at
+/// one distance: the OS CPUs of one measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trio {
+    /// The measuring context.
+    pub b: u32,
+    /// The owner (`b` itself for lines read from memory).
+    pub a: u32,
+    /// The third context that shares the lines in `shared`.
+    pub c: Option<u32>,
 }
 
-/// The owner (and a third context) at each scope from `me`, or why there is none.
-fn trios(topo: &Topology, me: ContextId) -> Vec<(Scope, Result<Trio, String>)> {
+/// The memory node (OS number) local to an OS CPU's socket, when the topology knows it.
+#[must_use]
+pub fn node_of(topo: &Topology, cpu: u32) -> Option<u32> {
+    let n = topo.local_node(topo.context_by_os_id(cpu)?)?;
+    let node = topo.nodes().get(n.0)?;
+    Some(node.os_id.unwrap_or(n.0 as u32))
+}
+
+/// The third context for an owner `a` (the nearest to it that is neither it nor `me`).
+#[must_use]
+pub fn third_for(topo: &Topology, me: ContextId, a: ContextId) -> Option<u32> {
+    let n = topo.contexts().len();
+    topo.closest_contexts(a, n)
+        .into_iter()
+        .find(|&c| c != me && c != a)
+        .map(|c| topo.contexts()[c.0].os_id)
+}
+
+/// The owner (and a third context) at each scope from `me`, or why there is none: the
+/// pairs `bench line-ops` measures, and the in-socket pairs of `mem --c2c`.
+#[must_use]
+pub fn trios(topo: &Topology, me: ContextId) -> Vec<(Scope, Result<Trio, String>)> {
     let os = |c: ContextId| topo.contexts()[c.0].os_id;
     let core = topo.core_of(me);
     let groups = topo.groups_of(me);
     let socket = topo.socket_of(me);
     let all: Vec<ContextId> = topo.contexts().iter().map(|c| c.id).collect();
     let pick = |pred: &dyn Fn(ContextId) -> bool| all.iter().copied().find(|&c| c != me && pred(c));
-    let third = |a: ContextId| {
-        topo.closest_contexts(a, all.len())
-            .into_iter()
-            .find(|&c| c != me && c != a)
-            .map(os)
-    };
+    let third = |a: ContextId| third_for(topo, me, a);
     let trio = |a: Option<ContextId>, why: &str| match a {
         Some(a) => Ok(Trio {
             b: os(me),
@@ -169,7 +214,7 @@ fn trios(topo: &Topology, me: ContextId) -> Vec<(Scope, Result<Trio, String>)> {
 
 /// The 32 lines: one per page, at a random line of the page, chained in a random order.
 struct Lines {
-    cells: Vec<AtomicU64>,
+    buffer: Buffer,
     /// Index in `cells` of each line.
     at: Vec<usize>,
     /// Each line's successor in the chain.
@@ -177,11 +222,17 @@ struct Lines {
 }
 
 impl Lines {
-    fn new() -> Self {
-        let cells: Vec<AtomicU64> = (0..(LINES + 1) * PAGE_WORDS)
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        let first = super::page_start(&cells);
+    /// Maps the lines' pages, bound to `node` when given, and writes the chain (the first
+    /// touch, by the calling thread).
+    fn new(node: Option<u32>) -> Result<Self, SyncError> {
+        let buffer = Buffer::new(
+            LINES * PAGE_WORDS * 8,
+            PagePlacement {
+                node,
+                huge_pages: Some(false),
+            },
+        )?;
+        let first = 0;
         let mut rng = 0x2545_F491_4F6C_DD1Du64;
         let mut rand = move || {
             rng ^= rng << 13;
@@ -200,15 +251,15 @@ impl Lines {
         for k in 0..LINES {
             next[order[k]] = order[(k + 1) % LINES];
         }
-        let l = Self { cells, at, next };
+        let l = Self { buffer, at, next };
         for i in 0..LINES {
             l.line(i).store((l.next[i] as u64) << 32, Ordering::Relaxed);
         }
-        l
+        Ok(l)
     }
 
     fn line(&self, i: usize) -> &AtomicU64 {
-        &self.cells[self.at[i]]
+        &self.buffer.atomic_words()[self.at[i]]
     }
 
     fn flush(&self) {
@@ -389,21 +440,158 @@ fn measure_trio(
     })
 }
 
+/// What one measurement of a [`Trio`] gave: the latencies, and the states it could not
+/// measure with why.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measured {
+    /// One result per state and operation.
+    pub results: Vec<OpResult>,
+    /// States that could not be measured.
+    pub unavailable: Vec<Unavailable>,
+}
+
+/// The states a trio at `scope` can be measured in here: `modified` always; `exclusive`
+/// and `shared` (with a third context) where lines can be flushed; `invalid` (scope
+/// `memory`) alone.
+fn states_for(scope: Scope, trio: Trio, can_flush: bool) -> (Vec<State>, Vec<Unavailable>) {
+    let no_flush = || "no cache-line flush instruction on this architecture".to_string();
+    if scope == Scope::Memory {
+        return if can_flush {
+            (vec![State::Invalid], Vec::new())
+        } else {
+            let un = |state| Unavailable {
+                scope,
+                state: Some(state),
+                reason: no_flush(),
+            };
+            (Vec::new(), vec![un(State::Invalid), un(State::Exclusive)])
+        };
+    }
+    let mut states = vec![State::Modified];
+    let mut unavailable = Vec::new();
+    if can_flush {
+        states.push(State::Exclusive);
+        if trio.c.is_some() {
+            states.push(State::Shared);
+        } else {
+            unavailable.push(Unavailable {
+                scope,
+                state: Some(State::Shared),
+                reason: "needs a third hardware context".into(),
+            });
+        }
+    }
+    (states, unavailable)
+}
+
+/// Measures every operation in every state the trio can be measured in, at `scope`, with
+/// the lines bound to `home_node` (`None`: the kernel's default policy). `bench line-ops`
+/// and `mem --c2c` both measure through this function.
+///
+/// # Errors
+///
+/// A parameter out of range, a buffer that cannot be mapped or bound to the node, or a
+/// thread that cannot be pinned.
+pub fn measure(
+    scope: Scope,
+    trio: Trio,
+    home_node: Option<u32>,
+    rounds: usize,
+) -> Result<Measured, SyncError> {
+    Config {
+        rounds,
+        ..Config::default()
+    }
+    .check()?;
+    let (states, unavailable) = states_for(scope, trio, topoprobe_sys::counter::can_flush());
+    if states.is_empty() {
+        return Ok(Measured {
+            results: Vec::new(),
+            unavailable,
+        });
+    }
+    // The third context is only needed for the shared state; memory has no owner.
+    let t = Trio {
+        a: if scope == Scope::Memory {
+            trio.b
+        } else {
+            trio.a
+        },
+        c: if states.contains(&State::Shared) {
+            trio.c
+        } else {
+            None
+        },
+        ..trio
+    };
+    let lines = Lines::new(home_node)?;
+    let results = measure_trio(&lines, t, &states, rounds)?
+        .into_iter()
+        .map(|(op, state, ns)| {
+            let mut cpus = vec![t.b];
+            if scope != Scope::Memory {
+                cpus.push(t.a);
+            }
+            if state == State::Shared {
+                cpus.extend(t.c);
+            }
+            OpResult {
+                op,
+                state,
+                scope,
+                latency_ns: ns,
+                cpus,
+                home_node,
+            }
+        })
+        .collect();
+    Ok(Measured {
+        results,
+        unavailable,
+    })
+}
+
+/// The node `home` names for a reader `b` and an owner `a` (`None`: unbound).
+///
+/// # Errors
+///
+/// [`SyncError::Parameter`] when the home is a context's node and the topology does not
+/// know that context's node.
+pub fn home_node(topo: &Topology, home: Home, trio: Trio) -> Result<Option<u32>, SyncError> {
+    let of = |cpu: u32| {
+        node_of(topo, cpu).map(Some).ok_or_else(|| {
+            SyncError::parameter(
+                "home",
+                format!("the node of CPU {cpu}"),
+                "a topology that knows each socket's local node",
+            )
+        })
+    };
+    match home {
+        Home::Unbound => Ok(None),
+        Home::Node(n) => Ok(Some(n)),
+        Home::Owner => of(trio.a),
+        Home::Reader => of(trio.b),
+    }
+}
+
 /// Runs the experiment.
 ///
 /// # Errors
 ///
-/// A parameter out of range, a CPU that is not in the topology, or a thread that cannot be
-/// pinned.
+/// A parameter out of range, a CPU that is not in the topology, a buffer that cannot be
+/// bound to the home node, or a thread that cannot be pinned.
 pub fn run(topo: &Topology, config: &Config) -> Result<LineOpsReport, SyncError> {
     config.check()?;
     let me = config.context(topo)?;
     let b = topo.contexts()[me.0].os_id;
-    let lines = Lines::new();
     let mut results = Vec::new();
     let mut unavailable = Vec::new();
-    let can_flush = topoprobe_sys::counter::can_flush();
-    for (scope, trio) in trios(topo, me) {
+    let alone = Trio { b, a: b, c: None };
+    let scopes = trios(topo, me)
+        .into_iter()
+        .chain([(Scope::Memory, Ok(alone))]);
+    for (scope, trio) in scopes {
         let trio = match trio {
             Ok(t) => t,
             Err(reason) => {
@@ -415,64 +603,10 @@ pub fn run(topo: &Topology, config: &Config) -> Result<LineOpsReport, SyncError>
                 continue;
             }
         };
-        let mut states = vec![State::Modified];
-        if can_flush {
-            states.push(State::Exclusive);
-            if trio.c.is_some() {
-                states.push(State::Shared);
-            } else {
-                unavailable.push(Unavailable {
-                    scope,
-                    state: Some(State::Shared),
-                    reason: "needs a third hardware context".into(),
-                });
-            }
-        }
-        // The third context is only needed for the shared state.
-        let t = Trio {
-            c: if states.contains(&State::Shared) {
-                trio.c
-            } else {
-                None
-            },
-            ..trio
-        };
-        for (op, state, ns) in measure_trio(&lines, t, &states, config.rounds)? {
-            let mut cpus = vec![t.b, t.a];
-            if state == State::Shared {
-                cpus.extend(t.c);
-            }
-            results.push(OpResult {
-                op,
-                state,
-                scope,
-                latency_ns: ns,
-                cpus,
-            });
-        }
-    }
-    if can_flush {
-        let alone = Trio { b, a: b, c: None };
-        for (op, state, ns) in measure_trio(&lines, alone, &[State::Invalid], config.rounds)? {
-            results.push(OpResult {
-                op,
-                state,
-                scope: Scope::Memory,
-                latency_ns: ns,
-                cpus: vec![b],
-            });
-        }
-    } else {
-        unavailable.push(Unavailable {
-            scope: Scope::Memory,
-            state: Some(State::Invalid),
-            reason: "no cache-line flush instruction on this architecture".into(),
-        });
-        unavailable.push(Unavailable {
-            scope: Scope::Memory,
-            state: Some(State::Exclusive),
-            reason: "no cache-line flush instruction on this architecture".into(),
-        });
+        let node = home_node(topo, config.home, trio)?;
+        let m = measure(scope, trio, node, config.rounds)?;
+        results.extend(m.results);
+        unavailable.extend(m.unavailable);
     }
     let mut report = LineOpsReport {
         rounds: config.rounds,

@@ -7,7 +7,10 @@
 //!   lock kind and backoff, with `std`, `parking_lot` and `spin` mutexes in the same run.
 //! - [`false_sharing`]: threads incrementing counters at strides of 8 to 256 bytes.
 //! - [`line_ops`]: ccbench-style latency of load, store, CAS, fetch-and-increment and swap
-//!   on lines in each coherence state, owned by a context at each distance.
+//!   on lines in each coherence state, owned by a context at each distance, with the
+//!   lines on a chosen home node.
+//! - [`cache_to_cache`]: the same kernels for the (reader, owner, home node) triples of a
+//!   whole topology, planned within a budget (`topoprobe mem --c2c`).
 //!
 //! Each experiment's `Config::check` says before any work whether a request can run (a
 //! [`SyncError::Parameter`](crate::SyncError::Parameter) names the first value out of
@@ -15,6 +18,7 @@
 //! of the machine touches all of them alike. The sort and reduction experiments are in
 //! `topoprobe-parallel`.
 
+pub mod cache_to_cache;
 pub mod false_sharing;
 pub mod line_ops;
 pub mod locks;

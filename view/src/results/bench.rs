@@ -241,6 +241,18 @@ impl Rendered for LineOpsReport {
                 out.push('\n');
             }
         }
+        let mut homes: Vec<String> = Vec::new();
+        for x in &self.results {
+            if let Some(n) = x.home_node {
+                let h = format!("{}: node {n}", x.scope.as_str());
+                if !homes.contains(&h) {
+                    homes.push(h);
+                }
+            }
+        }
+        if !homes.is_empty() {
+            let _ = writeln!(out, "lines homed on {}", homes.join(", "));
+        }
         for u in &self.unavailable {
             let _ = writeln!(
                 out,
@@ -535,6 +547,7 @@ mod tests {
                 scope: Scope::Socket,
                 latency_ns: 45.0,
                 cpus: vec![0, 1],
+                home_node: Some(1),
             }],
             unavailable: vec![Unavailable {
                 scope: Scope::OtherSocket,
@@ -553,6 +566,7 @@ mod tests {
         assert!(t.contains("median of 1 round of 32"), "{t}");
         assert!(t.contains("cas    modified           45.0"), "{t}");
         assert!(t.contains("other_socket: unavailable: one socket"), "{t}");
+        assert!(t.contains("lines homed on socket: node 1"), "{t}");
         assert!(t.contains("0.90 times as long"), "{t}");
         assert_eq!(
             r.csv().unwrap(),

@@ -82,6 +82,9 @@ impl Rendered for MemoryResult {
                 );
             }
         }
+        if let Some(c2c) = &self.cache_to_cache {
+            out.push_str(&super::cache_to_cache::text(c2c));
+        }
         for l in &self.local_nodes {
             let _ = writeln!(
                 out,
@@ -175,6 +178,7 @@ mod tests {
             warnings: vec!["the chase's 1 MiB is less than twice the cache".into()],
             notes: Vec::new(),
             cost: CostPlan::new(Budget::new(15.0, 1 << 29)),
+            cache_to_cache: None,
         }
     }
 

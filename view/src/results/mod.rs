@@ -32,6 +32,7 @@ use serde::Serialize;
 
 pub mod bench;
 pub mod cache;
+pub mod cache_to_cache;
 pub mod contention;
 pub mod latency;
 pub mod matrix;

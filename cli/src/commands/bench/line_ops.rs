@@ -13,6 +13,7 @@ pub(crate) fn run(args: &LineOpsArgs) -> Result<()> {
     let config = Config {
         rounds: args.rounds,
         cpu: args.cpu,
+        home: args.home.unwrap_or_default(),
     };
     config.check().map_err(sync_error)?;
     let topo = args.common.load()?;

@@ -68,7 +68,7 @@ fn bad_argument(what: &str, value: &str, expected: &str) -> anyhow::Error {
 }
 
 /// An error of a contention experiment: a bad request is a usage error (exit status 2).
-fn sync_error(e: SyncError) -> anyhow::Error {
+pub(crate) fn sync_error(e: SyncError) -> anyhow::Error {
     match &e {
         SyncError::Parameter {
             what,

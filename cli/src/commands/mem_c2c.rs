@@ -1,0 +1,68 @@
+//! `topoprobe mem --c2c`: the cache-to-cache transfers planned from the topology and run
+//! with `bench line-ops`'s kernels ([`topoprobe_sync::bench::cache_to_cache`]), after the
+//! memory measurement.
+
+use std::path::Path;
+
+use anyhow::Result;
+use topoprobe_model::results::cache_to_cache::CacheToCacheResult;
+use topoprobe_model::{Budget, CostPlan};
+use topoprobe_sync::bench::cache_to_cache::{self, C2cPlan};
+
+use crate::args::MemArgs;
+use crate::commands::bench::sync_error;
+
+/// The plan of the transfers `args` ask for (`None` without `--c2c`).
+///
+/// # Errors
+///
+/// Rounds out of range (a usage error), or a topology that cannot be loaded.
+pub(crate) fn plan(args: &MemArgs) -> Result<Option<C2cPlan>> {
+    if !args.c2c.c2c {
+        return Ok(None);
+    }
+    let topo = topoprobe_machine::load::topology(args.topology.as_deref())?;
+    let budget = Budget::new(
+        args.c2c
+            .c2c_budget
+            .unwrap_or(cache_to_cache::DEFAULT_BUDGET.seconds),
+        cache_to_cache::DEFAULT_BUDGET.bytes,
+    );
+    let rounds = args
+        .c2c
+        .c2c_rounds
+        .unwrap_or(cache_to_cache::DEFAULT_ROUNDS);
+    Ok(Some(
+        cache_to_cache::plan(&topo, rounds, budget).map_err(sync_error)?,
+    ))
+}
+
+/// The memory plan followed by the transfers' under the two budgets together.
+#[must_use]
+pub(crate) fn combined(memory: CostPlan, c2c: &C2cPlan) -> CostPlan {
+    let budget = Budget::new(
+        memory.budget.seconds + c2c.cost.budget.seconds,
+        memory.budget.bytes.max(c2c.cost.budget.bytes),
+    );
+    let mut all = CostPlan::of(budget, memory.steps, memory.left_out);
+    all.extend(c2c.cost.clone());
+    all
+}
+
+/// Runs the transfers, naming each step to `step`; warns when the figures are a guest's.
+///
+/// # Errors
+///
+/// A thread that cannot be pinned, a buffer that cannot be bound to its node.
+pub(crate) fn run(plan: C2cPlan, step: &mut dyn FnMut(&str)) -> Result<CacheToCacheResult> {
+    let mut r = cache_to_cache::run(plan, step).map_err(sync_error)?;
+    if topoprobe_measure::os::is_virtual_machine(Path::new("/")) == Some(true) {
+        r.warnings.push(
+            "a virtual machine: the host places the vCPUs and may move them, so a distance \
+             (SMT sibling, group, socket) is the guest's description, not necessarily where the \
+             host ran the two threads; the home nodes are the guest's nodes"
+                .to_string(),
+        );
+    }
+    Ok(r)
+}
