@@ -11,11 +11,7 @@ fn uniform(n: usize, ns: f64) -> LatencyMatrix {
 
 fn socket_texts(topo: &Topology) -> String {
     let v = topo.validation();
-    let mut texts: Vec<String> = v
-        .confidence
-        .iter()
-        .map(|c| format!("{c:?}"))
-        .collect();
+    let mut texts: Vec<String> = v.confidence.iter().map(|c| format!("{c:?}")).collect();
     texts.extend(
         v.unresolved
             .iter()

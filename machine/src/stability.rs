@@ -419,7 +419,10 @@ pub fn apply(topo: &mut Topology, findings: &[Finding]) {
         match v.confidence.iter_mut().find(|c| c.level == level) {
             Some(c) => {
                 c.confidence = c.confidence.min(UNSTABLE_CONFIDENCE);
-                c.basis = format!("unstable: the latencies changed during the run ({})", c.basis);
+                c.basis = format!(
+                    "unstable: the latencies changed during the run ({})",
+                    c.basis
+                );
             }
             None => v.confidence.push(topoprobe_model::LevelConfidence {
                 level,

@@ -23,9 +23,12 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
             IsaArg::Portable => Isa::Portable,
         }),
         topology: args.topology.clone(),
-        budget: args
-            .planning
-            .budget(topoprobe_measure::memory::DEFAULT_BUDGET),
+        budget: args.planning.budget(if args.full {
+            topoprobe_measure::memory::full_plan::FULL_BUDGET
+        } else {
+            topoprobe_measure::memory::DEFAULT_BUDGET
+        }),
+        full: args.full,
     };
     if args.planning.plan {
         let plan = memory::plan(&req)?;

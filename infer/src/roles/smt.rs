@@ -437,7 +437,11 @@ pub(super) fn decide(
                 let t = cx.t;
                 if lowest.is_finite() {
                     // "Far" only beyond what a hint may still make a core (3x the bound).
-                    let how = if lowest > 3.0 * bound { "far above" } else { "above" };
+                    let how = if lowest > 3.0 * bound {
+                        "far above"
+                    } else {
+                        "above"
+                    };
                     format!(
                         "the fastest sets of contexts communicate at {}, {how} the SMT bound of {} \
                          (SMT siblings share a first-level cache and communicate faster)",

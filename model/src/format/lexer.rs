@@ -218,7 +218,11 @@ pub(crate) fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
             rest = None;
             return Some(Line { number, text: t });
         };
-        let after = if t[end..].starts_with("\r\n") { end + 2 } else { end + 1 };
+        let after = if t[end..].starts_with("\r\n") {
+            end + 2
+        } else {
+            end + 1
+        };
         rest = Some(&t[after..]);
         Some(Line {
             number,
@@ -371,7 +375,10 @@ mod tests {
     use crate::limits::MAX_FILE_BYTES;
 
     fn mkfifo(path: &Path) {
-        let made = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
         assert!(made.success(), "mkfifo {}", path.display());
     }
 
@@ -393,7 +400,10 @@ mod tests {
         let target = path.clone();
         let writer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
-            let mut f = std::fs::OpenOptions::new().write(true).open(target).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(target)
+                .unwrap();
             for _ in 0..3 {
                 std::io::Write::write_all(&mut f, b"0,1\n").unwrap();
                 std::thread::sleep(Duration::from_millis(30));
