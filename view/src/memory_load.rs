@@ -425,7 +425,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, &(gbps, latency_ns))| LoadedPoint {
-                delay: (i > 0).then_some(100 / i as u32),
+                delay: (i > 0).then(|| 100 / i as u32),
                 gbps,
                 latency_ns,
             })

@@ -244,7 +244,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, &(gbps, latency_ns))| LoadedPoint {
-                delay: (i > 0).then_some(1000 / i as u32),
+                delay: (i > 0).then(|| 1000 / i as u32),
                 gbps,
                 latency_ns,
             })
