@@ -429,7 +429,12 @@ fn report_shows_the_loaded_latency_curve_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
     bin()
-        .args(["report", "--topology", &data("epyc-2vcpu-mem-full.json"), "-o"])
+        .args([
+            "report",
+            "--topology",
+            &data("epyc-2vcpu-mem-full.json"),
+            "-o",
+        ])
         .arg(&page)
         .assert()
         .success();
@@ -474,7 +479,9 @@ fn report_shows_the_loaded_latency_curve_in_chromium() {
         .arg(&plain)
         .assert()
         .success();
-    assert!(!std::fs::read_to_string(&plain).unwrap().contains("class=\"loaded\""));
+    assert!(!std::fs::read_to_string(&plain)
+        .unwrap()
+        .contains("class=\"loaded\""));
 }
 
 /// The report of the 256-context matrix fits a 1400 px window: no horizontal scrolling
