@@ -130,6 +130,77 @@ fn mem_takes_n_for_its_threads() {
 }
 
 #[test]
+fn mem_full_prints_its_plan_with_its_larger_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topo = common::two_cpus();
+    let (code, out, err) = run_in(dir.path(), &["mem", "--full", "--plan", "--topology", topo]);
+    assert_eq!(code, 0, "{err}");
+    for step in [
+        "loaded latency CPU",
+        "read/write mixes socket 0",
+        "saturation socket 0",
+        "matrix latency",
+        "matrix read",
+    ] {
+        assert!(out.contains(step), "no {step}: {out}");
+    }
+    assert!(out.contains("of the 120 s budget"), "{out}");
+    assert!(out.contains("of the 1024 MiB memory budget"), "{out}");
+    // The default run keeps its budget and plans none of it.
+    let (code, out, err) = run_in(dir.path(), &["mem", "--plan", "--topology", topo]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("of the 15 s budget") && !out.contains("loaded latency"),
+        "{out}"
+    );
+    let (code, _, err) = run_in(
+        dir.path(),
+        &[
+            "mem",
+            "--full",
+            "--latency-only",
+            "--plan",
+            "--topology",
+            topo,
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn mem_full_runs_a_loaded_latency_curve_on_this_machine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topo = common::two_cpus();
+    let (code, out, err) = run_in(
+        dir.path(),
+        &[
+            "mem",
+            "--full",
+            "--size",
+            "16M",
+            "--budget",
+            "60",
+            "--json",
+            "--topology",
+            topo,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let curve = &v["loaded_latency"][0];
+    assert_eq!(curve["local"], true, "{out}");
+    // The idle point, then one per delay.
+    assert!(curve["points"].as_array().unwrap().len() >= 2, "{out}");
+    assert!(curve["points"][0]["latency_ns"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        v["node_matrix"]["targets"].as_array().unwrap().len(),
+        1,
+        "{out}"
+    );
+    assert!(v["mixes"].as_array().unwrap().len() >= 5, "{out}");
+}
+
+#[test]
 fn power_without_counters_fails_and_says_why() {
     if topoprobe_measure::power::perf::discover(Path::new("/sys/bus/event_source/devices")).is_ok()
     {

@@ -417,6 +417,73 @@ fn report_opens_in_chromium() {
     assert!(!console.is_empty(), "a console error went unnoticed");
 }
 
+/// The report of this machine's description with the memory section of `mem --full`
+/// (`epyc-2vcpu-mem-full.json`: the loaded-latency curve, the node × node matrices, the
+/// mixes) shows the curve as an SVG plot and the matrices as tables, and Chromium draws
+/// it: the plot has a size on the page and no console message.
+#[test]
+fn report_shows_the_loaded_latency_curve_in_chromium() {
+    if !have("/usr/bin/chromium", &["--version"], "chromium") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    bin()
+        .args([
+            "report",
+            "--topology",
+            &data("epyc-2vcpu-mem-full.json"),
+            "-o",
+        ])
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    for part in [
+        "<h3>Loaded latency</h3>",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"loaded\"",
+        "<polyline",
+        "class=\"node-matrix\"",
+        "Read/write mixes",
+        "socket 0 -&gt; node 0 (local)",
+    ] {
+        assert!(html.contains(part), "no {part} in the report");
+    }
+    let probe = "<script>var r = document.querySelector('svg.loaded').getBoundingClientRect(); \
+                 console.log('plot ' + Math.round(r.width) + ' ' + Math.round(r.height))</script></body>";
+    let measured = dir.path().join("measured.html");
+    std::fs::write(&measured, html.replacen("</body>", probe, 1)).unwrap();
+    let png = dir.path().join("report.png");
+    let console = chromium(&measured, &png);
+    let line = console
+        .iter()
+        .find(|l| l.contains("plot "))
+        .unwrap_or_else(|| panic!("no plot size logged: {console:?}"));
+    let nums: Vec<u32> = line
+        .split("plot ")
+        .nth(1)
+        .unwrap()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|t| !t.is_empty())
+        .take(2)
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert!(nums[0] > 200 && nums[1] > 100, "{line}");
+    assert_eq!(console.len(), 1, "console messages: {console:?}");
+    let shot = resvg::tiny_skia::Pixmap::load_png(&png).unwrap();
+    assert!(non_white_fraction(&shot) > 0.05, "the screenshot is blank");
+    // Without the section (the page of the plain matrix) there is no plot.
+    let plain = dir.path().join("plain.html");
+    bin()
+        .args(["report", "--topology", &data("nv-ryzen9-5950x.csv"), "-o"])
+        .arg(&plain)
+        .assert()
+        .success();
+    assert!(!std::fs::read_to_string(&plain)
+        .unwrap()
+        .contains("class=\"loaded\""));
+}
+
 /// The report of the 256-context matrix fits a 1400 px window: no horizontal scrolling
 /// (document width ≤ viewport), with the screenshot taken and the width measured by a
 /// script added to a copy of the page (the report itself has no script).

@@ -128,7 +128,14 @@ pub fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> Memor
             });
         }
     }
-    MemorySection { latency, bandwidth }
+    MemorySection {
+        latency,
+        bandwidth,
+        node_matrix: r.node_matrix.clone(),
+        mixes: r.mixes.clone(),
+        saturation: r.saturation.clone(),
+        loaded_latency: r.loaded_latency.clone(),
+    }
 }
 
 /// Finds which contexts share every data level of `section` (concurrent walks on

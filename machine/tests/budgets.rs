@@ -379,7 +379,7 @@ fn the_memory_plan_measures_one_pair_per_distance_class_first() {
         .iter()
         .filter_map(|s| match s.work {
             memory::plan::MemWork::Latency { socket, node, .. } => Some((socket, node)),
-            memory::plan::MemWork::Bandwidth { .. } => None,
+            _ => None,
         })
         .take(3)
         .collect();
@@ -422,4 +422,188 @@ fn every_pair_of_a_big_machine_is_refused_with_the_budget_that_would_fit() {
     .unwrap();
     assert_eq!(small.measurements, 120);
     assert!(small.max_measurements.is_none() && !small.quick);
+}
+
+/// The `--full` plan of `shape` within `budget`.
+fn full_plan(shape: &Shape, budget: Budget) -> memory::plan::MemPlan {
+    plan_memory(
+        shape,
+        &MemOptions {
+            budget,
+            full: true,
+            ..MemOptions::default()
+        },
+    )
+}
+
+#[test]
+fn mem_full_keeps_within_its_budget_and_the_default_run_plans_none_of_it() {
+    use memory::full_plan::FULL_BUDGET;
+    use memory::plan::MemWork;
+    for m in machines() {
+        let shape = m.shape();
+        let full = full_plan(&shape, FULL_BUDGET);
+        within(
+            &full.cost(),
+            FULL_BUDGET,
+            &format!("{}: mem --full", m.name),
+        );
+        let has = |f: &dyn Fn(&MemWork) -> bool| full.steps.iter().any(|s| f(&s.work));
+        assert!(
+            has(&|w| matches!(w, MemWork::Loaded { local: true, .. })),
+            "{}: no loaded latency",
+            m.name
+        );
+        assert!(
+            has(&|w| matches!(w, MemWork::MatrixLatency { .. })),
+            "{}",
+            m.name
+        );
+        // Every matrix pair left out is said.
+        if full.matrix_pairs.0 < full.matrix_pairs.1 {
+            assert!(
+                full.notes
+                    .iter()
+                    .any(|n| n.contains("node × node matrices")),
+                "{}: {:?}",
+                m.name,
+                full.notes
+            );
+        }
+        // The default run keeps today's steps only.
+        let default = plan_memory(
+            &shape,
+            &MemOptions {
+                budget: COMMAND,
+                ..MemOptions::default()
+            },
+        );
+        assert!(default
+            .steps
+            .iter()
+            .all(|s| matches!(s.work, MemWork::Latency { .. } | MemWork::Bandwidth { .. })));
+        assert!(default.initiators.is_empty());
+        // A tight budget plans less, never more time or memory than it has.
+        let tight = Budget::new(5.0, 256 * MIB);
+        within(
+            &full_plan(&shape, tight).cost(),
+            tight,
+            &format!("{}: tight", m.name),
+        );
+    }
+}
+
+#[test]
+fn the_matrix_of_8_sockets_and_32_nodes_starts_with_every_distance_class() {
+    use memory::plan::MemWork;
+    let os = os_view(&regular(8, 64, 2), 4, 1100 * MIB, 8);
+    let shape = Machine {
+        name: String::new(),
+        os,
+    }
+    .shape();
+    let plan = full_plan(&shape, memory::full_plan::FULL_BUDGET);
+    // One initiator per node with CPUs: 32 of them, each with its node's 32 contexts.
+    assert_eq!(plan.initiators.len(), 32);
+    assert!(plan.initiators.iter().all(|i| i.cpus.len() == 32));
+    assert_eq!(plan.targets.len(), 32);
+    assert_eq!(plan.matrix_pairs.1, 32 * 32);
+    assert!(plan.matrix_pairs.0 < plan.matrix_pairs.1);
+    let cells: Vec<(usize, u32)> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match s.work {
+            MemWork::MatrixLatency {
+                initiator, node, ..
+            } => Some((initiator, node)),
+            _ => None,
+        })
+        .collect();
+    assert!(cells.len() >= 3, "{cells:?}");
+    let classes: Vec<u32> = cells[..3]
+        .iter()
+        .map(|&(i, n)| memory::matrix::distance(&shape, &plan.initiators[i], n))
+        .collect();
+    assert_eq!(classes, [10, 12, 32]);
+    // Then each initiator's own node.
+    assert!(cells[3..]
+        .iter()
+        .take(29)
+        .all(|&(i, n)| plan.initiators[i].node == Some(n)));
+    let note = plan.notes.join("\n");
+    assert!(
+        note.contains(&format!("latency of {} ", plan.matrix_pairs.0)),
+        "{note}"
+    );
+    assert!(
+        note.contains("of 1024 pairs (32 initiators × 32 target nodes)"),
+        "{note}"
+    );
+    // Loaded latency: each socket's local node, then one remote class.
+    let sweeps: Vec<(usize, bool)> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match s.work {
+            MemWork::Loaded { socket, local, .. } => Some((socket, local)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        sweeps.iter().any(|&(_, local)| !local) || sweeps.len() < 16,
+        "{sweeps:?}"
+    );
+}
+
+#[test]
+fn memory_only_nodes_are_targets_never_initiators() {
+    use memory::plan::MemWork;
+    // 2 sockets × 1 node, and 2 CXL nodes without CPUs (distance 20 from socket 0's node,
+    // 30 from socket 1's).
+    let mut os = os_view(&regular(2, 8, 2), 1, 64 * MIB, 1);
+    let nodes = os.nodes.as_mut().unwrap();
+    for n in nodes.iter_mut() {
+        let far = if n.id == 0 { [20, 30] } else { [30, 20] };
+        n.distances.extend(far);
+    }
+    for id in [2u32, 3] {
+        nodes.push(OsNode {
+            id,
+            cpus: Vec::new(),
+            distances: if id == 2 {
+                vec![20, 30, 10, 40]
+            } else {
+                vec![30, 20, 40, 10]
+            },
+            memory_bytes: Some(256 * GIB),
+        });
+    }
+    let shape = Machine {
+        name: String::new(),
+        os,
+    }
+    .shape();
+    let plan = full_plan(&shape, memory::full_plan::FULL_BUDGET);
+    let names: Vec<&str> = plan.initiators.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["node 0", "node 1"]);
+    assert_eq!(plan.targets, [0, 1, 2, 3]);
+    // Every pair fits 120 s on this small machine.
+    assert_eq!(plan.matrix_pairs, (8, 8));
+    let cxl_cells = plan
+        .steps
+        .iter()
+        .filter(|s| {
+            matches!(s.work, MemWork::MatrixLatency { node, .. } | MemWork::MatrixRead { node, .. } if node >= 2)
+        })
+        .count();
+    assert_eq!(cxl_cells, 8);
+    // The remote sweep of socket 0 goes to its nearest other node, the CXL node 2 at 20.
+    assert!(plan.steps.iter().any(|s| matches!(
+        s.work,
+        MemWork::Loaded {
+            socket: 0,
+            node: 2,
+            local: false,
+            ..
+        }
+    )));
 }

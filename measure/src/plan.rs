@@ -46,6 +46,8 @@ pub struct NodeShape {
     pub distances: Vec<u32>,
     /// Memory of the node, bytes, when known (`Some(0)`: a node without memory).
     pub memory_bytes: Option<u64>,
+    /// OS numbers of its CPUs (empty: a memory-only node, or not known).
+    pub cpus: Vec<u32>,
 }
 
 /// What a plan needs to know of a machine.
@@ -111,6 +113,7 @@ fn nodes_of(os: &OsView) -> Vec<NodeShape> {
             id: n.id,
             distances: n.distances.clone(),
             memory_bytes: n.memory_bytes,
+            cpus: n.cpus.clone(),
         })
         .collect()
 }

@@ -68,10 +68,11 @@ pub use os_view::{
 pub use probe::{MatrixProbe, Noisy, PairLatency, PairReading, PairSample, ProbeError};
 pub use query::{Component, Level};
 pub use sections::{
-    Access, CacheLevel, CacheSection, ContentionLevel, ContentionPair, ContentionSection,
-    CurvePoint, MemoryBandwidth, MemoryLatency, MemorySection, PairVerdict, PowerEntry, PowerScope,
-    PowerSection, PowerState, ScalingPoint, SharingOutcome, SharingPair, SharingTest, SocketCurve,
-    Threads, TlbReach,
+    knee, Access, CacheLevel, CacheSection, ContentionLevel, ContentionPair, ContentionSection,
+    CurvePoint, Knee, LoadedCurve, LoadedPoint, MatrixInitiator, MemoryBandwidth, MemoryLatency,
+    MemorySection, Mix, MixBandwidth, NodeMatrix, PairVerdict, PowerEntry, PowerScope,
+    PowerSection, PowerState, Saturation, ScalingPoint, SharingOutcome, SharingPair, SharingTest,
+    SocketCurve, Threads, TlbReach, KNEE_FACTOR, SATURATION_SHARE,
 };
 pub use size::{parse_size, size_text, SizeError, MAX_SIZE};
 pub use topology::{LatencyTables, Topology, TopologyBuilder, FORMAT};

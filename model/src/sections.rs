@@ -4,9 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
+mod memory_load;
 mod scaling;
 mod sharing;
 
+pub use memory_load::{
+    knee, Knee, LoadedCurve, LoadedPoint, MatrixInitiator, Mix, MixBandwidth, NodeMatrix,
+    Saturation, KNEE_FACTOR, SATURATION_SHARE,
+};
 pub use scaling::{CurvePoint, SocketCurve};
 pub use sharing::{PairVerdict, SharingOutcome, SharingPair, SharingTest};
 
@@ -22,6 +27,18 @@ pub struct MemorySection {
     /// Memory bandwidth from a socket to a node.
     #[serde(default)]
     pub bandwidth: Vec<MemoryBandwidth>,
+    /// Idle latency and read bandwidth node × node (`mem --full`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_matrix: Option<NodeMatrix>,
+    /// Bandwidth of read/write mixes (`mem --full`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mixes: Vec<MixBandwidth>,
+    /// The thread count that saturates each node (`mem --full`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub saturation: Vec<Saturation>,
+    /// Loaded-latency curves (`mem --full`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded_latency: Vec<LoadedCurve>,
 }
 
 /// One memory-latency measurement.

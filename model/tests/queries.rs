@@ -94,6 +94,7 @@ fn known_nodes_include_those_of_the_memory_section() {
             cycles: None,
         }],
         bandwidth: Vec::new(),
+        ..MemorySection::default()
     }));
     assert_eq!(t.num_nodes(), 2);
     assert_eq!(t.num_known_nodes(), 4);

@@ -41,6 +41,7 @@ pub mod cost;
 pub mod dot;
 pub mod graphviz;
 pub mod heatmap;
+pub mod memory_load;
 pub mod picture;
 pub mod report;
 pub mod results;

@@ -427,7 +427,17 @@ fn memory(topo: &Topology, s: &mut String) -> std::fmt::Result {
             writeln!(s, "</tr>")?;
         }
     }
-    writeln!(s, "</table></section>")
+    writeln!(s, "</table>")?;
+    crate::memory_load::html(
+        s,
+        &crate::memory_load::MemoryLoad {
+            matrix: mem.node_matrix.as_ref(),
+            mixes: &mem.mixes,
+            saturation: &mem.saturation,
+            loaded: &mem.loaded_latency,
+        },
+    )?;
+    writeln!(s, "</section>")
 }
 
 fn caches(topo: &Topology, s: &mut String) -> std::fmt::Result {

@@ -320,6 +320,11 @@ pub(crate) struct MemArgs {
     /// Only the latency.
     #[arg(long)]
     pub(crate) latency_only: bool,
+    /// Also the node × node latency and bandwidth matrices, the read/write mixes (with and
+    /// without non-temporal stores), the thread count that saturates each node and the
+    /// loaded-latency curves, within a larger budget (default: 120 s and 1 GiB).
+    #[arg(long, conflicts_with = "latency_only")]
+    pub(crate) full: bool,
     /// Vector unit of the bandwidth kernels (default: the widest the CPU has).
     #[arg(long, value_enum)]
     pub(crate) isa: Option<IsaArg>,

@@ -24,9 +24,12 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
             IsaArg::Portable => Isa::Portable,
         }),
         topology: args.topology.clone(),
-        budget: args
-            .planning
-            .budget(topoprobe_measure::memory::DEFAULT_BUDGET),
+        budget: args.planning.budget(if args.full {
+            topoprobe_measure::memory::full_plan::FULL_BUDGET
+        } else {
+            topoprobe_measure::memory::DEFAULT_BUDGET
+        }),
+        full: args.full,
     };
     let c2c = super::mem_c2c::plan(args)?;
     if args.planning.plan {

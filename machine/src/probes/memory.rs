@@ -35,6 +35,9 @@ pub struct MemRequest {
     pub topology: Option<PathBuf>,
     /// Time and memory the measurement may take.
     pub budget: Budget,
+    /// Also the node × node matrices, the read/write mixes, the saturating thread counts
+    /// and the loaded-latency curves (give it [`memory::full_plan::FULL_BUDGET`]).
+    pub full: bool,
 }
 
 impl Default for MemRequest {
@@ -48,6 +51,7 @@ impl Default for MemRequest {
             isa: None,
             topology: None,
             budget: memory::DEFAULT_BUDGET,
+            full: false,
         }
     }
 }
@@ -101,6 +105,7 @@ fn prepare(
         isa: req.isa.unwrap_or_else(Isa::detect),
         ghz,
         budget: req.budget,
+        full: req.full,
         ..MemOptions::default()
     };
     Ok((topo, shape, opts))
@@ -226,6 +231,10 @@ fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
         notes: r.notes.clone(),
         cost: r.cost.clone(),
         cache_to_cache: None,
+        node_matrix: r.node_matrix.clone(),
+        mixes: r.mixes.clone(),
+        saturation: r.saturation.clone(),
+        loaded_latency: r.loaded_latency.clone(),
     }
 }
 
@@ -269,6 +278,10 @@ mod tests {
             non_temporal: false,
             pairs: (1, 1),
             cost: CostPlan::new(Budget::new(1.0, 1 << 30)),
+            node_matrix: None,
+            mixes: Vec::new(),
+            saturation: Vec::new(),
+            loaded_latency: Vec::new(),
         };
         let opts = MemOptions {
             latency_only: true,

@@ -289,6 +289,14 @@ fn pass(kernel: Kernel, streams: &Streams, buf: &mut Buffer) -> u64 {
             kernels::run(kernel, isa, nt, src, &mut dst[..half]);
             2 * 8 * half as u64
         }
+        Kernel::Mix(mix) => {
+            let per = super::mixes::stream_words(mix, buf.words().len());
+            let (reads, writes) = mix.streams();
+            let words = buf.words_mut();
+            let (src, dst) = words.split_at_mut(reads * per);
+            kernels::run(kernel, isa, nt, src, &mut dst[..per]);
+            (8 * per * (reads + writes)) as u64
+        }
     }
 }
 

@@ -11,6 +11,8 @@ pub enum Kernel {
     Write,
     /// Loads one buffer and stores another (likwid-bench `copy`).
     Copy,
+    /// A written read/write mix ([`super::mixes`]): several streams read, one written.
+    Mix(topoprobe_model::Mix),
 }
 
 /// The instruction set a kernel runs with.
@@ -66,7 +68,7 @@ pub fn effective_isa(kernel: Kernel, isa: Isa, src: &[u64], dst: &[u64]) -> Isa 
     let aligned = match kernel {
         Kernel::Read => fits(src),
         Kernel::Write => fits(dst),
-        Kernel::Copy => fits(src) && fits(dst),
+        Kernel::Copy | Kernel::Mix(_) => fits(src) && fits(dst),
     };
     let has = match isa {
         Isa::Avx512 => Isa::detect() == Isa::Avx512,
@@ -84,6 +86,9 @@ pub fn effective_isa(kernel: Kernel, isa: Isa, src: &[u64], dst: &[u64]) -> Isa 
 /// long as `src` for copy), with [`effective_isa`]. Returns a value that depends on what
 /// was read, so the loads cannot be removed.
 pub fn run(kernel: Kernel, isa: Isa, non_temporal: bool, src: &[u64], dst: &mut [u64]) -> u64 {
+    if let Kernel::Mix(mix) = kernel {
+        return super::mixes::run(mix, isa, non_temporal, src, dst);
+    }
     #[cfg(target_arch = "x86_64")]
     {
         let chosen = effective_isa(kernel, isa, src, dst);
@@ -115,6 +120,7 @@ fn portable(kernel: Kernel, src: &[u64], dst: &mut [u64]) -> u64 {
             dst[..n].copy_from_slice(&src[..n]);
             n as u64
         }
+        Kernel::Mix(mix) => super::mixes::run(mix, Isa::Portable, false, src, dst),
     }
 }
 
@@ -138,6 +144,7 @@ mod x86 {
                 (Kernel::Write, false) => write256(dst, nt),
                 (Kernel::Copy, true) => copy512(src, dst, nt),
                 (Kernel::Copy, false) => copy256(src, dst, nt),
+                (Kernel::Mix(_), _) => 0,
             }
         }
     }

@@ -17,12 +17,16 @@
 
 pub mod bandwidth;
 pub mod chase;
+pub mod full_plan;
 pub mod kernels;
+pub mod loaded;
+pub mod matrix;
+pub mod mixes;
 pub mod plan;
 
 use std::time::Instant;
 
-use topoprobe_model::{Budget, CostPlan};
+use topoprobe_model::{Budget, CostPlan, LoadedCurve, Mix, MixBandwidth, NodeMatrix, Saturation};
 
 use crate::plan::Shape;
 use bandwidth::Streams;
@@ -77,6 +81,9 @@ pub struct MemOptions {
     pub latency_only: bool,
     /// Time and memory the measurement may take.
     pub budget: Budget,
+    /// Also the node × node matrices, the read/write mixes, the saturating thread counts
+    /// and the loaded-latency curves ([`full_plan`]; give it [`full_plan::FULL_BUDGET`]).
+    pub full: bool,
 }
 
 impl Default for MemOptions {
@@ -92,6 +99,7 @@ impl Default for MemOptions {
             ghz: None,
             latency_only: false,
             budget: DEFAULT_BUDGET,
+            full: false,
         }
     }
 }
@@ -167,6 +175,14 @@ pub struct MemReport {
     pub pairs: (usize, usize),
     /// The plan, with what each step spent.
     pub cost: CostPlan,
+    /// Idle latency and read bandwidth node × node (`--full`).
+    pub node_matrix: Option<NodeMatrix>,
+    /// Bandwidth of the read/write mixes (`--full`).
+    pub mixes: Vec<MixBandwidth>,
+    /// The thread counts that saturate the nodes (`--full`).
+    pub saturation: Vec<Saturation>,
+    /// Loaded-latency curves (`--full`).
+    pub loaded_latency: Vec<LoadedCurve>,
 }
 
 /// Memory latency of `cpu` to `node` (`None`: first touch) on huge and on small pages, over
@@ -304,7 +320,19 @@ pub fn run_plan(
         non_temporal: plan.non_temporal,
         pairs: plan.pairs,
         cost: CostPlan::new(plan.budget),
+        node_matrix: None,
+        mixes: Vec::new(),
+        saturation: Vec::new(),
+        loaded_latency: Vec::new(),
     };
+    let mut matrix = (!plan.initiators.is_empty()).then(|| NodeMatrix {
+        initiators: plan.initiators.clone(),
+        targets: plan.targets.clone(),
+        latency_ns: vec![vec![None; plan.targets.len()]; plan.initiators.len()],
+        read_gbps: vec![vec![None; plan.targets.len()]; plan.initiators.len()],
+        pairs_measured: 0,
+        pairs_total: plan.matrix_pairs.1,
+    });
     if !thp_available() {
         report
             .notes
@@ -374,6 +402,133 @@ pub fn run_plan(
                     rounds: all.iter().flatten().map(|x| x.rounds).max().unwrap_or(0),
                 });
             }
+            MemWork::Loaded {
+                socket,
+                node,
+                local,
+                bind,
+                chase_cpu,
+                loaders,
+                loader_bytes,
+            } => {
+                let mut curve = loaded::sweep(&loaded::Sweep {
+                    chase_cpu: *chase_cpu,
+                    loaders: loaders.clone(),
+                    node: bind.then_some(*node),
+                    chase_bytes: plan.latency_bytes,
+                    loader_bytes: *loader_bytes,
+                    evict: plan.evicts,
+                    isa: opts.isa,
+                    delays: loaded::DELAYS.to_vec(),
+                })?;
+                curve.socket = *socket;
+                curve.node = *node;
+                curve.local = *local;
+                report.loaded_latency.push(curve);
+            }
+            MemWork::Mixes {
+                socket,
+                node,
+                bind,
+                cpus,
+            } => {
+                for non_temporal in [false, true] {
+                    let mixes: Vec<Mix> = Mix::ALL
+                        .into_iter()
+                        .filter(|m| !non_temporal || m.streams().1 > 0)
+                        .collect();
+                    let figures = bandwidth::measure_kernels(
+                        cpus,
+                        &Streams {
+                            kernels: mixes.iter().map(|&m| mixes::kernel(m)).collect(),
+                            isa: opts.isa,
+                            non_temporal,
+                            bytes: plan.bandwidth_bytes,
+                            node: bind.then_some(*node),
+                            rule: plan.rule(step, 9),
+                        },
+                    )?;
+                    for (mix, f) in mixes.into_iter().zip(figures) {
+                        report.mixes.push(MixBandwidth {
+                            socket: *socket,
+                            node: *node,
+                            mix,
+                            non_temporal,
+                            threads: cpus.len(),
+                            gbps: f.value,
+                        });
+                    }
+                }
+            }
+            MemWork::Saturation {
+                socket,
+                node,
+                bind,
+                cpus,
+                counts,
+            } => {
+                let mut points = Vec::new();
+                for &t in counts {
+                    let f = bandwidth::measure(
+                        &cpus[..t.min(cpus.len())],
+                        &bandwidth::Stream {
+                            kernel: Kernel::Read,
+                            isa: opts.isa,
+                            non_temporal: false,
+                            bytes: plan.bandwidth_bytes,
+                            node: bind.then_some(*node),
+                            rule: plan.rule(step, counts.len()),
+                        },
+                    )?;
+                    points.push((t, f.value));
+                }
+                report
+                    .saturation
+                    .push(Saturation::of(*socket, *node, points));
+            }
+            MemWork::MatrixLatency {
+                initiator,
+                cpu,
+                node,
+                bind,
+            } => {
+                let l = latency(
+                    *cpu,
+                    bind.then_some(*node),
+                    plan.latency_bytes,
+                    plan.evicts,
+                    false,
+                )?;
+                if let Some(m) = matrix.as_mut() {
+                    if let Some(t) = m.targets.iter().position(|x| x == node) {
+                        m.latency_ns[*initiator][t] = Some(l.ns());
+                        m.pairs_measured += 1;
+                    }
+                }
+            }
+            MemWork::MatrixRead {
+                initiator,
+                node,
+                bind,
+                cpus,
+            } => {
+                let f = bandwidth::measure(
+                    cpus,
+                    &bandwidth::Stream {
+                        kernel: Kernel::Read,
+                        isa: opts.isa,
+                        non_temporal: false,
+                        bytes: plan.bandwidth_bytes,
+                        node: bind.then_some(*node),
+                        rule: plan.rule(step, 1),
+                    },
+                )?;
+                if let Some(m) = matrix.as_mut() {
+                    if let Some(t) = m.targets.iter().position(|x| x == node) {
+                        m.read_gbps[*initiator][t] = Some(f.value);
+                    }
+                }
+            }
         }
         let cost = &mut plan.steps[i].cost;
         cost.record(
@@ -408,6 +563,7 @@ pub fn run_plan(
             }
         }
     }
+    report.node_matrix = matrix;
     report.cost = plan.cost();
     Ok(report)
 }

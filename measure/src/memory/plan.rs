@@ -68,6 +68,70 @@ pub enum MemWork {
         /// The contexts streaming together.
         cpus: Vec<u32>,
     },
+    /// A loaded-latency sweep ([`super::loaded`]) of a socket to a node (`--full`).
+    Loaded {
+        /// Socket (index in the shape).
+        socket: usize,
+        /// OS node number.
+        node: u32,
+        /// Whether the node is the socket's local node.
+        local: bool,
+        /// Whether the buffers are bound to the node.
+        bind: bool,
+        /// The context that chases.
+        chase_cpu: u32,
+        /// The contexts that load.
+        loaders: Vec<u32>,
+        /// Each loader's buffer, bytes.
+        loader_bytes: u64,
+    },
+    /// Every read/write mix ([`super::mixes`]), with and without non-temporal stores, of
+    /// some contexts of a socket to a node (`--full`).
+    Mixes {
+        /// Socket (index in the shape).
+        socket: usize,
+        /// OS node number.
+        node: u32,
+        /// Whether the buffers are bound to the node.
+        bind: bool,
+        /// The contexts streaming together.
+        cpus: Vec<u32>,
+    },
+    /// Read bandwidth of a socket to a node with growing thread counts (`--full`).
+    Saturation {
+        /// Socket (index in the shape).
+        socket: usize,
+        /// OS node number.
+        node: u32,
+        /// Whether the buffers are bound to the node.
+        bind: bool,
+        /// The socket's contexts in the order threads are added.
+        cpus: Vec<u32>,
+        /// The thread counts, ascending.
+        counts: Vec<usize>,
+    },
+    /// Idle latency of one cell of the node × node matrix (`--full`).
+    MatrixLatency {
+        /// Initiator (index in [`MemPlan::initiators`]).
+        initiator: usize,
+        /// The context that chases.
+        cpu: u32,
+        /// Target node (OS number).
+        node: u32,
+        /// Whether the buffer is bound to the node.
+        bind: bool,
+    },
+    /// Read bandwidth of one cell of the node × node matrix (`--full`).
+    MatrixRead {
+        /// Initiator (index in [`MemPlan::initiators`]).
+        initiator: usize,
+        /// Target node (OS number).
+        node: u32,
+        /// Whether the buffers are bound to the node.
+        bind: bool,
+        /// The initiator's contexts.
+        cpus: Vec<u32>,
+    },
 }
 
 /// A measurement and its cost.
@@ -108,6 +172,12 @@ pub struct MemPlan {
     pub warnings: Vec<String>,
     /// The budget.
     pub budget: Budget,
+    /// The rows of the node × node matrices (`--full`; empty otherwise).
+    pub initiators: Vec<topoprobe_model::MatrixInitiator>,
+    /// The columns of the node × node matrices: OS numbers of the nodes with memory.
+    pub targets: Vec<u32>,
+    /// Matrix pairs measured (latency) and in all.
+    pub matrix_pairs: (usize, usize),
 }
 
 impl MemPlan {
@@ -138,7 +208,7 @@ fn whole_mib(bytes: u64) -> u64 {
 }
 
 /// Seconds of one latency measurement over `bytes` (both page sizes when `pages` is 2).
-fn latency_seconds(r: &Rates, bytes: u64, evicts: bool, pages: usize) -> f64 {
+pub(super) fn latency_seconds(r: &Rates, bytes: u64, evicts: bool, pages: usize) -> f64 {
     let slots = bytes / SLOT_BYTES as u64;
     let loads = if evicts {
         slots
@@ -161,7 +231,7 @@ fn latency_seconds(r: &Rates, bytes: u64, evicts: bool, pages: usize) -> f64 {
 
 /// Seconds of one bandwidth step: `threads` threads first touch `bytes`, stream once
 /// untimed, then run `kernels` kernels of [`EXPECTED_ROUNDS`] evicted passes each.
-fn bandwidth_seconds(r: &Rates, bytes: u64, threads: usize, kernels: usize) -> f64 {
+pub(super) fn bandwidth_seconds(r: &Rates, bytes: u64, threads: usize, kernels: usize) -> f64 {
     let round = r.flush_seconds(bytes, threads) + r.stream_seconds(bytes, threads);
     threads as f64 * r.thread_start_s
         + r.touch_seconds(bytes, threads)
@@ -352,8 +422,18 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
     // later, cheaper one may still fit.
     let mut spent = 0.0;
     let total_steps = steps.len();
+    // With `--full`, the default steps take at most what a default run has (and a quarter
+    // of the budget): the rest is for the full steps.
+    let base_seconds = if opts.full {
+        budget
+            .seconds
+            .min(super::DEFAULT_BUDGET.seconds)
+            .min(budget.seconds / 4.0)
+    } else {
+        budget.seconds
+    };
     steps.retain(|st| {
-        let keep = st.required || spent + st.cost.seconds <= budget.seconds;
+        let keep = st.required || spent + st.cost.seconds <= base_seconds;
         if keep {
             spent += st.cost.seconds;
         }
@@ -362,10 +442,11 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
     let measured: Vec<(usize, u32)> = {
         let mut v: Vec<(usize, u32)> = steps
             .iter()
-            .map(|st| match &st.work {
+            .filter_map(|st| match &st.work {
                 MemWork::Latency { socket, node, .. } | MemWork::Bandwidth { socket, node, .. } => {
-                    (*socket, *node)
+                    Some((*socket, *node))
                 }
+                _ => None,
             })
             .collect();
         v.sort_unstable();
@@ -389,7 +470,7 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
             class_list.join(", ")
         ));
     }
-    MemPlan {
+    let mut plan = MemPlan {
         steps,
         latency_bytes,
         evicts,
@@ -401,5 +482,12 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
         notes,
         warnings,
         budget,
+        initiators: Vec::new(),
+        targets: Vec::new(),
+        matrix_pairs: (0, 0),
+    };
+    if opts.full {
+        super::full_plan::add_full_steps(shape, opts, &mut plan, spent);
     }
+    plan
 }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::CostPlan;
+use crate::{CostPlan, LoadedCurve, MixBandwidth, NodeMatrix, Saturation};
 
 /// One socket -> node pair with a thread count: a row of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -99,4 +99,16 @@ pub struct MemoryResult {
     /// otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_to_cache: Option<crate::results::cache_to_cache::CacheToCacheResult>,
+    /// Idle latency and read bandwidth node × node (`--full`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_matrix: Option<NodeMatrix>,
+    /// Bandwidth of read/write mixes, with and without non-temporal stores (`--full`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mixes: Vec<MixBandwidth>,
+    /// The thread count that saturates each node (`--full`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub saturation: Vec<Saturation>,
+    /// Loaded-latency curves with their knees (`--full`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded_latency: Vec<LoadedCurve>,
 }

@@ -85,6 +85,12 @@ impl Rendered for MemoryResult {
         if let Some(c2c) = &self.cache_to_cache {
             out.push_str(&super::cache_to_cache::text(c2c));
         }
+        out.push_str(&crate::memory_load::text(&crate::memory_load::MemoryLoad {
+            matrix: self.node_matrix.as_ref(),
+            mixes: &self.mixes,
+            saturation: &self.saturation,
+            loaded: &self.loaded_latency,
+        }));
         for l in &self.local_nodes {
             let _ = writeln!(
                 out,
@@ -179,6 +185,10 @@ mod tests {
             notes: Vec::new(),
             cost: CostPlan::new(Budget::new(15.0, 1 << 29)),
             cache_to_cache: None,
+            node_matrix: None,
+            mixes: Vec::new(),
+            saturation: Vec::new(),
+            loaded_latency: Vec::new(),
         }
     }
 
@@ -194,5 +204,32 @@ mod tests {
         let j = crate::results::json(&result()).unwrap();
         assert!(j.contains("\"memory_reached\": false"), "{j}");
         assert!(j.contains("\"read_gbps\": null"), "{j}");
+        // The `--full` fields are left out of a default run's JSON.
+        assert!(
+            !j.contains("loaded_latency") && !j.contains("node_matrix"),
+            "{j}"
+        );
+    }
+
+    #[test]
+    fn a_full_result_shows_mixes_and_saturation() {
+        let mut r = result();
+        r.mixes = vec![topoprobe_model::MixBandwidth {
+            socket: 0,
+            node: 0,
+            mix: topoprobe_model::Mix::TwoToOne,
+            non_temporal: true,
+            threads: 2,
+            gbps: 41.0,
+        }];
+        r.saturation = vec![topoprobe_model::Saturation::of(
+            0,
+            0,
+            vec![(1, 20.0), (2, 39.0)],
+        )];
+        let t = r.text();
+        assert!(t.contains("2:1"), "{t}");
+        assert!(t.contains("41.0"), "{t}");
+        assert!(t.contains("2 threads reach 95% of the peak"), "{t}");
     }
 }

@@ -1,0 +1,301 @@
+//! The steps `topoprobe mem --full` adds to the plan of [`super::plan`], in the order they
+//! run and within what the budget has left after the default steps:
+//!
+//! 1. a loaded-latency sweep ([`super::loaded`]) of every socket to its local node, then of
+//!    every socket to its nearest remote node, where there is one;
+//! 2. every read/write mix ([`super::mixes`]), with and without non-temporal stores, of
+//!    every socket's contexts to its local node;
+//! 3. the read bandwidth of every socket to its local node with 1, 2, 4, … and all its
+//!    contexts (the thread count that saturates the node);
+//! 4. the node × node matrices ([`super::matrix`]): the idle latency of every pair in the
+//!    matrix's order (one per distance class first), then the read bandwidth of every pair.
+//!
+//! A step that does not fit what is left of the budget is left out and said; a later,
+//! cheaper one may still fit. No step allocates more than the memory budget: the loaders
+//! of a sweep share what the chase's buffer leaves of it.
+
+use topoprobe_model::{format::plural, Budget, CostStep};
+
+use super::chase::SLOT_BYTES;
+use super::loaded::DELAYS;
+use super::matrix;
+use super::plan::{
+    bandwidth_seconds, latency_seconds, MemPlan, MemStep, MemWork, LATENCY_MAX_STEPS,
+    LATENCY_ROUNDS, STEADY_CHASE_STEPS,
+};
+use super::MemOptions;
+use crate::plan::{Rates, Shape, PROCESS_BYTES};
+
+/// The budget of `topoprobe mem --full`: 120 s and 1 GiB.
+pub const FULL_BUDGET: Budget = Budget::new(120.0, 1 << 30);
+
+/// Latency under load is taken to be this many times the idle latency, on average over a
+/// sweep, when its time is planned.
+const LOADED_SLOWDOWN: f64 = 3.0;
+
+/// Mix kernels of a mixes step: all reads, then four written mixes with and without
+/// non-temporal stores.
+const MIX_KERNELS: usize = 9;
+
+/// Seconds of one loaded-latency sweep.
+fn sweep_seconds(r: &Rates, plan: &MemPlan, loaders: usize, loader_total: u64) -> f64 {
+    let slots = plan.latency_bytes / SLOT_BYTES as u64;
+    let loads = if plan.evicts {
+        slots.min((LATENCY_ROUNDS * LATENCY_MAX_STEPS) as u64 + slots / 16)
+    } else {
+        (LATENCY_ROUNDS * STEADY_CHASE_STEPS / 4) as u64 + slots.min(STEADY_CHASE_STEPS as u64)
+    };
+    let flush = if plan.evicts {
+        r.flush_seconds(plan.latency_bytes, 1)
+    } else {
+        0.0
+    };
+    let points = (DELAYS.len() + 2) as f64;
+    let point = 0.02 + flush + loads as f64 * r.memory_ns * 1e-9 * LOADED_SLOWDOWN;
+    (loaders + 1) as f64 * r.thread_start_s
+        + r.touch_seconds(plan.latency_bytes, 1)
+        + slots as f64 * 40e-9
+        + r.touch_seconds(loader_total, loaders)
+        + points * point
+}
+
+/// The thread counts of a saturation step on `n` contexts: 1, 2, 4, … and `n`.
+#[must_use]
+pub fn saturation_counts(n: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |&c| c.checked_mul(2))
+        .take_while(|&c| c < n)
+        .collect();
+    v.push(n.max(1));
+    v.dedup();
+    v
+}
+
+/// Adds the `--full` steps to `plan` (whose steps are planned to take `spent` seconds),
+/// keeping them within what is left of the budget, and says what is left out.
+pub fn add_full_steps(shape: &Shape, opts: &MemOptions, plan: &mut MemPlan, spent: f64) {
+    let r = Rates::ASSUMED;
+    let numa = shape.nodes.len() > 1;
+    let node_index = |id: u32| shape.nodes.iter().position(|x| x.id == id);
+    let targets = matrix::targets(shape);
+    let local_of = |s: usize| -> u32 {
+        shape.sockets[s]
+            .local_node
+            .filter(|id| targets.contains(id))
+            .or_else(|| targets.first().copied())
+            .unwrap_or(0)
+    };
+    let buffers = opts.budget.bytes.saturating_sub(PROCESS_BYTES);
+    let loader_total = buffers
+        .saturating_sub(plan.latency_bytes)
+        .min(plan.bandwidth_bytes)
+        .max(1 << 20);
+    let mut extra: Vec<MemStep> = Vec::new();
+    let step = |work: MemWork, what: String, bytes: u64, passes: u64, seconds: f64| MemStep {
+        work,
+        cost: CostStep::new("mem", what, bytes, passes, seconds),
+        required: false,
+    };
+    // 1. Loaded latency: local nodes, then the nearest remote node of each socket.
+    let mut sweeps: Vec<(usize, u32, bool)> = (0..shape.sockets.len())
+        .map(|s| (s, local_of(s), true))
+        .collect();
+    for s in 0..shape.sockets.len() {
+        let local = local_of(s);
+        let remote = targets
+            .iter()
+            .copied()
+            .filter(|&t| t != local)
+            .filter_map(|t| Some((shape.distance(s, node_index(t)?), t)))
+            .filter(|&(d, _)| d > shape.distance(s, node_index(local).unwrap_or(0)))
+            .min();
+        if let Some((_, t)) = remote {
+            sweeps.push((s, t, false));
+        }
+    }
+    for (s, node, local) in sweeps {
+        let cpus = &shape.sockets[s].cpus;
+        let Some(&chase_cpu) = cpus.first() else {
+            continue;
+        };
+        let loaders: Vec<u32> = cpus.iter().skip(1).copied().collect();
+        let loader_bytes = (loader_total / loaders.len().max(1) as u64).max(64 << 10) >> 12 << 12;
+        let bytes = plan.latency_bytes + loader_bytes * loaders.len() as u64;
+        let seconds = sweep_seconds(&r, plan, loaders.len(), loader_total);
+        extra.push(step(
+            MemWork::Loaded {
+                socket: s,
+                node,
+                local,
+                bind: numa,
+                chase_cpu,
+                loaders: loaders.clone(),
+                loader_bytes,
+            },
+            format!(
+                "loaded latency CPU {chase_cpu} -> node {node}, {}, {} delays",
+                plural(loaders.len(), "loader"),
+                DELAYS.len()
+            ),
+            bytes,
+            (DELAYS.len() + 2) as u64,
+            seconds,
+        ));
+    }
+    // 2. Mixes and 3. saturation, socket -> local node.
+    for s in 0..shape.sockets.len() {
+        let socket = &shape.sockets[s];
+        let node = local_of(s);
+        let many = opts
+            .threads
+            .unwrap_or(socket.cpus.len())
+            .clamp(1, socket.cpus.len().max(1));
+        extra.push(step(
+            MemWork::Mixes {
+                socket: s,
+                node,
+                bind: numa,
+                cpus: socket.cpus.iter().take(many).copied().collect(),
+            },
+            format!(
+                "read/write mixes socket {s} -> node {node}, {}",
+                plural(many, "thread")
+            ),
+            plan.bandwidth_bytes,
+            (MIX_KERNELS * 4) as u64,
+            bandwidth_seconds(&r, plan.bandwidth_bytes, many, MIX_KERNELS),
+        ));
+    }
+    for s in 0..shape.sockets.len() {
+        let socket = &shape.sockets[s];
+        let node = local_of(s);
+        let counts = saturation_counts(socket.cpus.len());
+        let seconds = counts
+            .iter()
+            .map(|&t| bandwidth_seconds(&r, plan.bandwidth_bytes, t, 1))
+            .sum();
+        extra.push(step(
+            MemWork::Saturation {
+                socket: s,
+                node,
+                bind: numa,
+                cpus: socket.cpus.clone(),
+                counts: counts.clone(),
+            },
+            format!(
+                "saturation socket {s} -> node {node}, {} thread counts",
+                counts.len()
+            ),
+            plan.bandwidth_bytes,
+            (counts.len() * 4) as u64,
+            seconds,
+        ));
+    }
+    // 4. The matrices.
+    let inits = matrix::initiators(shape);
+    let pairs = matrix::ordered_pairs(shape, &inits, &targets);
+    let lat_seconds = latency_seconds(&r, plan.latency_bytes, plan.evicts, 1);
+    let mut reads = Vec::new();
+    for &(i, t) in &pairs {
+        let init = &inits[i];
+        let node = targets[t];
+        let Some(&cpu) = init.cpus.first() else {
+            continue;
+        };
+        extra.push(step(
+            MemWork::MatrixLatency {
+                initiator: i,
+                cpu,
+                node,
+                bind: numa,
+            },
+            format!("matrix latency {} -> node {node}", init.name),
+            plan.latency_bytes + (plan.latency_bytes / SLOT_BYTES as u64) * 4,
+            LATENCY_ROUNDS as u64,
+            lat_seconds,
+        ));
+        reads.push(step(
+            MemWork::MatrixRead {
+                initiator: i,
+                node,
+                bind: numa,
+                cpus: init.cpus.clone(),
+            },
+            format!(
+                "matrix read {} -> node {node}, {}",
+                init.name,
+                plural(init.cpus.len(), "thread")
+            ),
+            plan.bandwidth_bytes,
+            4,
+            bandwidth_seconds(&r, plan.bandwidth_bytes, init.cpus.len(), 1),
+        ));
+    }
+    extra.append(&mut reads);
+    let planned = extra.len();
+    let mut left = opts.budget.seconds - spent;
+    let mut dropped: Vec<String> = Vec::new();
+    extra.retain(|st| {
+        let keep = st.cost.seconds <= left && st.cost.bytes + PROCESS_BYTES <= opts.budget.bytes;
+        if keep {
+            left -= st.cost.seconds;
+        } else if !matches!(
+            st.work,
+            MemWork::MatrixLatency { .. } | MemWork::MatrixRead { .. }
+        ) {
+            dropped.push(st.cost.what.clone());
+        }
+        keep
+    });
+    let measured = extra
+        .iter()
+        .filter(|s| matches!(s.work, MemWork::MatrixLatency { .. }))
+        .count();
+    let measured_reads = extra
+        .iter()
+        .filter(|s| matches!(s.work, MemWork::MatrixRead { .. }))
+        .count();
+    if measured < pairs.len() || measured_reads < pairs.len() {
+        plan.notes.push(format!(
+            "node × node matrices: latency of {} and read bandwidth of {} of {} pairs ({} × {}) \
+             within the {} budget: one per distance class first, then each initiator's own \
+             node, then the others",
+            measured,
+            measured_reads,
+            pairs.len(),
+            plural(inits.len(), "initiator"),
+            plural(targets.len(), "target node"),
+            crate::plan::secs(opts.budget.seconds)
+        ));
+    }
+    if !dropped.is_empty() {
+        plan.notes.push(format!(
+            "left out for the {} budget: {}",
+            crate::plan::secs(opts.budget.seconds),
+            dropped.join("; ")
+        ));
+    }
+    if planned > 0 {
+        plan.warnings.push(
+            "prefetchers stay on (turning them off needs root): the chases defeat them by \
+             their random order, the streams are helped by them as programs are"
+                .into(),
+        );
+    }
+    plan.steps.append(&mut extra);
+    plan.initiators = inits;
+    plan.targets = targets;
+    plan.matrix_pairs = (measured, pairs.len());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saturation_counts_double_up_to_every_context() {
+        assert_eq!(saturation_counts(1), [1]);
+        assert_eq!(saturation_counts(2), [1, 2]);
+        assert_eq!(saturation_counts(6), [1, 2, 4, 6]);
+        assert_eq!(saturation_counts(8), [1, 2, 4, 8]);
+    }
+}

@@ -1,0 +1,283 @@
+//! Loaded latency (google's multichase `multiload`, MLC's `--loaded_latency`): the latency
+//! of a dependent chase ([`super::chase`]) on one context while the other contexts of its
+//! socket read their own buffers on the same node, with a delay loop between two lines of
+//! each loader swept from large to none. Each point gives the loaders' bandwidth during the
+//! chase and the chase's latency; the first point has no loader (idle), and the idle point
+//! is measured again after the sweep: where it moved by more than [`IDLE_DRIFT`], or the
+//! host stole time from the vCPUs, the curve is flagged as not trustworthy.
+//!
+//! The chase defeats the prefetchers by its random order (they cannot be turned off
+//! without root); the loaders stream sequentially, so the prefetchers help them as they
+//! help any streaming program.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use topoprobe_model::{knee, LoadedCurve, LoadedPoint};
+use topoprobe_sys::affinity::pin_current_thread;
+use topoprobe_sys::buffer::{Buffer, PagePlacement};
+
+use super::chase::{self, ChaseRounds};
+use super::kernels::{self, Isa, Kernel};
+use super::plan::{LATENCY_MAX_STEPS, LATENCY_ROUNDS, STEADY_CHASE_STEPS};
+use super::MemError;
+
+/// Delay loop iterations between two lines of a loader, from light load to none.
+pub const DELAYS: [u32; 9] = [4096, 1024, 512, 256, 128, 64, 32, 8, 0];
+/// The idle latency may move by this share during the sweep before the curve is flagged.
+pub const IDLE_DRIFT: f64 = 0.10;
+/// The host may steal this share of the loaders' and the chase's time before the curve
+/// is flagged.
+pub const STEAL_SHARE: f64 = 0.02;
+/// Time the loaders run at a new delay before the chase is timed.
+const SETTLE: Duration = Duration::from_millis(20);
+/// Lines a loader reads between two updates of its byte count.
+const CHUNK_LINES: usize = 64;
+/// The delay value that parks the loaders.
+const PARKED: u32 = u32::MAX;
+
+/// One loaded-latency sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sweep {
+    /// The context that chases.
+    pub chase_cpu: u32,
+    /// The contexts that load.
+    pub loaders: Vec<u32>,
+    /// Node of every buffer (`None`: first touch).
+    pub node: Option<u32>,
+    /// The chase's buffer, bytes.
+    pub chase_bytes: u64,
+    /// Each loader's buffer, bytes.
+    pub loader_bytes: u64,
+    /// Evict the chase's buffer before each point and chase within one lap (else the
+    /// steady state).
+    pub evict: bool,
+    /// Vector unit of the loaders at delay 0.
+    pub isa: Isa,
+    /// The delays, from the largest to the smallest.
+    pub delays: Vec<u32>,
+}
+
+/// Ticks the host stole from this guest's CPUs so far (`/proc/stat`), when known.
+#[must_use]
+pub fn steal_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    line.split_whitespace().nth(8)?.parse().ok()
+}
+
+/// One loader: reads its buffer line by line with `delay` iterations of a loop between two
+/// lines (the vector read kernel at delay 0), adding the bytes read to `bytes`, until
+/// `stop`; parked while the delay is [`PARKED`].
+fn load(buf: &Buffer, isa: Isa, delay: &AtomicU32, bytes: &AtomicU64, stop: &AtomicBool) {
+    let words = buf.words();
+    let chunk = CHUNK_LINES * 8;
+    let mut acc = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        for part in words.chunks(chunk) {
+            let d = delay.load(Ordering::Relaxed);
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if d == PARKED {
+                std::thread::sleep(Duration::from_micros(200));
+                continue;
+            }
+            if d == 0 {
+                acc ^= kernels::run(Kernel::Read, isa, false, part, &mut []);
+            } else {
+                for line in part.chunks(8) {
+                    acc ^= line.iter().fold(0, |x, y| x ^ y);
+                    let mut k = 0;
+                    while k < d {
+                        k = black_box(k + 1);
+                    }
+                }
+            }
+            bytes.fetch_add(8 * part.len() as u64, Ordering::Relaxed);
+        }
+    }
+    black_box(acc);
+}
+
+/// ns per load of the chase through `buf` (`slots` linked slots), the median of its rounds.
+fn chase_ns(buf: &Buffer, slots: usize, evict: bool) -> f64 {
+    let how = if evict {
+        ChaseRounds::within_one_lap(slots, LATENCY_ROUNDS, LATENCY_MAX_STEPS)
+    } else {
+        ChaseRounds {
+            rounds: LATENCY_ROUNDS,
+            steps: STEADY_CHASE_STEPS / 4,
+            warm_up: slots.min(STEADY_CHASE_STEPS),
+            evict: false,
+        }
+    };
+    crate::stats::median(&chase::timed_rounds(buf, how)).unwrap_or(f64::NAN)
+}
+
+/// Runs the sweep; the curve's socket, node and locality are left for the caller (0, the
+/// sweep's node, true).
+///
+/// # Errors
+///
+/// [`MemError`] when a thread cannot be pinned or a buffer allocated or bound.
+pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
+    let placement = PagePlacement {
+        node: s.node,
+        huge_pages: None,
+    };
+    let delay = AtomicU32::new(PARKED);
+    let stop = AtomicBool::new(false);
+    let counts: Vec<AtomicU64> = s.loaders.iter().map(|_| AtomicU64::new(0)).collect();
+    let steal_before = steal_ticks();
+    let started = Instant::now();
+    let (points, idle_again) = std::thread::scope(|scope| {
+        let loaders: Vec<_> = s
+            .loaders
+            .iter()
+            .zip(&counts)
+            .map(|(&cpu, bytes)| {
+                let (delay, stop) = (&delay, &stop);
+                scope.spawn(move || -> Result<(), MemError> {
+                    let ready = pin_current_thread(cpu)
+                        .map_err(MemError::from)
+                        .and_then(|()| {
+                            let mut b = Buffer::new(
+                                s.loader_bytes as usize,
+                                PagePlacement {
+                                    huge_pages: Some(false),
+                                    ..placement
+                                },
+                            )?;
+                            b.words_mut().fill(1);
+                            Ok(b)
+                        });
+                    match ready {
+                        Ok(buf) => {
+                            load(&buf, s.isa, delay, bytes, stop);
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    }
+                })
+            })
+            .collect();
+        let chased = scope
+            .spawn(|| -> Result<(Vec<LoadedPoint>, f64), MemError> {
+                pin_current_thread(s.chase_cpu)?;
+                let mut buf = Buffer::new(s.chase_bytes as usize, placement)?;
+                buf.touch();
+                let slots = chase::link_random_cycle(&mut buf, 0x10ad ^ u64::from(s.chase_cpu));
+                let total = || {
+                    counts
+                        .iter()
+                        .map(|c| c.load(Ordering::Relaxed))
+                        .sum::<u64>()
+                };
+                let measure = |d: u32| -> LoadedPoint {
+                    delay.store(d, Ordering::Relaxed);
+                    if d != PARKED {
+                        std::thread::sleep(SETTLE);
+                    }
+                    let (b0, t0) = (total(), Instant::now());
+                    let ns = chase_ns(&buf, slots, s.evict);
+                    let (b1, t1) = (total(), Instant::now());
+                    let seconds = t1.duration_since(t0).as_secs_f64().max(1e-9);
+                    LoadedPoint {
+                        delay: (d != PARKED).then_some(d),
+                        gbps: if d == PARKED {
+                            0.0
+                        } else {
+                            (b1 - b0) as f64 / seconds / 1e9
+                        },
+                        latency_ns: ns,
+                    }
+                };
+                let mut points = vec![measure(PARKED)];
+                if !s.loaders.is_empty() {
+                    for &d in &s.delays {
+                        points.push(measure(d));
+                    }
+                }
+                let again = measure(PARKED).latency_ns;
+                Ok((points, again))
+            })
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        stop.store(true, Ordering::Relaxed);
+        for h in loaders {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+        }
+        chased
+    })?;
+    let mut warnings = Vec::new();
+    let idle = points.first().map_or(f64::NAN, |p| p.latency_ns);
+    if (idle_again - idle).abs() > IDLE_DRIFT * idle {
+        warnings.push(format!(
+            "not trustworthy: the idle latency moved from {idle:.0} to {idle_again:.0} ns during \
+             the sweep (the vCPUs moved or the host was busy)"
+        ));
+    }
+    if let (Some(a), Some(b)) = (steal_before, steal_ticks()) {
+        let ticks_per_s = 100.0;
+        let cpus = (s.loaders.len() + 1) as f64;
+        let share = (b.saturating_sub(a)) as f64
+            / (started.elapsed().as_secs_f64() * ticks_per_s * cpus).max(1e-9);
+        if share > STEAL_SHARE {
+            warnings.push(format!(
+                "not trustworthy: the host stole {:.0}% of the vCPUs' time during the sweep",
+                share * 100.0
+            ));
+        }
+    }
+    if s.loaders.len() < 2 {
+        warnings.push(format!(
+            "{} loader{}: the curve may stop short of the node's saturation",
+            s.loaders.len(),
+            if s.loaders.len() == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(LoadedCurve {
+        socket: 0,
+        node: s.node.unwrap_or(0),
+        local: true,
+        chase_cpu: s.chase_cpu,
+        loaders: s.loaders.clone(),
+        knee: knee(&points),
+        points,
+        idle_again_ns: Some(idle_again),
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_without_loaders_gives_its_idle_point_and_says_so() {
+        let c = sweep(&Sweep {
+            chase_cpu: topoprobe_sys::affinity::allowed_cpus()
+                .expect("cpus")
+                .to_vec()[0],
+            loaders: Vec::new(),
+            node: None,
+            chase_bytes: 1 << 20,
+            loader_bytes: 1 << 20,
+            evict: false,
+            isa: Isa::Portable,
+            delays: vec![8, 0],
+        })
+        .unwrap();
+        assert_eq!(c.points.len(), 1);
+        assert_eq!(c.points[0].delay, None);
+        assert!(c.points[0].latency_ns > 0.0);
+        assert!(c.idle_again_ns.is_some());
+        assert!(
+            c.warnings.iter().any(|w| w.contains("0 loaders")),
+            "{:?}",
+            c.warnings
+        );
+    }
+}
