@@ -149,6 +149,7 @@ fn memory_attributes_take_the_best_bandwidth_of_any_thread_count() {
             bw(0, Access::Read, Threads::AllContexts, 20.0),
             bw(1, Access::Write, Threads::Single, 5.0),
         ],
+        ..MemorySection::default()
     }));
     let xml = hwloc_xml::render(&t);
     let doc = parse(&xml);
@@ -185,6 +186,7 @@ fn the_annotate_script_names_objects_through_lstopos_logical_indexes() {
             cycles: None,
         }],
         bandwidth: Vec::new(),
+        ..MemorySection::default()
     }));
     let script = hwloc_xml::annotate::render(&t);
     assert!(script.starts_with("#!/bin/sh\n"));

@@ -91,38 +91,17 @@ pub fn text(m: &MemoryLoad<'_>) -> String {
             out,
             "  socket  node  threads  mix        regular stores  non-temporal stores"
         );
-        let mut keys: Vec<(usize, u32, usize)> = m
-            .mixes
-            .iter()
-            .map(|x| (x.socket, x.node, x.threads))
-            .collect();
-        keys.dedup();
-        for (s, n, t) in keys {
-            for mix in topoprobe_model::Mix::ALL {
-                let find = |nt: bool| {
-                    m.mixes
-                        .iter()
-                        .find(|x| {
-                            x.socket == s
-                                && x.node == n
-                                && x.threads == t
-                                && x.mix == mix
-                                && x.non_temporal == nt
-                        })
-                        .map(|x| x.gbps)
-                };
-                let (reg, nt) = (find(false), find(true));
-                if reg.is_none() && nt.is_none() {
-                    continue;
-                }
-                let _ = writeln!(
-                    out,
-                    "  {s:>6}  {n:>4}  {t:>7}  {:<9}  {:>14}  {:>19}",
-                    mix.name(),
-                    cell(reg),
-                    cell(nt)
-                );
-            }
+        for r in mix_rows(m.mixes) {
+            let _ = writeln!(
+                out,
+                "  {:>6}  {:>4}  {:>7}  {:<9}  {:>14}  {:>19}",
+                r.socket,
+                r.node,
+                r.threads,
+                r.mix.name(),
+                cell(r.regular),
+                cell(r.non_temporal)
+            );
         }
     }
     for sat in m.saturation {
@@ -360,38 +339,17 @@ pub fn html(s: &mut String, m: &MemoryLoad<'_>) -> std::fmt::Result {
             s,
             "<h3>Read/write mixes, GB/s</h3><table class=\"mixes\"><tr><th class=\"l\">socket → node</th><th>threads</th><th class=\"l\">mix</th><th>regular stores</th><th>non-temporal stores</th></tr>"
         )?;
-        let mut keys: Vec<(usize, u32, usize)> = m
-            .mixes
-            .iter()
-            .map(|x| (x.socket, x.node, x.threads))
-            .collect();
-        keys.dedup();
-        for (so, n, t) in keys {
-            for mix in topoprobe_model::Mix::ALL {
-                let find = |nt: bool| {
-                    m.mixes
-                        .iter()
-                        .find(|x| {
-                            x.socket == so
-                                && x.node == n
-                                && x.threads == t
-                                && x.mix == mix
-                                && x.non_temporal == nt
-                        })
-                        .map(|x| x.gbps)
-                };
-                let (reg, nt) = (find(false), find(true));
-                if reg.is_none() && nt.is_none() {
-                    continue;
-                }
-                writeln!(
-                    s,
-                    "<tr><td class=\"l\">{so} → {n}</td><td>{t}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
-                    e(mix.name()),
-                    cell(reg),
-                    cell(nt)
-                )?;
-            }
+        for r in mix_rows(m.mixes) {
+            writeln!(
+                s,
+                "<tr><td class=\"l\">{} → {}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
+                r.socket,
+                r.node,
+                r.threads,
+                e(r.mix.name()),
+                cell(r.regular),
+                cell(r.non_temporal)
+            )?;
         }
         writeln!(s, "</table>")?;
     }
@@ -413,6 +371,56 @@ pub fn html(s: &mut String, m: &MemoryLoad<'_>) -> std::fmt::Result {
         writeln!(s, "</ul>")?;
     }
     Ok(())
+}
+
+/// One row of the mixes table: a mix at a socket, node and thread count, with its figure
+/// with regular and with non-temporal stores.
+struct MixRow {
+    socket: usize,
+    node: u32,
+    threads: usize,
+    mix: topoprobe_model::Mix,
+    regular: Option<f64>,
+    non_temporal: Option<f64>,
+}
+
+/// The rows of the mixes table: per socket, node and thread count (in the order measured),
+/// each mix measured with regular or non-temporal stores.
+fn mix_rows(mixes: &[MixBandwidth]) -> Vec<MixRow> {
+    let mut keys: Vec<(usize, u32, usize)> = mixes
+        .iter()
+        .map(|x| (x.socket, x.node, x.threads))
+        .collect();
+    keys.dedup();
+    let mut rows = Vec::new();
+    for (socket, node, threads) in keys {
+        for mix in topoprobe_model::Mix::ALL {
+            let find = |nt: bool| {
+                mixes
+                    .iter()
+                    .find(|x| {
+                        x.socket == socket
+                            && x.node == node
+                            && x.threads == threads
+                            && x.mix == mix
+                            && x.non_temporal == nt
+                    })
+                    .map(|x| x.gbps)
+            };
+            let (regular, non_temporal) = (find(false), find(true));
+            if regular.is_some() || non_temporal.is_some() {
+                rows.push(MixRow {
+                    socket,
+                    node,
+                    threads,
+                    mix,
+                    regular,
+                    non_temporal,
+                });
+            }
+        }
+    }
+    rows
 }
 
 #[cfg(test)]
