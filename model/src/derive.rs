@@ -372,20 +372,25 @@ fn between_sets(sym: &LatencyMatrix, sets: &[Vec<ContextId>]) -> Vec<f64> {
 /// The level whose range contains `value`, else the closest one in log distance (0 when
 /// there are no levels).
 fn nearest_level(d: &TopologyData, value: f64) -> usize {
+    // Compared at the precision a description file keeps, so that the level chosen when
+    // writing is the one chosen again when the file is read back.
+    let r =
+        |x: f64| crate::format::rounding::round_to(x, crate::format::rounding::DESCRIPTION_DIGITS);
+    let value = r(value);
     if let Some(l) = d
         .levels
         .iter()
-        .find(|l| l.latency.min <= value && value <= l.latency.max)
+        .find(|l| r(l.latency.min) <= value && value <= r(l.latency.max))
     {
         return l.id;
     }
     d.levels
         .iter()
         .min_by(|a, b| {
-            let da = (a.latency.median.max(f64::MIN_POSITIVE) / value.max(f64::MIN_POSITIVE))
+            let da = (r(a.latency.median).max(f64::MIN_POSITIVE) / value.max(f64::MIN_POSITIVE))
                 .ln()
                 .abs();
-            let db = (b.latency.median.max(f64::MIN_POSITIVE) / value.max(f64::MIN_POSITIVE))
+            let db = (r(b.latency.median).max(f64::MIN_POSITIVE) / value.max(f64::MIN_POSITIVE))
                 .ln()
                 .abs();
             da.total_cmp(&db)
