@@ -48,11 +48,14 @@ fn single_cores_joined_quickly_are_one_socket() {
     }
 }
 
+/// The latency between two contexts of a synthetic machine.
+type Shape = fn(usize, usize) -> f64;
+
 #[test]
 fn no_ratio_to_a_missing_inside_is_printed() {
     // Parts with no inside latency (single contexts) or an inside below the timer's
     // resolution (0): no "x their inside" ratio can be printed (it once read "infx").
-    let shapes: [(usize, fn(usize, usize) -> f64); 3] = [
+    let shapes: [(usize, Shape); 3] = [
         (4, |a, b| if a / 2 == b / 2 { 120.0 } else { 400.0 }),
         (8, |a, b| match (a / 2 == b / 2, a / 4 == b / 4) {
             (true, _) => 0.0,
