@@ -428,11 +428,24 @@ pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Resul
     first_diff("core", &stored.cores, &derived.cores)?;
     first_diff("group", &stored.groups, &derived.groups)?;
     first_diff("socket", &stored.sockets, &derived.sockets)?;
-    first_diff(
-        "interconnect",
-        &stored.interconnects,
-        &derived.interconnects,
-    )?;
+    // An interconnect's level is the cross-socket level nearest its latency: at a tie of
+    // rounded figures (a file keeps 10 digits) the file's choice stands, provided it is a
+    // cross-socket level and its hops are that level's.
+    let cross: Vec<usize> = stored
+        .levels
+        .iter()
+        .filter(|l| l.role == Role::CrossSocket)
+        .map(|l| l.id)
+        .collect();
+    let mut matched = derived.interconnects.clone();
+    for (m, s) in matched.iter_mut().zip(&stored.interconnects) {
+        let hops_of_level = cross.iter().position(|&l| l == s.level).map(|p| p + 1);
+        if s.level != m.level && hops_of_level == Some(s.hops) {
+            m.level = s.level;
+            m.hops = s.hops;
+        }
+    }
+    first_diff("interconnect", &stored.interconnects, &matched)?;
     first_diff("level", &stored.levels, &derived.levels)?;
     if stored.facts != derived.facts {
         if let Some(diff) = field_diff(&stored.facts, &derived.facts) {
