@@ -66,11 +66,7 @@ pub fn sniff(text: &str) -> FileKind {
 /// with the partition table's header.
 #[must_use]
 pub fn kind_of(path: &Path, text: &str) -> FileKind {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    match ext.as_deref() {
+    match extension(path).as_deref() {
         Some("json") => FileKind::Description,
         Some("xml") => FileKind::HwlocXml,
         Some("mct") => FileKind::Mct,
@@ -79,6 +75,13 @@ pub fn kind_of(path: &Path, text: &str) -> FileKind {
         Some("tsv") => FileKind::Matrix,
         _ => sniff(text),
     }
+}
+
+/// A file's extension, in lower case.
+fn extension(path: &Path) -> Option<String> {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
 }
 
 /// Infers a topology from a parsed `.mct` file: the latencies are libmctop's (normalized,
@@ -170,11 +173,7 @@ pub enum LoadError {
 /// problem), when it is a partition table (which cannot be read back), or when inference
 /// fails.
 pub fn load_topology(path: &Path, opts: &InferOptions) -> Result<Topology, LoadError> {
-    let json_file = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    if json_file {
+    if extension(path).as_deref() == Some("json") {
         // Streamed: a list over its limit is refused before the rest is read.
         return Ok(json::read_description(path)?);
     }

@@ -115,10 +115,7 @@ pub fn text(m: &MemoryLoad<'_>) -> String {
             "saturation socket {} -> node {}: {} (peak {} GB/s; reads by thread count: {})",
             sat.socket,
             sat.node,
-            sat.threads.map_or_else(
-                || "not found".into(),
-                |t| format!("{t} threads reach 95% of the peak")
-            ),
+            saturating_threads(sat),
             cell(sat.peak_gbps),
             points.join(", ")
         );
@@ -361,16 +358,21 @@ pub fn html(s: &mut String, m: &MemoryLoad<'_>) -> std::fmt::Result {
                 "<li>socket {} → node {}: {} (peak {} GB/s)</li>",
                 sat.socket,
                 sat.node,
-                sat.threads.map_or_else(
-                    || "not found".into(),
-                    |t| format!("{t} threads reach 95% of the peak")
-                ),
+                saturating_threads(sat),
                 cell(sat.peak_gbps)
             )?;
         }
         writeln!(s, "</ul>")?;
     }
     Ok(())
+}
+
+/// The thread count that saturates a node, in words ("8 threads reach 95% of the peak").
+fn saturating_threads(sat: &Saturation) -> String {
+    sat.threads.map_or_else(
+        || "not found".into(),
+        |t| format!("{t} threads reach 95% of the peak"),
+    )
 }
 
 /// One row of the mixes table: a mix at a socket, node and thread count, with its figure
