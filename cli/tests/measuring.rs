@@ -374,7 +374,10 @@ fn mem_writes_its_socket_node_table_as_csv() {
         &["mem", "--latency-only", "--size", "16M", "--topology", topo],
     );
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("random chase over 16 MiB"), "{out}");
+    assert!(
+        out.contains("random chase in 256 KiB windows over 16 MiB"),
+        "{out}"
+    );
     assert!(out.contains(" of 1 socket -> node pair;"), "{out}");
 }
 

@@ -46,7 +46,7 @@ pub(super) fn cache_options(
 /// The memory plugin's options within `budget`.
 pub(super) fn mem_options(budget: Budget, latency_only: bool, ghz: Option<f64>) -> MemOptions {
     MemOptions {
-        small_pages: false,
+        scattered: false,
         max_rounds: 10,
         latency_only,
         ghz,

@@ -146,12 +146,12 @@ pub fn measure(
 fn latency_method(r: &MemReport) -> String {
     if r.evicted {
         format!(
-            "random chase over {}, evicted from every cache first, one lap",
+            "random chase in 256 KiB windows over {}, evicted from every cache first, one lap",
             size_text(r.latency_bytes)
         )
     } else {
         format!(
-            "random chase over {} in its steady state",
+            "random chase in 256 KiB windows over {} in its steady state",
             size_text(r.latency_bytes)
         )
     }
@@ -209,6 +209,7 @@ fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
                 node: l.node,
                 huge_pages_ns: l.huge_ns,
                 small_pages_ns: l.small_ns,
+                scattered_ns: l.scattered_ns,
             })
             .collect(),
         local_nodes: r
@@ -267,6 +268,7 @@ mod tests {
                 node: 0,
                 huge_ns: Some(7.0),
                 small_ns: None,
+                scattered_ns: None,
             }],
             bandwidth: Vec::new(),
             local_nodes: vec![(0, 0)],
@@ -291,7 +293,7 @@ mod tests {
         assert!(!r.memory_reached);
         assert_eq!(
             r.working_set,
-            "random chase over 16 MiB in its steady state"
+            "random chase in 256 KiB windows over 16 MiB in its steady state"
         );
         assert_eq!(r.results[0].latency_ns, Some(7.0));
         assert_eq!(r.bandwidth_working_set_bytes, None);

@@ -168,7 +168,11 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
                 pin_current_thread(s.chase_cpu)?;
                 let mut buf = Buffer::new(s.chase_bytes as usize, placement)?;
                 buf.touch();
-                let slots = chase::link_random_cycle(&mut buf, 0x10ad ^ u64::from(s.chase_cpu));
+                let slots = chase::link_cycle(
+                    &mut buf,
+                    chase::ChaseOrder::PageLocal,
+                    0x10ad ^ u64::from(s.chase_cpu),
+                );
                 let total = || {
                     counts
                         .iter()

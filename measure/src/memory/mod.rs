@@ -3,9 +3,10 @@
 //!
 //! - Latency ([`chase`]): a dependent chase in a random cyclic order through one line of
 //!   every 128-byte slot of a node-bound buffer, evicted from every cache first, from one
-//!   context of each socket (every context with `all_contexts`). Measured on transparent
-//!   huge pages (the memory's own latency) and, beside it, on 4 KiB pages (plus the page
-//!   walks a program with small pages pays).
+//!   context of each socket (every context with `all_contexts`), window by window on
+//!   transparent huge pages (the memory's own latency, as multichase and MLC report it)
+//!   and, beside it, scattered over the whole buffer on 4 KiB pages (plus the TLB misses,
+//!   page walks and DRAM page changes a program jumping across a large buffer pays).
 //! - Bandwidth ([`bandwidth`]): read, write and copy with the widest vector unit
 //!   ([`kernels`]), one thread and one per context of the socket (or a given count), on one
 //!   set of buffers evicted before every pass; each kernel repeated in rounds until the last
@@ -68,9 +69,10 @@ pub struct MemOptions {
     /// Non-temporal stores for write and copy (`None`: only where the working set cannot
     /// exceed the last-level cache within the budget).
     pub non_temporal: Option<bool>,
-    /// Also measure latency on 4 KiB pages when huge pages are available (the page walks
-    /// a program with small pages pays, beside the memory's own latency).
-    pub small_pages: bool,
+    /// Also chase the latency buffer scattered over all of it on 4 KiB pages (what a
+    /// program that jumps across a large buffer pays in TLB misses, page walks and DRAM
+    /// page changes, beside the memory's own latency).
+    pub scattered: bool,
     /// Bandwidth rounds of a kernel at most.
     pub max_rounds: usize,
     /// Instruction set of the bandwidth kernels.
@@ -93,7 +95,7 @@ impl Default for MemOptions {
             threads: None,
             all_contexts: false,
             non_temporal: None,
-            small_pages: true,
+            scattered: true,
             max_rounds: 20,
             isa: Isa::detect(),
             ghz: None,
@@ -113,15 +115,21 @@ pub struct LatencyResult {
     pub socket: usize,
     /// Node of the buffer.
     pub node: u32,
-    /// ns per load on huge pages (`None` when the kernel refused them: then `small_ns` is
-    /// the figure).
+    /// ns per load of the page-local chase on huge pages (`None` when the kernel refused
+    /// them: then `small_ns` is the figure).
     pub huge_ns: Option<f64>,
-    /// ns per load on 4 KiB pages (`None` when not asked for beside huge pages).
+    /// ns per load of the page-local chase on 4 KiB pages (only when huge pages were
+    /// refused).
     pub small_ns: Option<f64>,
+    /// ns per load of the chase scattered over the whole buffer on 4 KiB pages: the
+    /// memory's latency plus TLB misses, page walks and DRAM page changes (`None` when not
+    /// asked for).
+    pub scattered_ns: Option<f64>,
 }
 
 impl LatencyResult {
-    /// The memory latency: on huge pages when there were, else on 4 KiB pages.
+    /// The memory latency: the page-local chase on huge pages when there were, else on
+    /// 4 KiB pages.
     #[must_use]
     pub fn ns(&self) -> f64 {
         self.huge_ns.or(self.small_ns).unwrap_or(f64::NAN)
@@ -185,8 +193,10 @@ pub struct MemReport {
     pub loaded_latency: Vec<LoadedCurve>,
 }
 
-/// Memory latency of `cpu` to `node` (`None`: first touch) on huge and on small pages, over
-/// `bytes`, evicted first when `evict` (see [`chase`]).
+/// Memory latency of `cpu` to `node` (`None`: first touch) over `bytes`, evicted first
+/// when `evict` (see [`chase`]): the page-local chase on huge pages (on 4 KiB pages where
+/// the kernel refuses them) and, with `scattered`, the chase scattered over the buffer on
+/// 4 KiB pages.
 ///
 /// # Errors
 ///
@@ -196,9 +206,9 @@ pub fn latency(
     node: Option<u32>,
     bytes: u64,
     evict: bool,
-    small_pages: bool,
+    scattered: bool,
 ) -> Result<LatencyResult, MemError> {
-    let run = |huge: bool| -> Result<f64, MemError> {
+    let run = |huge: bool, order: chase::ChaseOrder| -> Result<f64, MemError> {
         std::thread::scope(|s| {
             s.spawn(|| {
                 topoprobe_sys::affinity::pin_current_thread(cpu)?;
@@ -210,7 +220,7 @@ pub fn latency(
                     },
                 )?;
                 buf.touch();
-                let slots = chase::link_random_cycle(&mut buf, 0x5eed ^ u64::from(cpu));
+                let slots = chase::link_cycle(&mut buf, order, 0x5eed ^ u64::from(cpu));
                 let how = if evict {
                     ChaseRounds::within_one_lap(slots, plan::LATENCY_ROUNDS, LATENCY_MAX_STEPS)
                 } else {
@@ -229,12 +239,17 @@ pub fn latency(
         })
     };
     let huge_ns = if thp_available() {
-        Some(run(true)?)
+        Some(run(true, chase::ChaseOrder::PageLocal)?)
     } else {
         None
     };
-    let small_ns = if huge_ns.is_none() || small_pages {
-        Some(run(false)?)
+    let small_ns = if huge_ns.is_none() {
+        Some(run(false, chase::ChaseOrder::PageLocal)?)
+    } else {
+        None
+    };
+    let scattered_ns = if scattered {
+        Some(run(false, chase::ChaseOrder::Scattered)?)
     } else {
         None
     };
@@ -244,6 +259,7 @@ pub fn latency(
         node: node.unwrap_or(0),
         huge_ns,
         small_ns,
+        scattered_ns,
     })
 }
 
@@ -365,7 +381,7 @@ pub fn run_plan(
                     bind.then_some(*node),
                     plan.latency_bytes,
                     plan.evicts,
-                    opts.small_pages,
+                    opts.scattered,
                 )?;
                 l.socket = *socket;
                 l.node = *node;

@@ -26,7 +26,7 @@ use crate::steady::SteadyRule;
 use super::chase::SLOT_BYTES;
 
 /// Latency buffer when lines can be evicted, bytes: past every second-level TLB's reach on
-/// 4 KiB pages (so the small-page figure includes page walks), within it on huge pages.
+/// 4 KiB pages (so the scattered figure includes page walks), within it on huge pages.
 pub const LATENCY_BYTES: u64 = 64 << 20;
 /// Timed rounds of a latency measurement.
 pub const LATENCY_ROUNDS: usize = 4;
@@ -323,11 +323,8 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
         }
         short
     });
-    let pages = if shape.huge_pages && opts.small_pages {
-        2
-    } else {
-        1
-    };
+    // The page-local chase, and the scattered one beside it.
+    let pages = 1 + usize::from(opts.scattered);
     let lat_seconds = latency_seconds(&r, latency_bytes, evicts, pages);
     let (pairs, representatives) = ordered_pairs(shape);
     let numa = shape.nodes.len() > 1;

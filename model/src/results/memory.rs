@@ -38,10 +38,15 @@ pub struct MemoryLatencyRow {
     pub socket: usize,
     /// The node of the buffer.
     pub node: u32,
-    /// ns per load on huge pages (`null` when the kernel refused them).
+    /// ns per load of the page-local chase (256 KiB windows) on huge pages: the memory's
+    /// idle latency (`null` when the kernel refused them).
     pub huge_pages_ns: Option<f64>,
-    /// ns per load on 4 KiB pages (page walks included), when measured.
+    /// ns per load of the page-local chase on 4 KiB pages, where huge pages were refused.
     pub small_pages_ns: Option<f64>,
+    /// ns per load of the chase scattered over the whole buffer on 4 KiB pages: the idle
+    /// latency plus TLB misses, page walks and DRAM page changes, when measured.
+    #[serde(default)]
+    pub scattered_ns: Option<f64>,
 }
 
 /// A socket's local node by measurement (lowest latency).

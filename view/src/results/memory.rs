@@ -29,7 +29,7 @@ impl Rendered for MemoryResult {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "memory latency ({}; huge pages / 4 KiB pages)",
+            "memory latency ({}; huge pages, and scattered over the buffer on 4 KiB pages)",
             self.working_set
         );
         for l in &self.latency {
@@ -39,9 +39,16 @@ impl Rendered for MemoryResult {
                 _ => String::new(),
             };
             let huge = l.huge_pages_ns.map_or("-".into(), |h| format!("{h:.1} ns"));
-            let small = match (l.small_pages_ns, l.huge_pages_ns) {
-                (Some(s), Some(h)) => format!(" / {s:.1} ns (+{:.1} ns of page walks)", s - h),
-                (Some(s), None) => format!(" / {s:.1} ns"),
+            let huge = match (l.huge_pages_ns, l.small_pages_ns) {
+                (None, Some(s)) => format!("{s:.1} ns on 4 KiB pages"),
+                _ => huge,
+            };
+            let small = match (l.scattered_ns, ns) {
+                (Some(s), Some(n)) => format!(
+                    " / scattered {s:.1} ns (+{:.1} ns of TLB misses and DRAM page changes)",
+                    s - n
+                ),
+                (Some(s), None) => format!(" / scattered {s:.1} ns"),
                 (None, _) => String::new(),
             };
             let _ = writeln!(
@@ -168,11 +175,12 @@ mod tests {
                 node: 0,
                 huge_pages_ns: Some(95.5),
                 small_pages_ns: None,
+                scattered_ns: None,
             }],
             local_nodes: vec![LocalNode { socket: 0, node: 0 }],
             isa: "avx2".into(),
             working_set_bytes: 1 << 20,
-            working_set: "random chase over 1 MiB in its steady state".into(),
+            working_set: "random chase in 256 KiB windows over 1 MiB in its steady state".into(),
             evicted: false,
             bandwidth_working_set_bytes: None,
             non_temporal: false,
