@@ -14,8 +14,9 @@
 #   stride as topoprobe's slots) against the idle point of topoprobe's socket 0 -> local
 #   node curve;
 # - loaded latency: `multiload -H -s 128 -m 256m -n 5 -t N -c chaseload -l stream-sum`
-#   (thread 0 chases, the N-1 others read at full speed) against the point of topoprobe's
-#   curve whose bandwidth is nearest multiload's (both bandwidths printed);
+#   (thread 0 chases, the N-1 others read at full speed) against topoprobe's curve at
+#   multiload's bandwidth, interpolated between the two points around it (its last point
+#   when multiload's bandwidth is beyond the curve; both bandwidths printed);
 # - bandwidth: `likwid-bench -t load_avx -w S0:1GB:N` against the all-reads mix of
 #   `topoprobe mem --full --isa avx2` (N threads).
 # Ratios are topoprobe / reference.
@@ -44,9 +45,16 @@ v = json.load(sys.stdin)
 target = float(sys.argv[1])
 c = [x for x in v["loaded_latency"] if x["local"]][0]
 idle = c["points"][0]["latency_ns"]
-p = min(c["points"][1:] or c["points"], key=lambda p: abs(p["gbps"] - target))
+pts = sorted(c["points"], key=lambda p: p["gbps"])
+# The curve at multiload's bandwidth: between the two points around it, else its end.
+gbps, ns = pts[-1]["gbps"], pts[-1]["latency_ns"]
+for a, b in zip(pts, pts[1:]):
+    if a["gbps"] <= target <= b["gbps"] and b["gbps"] > a["gbps"]:
+        t = (target - a["gbps"]) / (b["gbps"] - a["gbps"])
+        gbps, ns = target, a["latency_ns"] + t * (b["latency_ns"] - a["latency_ns"])
+        break
 reads = max(m["gbps"] for m in v["mixes"] if m["mix"] == "all_reads")
-print("%.1f %.2f %.1f %.2f" % (idle, p["gbps"], p["latency_ns"], reads))' "$ml_gbps")
+print("%.1f %.2f %.1f %.2f" % (idle, gbps, ns, reads))' "$ml_gbps")
     q=$(python3 -c "print(f'{$tp_idle / $idle_mc:.3f} {$tp_ns / $ml_ns:.3f} {$tp_reads / $lk:.3f}')")
     read -r qi ql qb <<< "$q"
     figures+=("$qi:$ql:$qb")

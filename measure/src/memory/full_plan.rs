@@ -17,7 +17,7 @@
 use topoprobe_model::{format::plural, Budget, CostStep};
 
 use super::chase::SLOT_BYTES;
-use super::loaded::DELAYS;
+use super::loaded::{DELAYS, REFINED_POINTS};
 use super::matrix;
 use super::plan::{
     bandwidth_seconds, latency_seconds, MemPlan, MemStep, MemWork, LATENCY_MAX_STEPS,
@@ -50,7 +50,7 @@ fn sweep_seconds(r: &Rates, plan: &MemPlan, loaders: usize, loader_total: u64) -
     } else {
         0.0
     };
-    let points = (DELAYS.len() + 2) as f64;
+    let points = (DELAYS.len() + 2 + REFINED_POINTS) as f64;
     let point = 0.02 + flush + loads as f64 * r.memory_ns * 1e-9 * LOADED_SLOWDOWN;
     (loaders + 1) as f64 * r.thread_start_s
         + r.touch_seconds(plan.latency_bytes, 1)
@@ -132,12 +132,12 @@ pub fn add_full_steps(shape: &Shape, opts: &MemOptions, plan: &mut MemPlan, spen
                 loader_bytes,
             },
             format!(
-                "loaded latency CPU {chase_cpu} -> node {node}, {}, {} delays",
+                "loaded latency CPU {chase_cpu} -> node {node}, {}, {} delays and up to {REFINED_POINTS} between",
                 plural(loaders.len(), "loader"),
                 DELAYS.len()
             ),
             bytes,
-            (DELAYS.len() + 2) as u64,
+            (DELAYS.len() + 2 + REFINED_POINTS) as u64,
             seconds,
         ));
     }

@@ -14,6 +14,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
 use topoprobe_model::{knee, LoadedCurve, LoadedPoint};
 use topoprobe_sys::affinity::pin_current_thread;
 use topoprobe_sys::buffer::{Buffer, PagePlacement};
@@ -25,6 +26,12 @@ use super::MemError;
 
 /// Delay loop iterations between two lines of a loader, from light load to none.
 pub const DELAYS: [u32; 9] = [4096, 1024, 512, 256, 128, 64, 32, 8, 0];
+/// Points added after the sweep where the bandwidth jumped most between two delays (the
+/// steep end of the curve, where a fixed grid of delays leaves the knee between two points).
+pub const REFINED_POINTS: usize = 4;
+/// A jump between two neighbouring points smaller than this share of the highest
+/// bandwidth is not refined.
+const REFINE_SHARE: f64 = 0.1;
 /// The idle latency may move by this share during the sweep before the curve is flagged.
 pub const IDLE_DRIFT: f64 = 0.10;
 /// The host may steal this share of the loaders' and the chase's time before the curve
@@ -101,6 +108,24 @@ fn load(buf: &Buffer, isa: Isa, delay: &AtomicU32, bytes: &AtomicU64, stop: &Ato
     black_box(acc);
 }
 
+/// The delay halfway between the two neighbouring points of `points` (ordered from the
+/// largest delay to the smallest) whose bandwidths differ most, when they differ by more
+/// than [`REFINE_SHARE`] of the highest bandwidth and a delay lies between them.
+#[must_use]
+pub fn refine_delay(points: &[LoadedPoint]) -> Option<u32> {
+    let top = points.iter().map(|p| p.gbps).fold(0.0, f64::max);
+    points
+        .windows(2)
+        .filter_map(|w| {
+            let (a, b) = (w[0].delay?, w[1].delay?);
+            let mid = u32::try_from((u64::from(a) + u64::from(b)) / 2).ok()?;
+            (a > b + 1).then_some(((w[1].gbps - w[0].gbps).abs(), mid))
+        })
+        .filter(|&(jump, _)| jump > REFINE_SHARE * top)
+        .max_by(|x, y| x.0.total_cmp(&y.0))
+        .map(|(_, d)| d)
+}
+
 /// ns per load of the chase through `buf` (`slots` linked slots), the median of its rounds.
 fn chase_ns(buf: &Buffer, slots: usize, evict: bool) -> f64 {
     let how = if evict {
@@ -129,7 +154,13 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
     };
     let delay = AtomicU32::new(PARKED);
     let stop = AtomicBool::new(false);
-    let counts: Vec<AtomicU64> = s.loaders.iter().map(|_| AtomicU64::new(0)).collect();
+    // One line per counter: loaders adding to counters that share a line would slow each
+    // other down by more than the memory does.
+    let counts: Vec<CachePadded<AtomicU64>> = s
+        .loaders
+        .iter()
+        .map(|_| CachePadded::new(AtomicU64::new(0)))
+        .collect();
     let steal_before = steal_ticks();
     let started = Instant::now();
     let (points, idle_again) = std::thread::scope(|scope| {
@@ -146,7 +177,7 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
                             let mut b = Buffer::new(
                                 s.loader_bytes as usize,
                                 PagePlacement {
-                                    huge_pages: Some(false),
+                                    huge_pages: Some(true),
                                     ..placement
                                 },
                             )?;
@@ -203,6 +234,17 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
                     for &d in &s.delays {
                         points.push(measure(d));
                     }
+                    for _ in 0..REFINED_POINTS {
+                        let Some(d) = refine_delay(&points) else {
+                            break;
+                        };
+                        let p = measure(d);
+                        let at = points
+                            .iter()
+                            .position(|q| q.delay.is_some_and(|x| x < d))
+                            .unwrap_or(points.len());
+                        points.insert(at, p);
+                    }
                 }
                 let again = measure(PARKED).latency_ns;
                 Ok((points, again))
@@ -258,6 +300,31 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(delay: Option<u32>, gbps: f64) -> LoadedPoint {
+        LoadedPoint {
+            delay,
+            gbps,
+            latency_ns: 100.0,
+        }
+    }
+
+    #[test]
+    fn the_largest_jump_in_bandwidth_is_refined_until_delays_meet() {
+        let points = [
+            point(None, 0.0),
+            point(Some(64), 4.0),
+            point(Some(32), 8.0),
+            point(Some(8), 15.0),
+            point(Some(0), 28.0),
+        ];
+        assert_eq!(refine_delay(&points), Some(4));
+        // Small jumps are left alone; neighbouring delays cannot be split.
+        let flat = [point(None, 0.0), point(Some(8), 27.0), point(Some(0), 28.0)];
+        assert_eq!(refine_delay(&flat), None);
+        let close = [point(None, 0.0), point(Some(1), 10.0), point(Some(0), 28.0)];
+        assert_eq!(refine_delay(&close), None);
+    }
 
     #[test]
     fn a_sweep_without_loaders_gives_its_idle_point_and_says_so() {
