@@ -46,7 +46,7 @@ target = float(sys.argv[1])
 c = [x for x in v["loaded_latency"] if x["local"]][0]
 idle = c["points"][0]["latency_ns"]
 pts = sorted(c["points"], key=lambda p: p["gbps"])
-# The curve at multiload's bandwidth: between the two points around it, else its end.
+# The curve at the bandwidth of multiload: between the two points around it, else its end.
 gbps, ns = pts[-1]["gbps"], pts[-1]["latency_ns"]
 for a, b in zip(pts, pts[1:]):
     if a["gbps"] <= target <= b["gbps"] and b["gbps"] > a["gbps"]:
