@@ -88,7 +88,7 @@ fn load(buf: &Buffer, isa: Isa, delay: &AtomicU32, bytes: &AtomicU64, stop: &Ato
                 break;
             }
             if d == PARKED {
-                std::thread::sleep(Duration::from_micros(200));
+                std::thread::sleep(Duration::from_millis(1));
                 continue;
             }
             if d == 0 {
@@ -148,9 +148,11 @@ fn chase_ns(buf: &Buffer, slots: usize, evict: bool) -> f64 {
 ///
 /// [`MemError`] when a thread cannot be pinned or a buffer allocated or bound.
 pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
+    // Huge pages for the chase, as for the idle latency, and for the loaders, whose
+    // streams then cross no 4 KiB page boundary.
     let placement = PagePlacement {
         node: s.node,
-        huge_pages: None,
+        huge_pages: Some(true),
     };
     let delay = AtomicU32::new(PARKED);
     let stop = AtomicBool::new(false);
@@ -174,13 +176,7 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
                     let ready = pin_current_thread(cpu)
                         .map_err(MemError::from)
                         .and_then(|()| {
-                            let mut b = Buffer::new(
-                                s.loader_bytes as usize,
-                                PagePlacement {
-                                    huge_pages: Some(true),
-                                    ..placement
-                                },
-                            )?;
+                            let mut b = Buffer::new(s.loader_bytes as usize, placement)?;
                             b.words_mut().fill(1);
                             Ok(b)
                         });
