@@ -1,7 +1,7 @@
 //! The cost plan of measuring this machine: the latency pairs, the SMT probe, the
 //! inference and every plugin, planned from the shape of the machine before anything is
 //! measured, within one [`Budget`] (by default 10 s and 256 MiB for the default plugins,
-//! 60 s with `shared-caches` or `contention`).
+//! 60 s with `shared-caches` or `contention`, 120 s and 1 GiB more with `mem-full`).
 //!
 //! The budget is shared in this order: the SMT probe, the inference and the stability
 //! checks take what they need; the latency pairs take what they need up to half of the
@@ -29,20 +29,24 @@ pub const SLOW_PLUGINS_SECONDS: f64 = 60.0;
 /// Memory budget of a measurement, bytes.
 pub const DEFAULT_BYTES: u64 = 256 * MIB;
 
-/// The default budget for measuring with `plugins`.
+/// The default budget for measuring with `plugins`: `mem-full` adds the budget of
+/// `mem --full` ([`topoprobe_measure::memory::full_plan::FULL_BUDGET`]) to the others'.
 #[must_use]
 pub fn default_budget(plugins: &[Plugin]) -> Budget {
     let slow = plugins
         .iter()
         .any(|p| matches!(p, Plugin::SharedCaches | Plugin::Contention));
-    Budget::new(
-        if slow {
-            SLOW_PLUGINS_SECONDS
-        } else {
-            DEFAULT_SECONDS
-        },
-        DEFAULT_BYTES,
-    )
+    let seconds = if slow {
+        SLOW_PLUGINS_SECONDS
+    } else {
+        DEFAULT_SECONDS
+    };
+    if plugins.contains(&Plugin::MemFull) {
+        let full = topoprobe_measure::memory::full_plan::FULL_BUDGET;
+        Budget::new(seconds + full.seconds, DEFAULT_BYTES.max(full.bytes))
+    } else {
+        Budget::new(seconds, DEFAULT_BYTES)
+    }
 }
 
 /// Samples of a pair's warm-up: two batches of four at least (the probe's warm-up stops

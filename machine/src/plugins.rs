@@ -29,6 +29,9 @@ pub enum Plugin {
     Mem,
     /// Memory latency only.
     MemLatency,
+    /// Memory latency and bandwidth, with the node × node matrices, the read/write mixes,
+    /// the saturating thread counts and the loaded-latency curves (`mem --full`).
+    MemFull,
     /// Memory-access overhead groups and scalability.
     Contention,
     /// Power (RAPL).
@@ -36,11 +39,12 @@ pub enum Plugin {
 }
 
 /// Every plugin with its name.
-const ALL: [(&str, Plugin); 6] = [
+const ALL: [(&str, Plugin); 7] = [
     ("cache", Plugin::Cache),
     ("shared-caches", Plugin::SharedCaches),
     ("mem", Plugin::Mem),
     ("mem-latency", Plugin::MemLatency),
+    ("mem-full", Plugin::MemFull),
     ("contention", Plugin::Contention),
     ("power", Plugin::Power),
 ];
@@ -58,7 +62,8 @@ impl Plugin {
     }
 }
 
-/// Parses `none`, `all` or a comma-separated list of plugin names.
+/// Parses `none`, `all` (every section, `mem` for memory) or a comma-separated list of
+/// plugin names.
 ///
 /// # Errors
 ///
@@ -69,7 +74,12 @@ pub fn parse(list: &str) -> Result<Vec<Plugin>, MachineError> {
         return Ok(Vec::new());
     }
     if list == "all" {
-        return Ok(ALL.iter().map(|(_, p)| *p).collect());
+        // Every section once: `mem-full` is the long form of `mem`, asked for by name.
+        return Ok(ALL
+            .iter()
+            .map(|(_, p)| *p)
+            .filter(|&p| p != Plugin::MemFull)
+            .collect());
     }
     let mut out = Vec::new();
     for name in list.split(',').map(str::trim) {
@@ -178,14 +188,20 @@ pub fn in_order(plugins: &[Plugin]) -> Vec<Plugin> {
     if wants(Plugin::Cache) || wants(Plugin::SharedCaches) {
         out.push(Plugin::Cache);
     }
+    // One memory measurement: the fullest asked for.
+    let memory = [Plugin::MemFull, Plugin::Mem, Plugin::MemLatency]
+        .into_iter()
+        .find(|&p| wants(p));
     for p in [
         Plugin::SharedCaches,
         Plugin::Mem,
         Plugin::MemLatency,
+        Plugin::MemFull,
         Plugin::Contention,
         Plugin::Power,
     ] {
-        if wants(p) && !(p == Plugin::MemLatency && wants(Plugin::Mem)) {
+        let is_memory = matches!(p, Plugin::Mem | Plugin::MemLatency | Plugin::MemFull);
+        if wants(p) && (!is_memory || memory == Some(p)) {
             out.push(p);
         }
     }
@@ -255,8 +271,8 @@ pub fn run(
                 spent_in_one(&mut p, started);
                 p
             }
-            Plugin::Mem | Plugin::MemLatency => {
-                let o = mem_options(budget, plugin == Plugin::MemLatency, ghz);
+            Plugin::Mem | Plugin::MemLatency | Plugin::MemFull => {
+                let o = mem_options(budget, plugin, ghz);
                 let report = memory::measure_memory(&shape, &o, |s| progress(Progress::Step(s)))
                     .map_err(failed(plugin))?;
                 for n in report.notes.iter().chain(&report.warnings) {
@@ -355,7 +371,12 @@ mod tests {
     #[test]
     fn plugin_lists_parse() {
         assert_eq!(parse("none").unwrap(), []);
-        assert_eq!(parse("all").unwrap().len(), ALL.len());
+        assert_eq!(parse("all").unwrap().len(), ALL.len() - 1);
+        assert!(!parse("all").unwrap().contains(&Plugin::MemFull));
+        assert_eq!(
+            in_order(&parse("mem-latency,mem-full,mem").unwrap()),
+            [Plugin::MemFull]
+        );
         assert_eq!(
             parse("mem, cache,mem").unwrap(),
             [Plugin::Mem, Plugin::Cache]

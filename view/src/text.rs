@@ -481,6 +481,16 @@ impl View<'_> {
                 )?;
             }
         }
+        // `mem --full`'s figures (the `mem-full` plugin): matrices, mixes, curves.
+        let load = crate::memory_load::MemoryLoad {
+            matrix: mem.node_matrix.as_ref(),
+            mixes: &mem.mixes,
+            saturation: &mem.saturation,
+            loaded: &mem.loaded_latency,
+        };
+        if !load.is_empty() {
+            write!(self.out, "{}", crate::memory_load::text(&load))?;
+        }
         Ok(())
     }
 

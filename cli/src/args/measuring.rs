@@ -98,8 +98,9 @@ pub(crate) struct InferArgs {
     #[command(flatten)]
     pub(crate) measure: Measure,
     /// Measurements added to the description, comma-separated: cache, shared-caches, mem,
-    /// mem-latency, contention, power; `all` or `none` (default: cache,mem,power, a few
-    /// seconds).
+    /// mem-latency, mem-full (mem --full: node × node matrices, read/write mixes, loaded-latency
+    /// curves; 120 s more), contention, power; `all` (every section, with mem) or `none`
+    /// (default: cache,mem,power, a few seconds).
     #[arg(long, value_name = "LIST", value_parser = plugin_list)]
     pub(crate) plugins: Option<String>,
     #[command(flatten)]

@@ -43,12 +43,14 @@ pub(super) fn cache_options(
     }
 }
 
-/// The memory plugin's options within `budget`.
-pub(super) fn mem_options(budget: Budget, latency_only: bool, ghz: Option<f64>) -> MemOptions {
+/// The options of the memory plugin `plugin` (`mem`, `mem-latency` or `mem-full`) within
+/// `budget`.
+pub(super) fn mem_options(budget: Budget, plugin: Plugin, ghz: Option<f64>) -> MemOptions {
     MemOptions {
         scattered: false,
         max_rounds: 10,
-        latency_only,
+        latency_only: plugin == Plugin::MemLatency,
+        full: plugin == Plugin::MemFull,
         ghz,
         budget,
         ..MemOptions::default()
@@ -83,8 +85,8 @@ pub fn plan_plugin(
             Some(t) if t.caches().is_some() => shared_setup(t, os, shape, budget).1,
             _ => shared_estimate(shape, budget),
         },
-        Plugin::Mem | Plugin::MemLatency => {
-            let o = mem_options(budget, plugin == Plugin::MemLatency, None);
+        Plugin::Mem | Plugin::MemLatency | Plugin::MemFull => {
+            let o = mem_options(budget, plugin, None);
             memory::plan::plan_memory(shape, &o).cost()
         }
         Plugin::Contention => match topo {
