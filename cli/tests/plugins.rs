@@ -315,3 +315,47 @@ fn a_measurement_records_its_plan_and_what_it_spent() {
         assert!(s["spent_seconds"].as_f64().is_some_and(|t| t >= 0.0), "{s}");
     }
 }
+
+/// `--plugins mem-latency,c2c` stores the cache-to-cache transfers in the description's
+/// memory section beside the latency, and the text view of the saved description shows
+/// them.
+#[test]
+fn the_c2c_plugin_stores_the_transfers_in_the_memory_section() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let desc = dir.path().join("desc.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
+        .args(["infer", "--plugins", "mem-latency,c2c", "--json"])
+        .env("TOPOPROBE_FILE", &desc)
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let mem = &v["memory"];
+    assert!(
+        !mem["latency"].as_array().expect("latency").is_empty(),
+        "{mem}"
+    );
+    let c2c = &mem["cache_to_cache"];
+    let transfers = c2c["transfers"].as_array().expect("transfers");
+    assert!(
+        transfers
+            .iter()
+            .any(|t| t["scope"] == "memory" && t["latency_ns"].as_f64().is_some_and(|x| x > 0.0)),
+        "{c2c}"
+    );
+    let steps = v["provenance"]["cost"]["steps"].to_string();
+    assert!(steps.contains("\"c2c\""), "{steps}");
+    let shown = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
+        .args(["show", "--topology"])
+        .arg(&desc)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("cache-to-cache transfers"), "{text}");
+    assert!(text.contains("CPU 0 <- memory"), "{text}");
+}

@@ -417,10 +417,11 @@ fn report_opens_in_chromium() {
     assert!(!console.is_empty(), "a console error went unnoticed");
 }
 
-/// The report of this machine's description with the memory section of `mem --full`
-/// (`epyc-2vcpu-mem-full.json`: the loaded-latency curve, the node × node matrices, the
-/// mixes) shows the curve as an SVG plot and the matrices as tables, and Chromium draws
-/// it: the plot has a size on the page and no console message.
+/// The report of this machine's description with the memory section of `mem --full` and
+/// `c2c` (`epyc-2vcpu-mem-full.json`: the loaded-latency curve, the node × node matrices,
+/// the mixes, the cache-to-cache transfers) shows the curve as an SVG plot and the
+/// matrices and transfers as tables, and Chromium draws it: the plot has a size on the
+/// page and no console message.
 #[test]
 fn report_shows_the_loaded_latency_curve_in_chromium() {
     if !have("/usr/bin/chromium", &["--version"], "chromium") {
@@ -446,6 +447,9 @@ fn report_shows_the_loaded_latency_curve_in_chromium() {
         "class=\"node-matrix\"",
         "Read/write mixes",
         "socket 0 -&gt; node 0 (local)",
+        "<h3>Cache-to-cache transfers</h3>",
+        "<td class=\"l\">CPU 0 &lt;- CPU 1</td>",
+        "<td class=\"l\">CPU 0 &lt;- memory</td>",
     ] {
         assert!(html.contains(part), "no {part} in the report");
     }

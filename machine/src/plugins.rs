@@ -15,7 +15,7 @@ use crate::{MachineError, Progress};
 
 mod plans;
 
-use plans::{cache_options, mem_options};
+use plans::{c2c_plan, cache_options, mem_options};
 pub use plans::{contention_plan_with, contention_setup, plan_plugin, shared_setup};
 
 /// A plugin.
@@ -32,6 +32,8 @@ pub enum Plugin {
     /// Memory latency and bandwidth, with the node × node matrices, the read/write mixes,
     /// the saturating thread counts and the loaded-latency curves (`mem --full`).
     MemFull,
+    /// Cache-to-cache transfers by distance, line state and home node (`mem --c2c`).
+    CacheToCache,
     /// Memory-access overhead groups and scalability.
     Contention,
     /// Power (RAPL).
@@ -39,12 +41,13 @@ pub enum Plugin {
 }
 
 /// Every plugin with its name.
-const ALL: [(&str, Plugin); 7] = [
+const ALL: [(&str, Plugin); 8] = [
     ("cache", Plugin::Cache),
     ("shared-caches", Plugin::SharedCaches),
     ("mem", Plugin::Mem),
     ("mem-latency", Plugin::MemLatency),
     ("mem-full", Plugin::MemFull),
+    ("c2c", Plugin::CacheToCache),
     ("contention", Plugin::Contention),
     ("power", Plugin::Power),
 ];
@@ -145,6 +148,7 @@ pub fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> Memor
         mixes: r.mixes.clone(),
         saturation: r.saturation.clone(),
         loaded_latency: r.loaded_latency.clone(),
+        cache_to_cache: None,
     }
 }
 
@@ -180,7 +184,8 @@ fn failed<E: std::error::Error + Send + Sync + 'static>(
 }
 
 /// The plugins in the order they run, each once: `shared-caches` needs the cache levels,
-/// so `cache` runs first whenever `shared-caches` is asked for.
+/// so `cache` runs first whenever `shared-caches` is asked for; `c2c` adds to the memory
+/// section, so it runs after the memory plugin.
 #[must_use]
 pub fn in_order(plugins: &[Plugin]) -> Vec<Plugin> {
     let wants = |p: Plugin| plugins.contains(&p);
@@ -197,6 +202,7 @@ pub fn in_order(plugins: &[Plugin]) -> Vec<Plugin> {
         Plugin::Mem,
         Plugin::MemLatency,
         Plugin::MemFull,
+        Plugin::CacheToCache,
         Plugin::Contention,
         Plugin::Power,
     ] {
@@ -302,6 +308,18 @@ pub fn run(
                 topo.set_memory(Some(section));
                 report.cost
             }
+            Plugin::CacheToCache => {
+                let plan = c2c_plan(topo, budget).map_err(failed(plugin))?;
+                let r = crate::probes::cache_to_cache::run(plan, &mut |s| {
+                    progress(Progress::Step(s));
+                })
+                .map_err(failed(plugin))?;
+                let cost = r.cost.clone();
+                let mut section = topo.memory().cloned().unwrap_or_default();
+                section.cache_to_cache = Some(r);
+                topo.set_memory(Some(section));
+                cost
+            }
             Plugin::Contention => {
                 let (o, mut p) = contention_setup(topo, &shape, budget);
                 let section = contention::measure_contention(topo, &o, |s| {
@@ -376,6 +394,11 @@ mod tests {
         assert_eq!(
             in_order(&parse("mem-latency,mem-full,mem").unwrap()),
             [Plugin::MemFull]
+        );
+        // The transfers add to the memory section: they run after it.
+        assert_eq!(
+            in_order(&parse("c2c,mem").unwrap()),
+            [Plugin::Mem, Plugin::CacheToCache]
         );
         assert_eq!(
             parse("mem, cache,mem").unwrap(),

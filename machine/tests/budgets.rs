@@ -253,7 +253,7 @@ fn within(plan: &CostPlan, budget: Budget, what: &str) {
 fn infer_keeps_within_its_budget_on_every_machine() {
     for m in machines() {
         let shape = m.shape();
-        for list in [plugins::DEFAULT, "all"] {
+        for list in [plugins::DEFAULT, "all", "mem-full,c2c"] {
             let wanted = in_order(&plugins::parse(list).unwrap());
             let budget = default_budget(&wanted);
             let plan = plan_measurement(
@@ -269,6 +269,19 @@ fn infer_keeps_within_its_budget_on_every_machine() {
             within(&plan.cost, budget, &format!("{}, --plugins {list}", m.name));
             // The default plugins still measure caches and memory latency and bandwidth.
             let has = |what: &str| plan.cost.steps.iter().any(|s| s.what.contains(what));
+            if list == "mem-full,c2c" {
+                assert!(has("loaded latency CPU"), "{}: no loaded latency", m.name);
+                let c2c = plan.cost.steps.iter().filter(|s| s.probe == "c2c").count();
+                assert!(c2c > 0, "{}: no cache-to-cache transfer planned", m.name);
+                continue;
+            }
+            if list == "all" {
+                assert!(
+                    plan.cost.steps.iter().any(|s| s.probe == "c2c"),
+                    "{}: no cache-to-cache transfer in --plugins all",
+                    m.name
+                );
+            }
             assert!(has("caches: walk"), "{}: no cache walk", m.name);
             assert!(has("latency CPU"), "{}: no memory latency", m.name);
             assert!(has("bandwidth socket"), "{}: no memory bandwidth", m.name);

@@ -39,6 +39,10 @@ pub struct MemorySection {
     /// Loaded-latency curves (`mem --full`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loaded_latency: Vec<LoadedCurve>,
+    /// Cache-to-cache transfers by distance, state and home node (the `c2c` plugin,
+    /// `mem --c2c`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_to_cache: Option<crate::results::cache_to_cache::CacheToCacheResult>,
 }
 
 /// One memory-latency measurement.

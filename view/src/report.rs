@@ -347,16 +347,37 @@ fn graphs(inputs: &ReportInputs, s: &mut String) -> std::fmt::Result {
 
 fn memory(topo: &Topology, s: &mut String) -> std::fmt::Result {
     writeln!(s, "<section id=\"memory\"><h2>Memory</h2>")?;
-    let Some(mem) = topo
-        .memory()
-        .filter(|m| !m.latency.is_empty() || !m.bandwidth.is_empty())
-    else {
+    let Some(mem) = topo.memory() else {
         writeln!(
             s,
             "<p class=\"muted\">unavailable: no memory measurements in this description (<code>topoprobe mem</code> measures them).</p></section>"
         )?;
         return Ok(());
     };
+    if !mem.latency.is_empty() || !mem.bandwidth.is_empty() {
+        memory_table(topo, mem, s)?;
+    }
+    crate::memory_load::html(
+        s,
+        &crate::memory_load::MemoryLoad {
+            matrix: mem.node_matrix.as_ref(),
+            mixes: &mem.mixes,
+            saturation: &mem.saturation,
+            loaded: &mem.loaded_latency,
+        },
+    )?;
+    if let Some(c2c) = &mem.cache_to_cache {
+        crate::results::cache_to_cache::html(s, c2c)?;
+    }
+    writeln!(s, "</section>")
+}
+
+/// The socket × node table of latency and bandwidth.
+fn memory_table(
+    topo: &Topology,
+    mem: &topoprobe_model::MemorySection,
+    s: &mut String,
+) -> std::fmt::Result {
     let nodes = topo.num_known_nodes();
     writeln!(
         s,
@@ -427,17 +448,7 @@ fn memory(topo: &Topology, s: &mut String) -> std::fmt::Result {
             writeln!(s, "</tr>")?;
         }
     }
-    writeln!(s, "</table>")?;
-    crate::memory_load::html(
-        s,
-        &crate::memory_load::MemoryLoad {
-            matrix: mem.node_matrix.as_ref(),
-            mixes: &mem.mixes,
-            saturation: &mem.saturation,
-            loaded: &mem.loaded_latency,
-        },
-    )?;
-    writeln!(s, "</section>")
+    writeln!(s, "</table>")
 }
 
 fn caches(topo: &Topology, s: &mut String) -> std::fmt::Result {

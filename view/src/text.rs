@@ -402,9 +402,28 @@ impl View<'_> {
         let Some(mem) = topo.memory() else {
             return Ok(());
         };
-        if mem.latency.is_empty() && mem.bandwidth.is_empty() {
-            return Ok(());
+        if !mem.latency.is_empty() || !mem.bandwidth.is_empty() {
+            self.memory_table(mem)?;
         }
+        // `mem --full`'s figures (the `mem-full` plugin): matrices, mixes, curves.
+        let load = crate::memory_load::MemoryLoad {
+            matrix: mem.node_matrix.as_ref(),
+            mixes: &mem.mixes,
+            saturation: &mem.saturation,
+            loaded: &mem.loaded_latency,
+        };
+        if !load.is_empty() {
+            write!(self.out, "{}", crate::memory_load::text(&load))?;
+        }
+        if let Some(c2c) = &mem.cache_to_cache {
+            write!(self.out, "{}", crate::results::cache_to_cache::table(c2c))?;
+        }
+        Ok(())
+    }
+
+    /// The socket × node table of latency and bandwidth.
+    fn memory_table(&mut self, mem: &topoprobe_model::MemorySection) -> std::fmt::Result {
+        let topo = self.topo;
         self.heading("memory (from each socket to each node; * local)")?;
         let nodes = topo.num_known_nodes();
         let mut header = format!("  {:<10}", "");
@@ -480,16 +499,6 @@ impl View<'_> {
                         .map_or(String::new(), |c| format!(" ({c:.0} cycles)"))
                 )?;
             }
-        }
-        // `mem --full`'s figures (the `mem-full` plugin): matrices, mixes, curves.
-        let load = crate::memory_load::MemoryLoad {
-            matrix: mem.node_matrix.as_ref(),
-            mixes: &mem.mixes,
-            saturation: &mem.saturation,
-            loaded: &mem.loaded_latency,
-        };
-        if !load.is_empty() {
-            write!(self.out, "{}", crate::memory_load::text(&load))?;
         }
         Ok(())
     }

@@ -2,8 +2,6 @@
 //! with `bench line-ops`'s kernels ([`topoprobe_sync::bench::cache_to_cache`]), after the
 //! memory measurement.
 
-use std::path::Path;
-
 use anyhow::Result;
 use topoprobe_model::results::cache_to_cache::CacheToCacheResult;
 use topoprobe_model::{Budget, CostPlan};
@@ -55,14 +53,5 @@ pub(crate) fn combined(memory: CostPlan, c2c: &C2cPlan) -> CostPlan {
 ///
 /// A thread that cannot be pinned, a buffer that cannot be bound to its node.
 pub(crate) fn run(plan: C2cPlan, step: &mut dyn FnMut(&str)) -> Result<CacheToCacheResult> {
-    let mut r = cache_to_cache::run(plan, step).map_err(sync_error)?;
-    if topoprobe_measure::os::is_virtual_machine(Path::new("/")) == Some(true) {
-        r.warnings.push(
-            "a virtual machine: the host places the vCPUs and may move them, so a distance \
-             (SMT sibling, group, socket) is the guest's description, not necessarily where the \
-             host ran the two threads; the home nodes are the guest's nodes"
-                .to_string(),
-        );
-    }
-    Ok(r)
+    topoprobe_machine::probes::cache_to_cache::run(plan, step).map_err(sync_error)
 }

@@ -12,6 +12,8 @@ use topoprobe_measure::plan::{mib, Rates, Shape, PROCESS_BYTES};
 use topoprobe_measure::power::{self, PowerOptions};
 use topoprobe_measure::steady::SteadyRule;
 use topoprobe_model::{Budget, CostPlan, CostStep, OsView, Topology};
+use topoprobe_sync::bench::cache_to_cache::{self, C2cPlan};
+use topoprobe_sync::SyncError;
 
 use super::Plugin;
 
@@ -57,6 +59,15 @@ pub(super) fn mem_options(budget: Budget, plugin: Plugin, ghz: Option<f64>) -> M
     }
 }
 
+/// The `c2c` plugin's transfers on `topo` within `budget`.
+///
+/// # Errors
+///
+/// [`SyncError`] (none with the default rounds).
+pub(super) fn c2c_plan(topo: &Topology, budget: Budget) -> Result<C2cPlan, SyncError> {
+    cache_to_cache::plan(topo, cache_to_cache::DEFAULT_ROUNDS, budget)
+}
+
 /// A plan of no cost with a note (a plugin whose hardware is missing).
 fn nothing(plugin: Plugin, budget: Budget, note: String) -> CostPlan {
     let mut p = CostPlan::new(budget);
@@ -88,6 +99,23 @@ pub fn plan_plugin(
         Plugin::Mem | Plugin::MemLatency | Plugin::MemFull => {
             let o = mem_options(budget, plugin, None);
             memory::plan::plan_memory(shape, &o).cost()
+        }
+        Plugin::CacheToCache => {
+            // Before the latencies are measured, the OS's view stands in for the topology.
+            let os_topology = || os.and_then(|o| o.structure().ok());
+            match topo
+                .cloned()
+                .or_else(os_topology)
+                .map(|t| c2c_plan(&t, budget))
+            {
+                Some(Ok(p)) => p.cost,
+                Some(Err(e)) => nothing(plugin, budget, e.to_string()),
+                None => nothing(
+                    plugin,
+                    budget,
+                    "no topology to plan the transfers on (the OS's view could not be read)".into(),
+                ),
+            }
         }
         Plugin::Contention => match topo {
             Some(t) => contention_setup(t, shape, budget).1,

@@ -1,6 +1,6 @@
 //! The measuring commands as library calls: one pair's latency ([`latency`]), the latency
-//! matrix ([`matrix`]), caches ([`cache`]), memory ([`memory`]), contention
-//! ([`contention`]) and power ([`power`]).
+//! matrix ([`matrix`]), caches ([`cache`]), memory ([`memory`]), cache-to-cache transfers
+//! ([`cache_to_cache`]), contention ([`contention`]) and power ([`power`]).
 //!
 //! Each module takes a request (what the user asked for), checks it before any work
 //! (a request the machine can never satisfy is a [`MachineError`] whose
@@ -22,6 +22,7 @@ use topoprobe_model::{Budget, CostPlan};
 use crate::{MachineError, Progress};
 
 pub mod cache;
+pub mod cache_to_cache;
 pub mod contention;
 pub mod latency;
 pub mod matrix;

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use topoprobe_model::format::escape_xml as e;
 use topoprobe_model::results::bench::{Op, Scope, State};
 use topoprobe_model::results::cache_to_cache::{CacheToCacheResult, Home, Transfer};
 
@@ -80,9 +81,22 @@ pub fn rows(transfers: &[Transfer]) -> Vec<Row> {
     out
 }
 
-/// The text table, ending with a newline.
+/// The text of `mem --c2c`: the table ([`table`]), then what the budget left out and the
+/// plan's summary; ends with a newline.
 #[must_use]
 pub fn text(r: &CacheToCacheResult) -> String {
+    let mut out = table(r);
+    for l in &r.cost.left_out {
+        let _ = writeln!(out, "note: {l}");
+    }
+    let _ = writeln!(out, "cache-to-cache: {}", crate::cost::summary(&r.cost));
+    out
+}
+
+/// The table of transfers with what was not measured, the warnings and the notes (a
+/// description's text view shows this); ends with a newline.
+#[must_use]
+pub fn table(r: &CacheToCacheResult) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -122,14 +136,7 @@ pub fn text(r: &CacheToCacheResult) -> String {
             x.state.as_str()
         );
         for v in x.ns {
-            match v {
-                Some(ns) if ns.is_finite() => {
-                    let _ = write!(out, "  {ns:>6.1}");
-                }
-                _ => {
-                    let _ = write!(out, "  {:>6}", "-");
-                }
-            }
+            let _ = write!(out, "  {:>6}", ns_text(v));
         }
         out.push('\n');
     }
@@ -142,11 +149,65 @@ pub fn text(r: &CacheToCacheResult) -> String {
     for n in &r.notes {
         let _ = writeln!(out, "note: cache-to-cache: {n}");
     }
-    for l in &r.cost.left_out {
-        let _ = writeln!(out, "note: {l}");
-    }
-    let _ = writeln!(out, "cache-to-cache: {}", crate::cost::summary(&r.cost));
     out
+}
+
+/// One operation's ns with one decimal, `-` when not measured.
+fn ns_text(v: Option<f64>) -> String {
+    v.filter(|x| x.is_finite())
+        .map_or_else(|| "-".into(), |ns| format!("{ns:.1}"))
+}
+
+/// The transfers as an HTML table for the report, with what was not measured, the warnings
+/// and the notes.
+///
+/// # Errors
+///
+/// Never in practice: writing to a `String` does not fail.
+pub fn html(s: &mut String, r: &CacheToCacheResult) -> std::fmt::Result {
+    writeln!(
+        s,
+        "<h3>Cache-to-cache transfers</h3><p class=\"muted\">ns per operation by the reader on lines another context holds in a state, at each distance of the topology, with the lines' memory on the reader's or the owner's node (median of {} rounds of 32 dependent lines).</p>",
+        r.rounds
+    )?;
+    write!(
+        s,
+        "<table class=\"c2c\"><tr><th class=\"l\">distance</th><th class=\"l\">pair</th><th class=\"l\">home</th><th class=\"l\">state</th>"
+    )?;
+    for op in Op::ALL {
+        write!(s, "<th>{}</th>", e(op.as_str()))?;
+    }
+    writeln!(s, "</tr>")?;
+    for x in rows(&r.transfers) {
+        write!(
+            s,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>",
+            e(x.scope.as_str()),
+            e(&x.pair()),
+            e(&x.home_text()),
+            e(x.state.as_str())
+        )?;
+        for v in x.ns {
+            write!(s, "<td>{}</td>", ns_text(v))?;
+        }
+        writeln!(s, "</tr>")?;
+    }
+    writeln!(s, "</table>")?;
+    let remarks: Vec<(&str, &String)> = r
+        .unavailable
+        .iter()
+        .map(|u| ("not measured: ", u))
+        .chain(r.warnings.iter().map(|w| ("warning: ", w)))
+        .chain(r.notes.iter().map(|n| ("", n)))
+        .collect();
+    if !remarks.is_empty() {
+        writeln!(s, "<ul class=\"muted\">")?;
+        for (kind, text) in remarks {
+            writeln!(s, "<li>{}{}</li>", kind, e(text))?;
+        }
+        writeln!(s, "</ul>")?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -217,5 +278,17 @@ mod tests {
         assert!(s.contains("  not measured: core: no SMT sibling"), "{s}");
         assert!(s.contains("note: cache-to-cache: one memory node"), "{s}");
         assert!(s.contains("cache-to-cache: 0 steps"), "{s}");
+        assert!(!table(&r).contains("0 steps"));
+        let mut h = String::new();
+        html(&mut h, &r).unwrap();
+        assert_eq!(h.matches("<tr>").count(), 3, "{h}");
+        assert!(
+            h.contains(
+                "<td class=\"l\">CPU 0 &lt;- CPU 16</td><td class=\"l\">owner (node 1)</td>"
+            ),
+            "{h}"
+        );
+        assert!(h.contains("<td>250.0</td><td>-</td>"), "{h}");
+        assert!(h.contains("<li>not measured: core: no SMT sibling"), "{h}");
     }
 }
