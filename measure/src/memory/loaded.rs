@@ -26,11 +26,11 @@ use super::MemError;
 
 /// Delay loop iterations between two lines of a loader, from light load to none.
 pub const DELAYS: [u32; 9] = [4096, 1024, 512, 256, 128, 64, 32, 8, 0];
-/// Points added after the sweep where the bandwidth jumped most between two delays (the
+/// Points added after the sweep where two neighbouring points lie farthest apart (the
 /// steep end of the curve, where a fixed grid of delays leaves the knee between two points).
-pub const REFINED_POINTS: usize = 4;
-/// A jump between two neighbouring points smaller than this share of the highest
-/// bandwidth is not refined.
+pub const REFINED_POINTS: usize = 6;
+/// Neighbouring points closer than this share of the highest bandwidth and of the idle
+/// latency are not refined.
 const REFINE_SHARE: f64 = 0.1;
 /// The idle latency may move by this share during the sweep before the curve is flagged.
 pub const IDLE_DRIFT: f64 = 0.10;
@@ -109,19 +109,28 @@ fn load(buf: &Buffer, isa: Isa, delay: &AtomicU32, bytes: &AtomicU64, stop: &Ato
 }
 
 /// The delay halfway between the two neighbouring points of `points` (ordered from the
-/// largest delay to the smallest) whose bandwidths differ most, when they differ by more
-/// than [`REFINE_SHARE`] of the highest bandwidth and a delay lies between them.
+/// largest delay to the smallest, the idle point first) that lie farthest apart, when a
+/// delay lies between them and they differ by more than [`REFINE_SHARE`] of the highest
+/// bandwidth or of the idle latency: where the bandwidth jumps between two delays, or where
+/// the latency climbs the cliff at the end of the curve.
 #[must_use]
 pub fn refine_delay(points: &[LoadedPoint]) -> Option<u32> {
     let top = points.iter().map(|p| p.gbps).fold(0.0, f64::max);
+    let idle = points.first().map_or(f64::NAN, |p| p.latency_ns);
+    if !(top > 0.0 && idle > 0.0) {
+        return None;
+    }
     points
         .windows(2)
         .filter_map(|w| {
             let (a, b) = (w[0].delay?, w[1].delay?);
             let mid = u32::try_from((u64::from(a) + u64::from(b)) / 2).ok()?;
-            (a > b + 1).then_some(((w[1].gbps - w[0].gbps).abs(), mid))
+            let apart = ((w[1].gbps - w[0].gbps) / top)
+                .abs()
+                .max(((w[1].latency_ns - w[0].latency_ns) / idle).abs());
+            (a > b + 1 && apart.is_finite()).then_some((apart, mid))
         })
-        .filter(|&(jump, _)| jump > REFINE_SHARE * top)
+        .filter(|&(apart, _)| apart > REFINE_SHARE)
         .max_by(|x, y| x.0.total_cmp(&y.0))
         .map(|(_, d)| d)
 }
@@ -298,10 +307,14 @@ mod tests {
     use super::*;
 
     fn point(delay: Option<u32>, gbps: f64) -> LoadedPoint {
+        at(delay, gbps, 100.0)
+    }
+
+    fn at(delay: Option<u32>, gbps: f64, latency_ns: f64) -> LoadedPoint {
         LoadedPoint {
             delay,
             gbps,
-            latency_ns: 100.0,
+            latency_ns,
         }
     }
 
@@ -320,6 +333,26 @@ mod tests {
         assert_eq!(refine_delay(&flat), None);
         let close = [point(None, 0.0), point(Some(1), 10.0), point(Some(0), 28.0)];
         assert_eq!(refine_delay(&close), None);
+    }
+
+    #[test]
+    fn the_latency_cliff_is_refined_where_the_bandwidth_barely_moves() {
+        let cliff = [
+            at(None, 0.0, 130.0),
+            at(Some(32), 6.0, 131.0),
+            at(Some(20), 9.1, 131.0),
+            at(Some(14), 11.9, 131.0),
+            at(Some(8), 17.0, 131.0),
+            at(Some(6), 20.6, 135.0),
+            at(Some(4), 22.0, 140.0),
+            at(Some(2), 30.0, 173.0),
+            at(Some(0), 29.0, 176.0),
+        ];
+        // 4 -> 2 climbs 33 ns (a quarter of idle) and 8 GB/s: the farthest apart once the
+        // bandwidth's jumps are filled.
+        assert_eq!(refine_delay(&cliff), Some(3));
+        let idle_only = [at(None, 0.0, 130.0)];
+        assert_eq!(refine_delay(&idle_only), None);
     }
 
     #[test]
