@@ -188,7 +188,7 @@ mod tests {
                 0,
                 "only the first word of a line is visited"
             );
-            seconds += usize::from(j % SLOT_WORDS != 0);
+            seconds += usize::from(!j.is_multiple_of(SLOT_WORDS));
             assert!(
                 !seen[j / SLOT_WORDS],
                 "slot {} visited twice",
