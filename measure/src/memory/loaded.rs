@@ -31,7 +31,7 @@ pub const DELAYS: [u32; 9] = [4096, 1024, 512, 256, 128, 64, 32, 8, 0];
 pub const REFINED_POINTS: usize = 6;
 /// Neighbouring points closer than this share of the highest bandwidth and of the idle
 /// latency are not refined.
-const REFINE_SHARE: f64 = 0.1;
+pub const REFINE_SHARE: f64 = 0.1;
 /// The idle latency may move by this share during the sweep before the curve is flagged.
 pub const IDLE_DRIFT: f64 = 0.10;
 /// The host may steal this share of the loaders' and the chase's time before the curve
