@@ -287,13 +287,11 @@ fn a_dry_run_prints_the_plan_within_the_budget_and_measures_nothing() {
     assert_eq!(code, 2, "{err}");
 }
 
-#[test]
-fn a_measurement_records_its_plan_and_what_it_spent() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let desc = dir.path().join("desc.json");
+/// The JSON description `infer --plugins PLUGINS` prints, saved to `desc`.
+fn infer_json(plugins: &str, desc: &Path) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
-        .args(["infer", "--plugins", "mem-latency", "--json"])
-        .env("TOPOPROBE_FILE", &desc)
+        .args(["infer", "--plugins", plugins, "--json"])
+        .env("TOPOPROBE_FILE", desc)
         .output()
         .expect("run");
     assert_eq!(
@@ -302,7 +300,13 @@ fn a_measurement_records_its_plan_and_what_it_spent() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+#[test]
+fn a_measurement_records_its_plan_and_what_it_spent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let v = infer_json("mem-latency", &dir.path().join("desc.json"));
     let cost = &v["provenance"]["cost"];
     assert_eq!(cost["budget"]["seconds"], 10.0, "{cost}");
     let steps = cost["steps"].as_array().expect("steps");
@@ -323,18 +327,7 @@ fn a_measurement_records_its_plan_and_what_it_spent() {
 fn the_c2c_plugin_stores_the_transfers_in_the_memory_section() {
     let dir = tempfile::tempdir().expect("tempdir");
     let desc = dir.path().join("desc.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
-        .args(["infer", "--plugins", "mem-latency,c2c", "--json"])
-        .env("TOPOPROBE_FILE", &desc)
-        .output()
-        .expect("run");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = infer_json("mem-latency,c2c", &desc);
     let mem = &v["memory"];
     assert!(
         !mem["latency"].as_array().expect("latency").is_empty(),
