@@ -7,8 +7,8 @@ use roxmltree::{Document, Node, ParsingOptions};
 use topoprobe_model::format::hwloc_xml::{self, read};
 use topoprobe_model::{
     Access, CacheLevel, CacheSection, CacheType, ContextId, Evidence, LatencyMatrix, LatencyUnit,
-    Member, MemoryBandwidth, MemoryLatency, MemorySection, ModelError, NodeId, SocketId, Threads,
-    Topology, TopologyBuilder,
+    MatrixInitiator, Member, MemoryBandwidth, MemoryLatency, MemorySection, ModelError, NodeId,
+    NodeMatrix, SocketId, Threads, Topology, TopologyBuilder,
 };
 
 /// Two sockets, each with two groups of two single-context cores: contexts 0-3 and 4-7.
@@ -173,6 +173,73 @@ fn memory_attributes_take_the_best_bandwidth_of_any_thread_count() {
     );
     assert_eq!(attr("Latency"), [("130".into(), "0x000000f0".into())]);
     assert_eq!(attr("ReadLatency"), attr("Latency"));
+}
+
+/// The node × node matrix of `mem --full` adds its initiators whose CPUs no socket figure
+/// has (the node of half a socket), and leaves the pairs the socket table has alone.
+#[test]
+fn memory_attributes_add_the_node_matrix_initiators_the_socket_table_lacks() {
+    let mut t = two_sockets();
+    let initiator = |name: &str, socket, cpus: Vec<u32>| MatrixInitiator {
+        name: name.into(),
+        socket,
+        node: None,
+        cpus,
+    };
+    t.set_memory(Some(MemorySection {
+        latency: vec![MemoryLatency {
+            context: ContextId(5),
+            node: NodeId(0),
+            latency: 130.4,
+            cycles: None,
+        }],
+        node_matrix: Some(NodeMatrix {
+            initiators: vec![
+                initiator("half of socket 0", 0, vec![1, 0]),
+                initiator("socket 1", 1, vec![4, 5, 6, 7]),
+            ],
+            targets: vec![0],
+            latency_ns: vec![vec![Some(111.2)], vec![Some(200.0)]],
+            read_gbps: vec![vec![Some(12.0)], vec![None]],
+            pairs_measured: 2,
+            pairs_total: 2,
+        }),
+        ..MemorySection::default()
+    }));
+    let xml = hwloc_xml::render(&t);
+    let doc = parse(&xml);
+    let attr = |name: &str| -> Vec<(String, String)> {
+        doc.descendants()
+            .filter(|n| n.has_tag_name("memattr") && n.attribute("name") == Some(name))
+            .flat_map(|m| m.children().filter(|c| c.has_tag_name("memattr_value")))
+            .map(|v| {
+                (
+                    v.attribute("value").unwrap_or("").to_string(),
+                    v.attribute("initiator_cpuset").unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    // Socket 1's latency comes from the socket table; CPUs 0-1 from the matrix.
+    assert_eq!(
+        attr("Latency"),
+        [
+            ("130".into(), "0x000000f0".into()),
+            ("111".into(), "0x00000003".into())
+        ]
+    );
+    // 12 GB/s = 11444 MiB/s, read only: the matrix has no writes.
+    assert_eq!(
+        attr("ReadBandwidth"),
+        [("11444".into(), "0x00000003".into())]
+    );
+    assert_eq!(attr("Bandwidth"), attr("ReadBandwidth"));
+    assert!(attr("WriteBandwidth").is_empty());
+    let script = hwloc_xml::annotate::render(&t);
+    assert!(
+        script.contains("annotate -- \"$node0\" -- memattr ReadBandwidth 0x00000003 11444\n"),
+        "{script}"
+    );
 }
 
 #[test]

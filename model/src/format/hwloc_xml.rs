@@ -103,13 +103,6 @@ impl Writer<'_> {
         self.next_gp
     }
 
-    fn cpus(&self, contexts: &[crate::ids::ContextId]) -> Vec<u32> {
-        contexts
-            .iter()
-            .filter_map(|c| self.topo.contexts().get(c.0).map(|x| x.os_id))
-            .collect()
-    }
-
     fn node_os(&self, n: NodeId) -> u32 {
         node_os(self.topo, n)
     }
@@ -282,7 +275,7 @@ impl Writer<'_> {
                 attr.name, attr.flags
             );
             for v in attr.values {
-                let cpus = bitmap(&self.cpus(topo.socket_contexts(v.socket)));
+                let cpus = bitmap(&v.cpus);
                 let _ = writeln!(
                     self.out,
                     "    <memattr_value target_obj_type=\"NUMANode\" target_obj_gp_index=\"{}\" value=\"{}\" initiator_cpuset=\"{cpus}\"/>",

@@ -151,17 +151,12 @@ pub fn render(topo: &Topology) -> String {
             );
         }
         for v in attr.values {
-            let cpus: Vec<u32> = topo
-                .socket_contexts(v.socket)
-                .iter()
-                .filter_map(|c| topo.contexts().get(c.0).map(|x| x.os_id))
-                .collect();
             let _ = writeln!(
                 out,
                 "annotate -- \"$node{}\" -- memattr {} {} {}",
                 node_os(topo, v.node),
                 attr.name,
-                bitmap(&cpus),
+                bitmap(&v.cpus),
                 v.value
             );
         }

@@ -1,7 +1,9 @@
 //! The measured figures hwloc can hold, computed once for the XML writer and the
 //! `hwloc-annotate` script: the core-to-core latency matrix as a distances structure
 //! between PUs, and the memory latency and bandwidth as memory attributes from each
-//! socket's CPUs (the initiator) to each node (the target).
+//! socket's CPUs (the initiator) to each node (the target), and from each initiator of
+//! `mem --full`'s node × node matrix (a node's CPUs) where the socket table has no figure
+//! for that set of CPUs.
 
 use std::collections::BTreeMap;
 
@@ -43,10 +45,10 @@ pub(super) struct MemAttr {
     pub values: Vec<AttrValue>,
 }
 
-/// A memory-attribute value from a socket's CPUs to a node.
+/// A memory-attribute value from a set of CPUs to a node.
 pub(super) struct AttrValue {
-    /// The initiator socket.
-    pub socket: SocketId,
+    /// The initiator: OS numbers of its CPUs (a socket's, or a node's).
+    pub cpus: Vec<u32>,
     /// The target node.
     pub node: NodeId,
     /// The value in the attribute's unit.
@@ -98,39 +100,82 @@ pub(super) fn distances(topo: &Topology) -> Option<Distances> {
 /// `Latency` and `ReadLatency` (a dependent load's latency, in ns; the custom
 /// `topoprobe-latency-cycles` for a description in cycles) from the socket's fastest
 /// measuring context, and `Bandwidth` (= read), `ReadBandwidth` and `WriteBandwidth` in
-/// MiB/s: the highest figure measured from the socket, whatever its thread count.
+/// MiB/s: the highest figure measured from the socket, whatever its thread count. The node
+/// × node matrix adds idle latency and read bandwidth from its initiators whose CPUs no
+/// socket figure has for that node (the nodes of a socket split into several, SNC or
+/// NPS): latency only for a description in ns, since the matrix is in ns.
 pub(super) fn memattrs(topo: &Topology, nodes: usize) -> Vec<MemAttr> {
     let Some(mem) = topo.memory() else {
         return Vec::new();
+    };
+    let socket_cpus = |s: SocketId| -> Vec<u32> {
+        topo.socket_contexts(s)
+            .iter()
+            .filter_map(|c| topo.contexts().get(c.0).map(|x| x.os_id))
+            .collect()
     };
     let mut lat = Vec::new();
     for s in topo.sockets() {
         for n in (0..nodes).map(NodeId) {
             if let Some(v) = mem.latency_from(topo.socket_contexts(s.id), n) {
-                lat.push((s.id, n, v.round() as u64));
+                lat.push((socket_cpus(s.id), n, v.round() as u64));
             }
         }
     }
-    let bw = |access: Access| -> Vec<(SocketId, NodeId, u64)> {
+    let bw = |access: Access| -> Vec<(Vec<u32>, NodeId, u64)> {
         let mut best: BTreeMap<(SocketId, NodeId), f64> = BTreeMap::new();
         for b in mem.bandwidth.iter().filter(|b| b.access == access) {
             let e = best.entry((b.socket, b.node)).or_insert(b.gbps);
             *e = e.max(b.gbps);
         }
         best.into_iter()
-            .map(|((s, n), gbps)| (s, n, (gbps * 1e9 / 1_048_576.0).round() as u64))
+            .filter(|((s, _), _)| s.0 < topo.num_sockets())
+            .map(|((s, n), gbps)| (socket_cpus(s), n, mib_per_s(gbps)))
             .collect()
     };
+    let mut read = bw(Access::Read);
+    if let Some(m) = &mem.node_matrix {
+        let node_of = |os: u32| {
+            (0..nodes)
+                .map(NodeId)
+                .find(|&n| super::node_os(topo, n) == os)
+        };
+        for (i, init) in m.initiators.iter().enumerate() {
+            let mut cpus = init.cpus.clone();
+            cpus.sort_unstable();
+            for (t, &target) in m.targets.iter().enumerate() {
+                let Some(n) = node_of(target) else {
+                    continue;
+                };
+                let cell = |rows: &[Vec<Option<f64>>]| {
+                    rows.get(i)
+                        .and_then(|r| r.get(t))
+                        .copied()
+                        .flatten()
+                        .filter(|v| v.is_finite() && *v > 0.0)
+                };
+                let known = |v: &[(Vec<u32>, NodeId, u64)]| {
+                    v.iter().any(|(c, node, _)| *node == n && sorted(c) == cpus)
+                };
+                if let Some(ns) = cell(&m.latency_ns) {
+                    if topo.units() == LatencyUnit::Ns && !known(&lat) {
+                        lat.push((cpus.clone(), n, ns.round() as u64));
+                    }
+                }
+                if let Some(gbps) = cell(&m.read_gbps) {
+                    if !known(&read) {
+                        read.push((cpus.clone(), n, mib_per_s(gbps)));
+                    }
+                }
+            }
+        }
+    }
     let mut attrs = Vec::new();
-    let mut push = |name, flags, custom, values: Vec<(SocketId, NodeId, u64)>| {
+    let mut push = |name, flags, custom, values: Vec<(Vec<u32>, NodeId, u64)>| {
         let values: Vec<AttrValue> = values
             .into_iter()
-            .filter(|&(s, n, _)| s.0 < topo.num_sockets() && n.0 < nodes)
-            .map(|(socket, node, value)| AttrValue {
-                socket,
-                node,
-                value,
-            })
+            .filter(|(cpus, n, _)| !cpus.is_empty() && n.0 < nodes)
+            .map(|(cpus, node, value)| AttrValue { cpus, node, value })
             .collect();
         if !values.is_empty() {
             attrs.push(MemAttr {
@@ -157,14 +202,9 @@ pub(super) fn memattrs(topo: &Topology, nodes: usize) -> Vec<MemAttr> {
         "Bandwidth",
         HIGHER_FIRST_WITH_INITIATOR,
         false,
-        bw(Access::Read),
+        read.clone(),
     );
-    push(
-        "ReadBandwidth",
-        HIGHER_FIRST_WITH_INITIATOR,
-        false,
-        bw(Access::Read),
-    );
+    push("ReadBandwidth", HIGHER_FIRST_WITH_INITIATOR, false, read);
     push(
         "WriteBandwidth",
         HIGHER_FIRST_WITH_INITIATOR,
@@ -172,4 +212,16 @@ pub(super) fn memattrs(topo: &Topology, nodes: usize) -> Vec<MemAttr> {
         bw(Access::Write),
     );
     attrs
+}
+
+/// GB/s in hwloc's bandwidth unit, MiB/s.
+fn mib_per_s(gbps: f64) -> u64 {
+    (gbps * 1e9 / 1_048_576.0).round() as u64
+}
+
+/// A CPU list in ascending order.
+fn sorted(cpus: &[u32]) -> Vec<u32> {
+    let mut v = cpus.to_vec();
+    v.sort_unstable();
+    v
 }
