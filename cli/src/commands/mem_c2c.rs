@@ -19,7 +19,8 @@ pub(crate) fn plan(args: &MemArgs) -> Result<Option<C2cPlan>> {
     if !args.c2c.c2c {
         return Ok(None);
     }
-    let topo = topoprobe_machine::load::topology(args.topology.as_deref())?;
+    // Without a description, the OS's view (the memory result's notes say so).
+    let topo = topoprobe_machine::load::topology_or_os(args.topology.as_deref())?.topology;
     let budget = Budget::new(
         args.c2c
             .c2c_budget

@@ -97,9 +97,11 @@ fn plan_with(opts: &CacheOptions, view: Option<&OsView>, topo: Option<&Topology>
 }
 
 /// The topology of the sharing test, when it is asked for.
-fn sharing_topology(req: &CacheRequest) -> Result<Option<Topology>, MachineError> {
+fn sharing_topology(
+    req: &CacheRequest,
+) -> Result<Option<(Topology, Option<String>)>, MachineError> {
     req.shared
-        .then(|| crate::load::topology(req.topology.as_deref()))
+        .then(|| super::topology(req.topology.as_deref()))
         .transpose()
 }
 
@@ -109,10 +111,10 @@ fn sharing_topology(req: &CacheRequest) -> Result<Option<Topology>, MachineError
 ///
 /// [`MachineError::Cpus`] for a CPU this process may not use; [`MachineError::Request`]
 /// for a largest array below [`cache::MIN_MAX_BYTES`]; with `shared`, the errors of
-/// loading the topology ([`crate::load::topology`]).
+/// loading the topology ([`crate::load::topology_or_os`]).
 pub fn plan(req: &CacheRequest) -> Result<CostPlan, MachineError> {
     let cpu = check(req)?;
-    let topo = sharing_topology(req)?;
+    let topo = sharing_topology(req)?.map(|(t, _)| t);
     let view = super::os_view();
     Ok(plan_with(
         &options(req, cpu, None),
@@ -133,7 +135,7 @@ pub fn measure(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<CacheResult, MachineError> {
     let cpu = check(req)?;
-    let topo = sharing_topology(req)?;
+    let (topo, note) = sharing_topology(req)?.unzip();
     let view = super::os_view();
     let timer = Timer::calibrate();
     let opts = options(req, cpu, timer.cycle_ghz());
@@ -144,6 +146,7 @@ pub fn measure(
     )?;
     let mut sharing = None;
     let mut differences = None;
+    report.notes.extend(note.flatten());
     if let Some(mut topo) = topo {
         topo.set_caches(Some(report.section.clone()));
         let shape = Shape::from_topology(&topo, view.as_ref());

@@ -35,11 +35,12 @@ impl Default for ContentionRequest {
     }
 }
 
-/// The topology, the options and the plan.
+/// The topology (with the note of the OS's view, when no description is saved), the
+/// options and the plan.
 fn planned(
     req: &ContentionRequest,
-) -> Result<(Topology, ContentionOptions, CostPlan), MachineError> {
-    let topo = crate::load::topology(req.topology.as_deref())?;
+) -> Result<(Topology, Option<String>, ContentionOptions, CostPlan), MachineError> {
+    let (topo, note) = super::topology(req.topology.as_deref())?;
     let shape = Shape::from_topology(&topo, super::os_view().as_ref());
     let (mut opts, mut plan) = contention_setup(&topo, &shape, req.budget);
     if let Some(size) = req.size {
@@ -51,16 +52,16 @@ fn planned(
         };
         plan = contention_plan_with(&topo, &opts, req.budget);
     }
-    Ok((topo, opts, plan))
+    Ok((topo, note, opts, plan))
 }
 
 /// The plan of the measurement.
 ///
 /// # Errors
 ///
-/// The errors of loading the topology ([`crate::load::topology`]).
+/// The errors of loading the topology ([`crate::load::topology_or_os`]).
 pub fn plan(req: &ContentionRequest) -> Result<CostPlan, MachineError> {
-    planned(req).map(|(_, _, plan)| plan)
+    planned(req).map(|(_, _, _, plan)| plan)
 }
 
 /// Measures contention on this machine, reporting the plan and its steps to `progress`.
@@ -73,7 +74,7 @@ pub fn measure(
     req: &ContentionRequest,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<ContentionResult, MachineError> {
-    let (topo, opts, mut cost) = planned(req)?;
+    let (topo, note, opts, mut cost) = planned(req)?;
     progress(Progress::Plan(&cost));
     let started = Instant::now();
     let section = contention::measure_contention(&topo, &opts, |s| {
@@ -84,5 +85,9 @@ pub fn measure(
     ))?;
     progress(Progress::StepsDone);
     spent_in_one(&mut cost, started);
-    Ok(ContentionResult { section, cost })
+    Ok(ContentionResult {
+        section,
+        cost,
+        notes: note.into_iter().collect(),
+    })
 }

@@ -10,7 +10,7 @@ use topoprobe_measure::memory::{self, LatencyResult, MemOptions, MemReport};
 use topoprobe_measure::plan::Shape;
 use topoprobe_measure::timer::Timer;
 use topoprobe_model::results::memory::{LocalNode, MemoryLatencyRow, MemoryResult, MemoryRow};
-use topoprobe_model::{Budget, CostPlan, Topology};
+use topoprobe_model::{Budget, CostPlan};
 
 use crate::{MachineError, Progress};
 
@@ -56,11 +56,12 @@ impl Default for MemRequest {
     }
 }
 
-/// The topology, its shape and the options, checked.
+/// The note of a topology that is the OS's view (no description), the topology's shape and
+/// the options, checked.
 fn prepare(
     req: &MemRequest,
     ghz: Option<f64>,
-) -> Result<(Topology, Shape, MemOptions), MachineError> {
+) -> Result<(Option<String>, Shape, MemOptions), MachineError> {
     if let Some(size) = req.size.filter(|&s| s < memory::MIN_SIZE) {
         return Err(MachineError::Request(format!(
             "a working set of {} cannot measure memory: a chase through so few lines times \
@@ -80,7 +81,7 @@ fn prepare(
             )));
         }
     }
-    let topo = crate::load::topology(req.topology.as_deref())?;
+    let (topo, note) = super::topology(req.topology.as_deref())?;
     if let Some(t) = req.threads {
         let max = topo
             .sockets()
@@ -108,7 +109,7 @@ fn prepare(
         full: req.full,
         ..MemOptions::default()
     };
-    Ok((topo, shape, opts))
+    Ok((note, shape, opts))
 }
 
 /// The plan of the measurement.
@@ -116,7 +117,9 @@ fn prepare(
 /// # Errors
 ///
 /// [`MachineError::Request`] for a working set below [`memory::MIN_SIZE`] or above the
-/// memory available now, or more threads than a socket has; the errors of loading the topology ([`crate::load::topology`]).
+/// memory available now, or more threads than a socket has; the errors of loading the
+/// topology ([`crate::load::topology_or_os`]: without a description, the OS's view is
+/// measured and the result's notes say so).
 pub fn plan(req: &MemRequest) -> Result<CostPlan, MachineError> {
     let (_, shape, opts) = prepare(req, None)?;
     Ok(plan_memory(&shape, &opts).cost())
@@ -132,14 +135,16 @@ pub fn measure(
     req: &MemRequest,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<MemoryResult, MachineError> {
-    let (_, shape, mut opts) = prepare(req, None)?;
+    let (note, shape, mut opts) = prepare(req, None)?;
     opts.ghz = Timer::calibrate().cycle_ghz();
     let mut plan: MemPlan = plan_memory(&shape, &opts);
     progress(Progress::Plan(&plan.cost()));
     let report = memory::run_plan(&shape, &mut plan, &opts, |s| progress(Progress::Step(s)))
         .map_err(MachineError::measuring("measuring memory"))?;
     progress(Progress::StepsDone);
-    Ok(result(&report, &opts, shape.largest_llc()))
+    let mut r = result(&report, &opts, shape.largest_llc());
+    r.notes.extend(note);
+    Ok(r)
 }
 
 /// How the latency buffer was chased, for people.

@@ -40,6 +40,15 @@ fn started(plan: &CostPlan, progress: &mut dyn FnMut(Progress<'_>)) {
     }
 }
 
+/// The topology at `path` or this machine's description, else this machine's OS view
+/// with the sentence that says so ([`crate::load::topology_or_os`]): a measuring command
+/// runs on a machine `topoprobe infer` has not measured yet.
+fn topology(
+    path: Option<&std::path::Path>,
+) -> Result<(topoprobe_model::Topology, Option<String>), MachineError> {
+    crate::load::topology_or_os(path).map(|l| (l.topology, l.note))
+}
+
 /// This machine's OS view, when it can be read.
 fn os_view() -> Option<topoprobe_model::OsView> {
     topoprobe_measure::os::current().ok()

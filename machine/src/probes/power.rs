@@ -67,7 +67,7 @@ fn unavailable(e: PowerError) -> Result<String, MachineError> {
 /// # Errors
 ///
 /// [`MachineError::Measure`] when a counter file is malformed; the errors of loading the
-/// topology ([`crate::load::topology`]).
+/// topology ([`crate::load::topology_or_os`]).
 pub fn plan(req: &PowerRequest) -> Result<CostPlan, MachineError> {
     let opts = req.options();
     if let Err(e) = power::check_available(&opts) {
@@ -77,7 +77,7 @@ pub fn plan(req: &PowerRequest) -> Result<CostPlan, MachineError> {
         plan.steps.push(step);
         return Ok(plan);
     }
-    let topo = crate::load::topology(req.topology.as_deref())?;
+    let (topo, _) = super::topology(req.topology.as_deref())?;
     let shape = Shape::from_topology(&topo, super::os_view().as_ref());
     Ok(power::plan_power(&shape, &opts, req.budget).cost())
 }
@@ -90,7 +90,7 @@ pub fn plan(req: &PowerRequest) -> Result<CostPlan, MachineError> {
 ///
 /// [`MachineError::Measure`] when a counter file is malformed, the sockets cannot be
 /// matched with the RAPL packages or the load cannot run; the errors of loading the
-/// topology ([`crate::load::topology`]).
+/// topology ([`crate::load::topology_or_os`]).
 pub fn measure(
     req: &PowerRequest,
     progress: &mut dyn FnMut(Progress<'_>),
@@ -99,7 +99,7 @@ pub fn measure(
     if let Err(e) = power::check_available(&opts) {
         return unavailable(e).map(PowerResult::unavailable);
     }
-    let topo = crate::load::topology(req.topology.as_deref())?;
+    let (topo, note) = super::topology(req.topology.as_deref())?;
     let shape = Shape::from_topology(&topo, super::os_view().as_ref());
     let plan = power::plan_power(&shape, &opts, req.budget);
     super::started(&plan.cost(), progress);
@@ -113,7 +113,7 @@ pub fn measure(
             cores_measured: report.cores_measured,
             dram_measured: report.dram_measured,
             entries: report.section.entries,
-            notes: plan.notes,
+            notes: plan.notes.into_iter().chain(note).collect(),
         }),
         Err(e) => unavailable(e).map(PowerResult::unavailable),
     }

@@ -14,4 +14,7 @@ pub struct ContentionResult {
     pub section: ContentionSection,
     /// The plan, with what the measurement spent.
     pub cost: CostPlan,
+    /// Remarks: the topology measured on is the OS's view (no description saved).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }

@@ -86,7 +86,7 @@ impl Rendered for ContentionResult {
                 );
             }
         }
-        for n in &self.cost.left_out {
+        for n in self.cost.left_out.iter().chain(&self.notes) {
             let _ = writeln!(out, "note: {n}");
         }
         out
@@ -112,6 +112,7 @@ mod tests {
                 ..ContentionSection::default()
             },
             cost: CostPlan::new(Budget::new(15.0, 1 << 29)),
+            notes: Vec::new(),
         };
         let t = r.text();
         assert!(
