@@ -533,3 +533,14 @@ fn check_structure(name: &str, v: &OsView, e: &Expected) {
         );
     }
 }
+
+/// x86 kernels write `cluster_id` 65535 where a CPU has no cluster (the AMD guest); that
+/// is no cluster, where the Intel guest's ids (one per core's L2) are clusters.
+#[test]
+fn a_cluster_id_of_65535_is_no_cluster() {
+    let (v, _, _) = read("amd-zen4-vm-2c");
+    assert!(v.cpus.iter().all(|c| c.cluster.is_none()), "{:?}", v.cpus);
+    assert!(v.clusters().is_empty());
+    let (v, _, _) = read("intel-xeon-6-207-vm-16c");
+    assert_eq!(v.clusters().len(), 16);
+}

@@ -112,6 +112,9 @@ fn kinds(root: &Path, notes: &mut Notes) -> BTreeMap<u32, String> {
     out
 }
 
+/// The `cluster_id` of a CPU without a cluster on x86.
+const NO_CLUSTER: i64 = 0xffff;
+
 /// Reads one online CPU from its directory.
 fn read_cpu(id: u32, dir: &Path, notes: &mut Notes) -> Result<OsCpu, OsError> {
     let topo = dir.join("topology");
@@ -131,7 +134,9 @@ fn read_cpu(id: u32, dir: &Path, notes: &mut Notes) -> Result<OsCpu, OsError> {
         optional_number::<i64>(&topo.join(name), notes).filter(|&v| v >= 0)
     };
     let die = optional_id("die_id", notes);
-    let cluster = optional_id("cluster_id", notes);
+    // x86 kernels write 65535 (their invalid APIC id, 0xffff) where the CPU has no
+    // cluster: not a cluster of every CPU (hwloc hides it too).
+    let cluster = optional_id("cluster_id", notes).filter(|&v| v != NO_CLUSTER);
     let thread_siblings = first_set(
         &topo,
         &[
