@@ -176,6 +176,9 @@ pub struct CacheLevel {
     /// Line size in bytes (as the OS reports it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_bytes: Option<u32>,
+    /// Associativity (ways of a set) as the OS reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ways: Option<u32>,
     /// Contexts found by measurement to share one instance of this level, one list per
     /// instance (empty when not measured).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -199,6 +202,7 @@ impl CacheLevel {
             os_size_kib: None,
             measured_size_kib: None,
             line_bytes: None,
+            ways: None,
             shared_by: Vec::new(),
             sharing: None,
         }

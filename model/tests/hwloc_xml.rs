@@ -67,6 +67,7 @@ fn caches_without_sharing_are_private_up_to_l2_and_per_socket_above() {
             level(2, CacheType::Unified, 1024),
             CacheLevel {
                 measured_size_kib: Some(16 << 10),
+                ways: Some(16),
                 ..level(3, CacheType::Unified, 32 << 10)
             },
         ],
@@ -76,8 +77,13 @@ fn caches_without_sharing_are_private_up_to_l2_and_per_socket_above() {
     let doc = parse(&xml);
     let l3 = objects(&doc, "L3Cache");
     assert_eq!(l3.len(), 2);
-    // The measured size; the L3 holds the socket's groups.
+    // The measured size; the L3 holds the socket's groups; the OS's associativity.
     assert_eq!(l3[0].attribute("cache_size"), Some("16777216"));
+    assert_eq!(l3[0].attribute("cache_associativity"), Some("16"));
+    assert_eq!(
+        objects(&doc, "L2Cache")[0].attribute("cache_associativity"),
+        None
+    );
     assert!(l3.iter().all(|c| parent_type(*c) == "Package"));
     assert_eq!(objects(&doc, "L2Cache").len(), 8);
     for l1 in objects(&doc, "L1Cache") {
@@ -442,12 +448,17 @@ fn the_export_reads_back_as_the_same_structure_and_caches() {
         levels: vec![
             level(1, CacheType::Data, 32),
             level(2, CacheType::Unified, 1024),
-            level(3, CacheType::Unified, 8 << 10),
+            CacheLevel {
+                ways: Some(12),
+                ..level(3, CacheType::Unified, 8 << 10)
+            },
         ],
         tlb: Vec::new(),
     }));
     let xml = hwloc_xml::render(&t);
     let os = read::read_os_view(&xml, Path::new("m.xml")).expect("reads back");
+    let l3 = os.caches.iter().find(|c| c.level == 3).expect("an L3");
+    assert_eq!(l3.ways, Some(12));
     assert_eq!(os.online(), (0..8).collect::<Vec<_>>());
     assert_eq!(os.cores().len(), 8);
     assert_eq!(os.packages().len(), 2);

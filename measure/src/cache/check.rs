@@ -245,6 +245,7 @@ pub fn section(
         let mut level = CacheLevel::new(u32::from(c.level), Some(c.kind));
         level.os_size_kib = c.size_bytes.map(|b| b / 1024);
         level.line_bytes = c.line_size;
+        level.ways = c.ways;
         let name = level.name();
         let slot = data.iter().position(|&d| d == i);
         let f = slot.and_then(|s| matched[s]).map(|k| found[k]);

@@ -194,9 +194,12 @@ impl Writer<'_> {
                 let line = c
                     .line_bytes
                     .map_or(String::new(), |b| format!(" cache_linesize=\"{b}\""));
+                let ways = c
+                    .ways
+                    .map_or(String::new(), |w| format!(" cache_associativity=\"{w}\""));
                 let _ = writeln!(
                     self.out,
-                    "{indent}<object type=\"{}\" {sets} gp_index=\"{gp}\"{size} depth=\"{}\"{line} cache_type=\"{}\">",
+                    "{indent}<object type=\"{}\" {sets} gp_index=\"{gp}\"{size} depth=\"{}\"{line}{ways} cache_type=\"{}\">",
                     cache_type_name(c.level, c.kind),
                     c.level,
                     cache_type_code(c.kind)

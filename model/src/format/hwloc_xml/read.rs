@@ -398,6 +398,7 @@ pub fn os_cache_section(topo: &Topology, os: &OsView) -> Option<CacheSection> {
             .or_insert_with(|| CacheLevel {
                 os_size_kib: c.size_bytes.map(|b| b / 1024),
                 line_bytes: c.line_size,
+                ways: c.ways,
                 sharing: Some(SharingTest {
                     outcome: SharingOutcome::Unavailable,
                     source: Some(Origin::Os),

@@ -58,6 +58,8 @@ pub(super) struct CacheObject {
     pub size_from: &'static str,
     /// Line size in bytes.
     pub line_bytes: Option<u32>,
+    /// Associativity, when the OS gave it.
+    pub ways: Option<u32>,
     /// `measured`, `os` or `assumed`: where the sharing comes from.
     pub sharing: &'static str,
     /// Load-to-use latency in the description's unit.
@@ -242,6 +244,7 @@ pub(super) fn build(topo: &Topology) -> Tree {
             size_bytes,
             size_from,
             line_bytes: level.line_bytes,
+            ways: level.ways,
             sharing,
             latency: level.latency,
         });
