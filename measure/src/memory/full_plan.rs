@@ -17,7 +17,7 @@
 use topoprobe_model::{format::plural, Budget, CostStep};
 
 use super::chase::SLOT_BYTES;
-use super::loaded::{DELAYS, REFINED_POINTS};
+use super::loaded::{DELAYS, LAP_ROUNDS, POINT_LAPS, REFINED_POINTS};
 use super::matrix;
 use super::plan::{
     bandwidth_seconds, latency_seconds, MemPlan, MemStep, MemWork, LATENCY_MAX_STEPS,
@@ -41,9 +41,9 @@ const MIX_KERNELS: usize = 9;
 fn sweep_seconds(r: &Rates, plan: &MemPlan, loaders: usize, loader_total: u64) -> f64 {
     let slots = plan.latency_bytes / SLOT_BYTES as u64;
     let loads = if plan.evicts {
-        slots.min((LATENCY_ROUNDS * LATENCY_MAX_STEPS) as u64 + slots / 16)
+        slots.min((LAP_ROUNDS * LATENCY_MAX_STEPS) as u64 + slots / 16)
     } else {
-        (LATENCY_ROUNDS * STEADY_CHASE_STEPS / 4) as u64 + slots.min(STEADY_CHASE_STEPS as u64)
+        (LAP_ROUNDS * STEADY_CHASE_STEPS / 4) as u64 + slots.min(STEADY_CHASE_STEPS as u64)
     };
     let flush = if plan.evicts {
         r.flush_seconds(plan.latency_bytes, 1)
@@ -51,7 +51,8 @@ fn sweep_seconds(r: &Rates, plan: &MemPlan, loaders: usize, loader_total: u64) -
         0.0
     };
     let points = (DELAYS.len() + 2 + REFINED_POINTS) as f64;
-    let point = 0.02 + flush + loads as f64 * r.memory_ns * 1e-9 * LOADED_SLOWDOWN;
+    let lap = flush + loads as f64 * r.memory_ns * 1e-9 * LOADED_SLOWDOWN;
+    let point = 0.02 + POINT_LAPS as f64 * lap;
     (loaders + 1) as f64 * r.thread_start_s
         + r.touch_seconds(plan.latency_bytes, 1)
         + slots as f64 * 40e-9
@@ -137,7 +138,7 @@ pub fn add_full_steps(shape: &Shape, opts: &MemOptions, plan: &mut MemPlan, spen
                 DELAYS.len()
             ),
             bytes,
-            (DELAYS.len() + 2 + REFINED_POINTS) as u64,
+            ((DELAYS.len() + 2 + REFINED_POINTS) * POINT_LAPS) as u64,
             seconds,
         ));
     }

@@ -2,7 +2,8 @@
 //! of a dependent chase ([`super::chase`]) on one context while the other contexts of its
 //! socket read their own buffers on the same node, with a delay loop between two lines of
 //! each loader swept from large to none. Each point gives the loaders' bandwidth during the
-//! chase and the chase's latency; the first point has no loader (idle), and the idle point
+//! chase and the chase's latency (the lowest of [`POINT_LAPS`] evicted laps); the first
+//! point has no loader (idle), and the idle point
 //! is measured again after the sweep: where it moved by more than [`IDLE_DRIFT`], or the
 //! host stole time from the vCPUs, the curve is flagged as not trustworthy.
 //!
@@ -26,6 +27,11 @@ use super::MemError;
 
 /// Delay loop iterations between two lines of a loader, from light load to none.
 pub const DELAYS: [u32; 9] = [4096, 1024, 512, 256, 128, 64, 32, 8, 0];
+/// Evicted laps of the chase at each point, the lowest kept: a burst of other programs'
+/// memory traffic during one lap (a busy host's other guests) lifts that lap only, as
+/// multiload keeps the best of its samples. The laps share the rounds of one idle-latency
+/// measurement ([`LAP_ROUNDS`] each), so a point costs one eviction more, not twice.
+pub const POINT_LAPS: usize = 2;
 /// Points added after the sweep where two neighbouring points lie farthest apart (the
 /// steep end of the curve, where a fixed grid of delays leaves the knee between two points).
 pub const REFINED_POINTS: usize = 6;
@@ -135,13 +141,21 @@ pub fn refine_delay(points: &[LoadedPoint]) -> Option<u32> {
         .map(|(_, d)| d)
 }
 
-/// ns per load of the chase through `buf` (`slots` linked slots), the median of its rounds.
+/// Timed rounds of one lap at a point: the idle latency's rounds shared among the laps.
+pub const LAP_ROUNDS: usize = if LATENCY_ROUNDS / POINT_LAPS > 0 {
+    LATENCY_ROUNDS / POINT_LAPS
+} else {
+    1
+};
+
+/// ns per load of one lap of the chase through `buf` (`slots` linked slots), the median of
+/// its [`LAP_ROUNDS`] rounds.
 fn chase_ns(buf: &Buffer, slots: usize, evict: bool) -> f64 {
     let how = if evict {
-        ChaseRounds::within_one_lap(slots, LATENCY_ROUNDS, LATENCY_MAX_STEPS)
+        ChaseRounds::within_one_lap(slots, LAP_ROUNDS, LATENCY_MAX_STEPS)
     } else {
         ChaseRounds {
-            rounds: LATENCY_ROUNDS,
+            rounds: LAP_ROUNDS,
             steps: STEADY_CHASE_STEPS / 4,
             warm_up: slots.min(STEADY_CHASE_STEPS),
             evict: false,
@@ -221,7 +235,10 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
                         std::thread::sleep(SETTLE);
                     }
                     let (b0, t0) = (total(), Instant::now());
-                    let ns = chase_ns(&buf, slots, s.evict);
+                    // The lowest of the laps: other programs' traffic only adds latency.
+                    let ns = (0..POINT_LAPS)
+                        .map(|_| chase_ns(&buf, slots, s.evict))
+                        .fold(f64::INFINITY, f64::min);
                     let (b1, t1) = (total(), Instant::now());
                     let seconds = t1.duration_since(t0).as_secs_f64().max(1e-9);
                     LoadedPoint {
