@@ -53,6 +53,20 @@ fn objects<'a, 'i>(doc: &'a Document<'i>, kind: &str) -> Vec<Node<'a, 'i>> {
         .collect()
 }
 
+/// (value, initiator cpuset) of every value of the memory attribute `name`.
+fn memattr_values(doc: &Document<'_>, name: &str) -> Vec<(String, String)> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("memattr") && n.attribute("name") == Some(name))
+        .flat_map(|m| m.children().filter(|c| c.has_tag_name("memattr_value")))
+        .map(|v| {
+            (
+                v.attribute("value").unwrap_or("").to_string(),
+                v.attribute("initiator_cpuset").unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
 fn parent_type<'a>(n: Node<'a, '_>) -> &'a str {
     n.parent().and_then(|p| p.attribute("type")).unwrap_or("")
 }
@@ -159,18 +173,7 @@ fn memory_attributes_take_the_best_bandwidth_of_any_thread_count() {
     }));
     let xml = hwloc_xml::render(&t);
     let doc = parse(&xml);
-    let attr = |name: &str| -> Vec<(String, String)> {
-        doc.descendants()
-            .filter(|n| n.has_tag_name("memattr") && n.attribute("name") == Some(name))
-            .flat_map(|m| m.children().filter(|c| c.has_tag_name("memattr_value")))
-            .map(|v| {
-                (
-                    v.attribute("value").unwrap_or("").to_string(),
-                    v.attribute("initiator_cpuset").unwrap_or("").to_string(),
-                )
-            })
-            .collect()
-    };
+    let attr = |name: &str| memattr_values(&doc, name);
     // 20 GB/s = 19073 MiB/s from socket 0's CPUs 0-3.
     assert_eq!(attr("Bandwidth"), [("19073".into(), "0x0000000f".into())]);
     assert_eq!(
@@ -214,18 +217,7 @@ fn memory_attributes_add_the_node_matrix_initiators_the_socket_table_lacks() {
     }));
     let xml = hwloc_xml::render(&t);
     let doc = parse(&xml);
-    let attr = |name: &str| -> Vec<(String, String)> {
-        doc.descendants()
-            .filter(|n| n.has_tag_name("memattr") && n.attribute("name") == Some(name))
-            .flat_map(|m| m.children().filter(|c| c.has_tag_name("memattr_value")))
-            .map(|v| {
-                (
-                    v.attribute("value").unwrap_or("").to_string(),
-                    v.attribute("initiator_cpuset").unwrap_or("").to_string(),
-                )
-            })
-            .collect()
-    };
+    let attr = |name: &str| memattr_values(&doc, name);
     // Socket 1's latency comes from the socket table; CPUs 0-1 from the matrix.
     assert_eq!(
         attr("Latency"),
