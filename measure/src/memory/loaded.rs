@@ -4,8 +4,9 @@
 //! each loader swept from large to none. Each point gives the loaders' bandwidth during the
 //! chase and the chase's latency (the lowest of [`POINT_LAPS`] evicted laps); the first
 //! point has no loader (idle), and the idle point
-//! is measured again after the sweep: where it moved by more than [`IDLE_DRIFT`], or the
-//! host stole time from the vCPUs, the curve is flagged as not trustworthy.
+//! is measured again after the sweep: where it moved by more than [`IDLE_DRIFT`], the host
+//! stole time from the vCPUs, or the loaders' bandwidth fell at a shorter delay
+//! ([`BANDWIDTH_FALL`]), the curve is flagged as not trustworthy.
 //!
 //! The chase defeats the prefetchers by its random order (they cannot be turned off
 //! without root); the loaders stream sequentially, so the prefetchers help them as they
@@ -43,6 +44,10 @@ pub const IDLE_DRIFT: f64 = 0.10;
 /// The host may steal this share of the loaders' and the chase's time before the curve
 /// is flagged.
 pub const STEAL_SHARE: f64 = 0.02;
+/// The loaders' bandwidth may fall by this share from one delay to a shorter one before
+/// the curve is flagged: less delay cannot read less, unless other programs took the
+/// memory's bandwidth meanwhile.
+pub const BANDWIDTH_FALL: f64 = 0.25;
 /// Time the loaders run at a new delay before the chase is timed.
 const SETTLE: Duration = Duration::from_millis(20);
 /// Lines a loader reads between two updates of its byte count.
@@ -112,6 +117,31 @@ fn load(buf: &Buffer, isa: Isa, delay: &AtomicU32, bytes: &AtomicU64, stop: &Ato
         }
     }
     black_box(acc);
+}
+
+/// A warning when the loaders' bandwidth fell by more than [`BANDWIDTH_FALL`] from a point
+/// to one of shorter delay (`points` ordered from the largest delay to the smallest).
+#[must_use]
+pub fn bandwidth_fall(points: &[LoadedPoint]) -> Option<String> {
+    let mut best: Option<&LoadedPoint> = None;
+    for p in points.iter().filter(|p| p.delay.is_some()) {
+        if let Some(b) = best {
+            if p.gbps < (1.0 - BANDWIDTH_FALL) * b.gbps {
+                return Some(format!(
+                    "not trustworthy: the loaders read {:.1} GB/s at delay {} but {:.1} GB/s at \
+                     the shorter delay {} (other programs took memory bandwidth during the sweep)",
+                    b.gbps,
+                    b.delay.unwrap_or(0),
+                    p.gbps,
+                    p.delay.unwrap_or(0)
+                ));
+            }
+        }
+        if best.is_none_or(|b| p.gbps > b.gbps) {
+            best = Some(p);
+        }
+    }
+    None
 }
 
 /// The delay halfway between the two neighbouring points of `points` (ordered from the
@@ -299,6 +329,7 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
             ));
         }
     }
+    warnings.extend(bandwidth_fall(&points));
     if s.loaders.len() < 2 {
         warnings.push(format!(
             "{} loader{}: the curve may stop short of the node's saturation",
@@ -350,6 +381,33 @@ mod tests {
         assert_eq!(refine_delay(&flat), None);
         let close = [point(None, 0.0), point(Some(1), 10.0), point(Some(0), 28.0)];
         assert_eq!(refine_delay(&close), None);
+    }
+
+    #[test]
+    fn a_fall_of_the_loaders_bandwidth_at_a_shorter_delay_is_flagged() {
+        let steady = [
+            point(None, 0.0),
+            point(Some(8), 17.0),
+            point(Some(4), 24.0),
+            point(Some(0), 22.0),
+        ];
+        assert_eq!(
+            bandwidth_fall(&steady),
+            None,
+            "a dip at saturation is not a fall"
+        );
+        let fell = [
+            point(None, 0.0),
+            point(Some(8), 12.4),
+            point(Some(4), 14.9),
+            point(Some(2), 8.0),
+            point(Some(0), 21.5),
+        ];
+        let w = bandwidth_fall(&fell).expect("flagged");
+        assert!(
+            w.contains("14.9 GB/s at delay 4 but 8.0 GB/s at the shorter delay 2"),
+            "{w}"
+        );
     }
 
     #[test]
