@@ -332,6 +332,38 @@ fn non_white_fraction(p: &resvg::tiny_skia::Pixmap) -> f64 {
 // ---------------------------------------------------------------------------------------
 // Report
 
+/// Opens `html` with `script` run at the end of its body in headless Chromium (in `dir`),
+/// and returns the console line that starts with `tag`, the first two numbers after it,
+/// every console message and the screenshot.
+fn logged_in_chromium(
+    dir: &Path,
+    html: &str,
+    script: &str,
+    tag: &str,
+) -> (String, Vec<u32>, Vec<String>, resvg::tiny_skia::Pixmap) {
+    let measured = dir.join("measured.html");
+    let probe = format!("<script>{script}</script></body>");
+    std::fs::write(&measured, html.replacen("</body>", &probe, 1)).unwrap();
+    let png = dir.join("report.png");
+    let console = chromium(&measured, &png);
+    let line = console
+        .iter()
+        .find(|l| l.contains(tag))
+        .unwrap_or_else(|| panic!("no {tag}logged: {console:?}"))
+        .clone();
+    let nums: Vec<u32> = line
+        .split(tag)
+        .nth(1)
+        .unwrap()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|t| !t.is_empty())
+        .take(2)
+        .map(|t| t.parse().unwrap())
+        .collect();
+    let shot = resvg::tiny_skia::Pixmap::load_png(&png).unwrap();
+    (line, nums, console, shot)
+}
+
 /// Opens `page` in headless Chromium, takes a screenshot to `png` and returns the console
 /// messages Chromium logged.
 fn chromium(page: &Path, png: &Path) -> Vec<String> {
@@ -453,28 +485,11 @@ fn report_shows_the_loaded_latency_curve_in_chromium() {
     ] {
         assert!(html.contains(part), "no {part} in the report");
     }
-    let probe = "<script>var r = document.querySelector('svg.loaded').getBoundingClientRect(); \
-                 console.log('plot ' + Math.round(r.width) + ' ' + Math.round(r.height))</script></body>";
-    let measured = dir.path().join("measured.html");
-    std::fs::write(&measured, html.replacen("</body>", probe, 1)).unwrap();
-    let png = dir.path().join("report.png");
-    let console = chromium(&measured, &png);
-    let line = console
-        .iter()
-        .find(|l| l.contains("plot "))
-        .unwrap_or_else(|| panic!("no plot size logged: {console:?}"));
-    let nums: Vec<u32> = line
-        .split("plot ")
-        .nth(1)
-        .unwrap()
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|t| !t.is_empty())
-        .take(2)
-        .map(|t| t.parse().unwrap())
-        .collect();
+    let script = "var r = document.querySelector('svg.loaded').getBoundingClientRect(); \
+                  console.log('plot ' + Math.round(r.width) + ' ' + Math.round(r.height))";
+    let (line, nums, console, shot) = logged_in_chromium(dir.path(), &html, script, "plot ");
     assert!(nums[0] > 200 && nums[1] > 100, "{line}");
     assert_eq!(console.len(), 1, "console messages: {console:?}");
-    let shot = resvg::tiny_skia::Pixmap::load_png(&png).unwrap();
     assert!(non_white_fraction(&shot) > 0.05, "the screenshot is blank");
     // Without the section (the page of the plain matrix) there is no plot.
     let plain = dir.path().join("plain.html");
@@ -504,31 +519,14 @@ fn report_of_256_contexts_fits_the_window() {
         .assert()
         .success();
     let html = std::fs::read_to_string(&page).unwrap();
-    let probe = "<script>console.log('widths ' + document.documentElement.scrollWidth + ' ' + \
-                 window.innerWidth)</script></body>";
-    let measured = dir.path().join("measured.html");
-    std::fs::write(&measured, html.replacen("</body>", probe, 1)).unwrap();
-    let png = dir.path().join("report.png");
-    let console = chromium(&measured, &png);
-    let line = console
-        .iter()
-        .find(|l| l.contains("widths "))
-        .unwrap_or_else(|| panic!("no width logged: {console:?}"));
-    let nums: Vec<u32> = line
-        .split("widths ")
-        .nth(1)
-        .unwrap()
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|t| !t.is_empty())
-        .take(2)
-        .map(|t| t.parse().unwrap())
-        .collect();
+    let script = "console.log('widths ' + document.documentElement.scrollWidth + ' ' + \
+                  window.innerWidth)";
+    let (line, nums, _, shot) = logged_in_chromium(dir.path(), &html, script, "widths ");
     let (document, viewport) = (nums[0], nums[1]);
     assert!(viewport > 1000, "{line}");
     assert!(
         document <= viewport,
         "the page scrolls sideways: document {document} px in a {viewport} px window"
     );
-    let shot = resvg::tiny_skia::Pixmap::load_png(&png).unwrap();
     assert!(non_white_fraction(&shot) > 0.05, "the screenshot is blank");
 }
