@@ -35,7 +35,7 @@ const LOADED_SLOWDOWN: f64 = 3.0;
 
 /// Mix kernels of a mixes step: all reads, then four written mixes with and without
 /// non-temporal stores.
-const MIX_KERNELS: usize = 9;
+pub(super) const MIX_KERNELS: usize = 9;
 
 /// Seconds of one loaded-latency sweep.
 fn sweep_seconds(r: &Rates, plan: &MemPlan, loaders: usize, loader_total: u64) -> f64 {
@@ -291,6 +291,13 @@ pub fn add_full_steps(shape: &Shape, opts: &MemOptions, plan: &mut MemPlan, spen
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mix_kernels_are_every_mix_then_the_written_ones_with_non_temporal_stores() {
+        use topoprobe_model::Mix;
+        let written = Mix::ALL.iter().filter(|m| m.streams().1 > 0).count();
+        assert_eq!(MIX_KERNELS, Mix::ALL.len() + written);
+    }
 
     #[test]
     fn saturation_counts_double_up_to_every_context() {

@@ -355,6 +355,24 @@ pub fn run_plan(
             .push("transparent huge pages are off: latencies include 4 KiB page walks".into());
     }
     let kernels = [Kernel::Read, Kernel::Write, Kernel::Copy];
+    // What every bandwidth step streams over: the plan's working set on its node.
+    let (isa, bytes) = (opts.isa, plan.bandwidth_bytes);
+    let streams = |kernels: Vec<Kernel>, non_temporal: bool, node: Option<u32>, rule| Streams {
+        kernels,
+        isa,
+        non_temporal,
+        bytes,
+        node,
+        rule,
+    };
+    let read = |node: Option<u32>, rule| bandwidth::Stream {
+        kernel: Kernel::Read,
+        isa,
+        non_temporal: false,
+        bytes,
+        node,
+        rule,
+    };
     let mut skipped = 0;
     for i in 0..plan.steps.len() {
         let step = &plan.steps[i];
@@ -395,14 +413,12 @@ pub fn run_plan(
             } => {
                 let figures = bandwidth::measure_kernels(
                     cpus,
-                    &Streams {
-                        kernels: kernels.to_vec(),
-                        isa: opts.isa,
-                        non_temporal: plan.non_temporal,
-                        bytes: plan.bandwidth_bytes,
-                        node: bind.then_some(*node),
-                        rule: plan.rule(step, kernels.len()),
-                    },
+                    &streams(
+                        kernels.to_vec(),
+                        plan.non_temporal,
+                        bind.then_some(*node),
+                        plan.rule(step, kernels.len()),
+                    ),
                 )?;
                 let f = |k: usize| figures.get(k).copied();
                 let (read, write, copy) = (f(0), f(1), f(2));
@@ -455,14 +471,12 @@ pub fn run_plan(
                         .collect();
                     let figures = bandwidth::measure_kernels(
                         cpus,
-                        &Streams {
-                            kernels: mixes.iter().map(|&m| mixes::kernel(m)).collect(),
-                            isa: opts.isa,
+                        &streams(
+                            mixes.iter().map(|&m| mixes::kernel(m)).collect(),
                             non_temporal,
-                            bytes: plan.bandwidth_bytes,
-                            node: bind.then_some(*node),
-                            rule: plan.rule(step, 9),
-                        },
+                            bind.then_some(*node),
+                            plan.rule(step, full_plan::MIX_KERNELS),
+                        ),
                     )?;
                     for (mix, f) in mixes.into_iter().zip(figures) {
                         report.mixes.push(MixBandwidth {
@@ -487,14 +501,7 @@ pub fn run_plan(
                 for &t in counts {
                     let f = bandwidth::measure(
                         &cpus[..t.min(cpus.len())],
-                        &bandwidth::Stream {
-                            kernel: Kernel::Read,
-                            isa: opts.isa,
-                            non_temporal: false,
-                            bytes: plan.bandwidth_bytes,
-                            node: bind.then_some(*node),
-                            rule: plan.rule(step, counts.len()),
-                        },
+                        &read(bind.then_some(*node), plan.rule(step, counts.len())),
                     )?;
                     points.push((t, f.value));
                 }
@@ -528,17 +535,7 @@ pub fn run_plan(
                 bind,
                 cpus,
             } => {
-                let f = bandwidth::measure(
-                    cpus,
-                    &bandwidth::Stream {
-                        kernel: Kernel::Read,
-                        isa: opts.isa,
-                        non_temporal: false,
-                        bytes: plan.bandwidth_bytes,
-                        node: bind.then_some(*node),
-                        rule: plan.rule(step, 1),
-                    },
-                )?;
+                let f = bandwidth::measure(cpus, &read(bind.then_some(*node), plan.rule(step, 1)))?;
                 if let Some(m) = matrix.as_mut() {
                     if let Some(t) = m.targets.iter().position(|x| x == node) {
                         m.read_gbps[*initiator][t] = Some(f.value);
