@@ -144,11 +144,7 @@ pub fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> Memor
     MemorySection {
         latency,
         bandwidth,
-        node_matrix: r.node_matrix.clone(),
-        mixes: r.mixes.clone(),
-        saturation: r.saturation.clone(),
-        loaded_latency: r.loaded_latency.clone(),
-        cache_to_cache: None,
+        detail: crate::probes::memory::detail(r),
     }
 }
 
@@ -316,7 +312,7 @@ pub fn run(
                 .map_err(failed(plugin))?;
                 let cost = r.cost.clone();
                 let mut section = topo.memory().cloned().unwrap_or_default();
-                section.cache_to_cache = Some(r);
+                section.detail.cache_to_cache = Some(r);
                 topo.set_memory(Some(section));
                 cost
             }

@@ -69,10 +69,10 @@ pub use probe::{MatrixProbe, Noisy, PairLatency, PairReading, PairSample, ProbeE
 pub use query::{Component, Level};
 pub use sections::{
     knee, Access, CacheLevel, CacheSection, ContentionLevel, ContentionPair, ContentionSection,
-    CurvePoint, Knee, LoadedCurve, LoadedPoint, MatrixInitiator, MemoryBandwidth, MemoryLatency,
-    MemorySection, Mix, MixBandwidth, NodeMatrix, PairVerdict, PowerEntry, PowerScope,
-    PowerSection, PowerState, Saturation, ScalingPoint, SharingOutcome, SharingPair, SharingTest,
-    SocketCurve, Threads, TlbReach, KNEE_FACTOR, SATURATION_SHARE,
+    CurvePoint, Knee, LoadedCurve, LoadedPoint, MatrixInitiator, MemoryBandwidth, MemoryDetail,
+    MemoryLatency, MemorySection, Mix, MixBandwidth, NodeMatrix, PairVerdict, PowerEntry,
+    PowerScope, PowerSection, PowerState, Saturation, ScalingPoint, SharingOutcome, SharingPair,
+    SharingTest, SocketCurve, Threads, TlbReach, KNEE_FACTOR, SATURATION_SHARE,
 };
 pub use size::{parse_size, size_text, SizeError, MAX_SIZE};
 pub use topology::{LatencyTables, Topology, TopologyBuilder, FORMAT};

@@ -9,8 +9,8 @@ mod scaling;
 mod sharing;
 
 pub use memory_load::{
-    knee, Knee, LoadedCurve, LoadedPoint, MatrixInitiator, Mix, MixBandwidth, NodeMatrix,
-    Saturation, KNEE_FACTOR, SATURATION_SHARE,
+    knee, Knee, LoadedCurve, LoadedPoint, MatrixInitiator, MemoryDetail, Mix, MixBandwidth,
+    NodeMatrix, Saturation, KNEE_FACTOR, SATURATION_SHARE,
 };
 pub use scaling::{CurvePoint, SocketCurve};
 pub use sharing::{PairVerdict, SharingOutcome, SharingPair, SharingTest};
@@ -27,22 +27,10 @@ pub struct MemorySection {
     /// Memory bandwidth from a socket to a node.
     #[serde(default)]
     pub bandwidth: Vec<MemoryBandwidth>,
-    /// Idle latency and read bandwidth node × node (`mem --full`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_matrix: Option<NodeMatrix>,
-    /// Bandwidth of read/write mixes (`mem --full`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub mixes: Vec<MixBandwidth>,
-    /// The thread count that saturates each node (`mem --full`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub saturation: Vec<Saturation>,
-    /// Loaded-latency curves (`mem --full`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub loaded_latency: Vec<LoadedCurve>,
-    /// Cache-to-cache transfers by distance, state and home node (the `c2c` plugin,
-    /// `mem --c2c`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_to_cache: Option<crate::results::cache_to_cache::CacheToCacheResult>,
+    /// `mem --full`'s matrices, mixes, saturation and curves and `mem --c2c`'s transfers
+    /// (the `mem-full` and `c2c` plugins), flattened into the section.
+    #[serde(flatten)]
+    pub detail: MemoryDetail,
 }
 
 /// One memory-latency measurement.

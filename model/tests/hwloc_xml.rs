@@ -7,8 +7,8 @@ use roxmltree::{Document, Node, ParsingOptions};
 use topoprobe_model::format::hwloc_xml::{self, read};
 use topoprobe_model::{
     Access, CacheLevel, CacheSection, CacheType, ContextId, Evidence, LatencyMatrix, LatencyUnit,
-    MatrixInitiator, Member, MemoryBandwidth, MemoryLatency, MemorySection, ModelError, NodeId,
-    NodeMatrix, SocketId, Threads, Topology, TopologyBuilder,
+    MatrixInitiator, Member, MemoryBandwidth, MemoryDetail, MemoryLatency, MemorySection,
+    ModelError, NodeId, NodeMatrix, SocketId, Threads, Topology, TopologyBuilder,
 };
 
 /// Two sockets, each with two groups of two single-context cores: contexts 0-3 and 4-7.
@@ -202,17 +202,20 @@ fn memory_attributes_add_the_node_matrix_initiators_the_socket_table_lacks() {
             latency: 130.4,
             cycles: None,
         }],
-        node_matrix: Some(NodeMatrix {
-            initiators: vec![
-                initiator("half of socket 0", 0, vec![1, 0]),
-                initiator("socket 1", 1, vec![4, 5, 6, 7]),
-            ],
-            targets: vec![0],
-            latency_ns: vec![vec![Some(111.2)], vec![Some(200.0)]],
-            read_gbps: vec![vec![Some(12.0)], vec![None]],
-            pairs_measured: 2,
-            pairs_total: 2,
-        }),
+        detail: MemoryDetail {
+            node_matrix: Some(NodeMatrix {
+                initiators: vec![
+                    initiator("half of socket 0", 0, vec![1, 0]),
+                    initiator("socket 1", 1, vec![4, 5, 6, 7]),
+                ],
+                targets: vec![0],
+                latency_ns: vec![vec![Some(111.2)], vec![Some(200.0)]],
+                read_gbps: vec![vec![Some(12.0)], vec![None]],
+                pairs_measured: 2,
+                pairs_total: 2,
+            }),
+            ..MemoryDetail::default()
+        },
         ..MemorySection::default()
     }));
     let xml = hwloc_xml::render(&t);

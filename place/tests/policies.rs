@@ -230,30 +230,32 @@ fn four_sockets() -> Topology {
     b.memory(Some(MemorySection {
         latency: Vec::new(),
         bandwidth,
-        mixes: vec![topoprobe_model::MixBandwidth {
-            socket: 0,
-            node: 0,
-            mix: topoprobe_model::Mix::AllReads,
-            non_temporal: false,
-            threads: 4,
-            gbps: 999.0,
-        }],
-        loaded_latency: vec![topoprobe_model::LoadedCurve {
-            socket: 0,
-            node: 0,
-            local: true,
-            chase_cpu: 0,
-            loaders: vec![1],
-            points: vec![topoprobe_model::LoadedPoint {
-                delay: None,
-                gbps: 0.0,
-                latency_ns: 90.0,
+        detail: topoprobe_model::MemoryDetail {
+            mixes: vec![topoprobe_model::MixBandwidth {
+                socket: 0,
+                node: 0,
+                mix: topoprobe_model::Mix::AllReads,
+                non_temporal: false,
+                threads: 4,
+                gbps: 999.0,
             }],
-            idle_again_ns: None,
-            knee: None,
-            warnings: Vec::new(),
-        }],
-        ..MemorySection::default()
+            loaded_latency: vec![topoprobe_model::LoadedCurve {
+                socket: 0,
+                node: 0,
+                local: true,
+                chase_cpu: 0,
+                loaders: vec![1],
+                points: vec![topoprobe_model::LoadedPoint {
+                    delay: None,
+                    gbps: 0.0,
+                    latency_ns: 90.0,
+                }],
+                idle_again_ns: None,
+                knee: None,
+                warnings: Vec::new(),
+            }],
+            ..topoprobe_model::MemoryDetail::default()
+        },
     }));
     let mut entries = Vec::new();
     for (s, costs) in [

@@ -6,7 +6,9 @@
 use std::fmt::Write as _;
 
 use topoprobe_model::format::escape_xml as e;
-use topoprobe_model::{LoadedCurve, MixBandwidth, NodeMatrix, Saturation, KNEE_FACTOR};
+use topoprobe_model::{
+    LoadedCurve, MemoryDetail, MixBandwidth, NodeMatrix, Saturation, KNEE_FACTOR,
+};
 
 /// The measurements this module shows, borrowed from a memory section or a `mem` result.
 #[derive(Debug, Clone, Copy)]
@@ -19,6 +21,17 @@ pub struct MemoryLoad<'a> {
     pub saturation: &'a [Saturation],
     /// The loaded-latency curves.
     pub loaded: &'a [LoadedCurve],
+}
+
+impl<'a> From<&'a MemoryDetail> for MemoryLoad<'a> {
+    fn from(d: &'a MemoryDetail) -> Self {
+        Self {
+            matrix: d.node_matrix.as_ref(),
+            mixes: &d.mixes,
+            saturation: &d.saturation,
+            loaded: &d.loaded_latency,
+        }
+    }
 }
 
 impl MemoryLoad<'_> {

@@ -357,16 +357,8 @@ fn memory(topo: &Topology, s: &mut String) -> std::fmt::Result {
     if !mem.latency.is_empty() || !mem.bandwidth.is_empty() {
         memory_table(topo, mem, s)?;
     }
-    crate::memory_load::html(
-        s,
-        &crate::memory_load::MemoryLoad {
-            matrix: mem.node_matrix.as_ref(),
-            mixes: &mem.mixes,
-            saturation: &mem.saturation,
-            loaded: &mem.loaded_latency,
-        },
-    )?;
-    if let Some(c2c) = &mem.cache_to_cache {
+    crate::memory_load::html(s, &crate::memory_load::MemoryLoad::from(&mem.detail))?;
+    if let Some(c2c) = &mem.detail.cache_to_cache {
         crate::results::cache_to_cache::html(s, c2c)?;
     }
     writeln!(s, "</section>")

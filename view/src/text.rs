@@ -406,16 +406,11 @@ impl View<'_> {
             self.memory_table(mem)?;
         }
         // `mem --full`'s figures (the `mem-full` plugin): matrices, mixes, curves.
-        let load = crate::memory_load::MemoryLoad {
-            matrix: mem.node_matrix.as_ref(),
-            mixes: &mem.mixes,
-            saturation: &mem.saturation,
-            loaded: &mem.loaded_latency,
-        };
+        let load = crate::memory_load::MemoryLoad::from(&mem.detail);
         if !load.is_empty() {
             write!(self.out, "{}", crate::memory_load::text(&load))?;
         }
-        if let Some(c2c) = &mem.cache_to_cache {
+        if let Some(c2c) = &mem.detail.cache_to_cache {
             write!(self.out, "{}", crate::results::cache_to_cache::table(c2c))?;
         }
         Ok(())

@@ -45,7 +45,7 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
         progress.show(Progress::Plan(&c2c.cost));
         let transfers = super::mem_c2c::run(c2c, &mut |s| progress.show(Progress::Step(s)))?;
         progress.show(Progress::StepsDone);
-        result.cache_to_cache = Some(transfers);
+        result.detail.cache_to_cache = Some(transfers);
     }
     drop(progress);
     args.report.emit(&result)

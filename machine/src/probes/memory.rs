@@ -10,7 +10,7 @@ use topoprobe_measure::memory::{self, LatencyResult, MemOptions, MemReport};
 use topoprobe_measure::plan::Shape;
 use topoprobe_measure::timer::Timer;
 use topoprobe_model::results::memory::{LocalNode, MemoryLatencyRow, MemoryResult, MemoryRow};
-use topoprobe_model::{Budget, CostPlan};
+use topoprobe_model::{Budget, CostPlan, MemoryDetail};
 
 use crate::{MachineError, Progress};
 
@@ -147,6 +147,19 @@ pub fn measure(
     Ok(r)
 }
 
+/// `mem --full`'s figures of a measurement, as the `mem` result and the description's
+/// memory section both hold them (no transfers: `--c2c` adds them after).
+#[must_use]
+pub fn detail(r: &MemReport) -> MemoryDetail {
+    MemoryDetail {
+        node_matrix: r.node_matrix.clone(),
+        mixes: r.mixes.clone(),
+        saturation: r.saturation.clone(),
+        loaded_latency: r.loaded_latency.clone(),
+        cache_to_cache: None,
+    }
+}
+
 /// How the latency buffer was chased, for people.
 fn latency_method(r: &MemReport) -> String {
     if r.evicted {
@@ -236,11 +249,7 @@ fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
         warnings: r.warnings.clone(),
         notes: r.notes.clone(),
         cost: r.cost.clone(),
-        cache_to_cache: None,
-        node_matrix: r.node_matrix.clone(),
-        mixes: r.mixes.clone(),
-        saturation: r.saturation.clone(),
-        loaded_latency: r.loaded_latency.clone(),
+        detail: detail(r),
     }
 }
 

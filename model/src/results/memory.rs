@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CostPlan, LoadedCurve, MixBandwidth, NodeMatrix, Saturation};
+use crate::CostPlan;
 
 /// One socket -> node pair with a thread count: a row of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -100,20 +100,8 @@ pub struct MemoryResult {
     pub notes: Vec<String>,
     /// The plan, with what each step spent.
     pub cost: CostPlan,
-    /// Cache-to-cache transfers by distance, state and home node (`mem --c2c`; absent
-    /// otherwise).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_to_cache: Option<crate::results::cache_to_cache::CacheToCacheResult>,
-    /// Idle latency and read bandwidth node × node (`--full`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_matrix: Option<NodeMatrix>,
-    /// Bandwidth of read/write mixes, with and without non-temporal stores (`--full`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub mixes: Vec<MixBandwidth>,
-    /// The thread count that saturates each node (`--full`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub saturation: Vec<Saturation>,
-    /// Loaded-latency curves with their knees (`--full`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub loaded_latency: Vec<LoadedCurve>,
+    /// `--full`'s matrices, mixes, saturation and curves and `--c2c`'s transfers, when
+    /// asked for (flattened: the same names as in a description's memory section).
+    #[serde(flatten)]
+    pub detail: crate::MemoryDetail,
 }

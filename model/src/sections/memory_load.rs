@@ -5,6 +5,29 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The figures of `mem --full` and `mem --c2c`, all optional: the same fields, under the
+/// same names, in `mem --json` and in a description's memory section (flattened into
+/// both).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryDetail {
+    /// Idle latency and read bandwidth node × node (`--full`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_matrix: Option<NodeMatrix>,
+    /// Bandwidth of read/write mixes, with and without non-temporal stores (`--full`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mixes: Vec<MixBandwidth>,
+    /// The thread count that saturates each node (`--full`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub saturation: Vec<Saturation>,
+    /// Loaded-latency curves with their knees (`--full`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded_latency: Vec<LoadedCurve>,
+    /// Cache-to-cache transfers by distance, state and home node (`--c2c`, the `c2c`
+    /// plugin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_to_cache: Option<crate::results::cache_to_cache::CacheToCacheResult>,
+}
+
 /// Latency rises past this many times its idle value at the knee of a loaded-latency
 /// curve ([`knee`]).
 pub const KNEE_FACTOR: f64 = 2.0;
@@ -305,11 +328,12 @@ mod tests {
         let old = r#"{"latency":[{"context":0,"node":0,"latency":91.5}],"bandwidth":[{"socket":0,"node":0,"access":"read","threads":"single","gbps":20.0}]}"#;
         let m: MemorySection = serde_json::from_str(old).unwrap();
         assert_eq!(m.latency.len(), 1);
-        assert!(m.node_matrix.is_none() && m.mixes.is_empty() && m.loaded_latency.is_empty());
+        let d = &m.detail;
+        assert!(d.node_matrix.is_none() && d.mixes.is_empty() && d.loaded_latency.is_empty());
         // Written again, an old section gains no field.
         assert!(!serde_json::to_string(&m).unwrap().contains("mixes"));
         let points = curve(&[(0.0, 100.0), (30.0, 250.0)]);
-        let rich = MemorySection {
+        let detail = MemoryDetail {
             node_matrix: Some(NodeMatrix {
                 initiators: vec![MatrixInitiator {
                     name: "node 0".into(),
@@ -343,9 +367,15 @@ mod tests {
                 idle_again_ns: Some(101.0),
                 warnings: vec!["1 loader".into()],
             }],
-            ..m
+            cache_to_cache: None,
         };
+        let rich = MemorySection { detail, ..m };
         let json = serde_json::to_string(&rich).unwrap();
+        // Flattened: the fields stand in the section itself.
+        assert!(
+            json.contains(",\"mixes\":[") && !json.contains("detail"),
+            "{json}"
+        );
         let back: MemorySection = serde_json::from_str(&json).unwrap();
         assert_eq!(back, rich);
     }

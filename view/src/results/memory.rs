@@ -89,15 +89,12 @@ impl Rendered for MemoryResult {
                 );
             }
         }
-        if let Some(c2c) = &self.cache_to_cache {
+        if let Some(c2c) = &self.detail.cache_to_cache {
             out.push_str(&super::cache_to_cache::text(c2c));
         }
-        out.push_str(&crate::memory_load::text(&crate::memory_load::MemoryLoad {
-            matrix: self.node_matrix.as_ref(),
-            mixes: &self.mixes,
-            saturation: &self.saturation,
-            loaded: &self.loaded_latency,
-        }));
+        out.push_str(&crate::memory_load::text(
+            &crate::memory_load::MemoryLoad::from(&self.detail),
+        ));
         for l in &self.local_nodes {
             let _ = writeln!(
                 out,
@@ -192,11 +189,7 @@ mod tests {
             warnings: vec!["the chase's 1 MiB is less than twice the cache".into()],
             notes: Vec::new(),
             cost: CostPlan::new(Budget::new(15.0, 1 << 29)),
-            cache_to_cache: None,
-            node_matrix: None,
-            mixes: Vec::new(),
-            saturation: Vec::new(),
-            loaded_latency: Vec::new(),
+            detail: topoprobe_model::MemoryDetail::default(),
         }
     }
 
@@ -222,7 +215,7 @@ mod tests {
     #[test]
     fn a_full_result_shows_mixes_and_saturation() {
         let mut r = result();
-        r.mixes = vec![topoprobe_model::MixBandwidth {
+        r.detail.mixes = vec![topoprobe_model::MixBandwidth {
             socket: 0,
             node: 0,
             mix: topoprobe_model::Mix::TwoToOne,
@@ -230,7 +223,7 @@ mod tests {
             threads: 2,
             gbps: 41.0,
         }];
-        r.saturation = vec![topoprobe_model::Saturation::of(
+        r.detail.saturation = vec![topoprobe_model::Saturation::of(
             0,
             0,
             vec![(1, 20.0), (2, 39.0)],

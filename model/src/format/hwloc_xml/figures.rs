@@ -134,7 +134,7 @@ pub(super) fn memattrs(topo: &Topology, nodes: usize) -> Vec<MemAttr> {
             .collect()
     };
     let mut read = bw(Access::Read);
-    if let Some(m) = &mem.node_matrix {
+    if let Some(m) = &mem.detail.node_matrix {
         let node_of = |os: u32| {
             (0..nodes)
                 .map(NodeId)
