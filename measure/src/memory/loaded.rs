@@ -3,8 +3,9 @@
 //! socket read their own buffers on the same node, with a delay loop between two lines of
 //! each loader swept from large to none. Each point gives the loaders' bandwidth during the
 //! chase and the chase's latency (the lowest of [`POINT_LAPS`] evicted laps); the first
-//! point has no loader (idle), and the idle point
-//! is measured again after the sweep: where it moved by more than [`IDLE_DRIFT`], the host
+//! point has no loader (idle). Points are added where neighbours lie far apart
+//! ([`refine_delay`]), and a point whose latency stands above both neighbours' is measured
+//! again ([`spike`]). The idle point is measured again after the sweep: where it moved by more than [`IDLE_DRIFT`], the host
 //! stole time from the vCPUs, or the loaders' bandwidth fell at a shorter delay
 //! ([`BANDWIDTH_FALL`]), the curve is flagged as not trustworthy.
 //!
@@ -36,6 +37,13 @@ pub const POINT_LAPS: usize = 2;
 /// Points added after the sweep where two neighbouring points lie farthest apart (the
 /// steep end of the curve, where a fixed grid of delays leaves the knee between two points).
 pub const REFINED_POINTS: usize = 6;
+/// Points measured again after the refinement where a point's latency stands above both
+/// of its neighbours' ([`spike`]): a burst of other programs' traffic during that point
+/// (a busy host), not the memory, which cannot be slower at a lighter load.
+pub const REPEATED_POINTS: usize = 3;
+/// A point is a spike when its latency lies above both of its neighbours' by more than
+/// this share of the idle latency.
+pub const SPIKE_SHARE: f64 = 0.1;
 /// Neighbouring points closer than this share of the highest bandwidth and of the idle
 /// latency are not refined.
 pub const REFINE_SHARE: f64 = 0.1;
@@ -171,6 +179,31 @@ pub fn refine_delay(points: &[LoadedPoint]) -> Option<u32> {
         .map(|(_, d)| d)
 }
 
+/// The loaded point of `points` (ordered from the largest delay to the smallest, the idle
+/// point first) whose latency stands highest above both of its neighbours', by more than
+/// [`SPIKE_SHARE`] of the idle latency, leaving out the indices in `repeated` (points
+/// already measured again). The last point has one neighbour only: at the shortest delay
+/// the latency is the highest of the curve by right.
+#[must_use]
+pub fn spike(points: &[LoadedPoint], repeated: &[usize]) -> Option<usize> {
+    let idle = points.first().map_or(f64::NAN, |p| p.latency_ns);
+    if !(idle > 0.0) {
+        return None;
+    }
+    points
+        .windows(3)
+        .enumerate()
+        .map(|(i, w)| {
+            let above = w[1].latency_ns - w[0].latency_ns.max(w[2].latency_ns);
+            (i + 1, above)
+        })
+        .filter(|&(i, above)| {
+            points[i].delay.is_some() && !repeated.contains(&i) && above > SPIKE_SHARE * idle
+        })
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+        .map(|(i, _)| i)
+}
+
 /// Timed rounds of one lap at a point: the idle latency's rounds shared among the laps.
 pub const LAP_ROUNDS: usize = if LATENCY_ROUNDS / POINT_LAPS > 0 {
     LATENCY_ROUNDS / POINT_LAPS
@@ -296,6 +329,19 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
                             .position(|q| q.delay.is_some_and(|x| x < d))
                             .unwrap_or(points.len());
                         points.insert(at, p);
+                    }
+                    // A spike is measured again; the lower of the two stays, with the
+                    // loaders' bandwidth of the same measurement.
+                    let mut repeated = Vec::new();
+                    for _ in 0..REPEATED_POINTS {
+                        let Some(i) = spike(&points, &repeated) else {
+                            break;
+                        };
+                        repeated.push(i);
+                        let again = measure(points[i].delay.unwrap_or(PARKED));
+                        if again.latency_ns < points[i].latency_ns {
+                            points[i] = again;
+                        }
                     }
                 }
                 let again = measure(PARKED).latency_ns;
@@ -428,6 +474,31 @@ mod tests {
         assert_eq!(refine_delay(&cliff), Some(3));
         let idle_only = [at(None, 0.0, 130.0)];
         assert_eq!(refine_delay(&idle_only), None);
+    }
+
+    #[test]
+    fn a_point_above_both_neighbours_is_a_spike_once() {
+        let curve = [
+            at(None, 0.0, 130.0),
+            at(Some(64), 6.0, 132.0),
+            at(Some(32), 9.0, 190.0),
+            at(Some(16), 12.0, 135.0),
+            at(Some(8), 17.0, 160.0),
+            at(Some(4), 20.0, 150.0),
+            at(Some(0), 24.0, 240.0),
+        ];
+        // 32 stands 55 ns above its neighbours, 8 only 10 ns (under 13 ns, a tenth of idle).
+        assert_eq!(spike(&curve, &[]), Some(2));
+        assert_eq!(spike(&curve, &[2]), None);
+        // A rising curve has none, however steep its end.
+        let rising = [
+            at(None, 0.0, 130.0),
+            at(Some(8), 17.0, 140.0),
+            at(Some(4), 22.0, 180.0),
+            at(Some(0), 24.0, 400.0),
+        ];
+        assert_eq!(spike(&rising, &[]), None);
+        assert_eq!(spike(&rising[..1], &[]), None);
     }
 
     #[test]
