@@ -24,9 +24,15 @@ fn size(bytes: u64) -> String {
 pub fn render(plan: &CostPlan) -> String {
     let mut out = String::new();
     let ran = plan.steps.iter().any(|s| s.spent_seconds.is_some());
+    // The step column is as wide as its longest description, so that the figures line up.
+    let w = plan
+        .steps
+        .iter()
+        .map(|s| s.what.chars().count())
+        .fold(46, usize::max);
     let _ = write!(
         out,
-        "{:<14} {:<46} {:>9} {:>7} {:>8}",
+        "{:<14} {:<w$} {:>9} {:>7} {:>8}",
         "probe", "step", "memory", "passes", "planned"
     );
     if ran {
@@ -36,7 +42,7 @@ pub fn render(plan: &CostPlan) -> String {
     for s in &plan.steps {
         let _ = write!(
             out,
-            "{:<14} {:<46} {:>9} {:>7} {:>7.2}s",
+            "{:<14} {:<w$} {:>9} {:>7} {:>7.2}s",
             s.probe,
             s.what,
             size(s.bytes),
@@ -137,5 +143,31 @@ mod tests {
             "{}",
             summary(&p)
         );
+    }
+
+    #[test]
+    fn a_long_step_widens_the_column_and_the_figures_stay_in_line() {
+        let mut p = CostPlan::new(Budget::new(120.0, 1 << 30));
+        p.steps.push(CostStep::new(
+            "mem",
+            "latency CPU 0 -> node 0",
+            66 << 20,
+            8,
+            0.24,
+        ));
+        p.steps.push(CostStep::new(
+            "mem",
+            "loaded latency CPU 0 -> node 0, 1 loader, 9 delays, up to 6 between and 3 again",
+            256 << 20,
+            40,
+            5.23,
+        ));
+        let t = render(&p);
+        let ends: Vec<usize> = t
+            .lines()
+            .take(3)
+            .map(|l| l.trim_end().chars().count())
+            .collect();
+        assert!(ends.iter().all(|&e| e == ends[0]), "{ends:?}\n{t}");
     }
 }
