@@ -6,6 +6,7 @@ mod common;
 
 use common::run_in as run;
 use serde_json::Value;
+use std::path::Path;
 
 /// The CPUs this test process may use.
 fn cpus() -> Vec<u32> {
@@ -183,6 +184,22 @@ fn latency_prints_statistics_and_json() {
 /// A spread limit no pair meets: every pair is noisy (5 samples per batch).
 const HOPELESS: [&str; 4] = ["--max-stdev", "0.000001", "--reps", "5"];
 
+/// Runs `args` (which must exit 0) up to three times until standard error says `flag`;
+/// its standard output and error, or `None` when no run was flagged. As for `latency` with
+/// [`HOPELESS`], identical samples (a coarse timer) meet any limit, so a run may have
+/// nothing to flag.
+fn flagged_run(dir: &Path, args: &[&str], flag: &str) -> Option<(String, String)> {
+    for _ in 0..3 {
+        let (code, out, err) = run(dir, args);
+        assert_eq!(code, 0, "{err}");
+        if err.contains(flag) {
+            return Some((out, err));
+        }
+    }
+    eprintln!("{args:?} met the limit in 3 runs: nothing flagged to check");
+    None
+}
+
 #[test]
 fn a_noisy_pair_is_flagged_and_every_command_exits_0() {
     let c = cpus();
@@ -227,21 +244,9 @@ fn a_noisy_pair_is_flagged_and_every_command_exits_0() {
     let csv_arg = csv.to_str().expect("path");
     let mut args = vec!["matrix", "--full", "--cpus", &list, "-o", csv_arg];
     args.extend(HOPELESS);
-    // As for `latency` above, identical samples (a coarse timer) meet any limit: a few
-    // tries, and nothing to flag when none of them is noisy.
-    let mut tries = 0;
-    let err = loop {
-        let (code, _, err) = run(dir.path(), &args);
-        assert_eq!(code, 0, "{err}");
-        tries += 1;
-        if err.contains("# noisy pairs") || tries == 3 {
-            break err;
-        }
-    };
-    if !err.contains("# noisy pairs") {
-        eprintln!("the pair met the limit in {tries} matrix runs: nothing flagged to check");
+    let Some((_, err)) = flagged_run(dir.path(), &args, "# noisy pairs") else {
         return;
-    }
+    };
     assert!(
         err.contains("# noisy pairs") && err.contains(&format!("CPUs {a}-{b}: spread")),
         "{err}"
@@ -273,12 +278,13 @@ fn a_noisy_pair_is_flagged_and_every_command_exits_0() {
     // The description: a warning in the JSON, said on standard error.
     let mut args = vec!["infer", "--cpus", &list, "--plugins", "none", "--json"];
     args.extend(HOPELESS);
-    let (code, out, err) = run(dir.path(), &args);
-    assert_eq!(code, 0, "{err}");
-    assert!(
-        err.contains("topoprobe: noisy pairs: 1 pair of CPUs kept"),
-        "{err}"
-    );
+    let Some((out, _)) = flagged_run(
+        dir.path(),
+        &args,
+        "topoprobe: noisy pairs: 1 pair of CPUs kept",
+    ) else {
+        return;
+    };
     let v: Value = serde_json::from_str(&out).expect("json");
     let warnings = v["validation"]["warnings"].as_array().expect("warnings");
     let w = warnings
