@@ -191,10 +191,11 @@ pub fn add_full_steps(shape: &Shape, opts: &MemOptions, plan: &mut MemPlan, spen
             seconds,
         ));
     }
-    // 4. The matrices.
+    // 4. The matrices (one pair per distance class moved to the front below).
     let inits = matrix::initiators(shape);
-    let pairs = matrix::ordered_pairs(shape, &inits, &targets);
+    let (pairs, representatives) = matrix::ordered_pairs(shape, &inits, &targets);
     let lat_seconds = latency_seconds(&r, plan.latency_bytes, plan.evicts, 1);
+    let mut latencies = Vec::new();
     let mut reads = Vec::new();
     for &(i, t) in &pairs {
         let init = &inits[i];
@@ -202,7 +203,7 @@ pub fn add_full_steps(shape: &Shape, opts: &MemOptions, plan: &mut MemPlan, spen
         let Some(&cpu) = init.cpus.first() else {
             continue;
         };
-        extra.push(step(
+        latencies.push(step(
             MemWork::MatrixLatency {
                 initiator: i,
                 cpu,
@@ -231,7 +232,14 @@ pub fn add_full_steps(shape: &Shape, opts: &MemOptions, plan: &mut MemPlan, spen
             bandwidth_seconds(&r, plan.bandwidth_bytes, init.cpus.len(), 1),
         ));
     }
-    extra.append(&mut reads);
+    // One pair per distance class (latency, then read bandwidth) comes before the other
+    // steps: a few cheap steps that give every class of the matrix a figure, which the
+    // loaded-latency sweeps of a many-socket machine would otherwise leave no time for.
+    let lead = representatives.min(latencies.len()).min(reads.len());
+    let rest = latencies.split_off(lead);
+    let rest_reads = reads.split_off(lead);
+    extra.splice(0..0, latencies.into_iter().chain(reads));
+    extra.extend(rest.into_iter().chain(rest_reads));
     let planned = extra.len();
     let mut left = opts.budget.seconds - spent;
     let mut dropped: Vec<String> = Vec::new();

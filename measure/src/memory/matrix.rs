@@ -87,13 +87,14 @@ pub fn distance(shape: &Shape, i: &MatrixInitiator, target: u32) -> u32 {
 }
 
 /// Every (initiator, target) pair as indices into `inits` and `targets`, ordered: one per
-/// distance class first, then each initiator's own node, then the rest.
+/// distance class first, then each initiator's own node, then the rest; and how many lead
+/// (one per distance class).
 #[must_use]
 pub fn ordered_pairs(
     shape: &Shape,
     inits: &[MatrixInitiator],
     targets: &[u32],
-) -> Vec<(usize, usize)> {
+) -> (Vec<(usize, usize)>, usize) {
     let all: Vec<(usize, usize)> = (0..inits.len())
         .flat_map(|i| (0..targets.len()).map(move |t| (i, t)))
         .collect();
@@ -106,6 +107,7 @@ pub fn ordered_pairs(
             out.push((i, t));
         }
     }
+    let representatives = out.len();
     for &(i, t) in &all {
         if inits[i].node == Some(targets[t]) && !out.contains(&(i, t)) {
             out.push((i, t));
@@ -120,5 +122,5 @@ pub fn ordered_pairs(
             out.push(p);
         }
     }
-    out
+    (out, representatives)
 }
