@@ -186,10 +186,7 @@ pub fn refine_delay(points: &[LoadedPoint]) -> Option<u32> {
 /// the latency is the highest of the curve by right.
 #[must_use]
 pub fn spike(points: &[LoadedPoint], repeated: &[usize]) -> Option<usize> {
-    let idle = points.first().map_or(f64::NAN, |p| p.latency_ns);
-    if !(idle > 0.0) {
-        return None;
-    }
+    let idle = points.first().map(|p| p.latency_ns).filter(|&i| i > 0.0)?;
     points
         .windows(3)
         .enumerate()
