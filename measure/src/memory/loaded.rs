@@ -5,9 +5,10 @@
 //! chase and the chase's latency (the lowest of [`POINT_LAPS`] evicted laps); the first
 //! point has no loader (idle). Points are added where neighbours lie far apart
 //! ([`refine_delay`]), and a point whose latency stands above both neighbours' is measured
-//! again ([`spike`]). The idle point is measured again after the sweep: where it moved by more than [`IDLE_DRIFT`], the host
-//! stole time from the vCPUs, or the loaders' bandwidth fell at a shorter delay
-//! ([`BANDWIDTH_FALL`]), the curve is flagged as not trustworthy.
+//! again ([`spike`]). The idle point is measured again after the sweep and the lower of
+//! the two kept; where they differ by more than [`IDLE_DRIFT`], the host stole time from
+//! the vCPUs, or the loaders' bandwidth fell at a shorter delay ([`BANDWIDTH_FALL`]), the
+//! curve is flagged as not trustworthy.
 //!
 //! The chase defeats the prefetchers by its random order (they cannot be turned off
 //! without root); the loaders stream sequentially, so the prefetchers help them as they
@@ -248,7 +249,7 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
         .collect();
     let steal_before = steal_ticks();
     let started = Instant::now();
-    let (points, idle_again) = std::thread::scope(|scope| {
+    let (mut points, idle_again) = std::thread::scope(|scope| {
         let loaders: Vec<_> = s
             .loaders
             .iter()
@@ -359,6 +360,11 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
             "not trustworthy: the idle latency moved from {idle:.0} to {idle_again:.0} ns during \
              the sweep (the vCPUs moved or the host was busy)"
         ));
+    }
+    // The idle point is the lower of its two measurements, as each point is the lowest of
+    // its laps: other programs' traffic only adds latency. The knee is read against it.
+    if let Some(first) = points.first_mut() {
+        first.latency_ns = first.latency_ns.min(idle_again);
     }
     if let (Some(a), Some(b)) = (steal_before, steal_ticks()) {
         let ticks_per_s = 100.0;
@@ -516,7 +522,8 @@ mod tests {
         assert_eq!(c.points.len(), 1);
         assert_eq!(c.points[0].delay, None);
         assert!(c.points[0].latency_ns > 0.0);
-        assert!(c.idle_again_ns.is_some());
+        // The idle point is the lower of its two measurements.
+        assert!(c.points[0].latency_ns <= c.idle_again_ns.expect("idle again"));
         assert!(
             c.warnings.iter().any(|w| w.contains("0 loaders")),
             "{:?}",

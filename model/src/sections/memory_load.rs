@@ -215,7 +215,8 @@ pub struct LoadedCurve {
     pub chase_cpu: u32,
     /// The contexts that loaded (OS CPU numbers).
     pub loaders: Vec<u32>,
-    /// The points, from the idle one (no loader) to the smallest delay.
+    /// The points, from the idle one (no loader: the lower of the idle latency measured
+    /// before the sweep and after it) to the smallest delay.
     pub points: Vec<LoadedPoint>,
     /// The idle latency measured again after the sweep, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
