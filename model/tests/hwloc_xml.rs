@@ -147,6 +147,16 @@ fn a_measured_l3_per_group_nests_inside_the_group_and_a_crossing_one_is_left_out
     assert!(xml.contains("<info name=\"TopoprobeSharing\" value=\"measured\"/>"));
 }
 
+/// The latency from context `context` to node 0, ns (no cycles).
+fn latency_from(context: usize, ns: f64) -> MemoryLatency {
+    MemoryLatency {
+        context: ContextId(context),
+        node: NodeId(0),
+        latency: ns,
+        cycles: None,
+    }
+}
+
 #[test]
 fn memory_attributes_take_the_best_bandwidth_of_any_thread_count() {
     let mut t = two_sockets();
@@ -158,12 +168,7 @@ fn memory_attributes_take_the_best_bandwidth_of_any_thread_count() {
         gbps,
     };
     t.set_memory(Some(MemorySection {
-        latency: vec![MemoryLatency {
-            context: ContextId(5),
-            node: NodeId(0),
-            latency: 130.4,
-            cycles: None,
-        }],
+        latency: vec![latency_from(5, 130.4)],
         bandwidth: vec![
             bw(0, Access::Read, Threads::Single, 10.0),
             bw(0, Access::Read, Threads::AllContexts, 20.0),
@@ -196,12 +201,7 @@ fn memory_attributes_add_the_node_matrix_initiators_the_socket_table_lacks() {
         cpus,
     };
     t.set_memory(Some(MemorySection {
-        latency: vec![MemoryLatency {
-            context: ContextId(5),
-            node: NodeId(0),
-            latency: 130.4,
-            cycles: None,
-        }],
+        latency: vec![latency_from(5, 130.4)],
         detail: MemoryDetail {
             node_matrix: Some(NodeMatrix {
                 initiators: vec![
@@ -247,12 +247,7 @@ fn memory_attributes_add_the_node_matrix_initiators_the_socket_table_lacks() {
 fn the_annotate_script_names_objects_through_lstopos_logical_indexes() {
     let mut t = two_sockets();
     t.set_memory(Some(MemorySection {
-        latency: vec![MemoryLatency {
-            context: ContextId(0),
-            node: NodeId(0),
-            latency: 99.6,
-            cycles: None,
-        }],
+        latency: vec![latency_from(0, 99.6)],
         bandwidth: Vec::new(),
         ..MemorySection::default()
     }));
