@@ -17,7 +17,9 @@
 use topoprobe_model::{format::plural, Budget, CostStep};
 
 use super::chase::SLOT_BYTES;
-use super::loaded::{DELAYS, LAP_ROUNDS, POINT_LAPS, REFINED_POINTS, REPEATED_POINTS};
+use super::loaded::{
+    DELAYS, LAP_ROUNDS, POINT_LAPS, REFINED_POINTS, REPEATED_POINTS, SWEEP_POINTS,
+};
 use super::matrix;
 use super::plan::{
     bandwidth_seconds, latency_seconds, MemPlan, MemStep, MemWork, LATENCY_MAX_STEPS,
@@ -50,7 +52,7 @@ fn sweep_seconds(r: &Rates, plan: &MemPlan, loaders: usize, loader_total: u64) -
     } else {
         0.0
     };
-    let points = (DELAYS.len() + 2 + REFINED_POINTS + REPEATED_POINTS) as f64;
+    let points = SWEEP_POINTS as f64;
     let lap = flush + loads as f64 * r.memory_ns * 1e-9 * LOADED_SLOWDOWN;
     let point = 0.02 + POINT_LAPS as f64 * lap;
     (loaders + 1) as f64 * r.thread_start_s
@@ -138,7 +140,7 @@ pub fn add_full_steps(shape: &Shape, opts: &MemOptions, plan: &mut MemPlan, spen
                 DELAYS.len()
             ),
             bytes,
-            ((DELAYS.len() + 2 + REFINED_POINTS + REPEATED_POINTS) * POINT_LAPS) as u64,
+            (SWEEP_POINTS * POINT_LAPS) as u64,
             seconds,
         ));
     }

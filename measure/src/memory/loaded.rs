@@ -42,6 +42,9 @@ pub const REFINED_POINTS: usize = 6;
 /// of its neighbours' ([`spike`]): a burst of other programs' traffic during that point
 /// (a busy host), not the memory, which cannot be slower at a lighter load.
 pub const REPEATED_POINTS: usize = 3;
+/// The most points one sweep measures: the idle point before and after it, every delay,
+/// the refined points and the repeated ones (what its plan counts).
+pub const SWEEP_POINTS: usize = DELAYS.len() + 2 + REFINED_POINTS + REPEATED_POINTS;
 /// A point is a spike when its latency lies above both of its neighbours' by more than
 /// this share of the idle latency.
 pub const SPIKE_SHARE: f64 = 0.1;
