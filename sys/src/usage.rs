@@ -16,6 +16,20 @@ pub fn resident_bytes() -> Option<u64> {
     kib_field(&status, "VmRSS:").map(|k| k.saturating_mul(1024))
 }
 
+/// Nanoseconds the calling thread has spent runnable but waiting for a CPU so far (the
+/// second field of `/proc/thread-self/schedstat`): time other programs or threads held its
+/// CPU. `None` where the kernel does not report it.
+#[must_use]
+pub fn run_delay_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    second_field(&text)
+}
+
+/// The second whitespace-separated number of `text`.
+fn second_field(text: &str) -> Option<u64> {
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// The number of KiB of the line of `status` that starts with `field` (`VmHWM:   1234 kB`).
 fn kib_field(status: &str, field: &str) -> Option<u64> {
     status
@@ -38,11 +52,16 @@ mod tests {
         assert_eq!(kib_field(s, "VmRSS:"), Some(12));
         assert_eq!(kib_field(s, "VmSwap:"), None);
         assert_eq!(kib_field("VmHWM: x kB", "VmHWM:"), None);
+        assert_eq!(second_field("244933210 54802474 1557\n"), Some(54_802_474));
+        assert_eq!(second_field("12\n"), None);
     }
 
     #[test]
     fn this_process_has_a_peak_at_least_as_large_as_its_resident_memory() {
-        let (Some(peak), Some(now)) = (peak_resident_bytes(), resident_bytes()) else {
+        // Resident memory first: the peak read after it is at least as large, even while
+        // other tests' threads allocate in between.
+        let now = resident_bytes();
+        let (Some(peak), Some(now)) = (peak_resident_bytes(), now) else {
             return;
         };
         assert!(peak >= now && now > 0, "{peak} {now}");

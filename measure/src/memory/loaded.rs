@@ -7,8 +7,8 @@
 //! ([`refine_delay`]), and a point whose latency stands above both neighbours' is measured
 //! again ([`spike`]). The idle point is measured again after the sweep and the lower of
 //! the two kept; where they differ by more than [`IDLE_DRIFT`], the host stole time from
-//! the vCPUs, or the loaders' bandwidth fell at a shorter delay ([`BANDWIDTH_FALL`]), the
-//! curve is flagged as not trustworthy.
+//! the vCPUs, the chase waited for its CPU ([`WAIT_SHARE`]), or the loaders' bandwidth fell
+//! at a shorter delay ([`BANDWIDTH_FALL`]), the curve is flagged as not trustworthy.
 //!
 //! The chase defeats the prefetchers by its random order (they cannot be turned off
 //! without root); the loaders stream sequentially, so the prefetchers help them as they
@@ -22,6 +22,7 @@ use crossbeam_utils::CachePadded;
 use topoprobe_model::{knee, LoadedCurve, LoadedPoint};
 use topoprobe_sys::affinity::pin_current_thread;
 use topoprobe_sys::buffer::{Buffer, PagePlacement};
+use topoprobe_sys::usage::run_delay_ns;
 
 use super::chase::{self, ChaseRounds};
 use super::kernels::{self, Isa, Kernel};
@@ -56,6 +57,10 @@ pub const IDLE_DRIFT: f64 = 0.10;
 /// The host may steal this share of the loaders' and the chase's time before the curve
 /// is flagged.
 pub const STEAL_SHARE: f64 = 0.02;
+/// The chase may wait this share of the sweep for its CPU (other programs running on it)
+/// before the curve is flagged: a chase timed by the wall clock counts their time as
+/// latency.
+pub const WAIT_SHARE: f64 = 0.05;
 /// The loaders' bandwidth may fall by this share from one delay to a shorter one before
 /// the curve is flagged: less delay cannot read less, unless other programs took the
 /// memory's bandwidth meanwhile.
@@ -252,7 +257,7 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
         .collect();
     let steal_before = steal_ticks();
     let started = Instant::now();
-    let (mut points, idle_again) = std::thread::scope(|scope| {
+    let (mut points, idle_again, chase_waited) = std::thread::scope(|scope| {
         let loaders: Vec<_> = s
             .loaders
             .iter()
@@ -278,76 +283,83 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
             })
             .collect();
         let chased = scope
-            .spawn(|| -> Result<(Vec<LoadedPoint>, f64), MemError> {
-                pin_current_thread(s.chase_cpu)?;
-                let mut buf = Buffer::new(s.chase_bytes as usize, placement)?;
-                buf.touch();
-                let slots = chase::link_cycle(
-                    &mut buf,
-                    chase::ChaseOrder::PageLocal,
-                    0x10ad ^ u64::from(s.chase_cpu),
-                );
-                let total = || {
-                    counts
-                        .iter()
-                        .map(|c| c.load(Ordering::Relaxed))
-                        .sum::<u64>()
-                };
-                let measure = |d: u32| -> LoadedPoint {
-                    delay.store(d, Ordering::Relaxed);
-                    if d != PARKED {
-                        std::thread::sleep(SETTLE);
-                    }
-                    let (b0, t0) = (total(), Instant::now());
-                    // The lowest of the laps: other programs' traffic only adds latency.
-                    let ns = (0..POINT_LAPS)
-                        .map(|_| chase_ns(&buf, slots, s.evict))
-                        .fold(f64::INFINITY, f64::min);
-                    let (b1, t1) = (total(), Instant::now());
-                    let seconds = t1.duration_since(t0).as_secs_f64().max(1e-9);
-                    LoadedPoint {
-                        delay: (d != PARKED).then_some(d),
-                        gbps: if d == PARKED {
-                            0.0
-                        } else {
-                            (b1 - b0) as f64 / seconds / 1e9
-                        },
-                        latency_ns: ns,
-                    }
-                };
-                let mut points = vec![measure(PARKED)];
-                if !s.loaders.is_empty() {
-                    for &d in &s.delays {
-                        points.push(measure(d));
-                    }
-                    for _ in 0..REFINED_POINTS {
-                        let Some(d) = refine_delay(&points) else {
-                            break;
-                        };
-                        let p = measure(d);
-                        let at = points
+            .spawn(
+                || -> Result<(Vec<LoadedPoint>, f64, Option<f64>), MemError> {
+                    pin_current_thread(s.chase_cpu)?;
+                    let (waited_before, t_start) = (run_delay_ns(), Instant::now());
+                    let mut buf = Buffer::new(s.chase_bytes as usize, placement)?;
+                    buf.touch();
+                    let slots = chase::link_cycle(
+                        &mut buf,
+                        chase::ChaseOrder::PageLocal,
+                        0x10ad ^ u64::from(s.chase_cpu),
+                    );
+                    let total = || {
+                        counts
                             .iter()
-                            .position(|q| q.delay.is_some_and(|x| x < d))
-                            .unwrap_or(points.len());
-                        points.insert(at, p);
-                    }
-                    // A spike is measured again; the lower of the two stays, with the
-                    // loaders' bandwidth of the same measurement.
-                    let mut repeated = Vec::new();
-                    for _ in 0..REPEATED_POINTS {
-                        let Some(i) = spike(&points, &repeated) else {
-                            break;
-                        };
-                        repeated.push(i);
-                        let again = measure(points[i].delay.unwrap_or(PARKED));
-                        if again.latency_ns < points[i].latency_ns {
-                            points[i] = again;
+                            .map(|c| c.load(Ordering::Relaxed))
+                            .sum::<u64>()
+                    };
+                    let measure = |d: u32| -> LoadedPoint {
+                        delay.store(d, Ordering::Relaxed);
+                        if d != PARKED {
+                            std::thread::sleep(SETTLE);
+                        }
+                        let (b0, t0) = (total(), Instant::now());
+                        // The lowest of the laps: other programs' traffic only adds latency.
+                        let ns = (0..POINT_LAPS)
+                            .map(|_| chase_ns(&buf, slots, s.evict))
+                            .fold(f64::INFINITY, f64::min);
+                        let (b1, t1) = (total(), Instant::now());
+                        let seconds = t1.duration_since(t0).as_secs_f64().max(1e-9);
+                        LoadedPoint {
+                            delay: (d != PARKED).then_some(d),
+                            gbps: if d == PARKED {
+                                0.0
+                            } else {
+                                (b1 - b0) as f64 / seconds / 1e9
+                            },
+                            latency_ns: ns,
+                        }
+                    };
+                    let mut points = vec![measure(PARKED)];
+                    if !s.loaders.is_empty() {
+                        for &d in &s.delays {
+                            points.push(measure(d));
+                        }
+                        for _ in 0..REFINED_POINTS {
+                            let Some(d) = refine_delay(&points) else {
+                                break;
+                            };
+                            let p = measure(d);
+                            let at = points
+                                .iter()
+                                .position(|q| q.delay.is_some_and(|x| x < d))
+                                .unwrap_or(points.len());
+                            points.insert(at, p);
+                        }
+                        // A spike is measured again; the lower of the two stays, with the
+                        // loaders' bandwidth of the same measurement.
+                        let mut repeated = Vec::new();
+                        for _ in 0..REPEATED_POINTS {
+                            let Some(i) = spike(&points, &repeated) else {
+                                break;
+                            };
+                            repeated.push(i);
+                            let again = measure(points[i].delay.unwrap_or(PARKED));
+                            if again.latency_ns < points[i].latency_ns {
+                                points[i] = again;
+                            }
                         }
                     }
-                }
-                let again = measure(PARKED).latency_ns;
-                Ok((points, again))
-            })
+                    let again = measure(PARKED).latency_ns;
+                    // The share of the sweep the chase waited for its CPU.
+                    let waited = waited_before.zip(run_delay_ns()).map(|(a, b)| {
+                        b.saturating_sub(a) as f64 / 1e9 / t_start.elapsed().as_secs_f64().max(1e-9)
+                    });
+                    Ok((points, again, waited))
+                },
+            )
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
         stop.store(true, Ordering::Relaxed);
@@ -380,6 +392,14 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
                 share * 100.0
             ));
         }
+    }
+    if let Some(share) = chase_waited.filter(|&w| w > WAIT_SHARE) {
+        warnings.push(format!(
+            "not trustworthy: the chase waited {:.0}% of the sweep for CPU {} (other programs \
+             ran on it)",
+            share * 100.0,
+            s.chase_cpu
+        ));
     }
     warnings.extend(bandwidth_fall(&points));
     if s.loaders.len() < 2 {
