@@ -2,6 +2,14 @@
 //! them.
 //!
 //! **Latency.** Up to [`CollectOptions::all_pairs_up_to`] ranks, every pair is measured.
+//! Then a pair slower by more than [`SLOWER_THAN_ITS_RELATION`] than the fastest pair of its
+//! relation in the descriptions (same socket, inter-node, …) is measured again, up to
+//! [`REMEASURE_ROUNDS`] times, and its lowest latency kept: another program on a rank's CPU
+//! or a burst on a link only ever adds latency, and would otherwise split a layer in two or
+//! merge two layers across an outlier of milliseconds. A difference that is real (a far
+//! switch) stays; it costs at most [`REMEASURE_ROUNDS`] more measurements of each pair. A
+//! pair still [`OUTLIER_RATIO`] times slower than its relation's fastest is an [`Outlier`]:
+//! reported, and left out of the layers.
 //! Beyond, the ranks are measured like the hardware contexts of one machine, by the
 //! inference's sparse strategy ([`topoprobe_infer::sparse`]): pivot rows, one
 //! representative per module (a host, a socket of a host, …) and per level, random
@@ -28,6 +36,7 @@ use topoprobe_infer::InferError;
 use topoprobe_model::{LatencyMatrix, LatencySummary, ProbeError};
 
 use crate::error::ClusterError;
+use crate::layout::Relation;
 use crate::probe::{RankLatency, RankProbe};
 use crate::ranks::Ranks;
 
@@ -39,6 +48,37 @@ pub const ALL_PAIRS_UP_TO: usize = 16;
 
 /// Measurements of the sampled strategy per rank, by default.
 pub const BUDGET_PER_RANK: usize = 8;
+
+/// How much slower than the fastest pair of its relation a pair of an all-pairs table may
+/// be before it is measured again: the smallest gap between two latency classes of the
+/// clustering (12%).
+pub const SLOWER_THAN_ITS_RELATION: f64 = 1.12;
+
+/// Most times a pair of an all-pairs table is measured again.
+pub const REMEASURE_ROUNDS: usize = 2;
+
+/// How much slower than the fastest pair of its relation a pair may stay, after it was
+/// measured again, before it is reported as an outlier and left out of the layers. Real
+/// differences within one relation (a far switch, a core's SMT sibling among the CPUs of
+/// an unbound rank) stay well below it; a rank waiting for a busy CPU does not.
+pub const OUTLIER_RATIO: f64 = 16.0;
+
+/// A pair that stayed far slower than the other pairs of its relation: its ranks waited
+/// for their CPUs (ranks oversubscribed, other programs), so its latency says nothing
+/// about the hardware.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outlier {
+    /// The two ranks.
+    pub pair: [usize; 2],
+    /// Its lowest latency, µs.
+    pub latency_us: f64,
+    /// Latency of the fastest pair of the same relation, µs.
+    pub fastest_us: f64,
+    /// The relation's label (`same socket`, `inter-node`, …).
+    pub relation: String,
+    /// Times it was measured.
+    pub measurements: usize,
+}
 
 /// Pairs measured per layer when the bandwidth cannot have one pair per (host pair, layer).
 const BANDWIDTH_PER_LAYER: usize = 4;
@@ -99,6 +139,23 @@ pub struct LatencyTable {
     pub measurements: usize,
     /// How the pairs were chosen.
     pub strategy: Strategy,
+    /// Pairs of an all-pairs table that stayed more than [`OUTLIER_RATIO`] times slower
+    /// than the fastest pair of their relation.
+    pub outliers: Vec<Outlier>,
+}
+
+impl LatencyTable {
+    /// The latencies the layers are found from: every pair but the outliers.
+    #[must_use]
+    pub fn for_layers(&self) -> LatencyMatrix {
+        let mut m = self.latency.clone();
+        for o in &self.outliers {
+            let [a, b] = o.pair;
+            m.set(a, b, None);
+            m.set(b, a, None);
+        }
+        m
+    }
 }
 
 /// A complete table of rank-to-rank bandwidths (GB/s), symmetric.
@@ -121,6 +178,35 @@ fn check_ranks(n: usize) -> Result<(), ClusterError> {
         )));
     }
     Ok(())
+}
+
+/// The pairs (`a < b`) of `latency` slower by more than `ratio` than the fastest pair of
+/// the same relation, with their latency and that fastest latency.
+fn slower_than_their_relation(
+    latency: &LatencyMatrix,
+    ranks: &Ranks,
+    ratio: f64,
+) -> Vec<(usize, usize, f64, f64)> {
+    let n = latency.len();
+    let pairs: Vec<(usize, usize, Relation, f64)> = (0..n)
+        .flat_map(|a| {
+            (a + 1..n).filter_map(move |b| {
+                latency
+                    .get(a, b)
+                    .filter(|v| v.is_finite() && *v > 0.0)
+                    .map(|v| (a, b, ranks.relation(a, b), v))
+            })
+        })
+        .collect();
+    let mut fastest = [f64::INFINITY; Relation::ALL.len()];
+    for &(_, _, r, v) in &pairs {
+        fastest[r as usize] = fastest[r as usize].min(v);
+    }
+    pairs
+        .into_iter()
+        .filter(|&(_, _, r, v)| v > fastest[r as usize] * ratio)
+        .map(|(a, b, r, v)| (a, b, v, fastest[r as usize]))
+        .collect()
 }
 
 /// Measures the latency between the ranks of `probe` (see the [module documentation](self));
@@ -159,12 +245,42 @@ pub fn collect_latency(
                 progress(done, total);
             }
         }
+        let mut total = total;
+        let mut times = vec![1; n * n];
+        for _ in 0..REMEASURE_ROUNDS {
+            let again = slower_than_their_relation(&m, ranks, SLOWER_THAN_ITS_RELATION);
+            if again.is_empty() {
+                break;
+            }
+            total += again.len();
+            for (a, b, _, _) in again {
+                times[a * n + b] += 1;
+                if let Some(v) = probe.latency(a, b)?.map(|s| s.median) {
+                    let lower = m.get(a, b).map_or(v, |old| old.min(v));
+                    m.set(a, b, Some(lower));
+                    m.set(b, a, Some(lower));
+                }
+                done += 1;
+                progress(done, total);
+            }
+        }
+        let outliers = slower_than_their_relation(&m, ranks, OUTLIER_RATIO)
+            .into_iter()
+            .map(|(a, b, latency_us, fastest_us)| Outlier {
+                pair: [a, b],
+                latency_us,
+                fastest_us,
+                relation: ranks.relation(a, b).label().into(),
+                measurements: times[a * n + b],
+            })
+            .collect();
         return Ok(LatencyTable {
             latency: m.clone(),
             measured: m,
-            pairs: total,
-            measurements: total,
+            pairs: n * (n - 1) / 2,
+            measurements: done,
             strategy: Strategy::AllPairs,
+            outliers,
         });
     }
     let budget = opts.budget.unwrap_or(BUDGET_PER_RANK * n);
@@ -191,6 +307,7 @@ pub fn collect_latency(
         pairs: c.pairs,
         measurements: c.measurements,
         strategy: Strategy::Sampled,
+        outliers: Vec::new(),
     })
 }
 

@@ -10,7 +10,8 @@ use topoprobe_view::heatmap::{render_matrix, Band, MatrixHeatmap};
 
 use crate::advice::{splits, Split};
 use crate::collect::{
-    collect_bandwidth, collect_latency, BandwidthTable, CollectOptions, LatencyTable, Strategy,
+    collect_bandwidth, collect_latency, BandwidthTable, CollectOptions, LatencyTable, Outlier,
+    Strategy,
 };
 use crate::error::ClusterError;
 use crate::layers::{find_layers, Layer};
@@ -36,6 +37,10 @@ pub struct Measurement {
     pub latency_measurements: usize,
     /// Bandwidth measurements made.
     pub bandwidth_pairs: usize,
+    /// Pairs left out of the layers: they stayed far slower than the other pairs of their
+    /// relation, however often measured (their ranks waited for busy CPUs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outliers: Vec<Outlier>,
     /// Settings of the transport (message sizes, round trips, …), by name.
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
@@ -100,7 +105,7 @@ pub fn analyse(
     let latency = collect_latency(probe, ranks, opts, &mut |done, total| {
         progress(Progress::Latency { done, total });
     })?;
-    let mut layers = find_layers(&latency.latency, &latency.measured, ranks);
+    let mut layers = find_layers(&latency.for_layers(), &latency.measured, ranks);
     let bandwidth = collect_bandwidth(
         probe,
         ranks,
@@ -136,6 +141,7 @@ fn report(
             latency_pairs: latency.pairs,
             latency_measurements: latency.measurements,
             bandwidth_pairs: bandwidth.pairs,
+            outliers: latency.outliers.clone(),
             settings: BTreeMap::new(),
         },
         layers: layers.layers,
@@ -206,6 +212,19 @@ impl ClusterReport {
                 String::new()
             }
         );
+        for o in &m.outliers {
+            let _ = writeln!(
+                s,
+                "not trustworthy: ranks {} and {}: {} µs after {} measurements, {:.0}× the fastest {} pair ({} µs): their ranks waited for busy CPUs (oversubscribed, or other programs); left out of the layers",
+                o.pair[0],
+                o.pair[1],
+                num(o.latency_us),
+                o.measurements,
+                o.latency_us / o.fastest_us,
+                o.relation,
+                num(o.fastest_us)
+            );
+        }
         let _ = writeln!(s, "\nhosts:");
         for h in &self.hosts {
             let _ = writeln!(

@@ -61,6 +61,15 @@ fn complete(m: &Value, n: usize) {
     }
 }
 
+/// Pairs the report left out of the layers, of one relation or of any.
+fn outliers(r: &Value, relation: Option<&str>) -> u64 {
+    r["measurement"]["outliers"].as_array().map_or(0, |o| {
+        o.iter()
+            .filter(|x| relation.is_none_or(|want| x["relation"] == want))
+            .count() as u64
+    })
+}
+
 #[test]
 fn four_ranks_on_this_machine() {
     let _job = one_job();
@@ -80,7 +89,11 @@ fn four_ranks_on_this_machine() {
     let layers = r["layers"].as_array().expect("layers");
     assert!(!layers.is_empty());
     let pairs: u64 = layers.iter().map(|l| l["pairs"].as_u64().unwrap()).sum();
-    assert_eq!(pairs, 6, "every pair in one layer");
+    assert_eq!(
+        pairs + outliers(&r, None),
+        6,
+        "every pair in one layer, or an outlier"
+    );
     for l in layers {
         let by = l["explained_by"].as_str().expect("explained_by");
         assert!(!by.is_empty() && by != "inter-node", "{l}");
@@ -114,7 +127,12 @@ fn hosts_in_network_namespaces_make_an_inter_node_layer() {
         .iter()
         .find(|l| l["explained_by"] == "inter-node")
         .unwrap_or_else(|| panic!("no inter-node layer: {layers:?}"));
-    assert_eq!(inter["pairs"], 4, "the 4 pairs across the two hosts");
+    // A pair whose ranks waited for busy CPUs every time is an outlier of no layer.
+    assert_eq!(
+        inter["pairs"].as_u64().unwrap() + outliers(&r, Some("inter-node")),
+        4,
+        "the 4 pairs across the two hosts: {r}"
+    );
     assert_eq!(inter["explained"], true);
     // The inter-node layer is the slowest.
     let slowest = layers

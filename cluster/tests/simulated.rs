@@ -2,8 +2,9 @@
 //! is explained by how its pairs are related, large clusters are sampled within 8·N
 //! measurements, and the advice groups the ranks by host.
 
-use topoprobe_cluster::sim::SimCluster;
-use topoprobe_cluster::{analyse, ClusterReport, CollectOptions, Strategy};
+use topoprobe_cluster::sim::{SimCluster, SimProbe};
+use topoprobe_cluster::{analyse, ClusterReport, CollectOptions, RankProbe, Strategy};
+use topoprobe_model::{PairSample, ProbeError};
 
 fn run(sim: &SimCluster, opts: &CollectOptions) -> (ClusterReport, usize, usize) {
     let mut probe = sim.probe();
@@ -141,6 +142,133 @@ fn unbound_ranks_leave_the_sockets_unexplained() {
         report.layers[..2].iter().all(|l| !l.explained),
         "{report:?}"
     );
+}
+
+/// A probe whose first measurement of some pairs is slowed, as when another program runs
+/// on one rank's CPU for a moment.
+struct Burst {
+    probe: SimProbe,
+    /// The pairs slowed, and by how much.
+    slowed: Vec<((usize, usize), f64)>,
+}
+
+impl RankProbe for Burst {
+    fn ranks(&self) -> usize {
+        self.probe.ranks()
+    }
+
+    fn latency(&mut self, a: usize, b: usize) -> Result<Option<PairSample>, ProbeError> {
+        let burst = self.slowed.iter().position(|&(p, _)| p == (a, b));
+        let sample = self.probe.latency(a, b)?;
+        Ok(match burst {
+            Some(i) => {
+                let (_, by) = self.slowed.remove(i);
+                sample.map(|s| PairSample {
+                    median: s.median * by,
+                    min: s.min * by,
+                    ..s
+                })
+            }
+            None => sample,
+        })
+    }
+
+    fn bandwidth(&mut self, a: usize, b: usize) -> Result<Option<f64>, ProbeError> {
+        self.probe.bandwidth(a, b)
+    }
+}
+
+#[test]
+fn a_burst_on_two_pairs_does_not_split_their_layer() {
+    // Two hosts of two ranks, as the network-namespace run: half the inter-node pairs are
+    // three times slower the first time they are measured.
+    let sim = SimCluster::new(2, 1, 2);
+    let mut probe = Burst {
+        probe: sim.probe(),
+        slowed: vec![((0, 2), 3.0), ((1, 3), 3.0)],
+    };
+    let report = analyse(
+        &mut probe,
+        &sim.ranks(),
+        &CollectOptions::default(),
+        &mut |_| {},
+    )
+    .expect("analysis");
+    assert!(probe.slowed.is_empty(), "both bursts happened");
+    assert_eq!(names(&report), ["same socket", "inter-node"], "{report:?}");
+    assert_eq!(report.layers[1].pairs, 4);
+    assert!(report.layers.iter().all(|l| l.explained));
+    // The 6 pairs, and the 2 slowed pairs measured again.
+    assert_eq!(report.measurement.latency_measurements, 8);
+    assert_eq!(probe.probe.latency_calls, 8);
+}
+
+#[test]
+fn a_pair_descheduled_for_milliseconds_does_not_merge_the_layers() {
+    let sim = SimCluster::new(2, 1, 2);
+    let mut probe = Burst {
+        probe: sim.probe(),
+        // Slowed twice: measured again twice.
+        slowed: vec![((0, 1), 2.5), ((0, 3), 1500.0), ((0, 3), 1500.0)],
+    };
+    let report = analyse(
+        &mut probe,
+        &sim.ranks(),
+        &CollectOptions::default(),
+        &mut |_| {},
+    )
+    .expect("analysis");
+    assert!(probe.slowed.is_empty());
+    assert_eq!(names(&report), ["same socket", "inter-node"], "{report:?}");
+    assert!(report.layers.iter().all(|l| l.explained));
+    assert!(report.layers[1].latency_range_us[1] < 3.0, "{report:?}");
+}
+
+#[test]
+fn a_pair_slow_every_time_is_an_outlier_left_out_of_the_layers() {
+    // Two hosts of three ranks: the other two pairs within host 0 keep their layer.
+    let sim = SimCluster::new(2, 1, 3);
+    let mut probe = Burst {
+        probe: sim.probe(),
+        slowed: vec![((0, 1), 400.0); 3],
+    };
+    let report = analyse(
+        &mut probe,
+        &sim.ranks(),
+        &CollectOptions::default(),
+        &mut |_| {},
+    )
+    .expect("analysis");
+    assert!(probe.slowed.is_empty());
+    let outliers = &report.measurement.outliers;
+    assert_eq!(outliers.len(), 1, "{report:?}");
+    assert_eq!(outliers[0].pair, [0, 1]);
+    assert_eq!(outliers[0].measurements, 3);
+    assert_eq!(outliers[0].relation, "same socket");
+    // The other pairs keep their layers; the outlier has none, but keeps its latency.
+    assert_eq!(names(&report), ["same socket", "inter-node"], "{report:?}");
+    assert_eq!(report.layers[0].pairs, 5);
+    assert_eq!(report.layers[1].pairs, 9);
+    assert_eq!(report.layer[0][1], None);
+    assert!(report.latency_us[0][1].is_some_and(|v| v > 100.0));
+    let text = report.to_text();
+    assert!(
+        text.contains("not trustworthy: ranks 0 and 1:") && text.contains("left out of the layers"),
+        "{text}"
+    );
+    let json = report.to_json();
+    assert!(json.contains("\"outliers\""), "{json}");
+}
+
+#[test]
+fn a_far_switch_stays_a_layer_of_its_own_when_measured_again() {
+    let mut sim = SimCluster::new(3, 1, 2);
+    sim.far_hosts = Some((2, 3.0));
+    let (report, calls, _) = run(&sim, &CollectOptions::default());
+    assert_eq!(names(&report), ["same socket", "inter-node", "inter-node"]);
+    assert!(!report.layers[2].explained);
+    // 15 pairs, then the 8 pairs to the far host twice more.
+    assert_eq!(calls, 15 + 2 * 8);
 }
 
 #[test]
