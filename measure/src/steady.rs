@@ -49,6 +49,9 @@ pub struct SteadyFigure {
     pub rounds: usize,
     /// Whether the spread reached the rule's limit (else a round or time limit stopped it).
     pub steady: bool,
+    /// The largest share of the rounds' time one of its threads waited for its CPU (other
+    /// programs held it), 0 to 1; `None` where not known.
+    pub waited: Option<f64>,
 }
 
 impl Steady {
@@ -112,6 +115,7 @@ impl Steady {
             spread,
             rounds: self.values.len(),
             steady: self.steady(),
+            waited: None,
         })
     }
 }

@@ -25,6 +25,37 @@ pub fn run_delay_ns() -> Option<u64> {
     second_field(&text)
 }
 
+/// How long the calling thread waited for its CPU since a moment: started with
+/// [`WaitClock::start`] on the thread to watch, read with [`WaitClock::share`] on the same
+/// thread. A measurement timed by the wall clock counts the time other programs held its
+/// CPU as its own; this says how much of it that was.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitClock {
+    delay_ns: Option<u64>,
+    started: std::time::Instant,
+}
+
+impl WaitClock {
+    /// Starts watching the calling thread.
+    #[must_use]
+    pub fn start() -> Self {
+        Self {
+            delay_ns: run_delay_ns(),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// The share of the time since [`WaitClock::start`] the calling thread (the one that
+    /// started the clock) spent runnable but waiting for a CPU, 0 to 1; `None` where the
+    /// kernel does not report run delays.
+    #[must_use]
+    pub fn share(&self) -> Option<f64> {
+        let waited = run_delay_ns()?.saturating_sub(self.delay_ns?);
+        let elapsed = self.started.elapsed().as_secs_f64().max(1e-9);
+        Some((waited as f64 / 1e9 / elapsed).min(1.0))
+    }
+}
+
 /// The second whitespace-separated number of `text`.
 fn second_field(text: &str) -> Option<u64> {
     text.split_whitespace().nth(1)?.parse().ok()
@@ -54,6 +85,18 @@ mod tests {
         assert_eq!(kib_field("VmHWM: x kB", "VmHWM:"), None);
         assert_eq!(second_field("244933210 54802474 1557\n"), Some(54_802_474));
         assert_eq!(second_field("12\n"), None);
+    }
+
+    #[test]
+    fn a_thread_that_only_computes_waits_a_share_between_0_and_1() {
+        let clock = WaitClock::start();
+        let mut x = 0_u64;
+        for i in 0..1_000_000_u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        if let Some(share) = clock.share() {
+            assert!((0.0..=1.0).contains(&share), "{share}");
+        }
     }
 
     #[test]

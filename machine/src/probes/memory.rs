@@ -283,6 +283,7 @@ mod tests {
                 huge_ns: Some(7.0),
                 small_ns: None,
                 scattered_ns: None,
+                waited: None,
             }],
             bandwidth: Vec::new(),
             local_nodes: vec![(0, 0)],

@@ -31,6 +31,7 @@ use crate::steady::{Steady, SteadyFigure, SteadyRule};
 use topoprobe_sys::affinity::pin_current_thread;
 use topoprobe_sys::buffer::{Buffer, PagePlacement};
 use topoprobe_sys::counter::flush_lines;
+use topoprobe_sys::usage::WaitClock;
 
 /// One bandwidth run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -130,7 +131,8 @@ fn share_of(bytes: u64, threads: usize) -> u64 {
 /// Runs `stream` on every CPU of `cpus` at once (one thread each, buffers first touched
 /// by their thread), in rounds until the rule is met; returns the bandwidth of all of them
 /// together in GB/s (10^9 bytes per second; copy counts the bytes read and the bytes
-/// written), with its spread and the rounds it took.
+/// written), with its spread, the rounds it took and how long its threads waited for their
+/// CPUs.
 ///
 /// # Errors
 ///
@@ -174,13 +176,16 @@ pub fn measure_kernels(cpus: &[u32], streams: &Streams) -> Result<Vec<SteadyFigu
     let round: Mutex<(Steady, Instant)> = Mutex::new((Steady::new(streams.rule), Instant::now()));
     let stop = AtomicBool::new(false);
     let failed = AtomicBool::new(false);
+    // The share of each kernel's rounds each thread waited for its CPU.
+    let waited: Mutex<Vec<Option<f64>>> = Mutex::new(vec![None; streams.kernels.len()]);
     let results: Vec<Result<(), MemError>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus
             .iter()
             .enumerate()
             .map(|(i, &cpu)| {
-                let (barrier, gate, passes, figures, round, stop, failed) =
-                    (&barrier, &gate, &passes, &figures, &round, &stop, &failed);
+                let (barrier, gate, passes, figures, round, stop, failed, waited) = (
+                    &barrier, &gate, &passes, &figures, &round, &stop, &failed, &waited,
+                );
                 s.spawn(move || {
                     let ready = prepare(cpu, share, placement);
                     if ready.is_err() {
@@ -203,6 +208,7 @@ pub fn measure_kernels(cpus: &[u32], streams: &Streams) -> Result<Vec<SteadyFigu
                             stop.store(false, Ordering::Release);
                         }
                         barrier.wait();
+                        let waiting = WaitClock::start();
                         loop {
                             flush_lines(buf.words());
                             gate.wait();
@@ -240,6 +246,9 @@ pub fn measure_kernels(cpus: &[u32], streams: &Streams) -> Result<Vec<SteadyFigu
                                 break;
                             }
                         }
+                        if let (Ok(mut w), Some(share)) = (waited.lock(), waiting.share()) {
+                            w[k] = Some(w[k].map_or(share, |x: f64| x.max(share)));
+                        }
                     }
                     Ok(())
                 })
@@ -253,7 +262,13 @@ pub fn measure_kernels(cpus: &[u32], streams: &Streams) -> Result<Vec<SteadyFigu
     for r in results {
         r?;
     }
-    let figures = figures.into_inner().unwrap_or_default();
+    let mut figures = figures.into_inner().unwrap_or_default();
+    for (f, w) in figures
+        .iter_mut()
+        .zip(waited.into_inner().unwrap_or_default())
+    {
+        f.waited = w;
+    }
     if figures.len() == streams.kernels.len() {
         Ok(figures)
     } else {

@@ -22,7 +22,9 @@ use crossbeam_utils::CachePadded;
 use topoprobe_model::{knee, LoadedCurve, LoadedPoint};
 use topoprobe_sys::affinity::pin_current_thread;
 use topoprobe_sys::buffer::{Buffer, PagePlacement};
-use topoprobe_sys::usage::run_delay_ns;
+use topoprobe_sys::usage::WaitClock;
+
+use super::WAIT_SHARE;
 
 use super::chase::{self, ChaseRounds};
 use super::kernels::{self, Isa, Kernel};
@@ -57,10 +59,6 @@ pub const IDLE_DRIFT: f64 = 0.10;
 /// The host may steal this share of the loaders' and the chase's time before the curve
 /// is flagged.
 pub const STEAL_SHARE: f64 = 0.02;
-/// The chase may wait this share of the sweep for its CPU (other programs running on it)
-/// before the curve is flagged: a chase timed by the wall clock counts their time as
-/// latency.
-pub const WAIT_SHARE: f64 = 0.05;
 /// The loaders' bandwidth may fall by this share from one delay to a shorter one before
 /// the curve is flagged: less delay cannot read less, unless other programs took the
 /// memory's bandwidth meanwhile.
@@ -286,7 +284,7 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
             .spawn(
                 || -> Result<(Vec<LoadedPoint>, f64, Option<f64>), MemError> {
                     pin_current_thread(s.chase_cpu)?;
-                    let (waited_before, t_start) = (run_delay_ns(), Instant::now());
+                    let waiting = WaitClock::start();
                     let mut buf = Buffer::new(s.chase_bytes as usize, placement)?;
                     buf.touch();
                     let slots = chase::link_cycle(
@@ -354,10 +352,7 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
                     }
                     let again = measure(PARKED).latency_ns;
                     // The share of the sweep the chase waited for its CPU.
-                    let waited = waited_before.zip(run_delay_ns()).map(|(a, b)| {
-                        b.saturating_sub(a) as f64 / 1e9 / t_start.elapsed().as_secs_f64().max(1e-9)
-                    });
-                    Ok((points, again, waited))
+                    Ok((points, again, waiting.share()))
                 },
             )
             .join()

@@ -36,6 +36,7 @@ use kernels::{Isa, Kernel};
 use plan::{MemPlan, MemWork, LATENCY_MAX_STEPS, STEADY_CHASE_STEPS};
 use topoprobe_sys::affinity::AffinityError;
 use topoprobe_sys::buffer::{Buffer, BufferError, PagePlacement};
+use topoprobe_sys::usage::WaitClock;
 
 pub use crate::steady::SteadyFigure;
 
@@ -106,6 +107,11 @@ impl Default for MemOptions {
     }
 }
 
+/// A measurement's threads may wait this share of its time for their CPUs (other
+/// programs running on them) before it is flagged: a chase or a stream timed by the wall
+/// clock counts their time as its own.
+pub const WAIT_SHARE: f64 = 0.05;
+
 /// Memory latency from one context to one node.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LatencyResult {
@@ -125,6 +131,9 @@ pub struct LatencyResult {
     /// memory's latency plus TLB misses, page walks and DRAM page changes (`None` when not
     /// asked for).
     pub scattered_ns: Option<f64>,
+    /// The largest share of its chases' time the chase waited for its CPU (other programs
+    /// held it), 0 to 1; `None` where the kernel does not say.
+    pub waited: Option<f64>,
 }
 
 impl LatencyResult {
@@ -208,7 +217,7 @@ pub fn latency(
     evict: bool,
     scattered: bool,
 ) -> Result<LatencyResult, MemError> {
-    let run = |huge: bool, order: chase::ChaseOrder| -> Result<f64, MemError> {
+    let run = |huge: bool, order: chase::ChaseOrder| -> Result<(f64, Option<f64>), MemError> {
         std::thread::scope(|s| {
             s.spawn(|| {
                 topoprobe_sys::affinity::pin_current_thread(cpu)?;
@@ -231,35 +240,41 @@ pub fn latency(
                         evict: false,
                     }
                 };
+                let waiting = WaitClock::start();
                 let ns = chase::timed_rounds(&buf, how);
-                Ok(crate::stats::median(&ns).unwrap_or(f64::NAN))
+                Ok((
+                    crate::stats::median(&ns).unwrap_or(f64::NAN),
+                    waiting.share(),
+                ))
             })
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
         })
     };
-    let huge_ns = if thp_available() {
+    let huge = if thp_available() {
         Some(run(true, chase::ChaseOrder::PageLocal)?)
     } else {
         None
     };
-    let small_ns = if huge_ns.is_none() {
+    let small = if huge.is_none() {
         Some(run(false, chase::ChaseOrder::PageLocal)?)
     } else {
         None
     };
-    let scattered_ns = if scattered {
+    let scattered = if scattered {
         Some(run(false, chase::ChaseOrder::Scattered)?)
     } else {
         None
     };
+    let runs = [huge, small, scattered];
     Ok(LatencyResult {
         cpu,
         socket: 0,
         node: node.unwrap_or(0),
-        huge_ns,
-        small_ns,
-        scattered_ns,
+        huge_ns: huge.map(|r| r.0),
+        small_ns: small.map(|r| r.0),
+        scattered_ns: scattered.map(|r| r.0),
+        waited: most_waited(runs.iter().flatten().map(|r| r.1)),
     })
 }
 
@@ -387,6 +402,8 @@ pub fn run_plan(
         }
         progress(&step.cost.what);
         let t = Instant::now();
+        // The largest share of the step's time one of its threads waited for its CPU.
+        let mut waited: Option<f64> = None;
         match &step.work {
             MemWork::Latency {
                 cpu,
@@ -403,6 +420,7 @@ pub fn run_plan(
                 )?;
                 l.socket = *socket;
                 l.node = *node;
+                waited = l.waited;
                 report.latency.push(l);
             }
             MemWork::Bandwidth {
@@ -420,6 +438,7 @@ pub fn run_plan(
                         plan.rule(step, kernels.len()),
                     ),
                 )?;
+                waited = most_waited(figures.iter().map(|f| f.waited));
                 let f = |k: usize| figures.get(k).copied();
                 let (read, write, copy) = (f(0), f(1), f(2));
                 let all = [read, write, copy];
@@ -478,6 +497,7 @@ pub fn run_plan(
                             plan.rule(step, full_plan::MIX_KERNELS),
                         ),
                     )?;
+                    waited = most_waited(figures.iter().map(|f| f.waited).chain([waited]));
                     for (mix, f) in mixes.into_iter().zip(figures) {
                         report.mixes.push(MixBandwidth {
                             socket: *socket,
@@ -503,6 +523,7 @@ pub fn run_plan(
                         &cpus[..t.min(cpus.len())],
                         &read(bind.then_some(*node), plan.rule(step, counts.len())),
                     )?;
+                    waited = most_waited([waited, f.waited]);
                     points.push((t, f.value));
                 }
                 report
@@ -522,6 +543,7 @@ pub fn run_plan(
                     plan.evicts,
                     false,
                 )?;
+                waited = l.waited;
                 if let Some(m) = matrix.as_mut() {
                     if let Some(t) = m.targets.iter().position(|x| x == node) {
                         m.latency_ns[*initiator][t] = Some(l.ns());
@@ -536,12 +558,21 @@ pub fn run_plan(
                 cpus,
             } => {
                 let f = bandwidth::measure(cpus, &read(bind.then_some(*node), plan.rule(step, 1)))?;
+                waited = f.waited;
                 if let Some(m) = matrix.as_mut() {
                     if let Some(t) = m.targets.iter().position(|x| x == node) {
                         m.read_gbps[*initiator][t] = Some(f.value);
                     }
                 }
             }
+        }
+        if let Some(share) = waited.filter(|&w| w > WAIT_SHARE) {
+            report.warnings.push(format!(
+                "not trustworthy: {}: its threads waited {:.0}% of the time for their CPUs \
+                 (other programs ran on them)",
+                plan.steps[i].cost.what,
+                share * 100.0
+            ));
         }
         let cost = &mut plan.steps[i].cost;
         cost.record(
@@ -581,11 +612,50 @@ pub fn run_plan(
     Ok(report)
 }
 
+/// The largest of the shares known.
+fn most_waited(shares: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    shares.into_iter().flatten().reduce(f64::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn a_chase_sharing_its_cpu_with_a_busy_thread_says_it_waited() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let Some(cpu) = topoprobe_sys::affinity::allowed_cpus()
+            .ok()
+            .and_then(|s| s.iter().next())
+        else {
+            return;
+        };
+        let stop = AtomicBool::new(false);
+        let quiet = latency(cpu, None, 8 * MIB, false, false).expect("latency");
+        let busy = std::thread::scope(|s| {
+            let spinner = s.spawn(|| {
+                let pinned = topoprobe_sys::affinity::pin_current_thread(cpu).is_ok();
+                while pinned && !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+                pinned
+            });
+            let l = latency(cpu, None, 8 * MIB, false, false);
+            // Stopped before anything can fail, so that the scope never waits on it.
+            stop.store(true, Ordering::Relaxed);
+            spinner.join().unwrap_or(false).then_some(l)
+        });
+        let busy = busy.transpose().expect("latency");
+        let (Some(busy), Some(quiet_share)) = (busy, quiet.waited) else {
+            return; // No run delays from this kernel, or the CPU could not be shared.
+        };
+        assert!((0.0..=1.0).contains(&quiet_share), "{quiet_share}");
+        let share = busy.waited.expect("a share");
+        // Two runnable threads on one CPU: the chase waits about half of its time.
+        assert!(share > WAIT_SHARE, "{share}");
+    }
 
     #[test]
     fn the_cache_sized_working_set_is_six_last_level_caches_within_its_bounds() {
