@@ -182,8 +182,9 @@ impl Saturation {
 /// One point of a loaded-latency curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LoadedPoint {
-    /// Delay loop iterations between two lines of each loader (`null`: no loader ran,
-    /// the idle point).
+    /// Delay loop iterations between two blocks of 8 lines each loader reads (`null`: no
+    /// loader ran, the idle point). Descriptions of earlier versions counted them
+    /// between two lines; the bandwidth beside it is what a point means either way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<u32>,
     /// Bandwidth of the loaders together while the chase ran, GB/s.
