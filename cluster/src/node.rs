@@ -43,6 +43,19 @@ fn os_view(note: Option<String>) -> NodeLayout {
     }
 }
 
+/// An error with every cause after it (`loading the topology bad.json: bad.json:2: EOF
+/// while parsing`), as the `topoprobe` command prints it: the cause is what names the line.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cause = c.source();
+    }
+    s
+}
+
 /// This node's layout from `source` (see [`LayoutSource`]). Never fails: what cannot be
 /// read is reported in the layout's source (`unavailable: …` for a file that cannot be
 /// read, the fallback's reason otherwise).
@@ -51,7 +64,7 @@ pub fn this_node(source: &LayoutSource) -> NodeLayout {
     match source {
         LayoutSource::File(path) => match topoprobe_machine::load::topology(Some(path)) {
             Ok(t) => NodeLayout::from_topology(&t, &format!("description {}", path.display())),
-            Err(e) => NodeLayout::unavailable(&e.to_string()),
+            Err(e) => NodeLayout::unavailable(&with_causes(&e)),
         },
         LayoutSource::Measure => {
             let opts = MeasureOptions {
@@ -60,7 +73,7 @@ pub fn this_node(source: &LayoutSource) -> NodeLayout {
             };
             match topoprobe_machine::measure_this_machine(&opts, &mut |_| {}) {
                 Ok(m) => NodeLayout::from_topology(&m.topology, "measured"),
-                Err(e) => os_view(Some(format!("measuring failed: {e}"))),
+                Err(e) => os_view(Some(format!("measuring failed: {}", with_causes(&e)))),
             }
         }
         LayoutSource::Saved => match topoprobe_machine::load::topology(None) {
@@ -70,7 +83,29 @@ pub fn this_node(source: &LayoutSource) -> NodeLayout {
                 NodeLayout::from_topology(&t, &format!("description {place}"))
             }
             Err(MachineError::NoDescription(_)) => os_view(None),
-            Err(e) => os_view(Some(format!("saved description unusable: {e}"))),
+            Err(e) => os_view(Some(format!(
+                "saved description unusable: {}",
+                with_causes(&e)
+            ))),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_description_names_its_file_and_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, "{\"format\":\n\"topoprobe-").expect("write");
+        let layout = this_node(&LayoutSource::File(path));
+        assert!(failed(&layout), "{}", layout.source);
+        assert!(
+            layout.source.contains("bad.json") && layout.source.contains("bad.json:2"),
+            "{}",
+            layout.source
+        );
     }
 }
