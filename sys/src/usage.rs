@@ -88,14 +88,42 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_that_only_computes_waits_a_share_between_0_and_1() {
-        let clock = WaitClock::start();
-        let mut x = 0_u64;
-        for i in 0..1_000_000_u64 {
-            x = std::hint::black_box(x.wrapping_add(i));
-        }
-        if let Some(share) = clock.share() {
-            assert!((0.0..=1.0).contains(&share), "{share}");
+    fn a_thread_sharing_its_cpu_with_a_spinning_one_waits() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::{Duration, Instant};
+        let Some(cpu) = crate::affinity::allowed_cpus()
+            .ok()
+            .and_then(|s| s.iter().next())
+        else {
+            return;
+        };
+        let stop = AtomicBool::new(false);
+        let share = std::thread::scope(|s| {
+            let spinner = s.spawn(|| {
+                let pinned = crate::affinity::pin_current_thread(cpu).is_ok();
+                while pinned && !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+                pinned
+            });
+            let watched = s.spawn(|| {
+                crate::affinity::pin_current_thread(cpu).ok()?;
+                let clock = WaitClock::start();
+                let until = Instant::now() + Duration::from_millis(200);
+                while Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+                clock.share()
+            });
+            let share = watched.join().ok().flatten();
+            // Stopped before anything can fail, so that the scope never waits on it.
+            stop.store(true, Ordering::Relaxed);
+            share.filter(|_| spinner.join().unwrap_or(false))
+        });
+        // `None`: no run delays from this kernel, or no CPU to pin to.
+        if let Some(share) = share {
+            // Two runnable threads on one CPU: each waits about half of the time.
+            assert!((0.1..=1.0).contains(&share), "{share}");
         }
     }
 

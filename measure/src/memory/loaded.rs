@@ -1,9 +1,9 @@
 //! Loaded latency (google's multichase `multiload`, MLC's `--loaded_latency`): the latency
 //! of a dependent chase ([`super::chase`]) on one context while the other contexts of its
 //! socket read their own buffers on the same node, with a delay loop after each line of
-//! each loader (so many iterations per [`BLOCK_LINES`] lines) swept from large to none. Each point gives the loaders' bandwidth during the
-//! chase and the chase's latency (the lowest of [`POINT_LAPS`] evicted laps); the first
-//! point has no loader (idle). Points are added where neighbours lie far apart
+//! each loader (so many iterations per [`BLOCK_LINES`] lines) swept from large to none.
+//! Each point gives the loaders' bandwidth during the chase and the chase's latency (the
+//! lowest of [`POINT_LAPS`] evicted laps); the first point has no loader (idle). Points are added where neighbours lie far apart
 //! ([`refine_delay`]), and a point whose latency stands above both neighbours' is measured
 //! again ([`spike`]). The idle point is measured again after the sweep and the lower of
 //! the two kept; where they differ by more than [`IDLE_DRIFT`], the host stole time from
@@ -33,8 +33,8 @@ use super::MemError;
 
 /// Delay loop iterations per block of [`BLOCK_LINES`] lines a loader reads, spread evenly
 /// between its lines, from light load to none (0 runs the vector read kernel). On the AMD
-/// EPYC Zen 4 guest one loader read about 0, 0.4, 3, 6, 12, 16, 26 and 28 GB/s at the
-/// first eight: a spread by ratio, which the refinement then fills where the curve is
+/// EPYC Zen 4 guest one loader read about 0, 0–2, 2–3, 5–6, 8–10, 11–15, 19–21 and 24 GB/s
+/// at the first eight: a spread by ratio, which the refinement then fills where the curve is
 /// steep. Loaders that share a saturated memory take longer per line, so the same delays
 /// leave them more of it.
 pub const DELAYS: [u32; 9] = [4096, 1024, 512, 256, 128, 64, 32, 16, 0];
