@@ -127,36 +127,39 @@ else
     initrd=$(echo "$files" | sed -n 2p)
 fi
 
-# --- the shape as QEMU options
-sock_of() { # node -> socket
-    if [ "$1" -lt $cpu_nodes ]; then echo $(($1 / nps)); else echo $((($1 - cpu_nodes) % sockets)); fi
-}
-initiator_of() {
-    if [ "$1" -lt $cpu_nodes ]; then echo "$1"; else echo $(((($1 - cpu_nodes) % sockets) * nps)); fi
-}
-sock_dist() { # socket distance
-    if [ "$1" = "$2" ]; then echo 10; elif [ $(($1 / 4)) = $(($2 / 4)) ]; then echo 21; else echo 32; fi
-}
+# --- the shape as QEMU options (no subshells: 64 nodes make 4096 pairs)
+sock=() init=()
+for ((n = 0; n < nodes; n++)); do
+    if [ $n -lt $cpu_nodes ]; then
+        sock[n]=$((n / nps)); init[n]=$n
+    else
+        sock[n]=$(((n - cpu_nodes) % sockets)); init[n]=$((sock[n] * nps))
+    fi
+done
+dist=0 # distance a b -> $dist
 distance() {
-    local a=$1 b=$2 sa sb sd ka kb
-    [ "$a" = "$b" ] && { echo 10; return; }
-    if [ "$a" -ge $cpu_nodes ] && [ "$b" -lt $cpu_nodes ]; then local t=$a; a=$b; b=$t; fi
-    sa=$(sock_of "$a"); sb=$(sock_of "$b"); sd=$(sock_dist "$sa" "$sb")
+    local a=$1 b=$2 t sd
+    if [ "$a" = "$b" ]; then dist=10; return; fi
+    if [ "$a" -ge $cpu_nodes ] && [ "$b" -lt $cpu_nodes ]; then t=$a; a=$b; b=$t; fi
+    if [ "${sock[a]}" = "${sock[b]}" ]; then sd=10
+    elif [ $((sock[a] / 4)) = $((sock[b] / 4)) ]; then sd=21
+    else sd=32; fi
     if [ "$b" -lt $cpu_nodes ]; then # two CPU nodes
-        if [ "$sa" != "$sb" ]; then echo "$sd"; return; fi
-        ka=$((a % nps)); kb=$((b % nps))
-        if [ $(((ka - kb) * (ka - kb))) = 1 ]; then echo 11; else echo 12; fi
+        if [ $sd != 10 ]; then dist=$sd
+        elif [ $(((a - b) * (a - b))) = 1 ]; then dist=11
+        else dist=12; fi
     elif [ "$a" -lt $cpu_nodes ]; then # CPU node a, memory-only node b
-        if [ "$(initiator_of "$b")" = "$a" ]; then echo 17
-        elif [ "$sa" = "$sb" ]; then echo 18
-        else echo $((sd + 7)); fi
+        if [ "${init[b]}" = "$a" ]; then dist=17
+        elif [ $sd = 10 ]; then dist=18
+        else dist=$((sd + 7)); fi
     else # two memory-only nodes
-        if [ "$sa" = "$sb" ]; then echo 25; else echo $((sd + 14)); fi
+        if [ $sd = 10 ]; then dist=25; else dist=$((sd + 14)); fi
     fi
 }
-bandwidth() { # GiB/s, from the distance (QEMU wants every value within 16 bits of each other)
-    case $1 in 10) echo 32 ;; 11) echo 28 ;; 12) echo 24 ;; 17) echo 16 ;; 18) echo 12 ;;
-        21) echo 12 ;; 28) echo 6 ;; 32) echo 8 ;; *) echo 4 ;; esac
+bw=0 # bandwidth DISTANCE -> $bw GiB/s (QEMU wants every value within 16 bits of the others)
+bandwidth() {
+    case $1 in 10) bw=32 ;; 11) bw=28 ;; 12) bw=24 ;; 17) bw=16 ;; 18) bw=12 ;;
+        21) bw=12 ;; 28) bw=6 ;; 32) bw=8 ;; *) bw=4 ;; esac
 }
 first_mem=$mem
 [ "$first_mem" -ge 256 ] || first_mem=256
@@ -178,22 +181,22 @@ for ((n = 0; n < nodes; n++)); do
     if [ $n -lt $cpu_nodes ]; then
         lo=$((n * per_node)); spec+=",cpus=$lo-$((lo + per_node - 1))"
     fi
-    [ "$hmat" = on ] && spec+=",initiator=$(initiator_of $n)"
+    [ "$hmat" = on ] && spec+=",initiator=${init[n]}"
     args+=(-numa "$spec")
 done
 if [ "$nodes" -gt 1 ]; then
     for ((a = 0; a < nodes; a++)); do
         for ((b = 0; b < nodes; b++)); do
-            [ $a = $b ] || args+=(-numa "dist,src=$a,dst=$b,val=$(distance $a $b)")
+            [ $a = $b ] || { distance $a $b; args+=(-numa "dist,src=$a,dst=$b,val=$dist"); }
         done
     done
 fi
 if [ "$hmat" = on ]; then
     for ((i = 0; i < cpu_nodes; i++)); do
         for ((t = 0; t < nodes; t++)); do
-            d=$(distance $i $t)
-            args+=(-numa "hmat-lb,initiator=$i,target=$t,hierarchy=memory,data-type=access-latency,latency=$((d * 10))"
-                   -numa "hmat-lb,initiator=$i,target=$t,hierarchy=memory,data-type=access-bandwidth,bandwidth=$(bandwidth "$d")G")
+            distance $i $t; bandwidth $dist
+            args+=(-numa "hmat-lb,initiator=$i,target=$t,hierarchy=memory,data-type=access-latency,latency=$((dist * 10))"
+                   -numa "hmat-lb,initiator=$i,target=$t,hierarchy=memory,data-type=access-bandwidth,bandwidth=${bw}G")
         done
     done
     for ((t = cpu_nodes; t < nodes; t++)); do
