@@ -38,14 +38,17 @@ step() {
 
 # What the OS says.
 step os "$tp" os --json
-step lstopo-xml lstopo-no-graphics --of xml
-step lstopo-v lstopo-no-graphics -v --of console
+# --disallowed: the whole machine, as topoprobe os shows it; CPUs outside the cpuset are
+# in the Machine's cpuset but not in its allowed_cpuset.
+step lstopo-xml lstopo-no-graphics --disallowed --of xml
+step lstopo-v lstopo-no-graphics --disallowed -v --of console
 step numactl numactl --hardware
 uname -r > kernel.txt
 { nproc; cat /sys/devices/system/cpu/online; cat /sys/devices/system/cpu/offline 2>/dev/null || true; } > cpus-online.txt
 
 # CPU sets named as hwloc-calc names them (logical indexes), as hwloc-calc and topoprobe
 # resolve them; topoprobe's answer before and after `infer` has saved a description.
+# hwloc-calc answers within the cpuset (its default), as a program run there sees it.
 packages=$(find /sys/devices/system/cpu/cpu*/topology/physical_package_id -maxdepth 0 2>/dev/null \
     | xargs cat | sort -u | wc -l)
 nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' | wc -l)

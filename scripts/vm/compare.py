@@ -261,8 +261,8 @@ def compare_cpus(d, r, st):
         ref_text = read(os.path.join(d, f"hwloc-calc.{name}.out"))
         ref = parse_list(ref_text or "")
         ref_s = cpulist(ref) if ref is not None else repr(ref_text)
-        if st.get(f"hwloc-calc.{name}", (1,))[0] != 0:
-            ref_s = f"error: {err_of(d, 'hwloc-calc.' + name)}"
+        if st.get(f"hwloc-calc.{name}", (1,))[0] != 0 or (not ref and err_of(d, f"hwloc-calc.{name}")):
+            ref_s = f"hwloc-calc cannot answer: {err_of(d, 'hwloc-calc.' + name)}"
         for kind, label in (("cpus-os", "before infer"), ("cpus", "after infer")):
             key = f"{kind}.{name}"
             if key not in st:

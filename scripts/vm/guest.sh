@@ -207,11 +207,14 @@ cmdline="console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init lpj=10000000 cpu_i
 args+=(-kernel "$kernel" -initrd "$initrd" -append "$cmdline")
 
 if [ $dry = 1 ]; then
-    printf '%q ' qemu-system-x86_64 "${args[@]}" -fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
+    words=()
+    for a in qemu-system-x86_64 "${args[@]}" -fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
         -device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
         -fsdev local,id=out,path=OUTDIR,security_model=none -device virtio-9p-pci,fsdev=out,mount_tag=out \
-        -serial file:OUTDIR/.vm/console.log
-    echo
+        -serial file:OUTDIR/.vm/console.log; do
+        if [[ "$a" =~ ^[A-Za-z0-9_,.:=/+@%-]+$ ]]; then words+=("$a"); else words+=("$(printf '%q' "$a")"); fi
+    done
+    echo "${words[*]}"
     exit 0
 fi
 
