@@ -9,7 +9,7 @@
 //! ([`smt`]); the sockets come in 1, 2, 4 or 8 near-equal parts ([`sockets`]).
 
 mod hints;
-mod smt;
+pub(crate) mod smt;
 pub(crate) mod sockets;
 
 use topoprobe_model::Origin;

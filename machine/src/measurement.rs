@@ -345,6 +345,11 @@ pub(crate) fn measure_with(
         .collected
         .infer(&infer_opts)
         .map_err(MachineError::Infer)?;
+    // Where the latencies say nothing (an emulated or oversubscribed guest, a flat
+    // table), the OS's structure stands, flagged; a difference needs a latency gap.
+    if let Some(v) = os_view {
+        topo = topoprobe_infer::anchor::anchor_to_os(topo, v);
+    }
     let inference_spent = inference_started.elapsed().as_secs_f64();
     let inference_peak = topoprobe_sys::usage::peak_resident_bytes();
     topo.set_spread(table.collected.spread.clone())?;

@@ -534,6 +534,32 @@ impl Topology {
         Ok(())
     }
 
+    /// Replaces the latency tables (raw and normalized, one row per context) and the
+    /// latency levels, and derives every component's latency from them again: a
+    /// structure made without latencies (the operating system's) given the measured ones.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ModelError::Structure`] when a table does not have one row per context.
+    pub fn set_latencies(
+        &mut self,
+        raw: LatencyMatrix,
+        normalized: LatencyMatrix,
+        mut levels: Vec<LatencyLevel>,
+    ) -> Result<(), ModelError> {
+        levels.sort_by(|a, b| a.latency.median.total_cmp(&b.latency.median));
+        for (i, l) in levels.iter_mut().enumerate() {
+            l.id = i + 1;
+        }
+        let mut d = self.d.clone();
+        d.latency.raw = raw;
+        d.latency.normalized = normalized;
+        d.levels = levels;
+        crate::derive::derive(&mut d)?;
+        self.d = d;
+        Ok(())
+    }
+
     /// Sets the local memory node of every socket (`nodes[s]` for socket `s`) and the list of
     /// nodes, replacing the previous ones.
     ///
