@@ -51,6 +51,16 @@ pub struct OsView {
     /// no cpuset was found (every online CPU is allowed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpuset: Option<Vec<u32>>,
+    /// The NUMA nodes the reading process's cgroup cpuset allows (`cpuset.mems.effective`
+    /// of cgroup v2, `cpuset.mems` of v1, `mems` of the legacy cpuset filesystem),
+    /// ascending; `None` when no cpuset was found (every node is allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_nodes: Option<Vec<u32>>,
+    /// The CPUs near each CPU-less NUMA node, by node id: the CPUs of the nodes that ACPI
+    /// HMAT names its initiators (`node*/access1/initiators`, else `access0`). Nodes
+    /// without such information are not listed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub initiators: BTreeMap<u32, Vec<u32>>,
     /// Optional information that could not be read, and why (one sentence each).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -411,6 +421,39 @@ impl OsView {
             .collect()
     }
 
+    /// The NUMA nodes that the cgroup cpuset ([`OsView::allowed_nodes`]) does not allow,
+    /// ascending; empty when there is no cpuset or the NUMA layout is unknown.
+    #[must_use]
+    pub fn disallowed_nodes(&self) -> Vec<u32> {
+        let Some(allowed) = &self.allowed_nodes else {
+            return Vec::new();
+        };
+        self.nodes
+            .iter()
+            .flatten()
+            .map(|n| n.id)
+            .filter(|n| allowed.binary_search(n).is_err())
+            .collect()
+    }
+
+    /// The CPUs a NUMA node is near: its own CPUs, or for a CPU-less node those of its
+    /// HMAT initiators ([`OsView::initiators`]); empty when the OS says neither.
+    #[must_use]
+    pub fn node_locality(&self, id: u32) -> Vec<u32> {
+        let own = self
+            .nodes
+            .iter()
+            .flatten()
+            .find(|n| n.id == id)
+            .map(|n| n.cpus.clone())
+            .unwrap_or_default();
+        if own.is_empty() {
+            self.initiators.get(&id).cloned().unwrap_or_default()
+        } else {
+            own
+        }
+    }
+
     /// The machine identity this view gives: CPU model, online CPU list, kernel, host name.
     #[must_use]
     pub fn machine(&self) -> Machine {
@@ -535,12 +578,21 @@ mod tests {
         assert!(v.disallowed().is_empty(), "no cpuset: every CPU allowed");
         v.cpuset = Some(vec![0, 1, 2, 3, 9]);
         assert_eq!(v.disallowed(), vec![4, 5, 6, 7]);
+        assert!(v.disallowed_nodes().is_empty());
+        v.allowed_nodes = Some(vec![1]);
+        assert_eq!(v.disallowed_nodes(), vec![0, 2]);
+        assert!(v.node_locality(2).is_empty());
+        v.initiators.insert(2, vec![0, 1]);
+        assert_eq!(v.node_locality(2), vec![0, 1]);
+        assert_eq!(v.node_locality(1), vec![2, 3, 6, 7, 9]);
     }
 
     #[test]
     fn serde_round_trip() {
         let mut v = two_packages();
         v.cpuset = Some(vec![0, 1]);
+        v.allowed_nodes = Some(vec![0]);
+        v.initiators.insert(2, vec![0, 1]);
         v.memory_side_caches.push(OsMemoryCache {
             node: 2,
             level: 1,

@@ -1,12 +1,13 @@
 //! Caches (`/sys/devices/system/cpu/cpu*/cache/index*`). Cache information is optional:
 //! an entry that cannot be read is left out with a note.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use topoprobe_model::{parse_cpu_list, parse_cpu_mask, CacheType, OsCache};
+use topoprobe_model::{format_cpu_list, parse_cpu_list, parse_cpu_mask, CacheType, OsCache, OsCpu};
 
 use super::files::{clean, excerpt, numbered_entries, optional_number, read_optional, Notes};
+use super::groups::Raw;
 
 /// Parses a sysfs cache size (`32K`, `4096K`, `1M`, or bytes) into bytes.
 pub(super) fn parse_size(s: &str) -> Option<u64> {
@@ -35,8 +36,23 @@ fn parse_type(s: &str) -> Option<CacheType> {
     }
 }
 
+/// What became of the entries without a usable CPU set.
+#[derive(Default)]
+struct Unshared {
+    /// Entries with neither `shared_cpu_map` nor `shared_cpu_list`, left out.
+    missing: Vec<String>,
+    /// Entries whose set is empty, given their core's CPUs instead (as on Itanium).
+    empty: Vec<String>,
+}
+
 /// Reads one `indexN` directory of `cpu`; `None` (with a note) when it is unusable.
-fn read_index(cpu: u32, dir: &Path, notes: &mut Notes) -> Option<OsCache> {
+fn read_index(
+    cpu: u32,
+    dir: &Path,
+    core: Option<&Vec<u32>>,
+    unshared: &mut Unshared,
+    notes: &mut Notes,
+) -> Option<OsCache> {
     let level: u8 = optional_number(&dir.join("level"), notes)?;
     let ty = read_optional(&dir.join("type"), notes)?;
     let Some(kind) = parse_type(&ty) else {
@@ -76,7 +92,24 @@ fn read_index(cpu: u32, dir: &Path, notes: &mut Notes) -> Option<OsCache> {
             }
         }
     }
-    let mut cpus = cpus.unwrap_or_default();
+    let short = || {
+        let n = dir.components().count();
+        dir.components()
+            .skip(n.saturating_sub(3))
+            .collect::<std::path::PathBuf>()
+            .display()
+            .to_string()
+    };
+    let Some(mut cpus) = cpus else {
+        // hwloc ignores such entries too: no set says who shares the cache.
+        unshared.missing.push(short());
+        return None;
+    };
+    if cpus.is_empty() {
+        // Itanium kernels give an empty set for L3 and L2i: hwloc uses the core's CPUs.
+        unshared.empty.push(short());
+        cpus = core.cloned().unwrap_or_default();
+    }
     if let Err(i) = cpus.binary_search(&cpu) {
         cpus.insert(i, cpu);
     }
@@ -91,9 +124,16 @@ fn read_index(cpu: u32, dir: &Path, notes: &mut Notes) -> Option<OsCache> {
 }
 
 /// The caches of the given online CPUs, one entry per physical cache, ascending by level,
-/// type and CPUs.
-pub(super) fn read_caches(cpu_dir: &Path, online: &[u32], notes: &mut Notes) -> Vec<OsCache> {
+/// type and CPUs. Entries without `shared_cpu_map` or `shared_cpu_list` are left out with
+/// a note; an empty set stands for the CPU's core (`raw`'s core mask), as hwloc reads it.
+pub(super) fn read_caches(
+    cpu_dir: &Path,
+    online: &[u32],
+    raw: &BTreeMap<u32, Raw>,
+    notes: &mut Notes,
+) -> Vec<OsCache> {
     let mut unique: BTreeMap<(u8, CacheType, Vec<u32>), OsCache> = BTreeMap::new();
+    let mut unshared = Unshared::default();
     for &cpu in online {
         let dir = cpu_dir.join(format!("cpu{cpu}/cache"));
         let indices = match numbered_entries(&dir, "index") {
@@ -104,12 +144,83 @@ pub(super) fn read_caches(cpu_dir: &Path, online: &[u32], notes: &mut Notes) -> 
             }
         };
         for (_, index) in indices {
-            if let Some(c) = read_index(cpu, &index, notes) {
+            let core = raw.get(&cpu).and_then(|r| r.core_mask.as_ref());
+            if let Some(c) = read_index(cpu, &index, core, &mut unshared, notes) {
                 unique.entry((c.level, c.kind, c.cpus.clone())).or_insert(c);
             }
         }
     }
+    for (list, what) in [
+        (
+            &unshared.missing,
+            "no shared_cpu_map or shared_cpu_list; left out",
+        ),
+        (
+            &unshared.empty,
+            "an empty shared_cpu_map; the core's CPUs taken",
+        ),
+    ] {
+        if let Some(first) = list.first() {
+            notes.add(format!(
+                "{} cache entries have {what} (first: {first})",
+                list.len()
+            ));
+        }
+    }
     unique.into_values().collect()
+}
+
+/// The CPUs sharing each online CPU's L1 data (or unified) cache.
+pub(super) fn l1d_of(caches: &[OsCache]) -> BTreeMap<u32, Vec<u32>> {
+    let mut out = BTreeMap::new();
+    for c in caches
+        .iter()
+        .filter(|c| c.level == 1 && c.kind.holds_data())
+    {
+        for &cpu in &c.cpus {
+            out.entry(cpu).or_insert_with(|| c.cpus.clone());
+        }
+    }
+    out
+}
+
+/// `caches` without those whose online CPUs cross a package: neither inside one package
+/// nor made of whole packages (hwloc ignores them too). Each is noted.
+pub(super) fn within_packages(
+    caches: Vec<OsCache>,
+    cpus: &[OsCpu],
+    notes: &mut Notes,
+) -> Vec<OsCache> {
+    let package_of: BTreeMap<u32, i64> = cpus.iter().map(|c| (c.id, c.package)).collect();
+    let mut size: BTreeMap<i64, usize> = BTreeMap::new();
+    for c in cpus {
+        *size.entry(c.package).or_default() += 1;
+    }
+    caches
+        .into_iter()
+        .filter(|c| {
+            let mut count: BTreeMap<i64, usize> = BTreeMap::new();
+            for cpu in &c.cpus {
+                if let Some(p) = package_of.get(cpu) {
+                    *count.entry(*p).or_default() += 1;
+                }
+            }
+            let whole = count.iter().all(|(p, n)| size.get(p) == Some(n));
+            let fits = count.len() <= 1 || whole;
+            if !fits {
+                let packages: BTreeSet<i64> = count.keys().copied().collect();
+                notes.add(format!(
+                    "L{} {} cache of CPUs {} crosses packages {:?} without holding them whole; \
+                     left out",
+                    c.level,
+                    c.kind,
+                    format_cpu_list(&c.cpus),
+                    packages
+                ));
+            }
+            fits
+        })
+        .collect()
 }
 
 #[cfg(test)]

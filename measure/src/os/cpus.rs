@@ -3,12 +3,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use topoprobe_model::{format_cpu_list, parse_cpu_list, parse_cpu_mask, CoreKey, OsCpu};
+use topoprobe_model::{format_cpu_list, parse_cpu_list, parse_cpu_mask, OsCpu};
 
 use super::files::{
-    clean, numbered_entries, optional_number, parse_error, parse_number, read, read_optional,
-    read_required, Notes,
+    clean, excerpt, numbered_entries, optional_number, parse_error, read_optional, Notes,
 };
+use super::groups::Raw;
 use super::OsError;
 
 /// The online CPUs (ascending) and the offline ones: present (a `cpuN` directory, or in
@@ -16,6 +16,9 @@ use super::OsError;
 pub(super) struct Cpus {
     pub(super) online: Vec<OsCpu>,
     pub(super) offline: Vec<u32>,
+    /// What sysfs says of each online CPU's package and core, to decide them
+    /// ([`groups::decide`]) once the caches are known.
+    pub(super) raw: BTreeMap<u32, Raw>,
 }
 
 /// Parses `content` of `path` as a CPU list (`*_list`, `online`) or a mask.
@@ -28,28 +31,44 @@ fn cpu_set(path: &Path, content: &str, list: bool) -> Result<Vec<u32>, OsError> 
     parsed.map_err(|e| parse_error(path, content, e.to_string()))
 }
 
-/// The first of `files` (in `dir`) that exists, parsed as a mask or, for names ending in
-/// `_list`, a list; `None` when none exists.
-fn first_set(dir: &Path, files: &[&str]) -> Result<Option<Vec<u32>>, OsError> {
+/// The first of `files` (in `dir`) that exists and parses, as a mask or, for names ending
+/// in `_list`, a list; `None` when none does. Unreadable or malformed ones are noted.
+fn first_set(dir: &Path, files: &[&str], notes: &mut Notes) -> Option<Vec<u32>> {
     for name in files {
         let path = dir.join(name);
-        if let Some(s) = read(&path)? {
-            return cpu_set(&path, &s, name.ends_with("_list")).map(Some);
+        let Some(s) = read_optional(&path, notes) else {
+            continue;
+        };
+        match cpu_set(&path, &s, name.ends_with("_list")) {
+            Ok(v) if !v.is_empty() => return Some(v),
+            Ok(_) => notes.add(format!("{}: empty; ignored", path.display())),
+            Err(e) => notes.add(format!("ignored: {e}")),
         }
     }
-    Ok(None)
+    None
 }
 
-/// Which CPU directories are online: the `online` list when there is one, else each CPU's
-/// `online` file (cpu0 often has none), else whether it has a `topology` directory.
-fn online_set(
-    cpu_dir: &Path,
-    present: &[(u32, PathBuf)],
-    notes: &mut Notes,
-) -> Result<BTreeSet<u32>, OsError> {
+/// Which CPU directories are online: the `online` list when there is one that parses,
+/// else each CPU's `online` file (cpu0 often has none; an empty or malformed one is
+/// noted), else whether it has a `topology` directory.
+fn online_set(cpu_dir: &Path, present: &[(u32, PathBuf)], notes: &mut Notes) -> BTreeSet<u32> {
     let path = cpu_dir.join("online");
-    if let Some(s) = read(&path)? {
-        let listed: BTreeSet<u32> = cpu_set(&path, &s, true)?.into_iter().collect();
+    let listed = read_optional(&path, notes).and_then(|s| match cpu_set(&path, &s, true) {
+        Ok(v) if !v.is_empty() => Some(v),
+        Ok(_) => {
+            notes.add(format!(
+                "{}: empty; each CPU's online file used",
+                path.display()
+            ));
+            None
+        }
+        Err(e) => {
+            notes.add(format!("ignored: {e}; each CPU's online file used"));
+            None
+        }
+    });
+    if let Some(listed) = listed {
+        let listed: BTreeSet<u32> = listed.into_iter().collect();
         let dirs: BTreeSet<u32> = present.iter().map(|(n, _)| *n).collect();
         let missing: Vec<u32> = listed.difference(&dirs).copied().collect();
         if !missing.is_empty() {
@@ -59,24 +78,33 @@ fn online_set(
                 format_cpu_list(&missing)
             ));
         }
-        return Ok(listed.intersection(&dirs).copied().collect());
+        return listed.intersection(&dirs).copied().collect();
     }
     let mut out = BTreeSet::new();
     for (n, dir) in present {
         let flag = dir.join("online");
-        let online = match read(&flag)? {
+        let has_topology = dir.join("topology").is_dir();
+        let online = match read_optional(&flag, notes) {
             Some(s) => match clean(&s) {
                 "1" => true,
                 "0" => false,
-                _ => return Err(parse_error(&flag, &s, "expected 0 or 1")),
+                _ => {
+                    notes.add(format!(
+                        "{}: {:?} is not 0 or 1; CPU {n} taken as {} by its topology directory",
+                        flag.display(),
+                        excerpt(&s),
+                        if has_topology { "online" } else { "offline" }
+                    ));
+                    has_topology
+                }
             },
-            None => dir.join("topology").is_dir(),
+            None => has_topology,
         };
         if online {
             out.insert(*n);
         }
     }
-    Ok(out)
+    out
 }
 
 /// CPU kinds of hybrid machines: `/sys/devices/cpu_<kind>/cpus` (Intel's `cpu_core` and
@@ -115,83 +143,82 @@ fn kinds(root: &Path, notes: &mut Notes) -> BTreeMap<u32, String> {
 /// The `cluster_id` of a CPU without a cluster on x86.
 const NO_CLUSTER: i64 = 0xffff;
 
-/// Reads one online CPU from its directory.
-fn read_cpu(id: u32, dir: &Path, notes: &mut Notes) -> Result<OsCpu, OsError> {
+/// Reads one online CPU from its directory: the CPU, with package and core still to be
+/// decided ([`groups::decide`]), and what sysfs says of them.
+fn read_cpu(id: u32, dir: &Path, notes: &mut Notes) -> (OsCpu, Raw) {
     let topo = dir.join("topology");
-    if !topo.is_dir() {
-        return Err(OsError::Missing {
-            path: topo,
-            problem: format!("missing, though CPU {id} is online"),
-        });
-    }
-    let number = |name: &str, what: &str| -> Result<i64, OsError> {
-        let path = topo.join(name);
-        parse_number(&path, &read_required(&path, what)?)
-    };
-    let package = number("physical_package_id", "package of an online CPU")?;
-    let core = number("core_id", "core of an online CPU")?;
-    let optional_id = |name: &str, notes: &mut Notes| {
-        optional_number::<i64>(&topo.join(name), notes).filter(|&v| v >= 0)
-    };
-    let die = optional_id("die_id", notes);
+    let id_file = |name: &str, notes: &mut Notes| optional_number::<i64>(&topo.join(name), notes);
+    let package_id = id_file("physical_package_id", notes);
+    let core_id = id_file("core_id", notes);
+    let die = id_file("die_id", notes).filter(|&v| v >= 0);
     // x86 kernels write 65535 (their invalid APIC id, 0xffff) where the CPU has no
     // cluster: not a cluster of every CPU (hwloc hides it too).
-    let cluster = optional_id("cluster_id", notes).filter(|&v| v != NO_CLUSTER);
-    let thread_siblings = first_set(
+    let cluster = id_file("cluster_id", notes).filter(|&v| v >= 0 && v != NO_CLUSTER);
+    let core_mask = first_set(
         &topo,
         &[
-            "thread_siblings",
             "core_cpus",
-            "thread_siblings_list",
+            "thread_siblings",
             "core_cpus_list",
+            "thread_siblings_list",
         ],
-    )?
-    .unwrap_or_default();
-    let core_siblings = first_set(
+        notes,
+    );
+    let package_mask = first_set(
         &topo,
         &[
-            "core_siblings",
             "package_cpus",
-            "core_siblings_list",
+            "core_siblings",
             "package_cpus_list",
+            "core_siblings_list",
         ],
-    )?
-    .unwrap_or_default();
-    Ok(OsCpu {
+        notes,
+    );
+    let cpu = OsCpu {
         id,
-        package,
+        package: package_id.unwrap_or(-1),
         die,
-        core,
+        core: core_id.unwrap_or(-1),
         cluster,
-        thread_siblings,
-        core_siblings,
+        thread_siblings: core_mask.clone().unwrap_or_default(),
+        core_siblings: package_mask.clone().unwrap_or_default(),
         node: None,
         capacity: optional_number(&dir.join("cpu_capacity"), notes),
         base_freq_khz: optional_number(&dir.join("cpufreq/base_frequency"), notes),
         max_freq_khz: optional_number(&dir.join("cpufreq/cpuinfo_max_freq"), notes),
         kind: None,
-    })
+    };
+    let raw = Raw {
+        package_id,
+        core_id,
+        core_mask,
+        package_mask,
+    };
+    (cpu, raw)
 }
 
-/// Fills sibling lists the OS did not give from the ids: the CPUs of the same
-/// (package, die, cluster, core), and of the same package.
-fn derive_missing_siblings(cpus: &mut [OsCpu]) {
-    let mut cores: BTreeMap<CoreKey, Vec<u32>> = BTreeMap::new();
-    let mut packages: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
-    for c in cpus.iter() {
-        cores.entry(c.core_key()).or_default().push(c.id);
-        packages.entry(c.package).or_default().push(c.id);
-    }
-    for c in cpus.iter_mut() {
-        if c.thread_siblings.is_empty() {
-            if let Some(v) = cores.get(&c.core_key()) {
-                c.thread_siblings.clone_from(v);
-            }
-        }
-        if c.core_siblings.is_empty() {
-            if let Some(v) = packages.get(&c.package) {
-                c.core_siblings.clone_from(v);
-            }
+/// Reads one id of a CPU's [`Raw`] record.
+type IdOf = fn(&Raw) -> Option<i64>;
+
+/// Notes the online CPUs missing a package or core id (the sibling lists, else the CPU
+/// alone, stand for them).
+fn note_missing_ids(cpu_dir: &Path, raw: &BTreeMap<u32, Raw>, notes: &mut Notes) {
+    let files: [(&str, IdOf); 2] = [
+        ("physical_package_id", |r| r.package_id),
+        ("core_id", |r| r.core_id),
+    ];
+    for (file, get) in files {
+        let missing: Vec<u32> = raw
+            .iter()
+            .filter(|(_, r)| get(r).is_none())
+            .map(|(&c, _)| c)
+            .collect();
+        if let Some(first) = missing.first() {
+            notes.add(format!(
+                "{}: no {file} for CPUs {}; the sibling lists decide, else each CPU stands alone",
+                cpu_dir.join(format!("cpu{first}/topology")).display(),
+                format_cpu_list(&missing)
+            ));
         }
     }
 }
@@ -200,8 +227,8 @@ fn derive_missing_siblings(cpus: &mut [OsCpu]) {
 ///
 /// # Errors
 ///
-/// [`OsError`] when the directory is missing or has no online CPU, the `online` list is
-/// malformed, or an online CPU lacks its package or core id.
+/// [`OsError`] when the directory is missing or cannot be listed, or has no online CPU
+/// with a topology directory. Everything else missing or malformed is a note.
 pub(super) fn read_cpus(root: &Path, notes: &mut Notes) -> Result<Cpus, OsError> {
     let cpu_dir = root.join("sys/devices/system/cpu");
     if !cpu_dir.is_dir() {
@@ -211,25 +238,44 @@ pub(super) fn read_cpus(root: &Path, notes: &mut Notes) -> Result<Cpus, OsError>
         });
     }
     let present = numbered_entries(&cpu_dir, "cpu")?;
-    let online = online_set(&cpu_dir, &present, notes)?;
+    let mut online = online_set(&cpu_dir, &present, notes);
+    // hwloc, too, leaves out online CPUs without topology information.
+    let no_topology: Vec<u32> = present
+        .iter()
+        .filter(|(n, d)| online.contains(n) && !d.join("topology").is_dir())
+        .map(|(n, _)| *n)
+        .collect();
+    if !no_topology.is_empty() {
+        notes.add(format!(
+            "{}: CPUs {} are online but have no topology directory; left out",
+            cpu_dir.display(),
+            format_cpu_list(&no_topology)
+        ));
+        for n in &no_topology {
+            online.remove(n);
+        }
+    }
     if online.is_empty() {
         return Err(OsError::Missing {
             path: cpu_dir,
-            problem: "no online CPU found".into(),
+            problem: "no online CPU with a topology directory found".into(),
         });
     }
     let kinds = kinds(root, notes);
     let mut cpus = Vec::with_capacity(online.len());
+    let mut raw = BTreeMap::new();
     let mut offline = Vec::new();
     for (id, dir) in &present {
         if online.contains(id) {
-            let mut cpu = read_cpu(*id, dir, notes)?;
+            let (mut cpu, r) = read_cpu(*id, dir, notes);
             cpu.kind = kinds.get(id).cloned();
             cpus.push(cpu);
-        } else {
+            raw.insert(*id, r);
+        } else if !no_topology.contains(id) {
             offline.push(*id);
         }
     }
+    note_missing_ids(&cpu_dir, &raw, notes);
     // CPUs the kernel lists as present (`present`) but not online are offline too,
     // whether or not the capture kept their directory.
     let present_path = cpu_dir.join("present");
@@ -243,9 +289,9 @@ pub(super) fn read_cpus(root: &Path, notes: &mut Notes) -> Result<Cpus, OsError>
             Err(e) => notes.add(format!("ignored: {e}")),
         }
     }
-    derive_missing_siblings(&mut cpus);
     Ok(Cpus {
         online: cpus,
         offline,
+        raw,
     })
 }

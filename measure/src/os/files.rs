@@ -143,18 +143,6 @@ pub(super) fn read(path: &Path) -> Result<Option<String>, OsError> {
     Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
-/// The content of a file that must exist.
-///
-/// # Errors
-///
-/// [`OsError::Missing`] when it does not exist, [`OsError::Read`] when it cannot be read.
-pub(super) fn read_required(path: &Path, what: &str) -> Result<String, OsError> {
-    read(path)?.ok_or_else(|| OsError::Missing {
-        path: path.to_path_buf(),
-        problem: format!("missing ({what})"),
-    })
-}
-
 /// The content of an optional file: `None` when absent, or unreadable (with a note).
 pub(super) fn read_optional(path: &Path, notes: &mut Notes) -> Option<String> {
     match read(path) {

@@ -58,6 +58,20 @@ pub(super) fn hypervisor(root: &Path) -> Option<bool> {
     Some(has_hypervisor_flag(&s))
 }
 
+/// Whether `/proc/cpuinfo` content names an AMD CPU of family 21 or 22 (15h, 16h:
+/// Bulldozer to Jaguar), whose compute units older kernels list as hardware threads.
+pub(super) fn is_amd_compute_unit_part(cpuinfo: &str) -> bool {
+    field(cpuinfo, "vendor_id") == Some("AuthenticAMD")
+        && matches!(field(cpuinfo, "cpu family"), Some("21" | "22"))
+}
+
+/// [`is_amd_compute_unit_part`] of the `/proc/cpuinfo` under `root`; `false` when it
+/// cannot be read.
+pub(super) fn amd_compute_units(root: &Path) -> bool {
+    read_optional(&root.join("proc/cpuinfo"), &mut Notes::default())
+        .is_some_and(|s| is_amd_compute_unit_part(&s))
+}
+
 /// The identity read under `root`: (CPU model, kernel release, host name).
 pub(super) fn read_identity(
     root: &Path,
@@ -104,5 +118,11 @@ mod tests {
             Some("POWER9 (raw)")
         );
         assert_eq!(cpu_model(""), None);
+        assert!(is_amd_compute_unit_part(
+            "vendor_id\t: AuthenticAMD\ncpu family\t: 21\n"
+        ));
+        assert!(!is_amd_compute_unit_part(
+            "vendor_id\t: AuthenticAMD\ncpu family\t: 25\n"
+        ));
     }
 }

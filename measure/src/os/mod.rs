@@ -37,13 +37,16 @@ mod capture;
 mod cgroup;
 mod cpus;
 mod files;
+mod groups;
 mod ident;
 mod nodes;
+mod options;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use capture::{unpack_capture, Unpacked};
+pub use options::ReadOptions;
 pub use topoprobe_model::OsView;
 
 use files::Notes;
@@ -91,21 +94,44 @@ pub enum OsError {
 }
 
 /// Reads the OS view of the machine whose sysfs and procfs lie under `root`
-/// (`<root>/sys/devices/system/cpu`, `<root>/sys/devices/system/node`, `<root>/proc`).
+/// (`<root>/sys/devices/system/cpu`, `<root>/sys/devices/system/node`, `<root>/proc`),
+/// with the default [`ReadOptions`].
 ///
 /// # Errors
 ///
-/// Returns [`OsError`] when the CPU directory is missing or has no online CPU, a directory
-/// cannot be listed, or an essential file (the `online` list, an online CPU's package id,
-/// core id or sibling mask, a node's CPU list) is missing, unreadable or malformed.
+/// Returns [`OsError`] when the CPU directory is missing, cannot be listed or has no
+/// online CPU with a topology directory. Every other missing, unreadable or malformed
+/// file is a note of [`OsView::notes`] naming it, and the view says less.
 pub fn read_os_view(root: &Path) -> Result<OsView, OsError> {
+    read_os_view_with(root, &ReadOptions::default())
+}
+
+/// [`read_os_view`] with options ([`ReadOptions`]).
+///
+/// # Errors
+///
+/// As [`read_os_view`].
+pub fn read_os_view_with(root: &Path, options: &ReadOptions) -> Result<OsView, OsError> {
     let mut notes = Notes::default();
-    let cpus = cpus::read_cpus(root, &mut notes)?;
-    let mut online = cpus.online;
+    let cpus::Cpus {
+        online: mut cpus,
+        offline,
+        raw,
+    } = cpus::read_cpus(root, &mut notes)?;
+    let ids: Vec<u32> = cpus.iter().map(|c| c.id).collect();
+    let cpu_dir = root.join("sys/devices/system/cpu");
+    let caches = caches::read_caches(&cpu_dir, &ids, &raw, &mut notes);
+    let evidence = groups::CoreEvidence {
+        l1d: caches::l1d_of(&caches),
+        amd_compute_units: ident::amd_compute_units(root),
+    };
+    groups::decide(&mut cpus, &raw, &evidence, &mut notes);
+    let caches = caches::within_packages(caches, &cpus, &mut notes);
     let nodes::Nodes {
         nodes,
         memory_side_caches,
-    } = nodes::read_nodes(root, &mut notes)?;
+        initiators,
+    } = nodes::read_nodes(root, &ids, options, &mut notes)?;
     let mut node_of: BTreeMap<u32, u32> = BTreeMap::new();
     for n in nodes.iter().flatten() {
         for &c in &n.cpus {
@@ -117,10 +143,10 @@ pub fn read_os_view(root: &Path) -> Result<OsView, OsError> {
             }
         }
     }
-    for c in &mut online {
+    for c in &mut cpus {
         c.node = node_of.get(&c.id).copied();
     }
-    let without: Vec<u32> = online
+    let without: Vec<u32> = cpus
         .iter()
         .filter(|c| c.node.is_none())
         .map(|c| c.id)
@@ -131,20 +157,20 @@ pub fn read_os_view(root: &Path) -> Result<OsView, OsError> {
             topoprobe_model::format_cpu_list(&without)
         ));
     }
-    let ids: Vec<u32> = online.iter().map(|c| c.id).collect();
-    let caches = caches::read_caches(&root.join("sys/devices/system/cpu"), &ids, &mut notes);
     let (cpu_model, kernel, hostname) = ident::read_identity(root, &mut notes);
-    let cpuset = cgroup::read_cpuset(root, &mut notes);
+    let allowed = cgroup::read_allowed(root, &mut notes);
     Ok(OsView {
-        cpus: online,
-        offline: cpus.offline,
+        cpus,
+        offline,
         nodes,
         caches,
         cpu_model,
         kernel,
         hostname,
         memory_side_caches,
-        cpuset,
+        cpuset: allowed.cpus,
+        allowed_nodes: allowed.mems,
+        initiators,
         notes: notes.into_vec(),
     })
 }
@@ -160,15 +186,24 @@ pub fn read_os_view(root: &Path) -> Result<OsView, OsError> {
 /// for an archive that cannot be unpacked; then as [`read_os_view`]. The errors name the
 /// unpacked files by their path inside the archive's folder.
 pub fn read_os_view_at(path: &Path) -> Result<OsView, OsError> {
+    read_os_view_at_with(path, &ReadOptions::default())
+}
+
+/// [`read_os_view_at`] with options ([`ReadOptions`]).
+///
+/// # Errors
+///
+/// As [`read_os_view_at`].
+pub fn read_os_view_at_with(path: &Path, options: &ReadOptions) -> Result<OsView, OsError> {
     let meta = std::fs::metadata(path).map_err(|source| OsError::Read {
         path: path.to_path_buf(),
         source,
     })?;
     if meta.is_dir() {
-        return read_os_view(path);
+        return read_os_view_with(path, options);
     }
     let unpacked = unpack_capture(path)?;
-    read_os_view(unpacked.root()).map_err(|e| inside_archive(e, path, unpacked.dir()))
+    read_os_view_with(unpacked.root(), options).map_err(|e| inside_archive(e, path, unpacked.dir()))
 }
 
 /// `e` with the temporary paths under `dir` written as `archive:<path in the archive>`.

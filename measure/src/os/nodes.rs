@@ -1,41 +1,44 @@
 //! NUMA nodes (`/sys/devices/system/node/node*`).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use topoprobe_model::{parse_cpu_list, parse_cpu_mask, OsMemoryCache, OsNode};
+use topoprobe_model::{format_cpu_list, parse_cpu_list, parse_cpu_mask, OsMemoryCache, OsNode};
 
-use super::files::{
-    clean, excerpt, numbered_entries, optional_number, parse_error, read, read_optional, Notes,
-};
-use super::OsError;
+use super::files::{clean, excerpt, numbered_entries, optional_number, read_optional, Notes};
+use super::{OsError, ReadOptions};
 
-/// The node's CPUs: `cpulist`, else `cpumap`, else its `cpuN` entries.
-fn node_cpus(dir: &Path) -> Result<Vec<u32>, OsError> {
-    let list = dir.join("cpulist");
-    if let Some(s) = read(&list)? {
-        return parse_cpu_list(&s).map_err(|e| parse_error(&list, &s, e.to_string()));
+/// The node's CPUs: `cpulist`, else `cpumap`, else its `cpuN` entries; `None` (with a
+/// note) when a list is malformed or the folder cannot be listed.
+fn node_cpus(dir: &Path, notes: &mut Notes) -> Option<Vec<u32>> {
+    for (name, list) in [("cpulist", true), ("cpumap", false)] {
+        let path = dir.join(name);
+        if let Some(s) = read_optional(&path, notes) {
+            let parsed = if list {
+                parse_cpu_list(&s)
+            } else {
+                parse_cpu_mask(&s)
+            };
+            return match parsed {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    notes.add(format!(
+                        "{}: cannot parse {:?}: {e}; node left out",
+                        path.display(),
+                        excerpt(&s)
+                    ));
+                    None
+                }
+            };
+        }
     }
-    let map = dir.join("cpumap");
-    if let Some(s) = read(&map)? {
-        return parse_cpu_mask(&s).map_err(|e| parse_error(&map, &s, e.to_string()));
+    match numbered_names(dir, "cpu") {
+        Ok(v) => Some(v),
+        Err(e) => {
+            notes.add(format!("{}: {e}; node left out", dir.display()));
+            None
+        }
     }
-    let mut cpus: Vec<u32> = std::fs::read_dir(dir)
-        .map_err(|source| OsError::Read {
-            path: dir.to_path_buf(),
-            source,
-        })?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name();
-            let digits = name.to_str()?.strip_prefix("cpu")?;
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            digits.parse().ok()
-        })
-        .collect();
-    cpus.sort_unstable();
-    Ok(cpus)
 }
 
 /// The `distance` row; empty (with a note) when absent or malformed.
@@ -136,44 +139,197 @@ fn memory_side_caches(id: u32, dir: &Path, notes: &mut Notes) -> Vec<OsMemoryCac
         .collect()
 }
 
-/// The NUMA nodes under `<root>/sys/devices/system/node` and their memory-side caches;
-/// no nodes (with a note) when the OS exposes none.
+/// The NUMA nodes under `<root>/sys/devices/system/node`, their memory-side caches and
+/// the CPUs near the CPU-less ones, read as hwloc reads them:
+///
+/// - no node directory (small ARM, s390, kernels without NUMA): one node 0 holding every
+///   online CPU (`online`) and all memory (`/proc/meminfo`), with a note;
+/// - a node whose CPUs were listed by an earlier node (firmware that lists every CPU in
+///   every node) is left out, with a note;
+/// - a node holding an NVIDIA GPU's memory (`/proc/driver/nvidia/gpus/*/numa_status`) is
+///   left out unless [`ReadOptions::keep_gpu_nodes`]; kept, its CPUs are those of the
+///   GPU's `local_cpus`;
+/// - a CPU-less node is near the CPUs of its HMAT initiators (`access1/initiators`, else
+///   `access0`).
 ///
 /// # Errors
 ///
-/// [`OsError`] when a node's CPU list is malformed or a directory cannot be read.
-pub(super) fn read_nodes(root: &Path, notes: &mut Notes) -> Result<Nodes, OsError> {
+/// [`OsError`] when the node directory exists but cannot be listed.
+pub(super) fn read_nodes(
+    root: &Path,
+    online: &[u32],
+    options: &ReadOptions,
+    notes: &mut Notes,
+) -> Result<Nodes, OsError> {
     let dir = root.join("sys/devices/system/node");
     let entries = numbered_entries(&dir, "node")?;
     if entries.is_empty() {
         notes.add(format!(
-            "{}: no NUMA node found; NUMA layout unknown",
+            "{}: no NUMA node directory; one node holding every CPU and all memory",
             dir.display()
         ));
-        return Ok(Nodes::default());
+        let memory = meminfo_field(&root.join("proc"), "MemTotal:", notes);
+        return Ok(Nodes {
+            nodes: Some(vec![OsNode {
+                id: 0,
+                cpus: online.to_vec(),
+                distances: Vec::new(),
+                memory_bytes: memory,
+            }]),
+            ..Nodes::default()
+        });
     }
+    let all: Vec<u32> = entries.iter().map(|(id, _)| *id).collect();
+    let gpu = gpu_nodes(root, notes);
     let mut nodes = Vec::with_capacity(entries.len());
     let mut caches = Vec::new();
-    for (id, path) in entries {
+    let mut initiators = BTreeMap::new();
+    let mut seen: BTreeSet<u32> = BTreeSet::new();
+    let mut dropped: Vec<u32> = Vec::new();
+    for (id, path) in &entries {
+        let id = *id;
+        let Some(mut cpus) = node_cpus(path, notes) else {
+            dropped.push(id);
+            continue;
+        };
+        if let Some(pci) = gpu.get(&id) {
+            if !options.keep_gpu_nodes {
+                notes.add(format!(
+                    "node {id} is the memory of NVIDIA GPU {pci}; left out (kept on request)"
+                ));
+                dropped.push(id);
+                continue;
+            }
+            let local = root.join(format!("sys/bus/pci/devices/{pci}/local_cpus"));
+            if let Some(near) = read_optional(&local, notes).and_then(|s| parse_cpu_mask(&s).ok()) {
+                initiators.insert(id, near);
+            }
+            cpus.clear();
+        }
+        let overlap: Vec<u32> = cpus.iter().copied().filter(|c| seen.contains(c)).collect();
+        if !overlap.is_empty() {
+            notes.add(format!(
+                "node {id} lists CPUs {} that an earlier node lists; node {id} left out",
+                format_cpu_list(&overlap)
+            ));
+            dropped.push(id);
+            continue;
+        }
+        seen.extend(cpus.iter().copied());
         nodes.push(OsNode {
             id,
-            cpus: node_cpus(&path)?,
-            distances: distances(&path, notes),
-            memory_bytes: memory(&path, notes),
+            cpus,
+            distances: distances(path, notes),
+            memory_bytes: memory(path, notes),
         });
-        caches.extend(memory_side_caches(id, &path, notes));
+        caches.extend(memory_side_caches(id, path, notes));
+    }
+    // Rows of the distance table keep the columns of the nodes kept.
+    if !dropped.is_empty() {
+        for n in &mut nodes {
+            if n.distances.len() == all.len() {
+                n.distances = n
+                    .distances
+                    .iter()
+                    .zip(&all)
+                    .filter(|(_, id)| !dropped.contains(id))
+                    .map(|(d, _)| *d)
+                    .collect();
+            }
+        }
+    }
+    for n in nodes.iter().filter(|n| n.cpus.is_empty()) {
+        if initiators.contains_key(&n.id) {
+            continue;
+        }
+        let near = initiator_cpus(&dir.join(format!("node{}", n.id)), &nodes);
+        if !near.is_empty() {
+            initiators.insert(n.id, near);
+        }
     }
     Ok(Nodes {
         nodes: Some(nodes),
         memory_side_caches: caches,
+        initiators,
     })
 }
 
-/// The NUMA nodes and their memory-side caches.
+/// The CPUs of the nodes that HMAT names initiators of the node in `dir`
+/// (`access1/initiators/node*`, else `access0`), ascending; empty when none.
+fn initiator_cpus(dir: &Path, nodes: &[OsNode]) -> Vec<u32> {
+    for access in ["access1", "access0"] {
+        let Ok(names) = numbered_names(&dir.join(access).join("initiators"), "node") else {
+            continue;
+        };
+        let mut out: BTreeSet<u32> = BTreeSet::new();
+        for id in names {
+            if let Some(n) = nodes.iter().find(|n| n.id == id) {
+                out.extend(n.cpus.iter().copied());
+            }
+        }
+        return out.into_iter().collect();
+    }
+    Vec::new()
+}
+
+/// The numbers `N` of the entries `<prefix>N` of `dir`, whatever they are (sysfs makes
+/// them links; captures may keep them as links or folders).
+///
+/// # Errors
+///
+/// When `dir` cannot be listed (or does not exist).
+fn numbered_names(dir: &Path, prefix: &str) -> std::io::Result<Vec<u32>> {
+    let mut out: Vec<u32> = std::fs::read_dir(dir)?
+        .flatten()
+        .take(MAX_ENTRIES)
+        .filter_map(|e| {
+            let name = e.file_name();
+            let digits = name.to_str()?.strip_prefix(prefix)?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse().ok()
+        })
+        .collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The most entries of one folder looked at.
+const MAX_ENTRIES: usize = 1 << 16;
+
+/// The nodes that hold an NVIDIA GPU's memory, by node id, with the GPU's PCI address:
+/// `Node: N` of `/proc/driver/nvidia/gpus/<pci>/numa_status`.
+fn gpu_nodes(root: &Path, notes: &mut Notes) -> BTreeMap<u32, String> {
+    let mut out = BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir(root.join("proc/driver/nvidia/gpus")) else {
+        return out;
+    };
+    for e in rd.flatten().take(MAX_ENTRIES) {
+        let Some(pci) = e.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        let Some(text) = read_optional(&e.path().join("numa_status"), notes) else {
+            continue;
+        };
+        let node = text.lines().find_map(|l| {
+            let v = l.strip_prefix("Node:")?.trim();
+            v.parse::<u32>().ok()
+        });
+        if let Some(n) = node {
+            out.insert(n, pci);
+        }
+    }
+    out
+}
+
+/// The NUMA nodes, their memory-side caches and the CPUs near the CPU-less ones.
 #[derive(Default)]
 pub(super) struct Nodes {
     /// The nodes; `None` when the OS exposes none.
     pub(super) nodes: Option<Vec<OsNode>>,
     /// Their memory-side caches, ascending by node and level.
     pub(super) memory_side_caches: Vec<OsMemoryCache>,
+    /// The CPUs near each CPU-less node, from HMAT initiators (or a GPU's `local_cpus`).
+    pub(super) initiators: BTreeMap<u32, Vec<u32>>,
 }

@@ -146,13 +146,17 @@ fn online_list_wins_and_sparse_ids() {
     let v = read_os_view(root).unwrap();
     assert_eq!(v.online(), vec![0, 1000]);
     assert_eq!(v.offline, vec![5]);
-    assert_eq!(v.cpu(0).unwrap().package, -1);
+    // Package -1 names no package: the first free number stands for it, with a note.
+    assert_eq!(v.cpu(0).unwrap().package, 0);
+    assert!(v.notes.iter().any(|n| n.contains("(-1)")), "{:?}", v.notes);
     assert_eq!(v.cpu(1000).unwrap().package, 4_294_967_296);
     assert_eq!(v.cpu(1000).unwrap().die, None);
     assert_eq!(v.cpu(1000).unwrap().thread_siblings, vec![1000]);
     // An empty package mask is derived from the package ids.
     assert_eq!(v.cpu(1000).unwrap().core_siblings, vec![1000]);
-    assert_eq!(v.num_numa_nodes(), None);
+    // No node directory: one node holding every CPU.
+    assert_eq!(v.num_numa_nodes(), Some(1));
+    assert_eq!(v.node_cpus()[&0], vec![0, 1000]);
     assert!(v.notes.iter().any(|n| n.contains("2000")), "{:?}", v.notes);
     assert!(v.notes.iter().any(|n| n.contains("NUMA")), "{:?}", v.notes);
 }
@@ -171,8 +175,21 @@ fn lists_are_used_when_masks_are_missing() {
     assert_eq!(v.cpu(3).unwrap().core_siblings, vec![3]);
 }
 
+/// Reads `root`, which must succeed, and checks that a note names `file` and `content`.
+fn noted(root: &Path, file: &str, content: &str) -> OsView {
+    let v = read_os_view(root).unwrap_or_else(|e| panic!("{file}: {e}"));
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n.contains(file) && n.contains(content)),
+        "{file}: {:?}",
+        v.notes
+    );
+    v
+}
+
 #[test]
-fn malformed_essential_files_name_path_and_content() {
+fn malformed_topology_files_are_notes_naming_path_and_content() {
     let dir = tempfile::tempdir().unwrap();
     machine(dir.path());
     write(
@@ -180,11 +197,9 @@ fn malformed_essential_files_name_path_and_content() {
         "sys/devices/system/cpu/cpu2/topology/core_id",
         b"two\n\0",
     );
-    let e = read_os_view(dir.path()).unwrap_err().to_string();
-    assert!(
-        e.contains("cpu2/topology/core_id") && e.contains("two"),
-        "{e}"
-    );
+    // The masks still decide the core.
+    let v = noted(dir.path(), "cpu2/topology/core_id", "two");
+    assert_eq!(v.num_cores(), 4);
 
     machine(dir.path());
     write(
@@ -192,25 +207,19 @@ fn malformed_essential_files_name_path_and_content() {
         "sys/devices/system/cpu/cpu4/topology/thread_siblings",
         b"0000001x\n",
     );
-    let e = read_os_view(dir.path()).unwrap_err().to_string();
-    assert!(
-        e.contains("cpu4/topology/thread_siblings") && e.contains("0000001x"),
-        "{e}"
-    );
+    let v = noted(dir.path(), "cpu4/topology/thread_siblings", "0000001x");
+    assert_eq!(v.num_cores(), 4);
 
     machine(dir.path());
     write(dir.path(), "sys/devices/system/cpu/online", b"0-3,a\n");
-    let e = read_os_view(dir.path()).unwrap_err().to_string();
-    assert!(
-        e.contains("system/cpu/online") && e.contains("\"a\""),
-        "{e}"
-    );
+    let v = noted(dir.path(), "system/cpu/online", "\"a\"");
+    assert_eq!(v.online(), (0..8).collect::<Vec<_>>());
 
     machine(dir.path());
     fs::remove_file(dir.path().join("sys/devices/system/cpu/online")).unwrap();
     write(dir.path(), "sys/devices/system/cpu/cpu7/online", b"yes\n");
-    let e = read_os_view(dir.path()).unwrap_err().to_string();
-    assert!(e.contains("cpu7/online") && e.contains("yes"), "{e}");
+    let v = noted(dir.path(), "cpu7/online", "yes");
+    assert_eq!(v.num_pus(), 8, "a topology directory: online");
 
     machine(dir.path());
     fs::remove_file(dir.path().join("sys/devices/system/cpu/cpu7/online")).unwrap();
@@ -219,8 +228,8 @@ fn malformed_essential_files_name_path_and_content() {
             .join("sys/devices/system/cpu/cpu6/topology/physical_package_id"),
     )
     .unwrap();
-    let e = read_os_view(dir.path()).unwrap_err().to_string();
-    assert!(e.contains("cpu6/topology/physical_package_id"), "{e}");
+    let v = noted(dir.path(), "physical_package_id", "6");
+    assert_eq!(v.num_packages(), 2, "the package mask decides");
 }
 
 #[test]
@@ -385,19 +394,30 @@ fn fifos_are_refused_without_blocking() {
         v.notes
     );
     assert!(v.nodes.as_ref().unwrap()[0].distances.is_empty());
-    // An essential file: an error naming it.
+    // A topology file: a note naming it; the masks decide.
     fifo(root, "sys/devices/system/cpu/cpu3/topology/core_id");
-    let e = read_unblocked(root).unwrap_err().to_string();
+    let v = read_unblocked(root).expect("a FIFO core_id is a note");
     assert!(
-        e.contains("cpu3/topology/core_id") && e.contains("a FIFO"),
-        "{e}"
+        v.notes
+            .iter()
+            .any(|n| n.contains("cpu3/topology/core_id") && n.contains("a FIFO")),
+        "{:?}",
+        v.notes
     );
+    assert_eq!(v.num_cores(), 4);
     // The CPU list (in a fresh tree: writing into a FIFO would block this test).
     let dir = tempfile::tempdir().unwrap();
     machine(dir.path());
     fifo(dir.path(), "sys/devices/system/cpu/online");
-    let e = read_unblocked(dir.path()).unwrap_err().to_string();
-    assert!(e.contains("cpu/online") && e.contains("a FIFO"), "{e}");
+    let v = read_unblocked(dir.path()).expect("a FIFO online list is a note");
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n.contains("cpu/online") && n.contains("a FIFO")),
+        "{:?}",
+        v.notes
+    );
+    assert_eq!(v.num_pus(), 8);
 }
 
 /// A tar archive of the tree under `root`, as folder `name/`.
