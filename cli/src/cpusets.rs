@@ -74,8 +74,42 @@ pub(crate) fn ordered_on_topology(
     Ok(resolved.order)
 }
 
+/// The objects of this machine as the operating system reports them, for `flag`.
+///
+/// # Errors
+///
+/// When the operating system's view cannot be read.
+fn this_machine(flag: &str) -> Result<Inventory> {
+    let view = topoprobe_measure::os::current().with_context(|| {
+        format!("reading the operating system's view of this machine for {flag}")
+    })?;
+    Ok(Inventory::from_os_view(&view))
+}
+
+/// The CPUs `text` names on this machine in the order it names them (as
+/// [`ordered_on_topology`]): hwloc's and likwid's names mean what those tools mean, the
+/// operating system's objects, whatever a measured description says.
+///
+/// # Errors
+///
+/// As [`on_this_machine`].
+pub(crate) fn ordered_on_this_machine(flag: &str, text: &str) -> Result<Vec<u32>> {
+    let expr = parse(flag, text)?;
+    let resolved = if expr.needs_topology() {
+        expr.resolve(&this_machine(flag)?)
+    } else {
+        expr.resolve_numbers()
+    };
+    let resolved = resolved.map_err(|e| usage(flag, text, &e))?;
+    if resolved.order.is_empty() {
+        return Err(Usage(format!("{flag} {text:?} names no CPU")).into());
+    }
+    Ok(resolved.order)
+}
+
 /// The CPUs (ascending) `text` names on this machine: CPU numbers and masks as they
-/// are, anything else on the operating system's view of it.
+/// are, anything else on the operating system's view of it (hwloc's and likwid's names
+/// mean what those tools mean there).
 ///
 /// # Errors
 ///
@@ -84,10 +118,7 @@ pub(crate) fn ordered_on_topology(
 pub(crate) fn on_this_machine(flag: &str, text: &str) -> Result<Vec<u32>> {
     let expr = parse(flag, text)?;
     let resolved = if expr.needs_topology() {
-        let view = topoprobe_measure::os::current().with_context(|| {
-            format!("reading the operating system's view of this machine for {flag}")
-        })?;
-        expr.resolve(&Inventory::from_os_view(&view))
+        expr.resolve(&this_machine(flag)?)
     } else {
         expr.resolve_numbers()
     };

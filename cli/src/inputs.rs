@@ -102,13 +102,20 @@ impl PlacementArgs {
     /// names what the topology lacks (a usage error).
     pub(crate) fn request(&self) -> Result<(Topology, Request)> {
         let topo = topology(self.topology.as_deref())?;
+        // On this machine, hwloc's and likwid's names mean the OS's objects, as in those
+        // tools; a file's objects are its own.
+        let this_machine = self.topology.is_none();
         let cpus = match &self.cpus {
+            Some(expr) if this_machine => Some(crate::cpusets::on_this_machine("--cpus", expr)?),
             Some(expr) => Some(crate::cpusets::on_topology("--cpus", expr, &topo)?),
             None => None,
         };
         if let Some(list) = &self.pin {
             let cpus = match list {
                 PinList::Cpus(c) => c.clone(),
+                PinList::Expr(e) if this_machine => {
+                    crate::cpusets::ordered_on_this_machine("--pin", e)?
+                }
                 PinList::Expr(e) => crate::cpusets::ordered_on_topology("--pin", e, &topo)?,
             };
             return Ok((

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use topoprobe_machine::MachineError;
-use topoprobe_place::cpuset::{render, ErrorKind, Inventory, ObjectType, Resolved};
+use topoprobe_place::cpuset::{render, Inventory, ObjectType, Resolved};
 
 use crate::args::{CpusArgs, CpusFormat};
 use crate::cpusets;
@@ -18,8 +17,6 @@ use crate::output::{check_target, choose, name_of, write_to};
 enum Source {
     /// A description, `.mct` file or matrix named by `--topology`.
     File(PathBuf),
-    /// This machine's saved description.
-    Description,
     /// The sysfs under a directory (`/`: this machine's).
     Sysfs(PathBuf),
     /// The operating system's view of this machine, for want of a description.
@@ -30,7 +27,6 @@ impl Source {
     fn text(&self) -> String {
         match self {
             Self::File(p) => format!("the topology of {}", p.display()),
-            Self::Description => "this machine's description".to_string(),
             Self::Sysfs(p) => format!("the operating system's view under {}", p.display()),
             Self::ThisMachine => "the operating system's view of this machine".to_string(),
         }
@@ -38,7 +34,7 @@ impl Source {
 }
 
 /// The objects of the topology `--topology` names (a directory: a sysfs root), or of
-/// this machine's description, or of the operating system's view of this machine.
+/// the operating system's view of this machine.
 fn inventory(topology: Option<&Path>) -> Result<(Inventory, Source)> {
     let os_view = |root: &Path| -> Result<Inventory> {
         let view = topoprobe_measure::os::read_os_view(root).with_context(|| {
@@ -55,38 +51,16 @@ fn inventory(topology: Option<&Path>) -> Result<(Inventory, Source)> {
             Inventory::from_topology(&crate::inputs::topology(Some(p))?),
             Source::File(p.to_path_buf()),
         )),
-        None => match topoprobe_machine::load::topology(None) {
-            Ok(t) => Ok((Inventory::from_topology(&t), Source::Description)),
-            Err(MachineError::NoDescription(_)) => {
-                Ok((os_view(Path::new("/"))?, Source::ThisMachine))
-            }
-            Err(e) => Err(e.into()),
-        },
+        // hwloc's and likwid's names mean the OS's objects of this machine, as in those
+        // tools, whatever a measured description of it says.
+        None => Ok((os_view(Path::new("/"))?, Source::ThisMachine)),
     }
 }
 
-/// A usage error for an object type the source does not know, with a hint when another
-/// source would.
-fn unknown(what: String, kind: ErrorKind, source: &Source) -> Usage {
-    let hint = match (kind, source) {
-        (ErrorKind::Unknown, Source::Description) => {
-            " (`--topology /` reads the operating system's view of this machine)"
-        }
-        _ => "",
-    };
-    Usage(format!("{what}{hint}"))
-}
-
 /// The logical indexes of the objects of `ty` holding a CPU of the set.
-fn touched(
-    inv: &Inventory,
-    ty: ObjectType,
-    flag: &str,
-    r: &Resolved,
-    source: &Source,
-) -> Result<Vec<usize>> {
+fn touched(inv: &Inventory, ty: ObjectType, flag: &str, r: &Resolved) -> Result<Vec<usize>> {
     inv.intersecting(ty, &r.cpus)
-        .map_err(|e| unknown(format!("{flag} {ty}: {}", e.reason), e.kind, source).into())
+        .map_err(|e| Usage(format!("{flag} {ty}: {}", e.reason)).into())
 }
 
 /// Runs the command.
@@ -106,19 +80,15 @@ pub(crate) fn run(args: &CpusArgs) -> Result<()> {
     let text = args.expr.join(" ");
     let expr = cpusets::parse("", &text)?;
     let (inv, source) = inventory(args.topology.as_deref())?;
-    let resolved = expr.resolve(&inv).map_err(|e| {
-        let Usage(what) = cpusets::usage("", &text, &e);
-        unknown(what, e.kind, &source)
-    })?;
+    let resolved = expr
+        .resolve(&inv)
+        .map_err(|e| cpusets::usage("", &text, &e))?;
     let number_of = match args.number_of {
-        Some(ty) => Some((
-            ty,
-            touched(&inv, ty, "--number-of", &resolved, &source)?.len(),
-        )),
+        Some(ty) => Some((ty, touched(&inv, ty, "--number-of", &resolved)?.len())),
         None => None,
     };
     let intersect = match args.intersect {
-        Some(ty) => Some((ty, touched(&inv, ty, "--intersect", &resolved, &source)?)),
+        Some(ty) => Some((ty, touched(&inv, ty, "--intersect", &resolved)?)),
         None => None,
     };
     let indexes = |v: &[usize]| {

@@ -59,6 +59,11 @@ pub(crate) struct Parts {
     pub(crate) pus: Vec<u32>,
     /// Objects by type (machine and PU are made from `pus`).
     pub(crate) levels: Vec<(ObjectType, Given<u32>)>,
+    /// The OS numbers of the NUMA nodes without CPUs of their own, whose members in
+    /// `levels` are the CPUs they are near (their locality, as hwloc gives them): they
+    /// take no part in the order of the PUs, and sit in the tree where their locality
+    /// does.
+    pub(crate) cpuless_nodes: Vec<u32>,
 }
 
 /// The objects of a machine, numbered as hwloc numbers them, that CPU-set expressions
@@ -106,7 +111,24 @@ impl Inventory {
             })
             .collect();
         raw.sort_by_key(|(ty, _)| *ty);
-        let order = logical_order(&cpus, &raw);
+        let cpuless = |ty: ObjectType, os_index: Option<u32>| {
+            ty == ObjectType::NumaNode && os_index.is_some_and(|i| parts.cpuless_nodes.contains(&i))
+        };
+        // CPU-less nodes overlap the nodes of their locality: the PUs' order comes from
+        // the others.
+        let with_cpus: Vec<(ObjectType, Given<usize>)> = raw
+            .iter()
+            .map(|(ty, objs)| {
+                let objs = objs.as_ref().map_err(Clone::clone).map(|objs| {
+                    objs.iter()
+                        .filter(|(i, _)| !cpuless(*ty, *i))
+                        .cloned()
+                        .collect()
+                });
+                (*ty, objs)
+            })
+            .collect();
+        let order = logical_order(&cpus, &with_cpus);
         let mut position = vec![0; cpus.len()];
         for (logical, &c) in order.iter().enumerate() {
             position[c] = logical;
@@ -114,6 +136,7 @@ impl Inventory {
         let os: Vec<u32> = order.iter().map(|&c| cpus[c]).collect();
         let index = os.iter().enumerate().map(|(i, &c)| (c, i)).collect();
         let all: Vec<usize> = (0..os.len()).collect();
+        let sets = containers(&raw, &position);
         let mut levels = vec![
             (
                 ObjectType::Machine,
@@ -140,7 +163,8 @@ impl Inventory {
             ),
         ];
         for (ty, objs) in raw
-            .into_iter()
+            .iter()
+            .cloned()
             .filter(|(ty, _)| !matches!(ty, ObjectType::Machine | ObjectType::Pu))
         {
             let level = match objs {
@@ -153,7 +177,11 @@ impl Inventory {
                             Object { pus, os_index }
                         })
                         .collect();
-                    known_level(objects, os.len())
+                    if ty == ObjectType::NumaNode {
+                        node_level(objects, os.len(), &sets, |i| cpuless(ty, i))
+                    } else {
+                        known_level(objects, os.len())
+                    }
                 }
                 Err(why) => Level::Unknown(why),
             };
@@ -301,16 +329,16 @@ impl Inventory {
     /// why).
     pub fn intersecting(&self, ty: ObjectType, cpus: &[u32]) -> Result<Vec<usize>, CpuSetError> {
         let objects = self.objects(ty)?;
-        let mut hit = vec![false; objects.len()];
+        let mut set = vec![false; self.os.len()];
         for p in cpus.iter().filter_map(|&c| self.pu_of(c)) {
-            if let Some(o) = self.owner(ty, p) {
-                hit[o] = true;
-            }
+            set[p] = true;
         }
-        Ok(hit
+        // Objects may overlap (a CPU-less node and the node of its locality): each is
+        // tested on its own.
+        Ok(objects
             .iter()
             .enumerate()
-            .filter(|(_, &h)| h)
+            .filter(|(_, o)| o.pus.iter().any(|&p| set[p]))
             .map(|(i, _)| i)
             .collect())
     }
@@ -335,6 +363,63 @@ fn known_level(mut objects: Vec<Object>, pus: usize) -> Level {
         for &p in &o.pus {
             if owner[p] == NONE {
                 owner[p] = u32::try_from(i).unwrap_or(NONE);
+            }
+        }
+    }
+    Level::Known { objects, owner }
+}
+
+/// Every object set that can hold a memory node (logical PU positions, ascending): the
+/// machine and the objects of every level but the NUMA nodes.
+fn containers(raw: &[(ObjectType, Given<usize>)], position: &[usize]) -> Vec<Vec<usize>> {
+    let mut sets: Vec<Vec<usize>> = vec![(0..position.len()).collect()];
+    for (ty, objs) in raw {
+        if *ty == ObjectType::NumaNode {
+            continue;
+        }
+        for (_, m) in objs.iter().flatten() {
+            let mut pus: Vec<usize> = m.iter().map(|&c| position[c]).collect();
+            pus.sort_unstable();
+            if !pus.is_empty() {
+                sets.push(pus);
+            }
+        }
+    }
+    sets
+}
+
+/// The NUMA nodes in hwloc's logical order: each sits in the smallest object holding its
+/// CPUs (its locality, for a CPU-less node), and a depth-first walk meets the memory of
+/// an object before its children, so nodes are ordered by the first PU of that object,
+/// bigger objects first, then by OS number. A PU's owner is the node with CPUs holding
+/// it (a CPU-less node where none does).
+fn node_level(
+    mut objects: Vec<Object>,
+    pus: usize,
+    containers: &[Vec<usize>],
+    cpuless: impl Fn(Option<u32>) -> bool,
+) -> Level {
+    let parent_key = |o: &Object| -> (usize, std::cmp::Reverse<usize>, Option<u32>) {
+        let parent = containers
+            .iter()
+            .filter(|c| o.pus.iter().all(|p| c.binary_search(p).is_ok()))
+            .min_by_key(|c| c.len());
+        match (parent, o.pus.first()) {
+            (Some(c), Some(_)) => (c[0], std::cmp::Reverse(c.len()), o.os_index),
+            _ => (usize::MAX, std::cmp::Reverse(0), o.os_index),
+        }
+    };
+    objects.sort_by_cached_key(parent_key);
+    let mut owner = vec![NONE; pus];
+    for pass_cpuless in [false, true] {
+        for (i, o) in objects.iter().enumerate() {
+            if cpuless(o.os_index) != pass_cpuless {
+                continue;
+            }
+            for &p in &o.pus {
+                if owner[p] == NONE {
+                    owner[p] = u32::try_from(i).unwrap_or(NONE);
+                }
             }
         }
     }
@@ -409,6 +494,7 @@ mod tests {
                 ),
                 (ObjectType::L3Cache, Err("no caches".into())),
             ],
+            cpuless_nodes: Vec::new(),
         })
     }
 

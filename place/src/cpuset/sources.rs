@@ -77,6 +77,7 @@ impl Inventory {
         Self::build(Parts {
             pus: topo.contexts().iter().map(|c| c.os_id).collect(),
             levels,
+            cpuless_nodes: Vec::new(),
         })
     }
 
@@ -103,9 +104,26 @@ impl Inventory {
         };
         let cores: Vec<Vec<u32>> = view.cores();
         let nodes: Objects = match &view.nodes {
-            Some(nodes) => Ok(nodes.iter().map(|n| (Some(n.id), n.cpus.clone())).collect()),
+            Some(nodes) => Ok(nodes
+                .iter()
+                .map(|n| {
+                    let cpus = if n.cpus.is_empty() {
+                        node_locality(view, n.id)
+                    } else {
+                        n.cpus.clone()
+                    };
+                    (Some(n.id), cpus)
+                })
+                .collect()),
             None => Err("the operating system gives no NUMA information".to_string()),
         };
+        let cpuless_nodes = view
+            .nodes
+            .iter()
+            .flatten()
+            .filter(|n| n.cpus.is_empty())
+            .map(|n| n.id)
+            .collect();
         let groups = os_groups(view, &cores);
         let mut levels = vec![
             (ObjectType::Package, Ok(packages)),
@@ -135,7 +153,51 @@ impl Inventory {
         Self::build(Parts {
             pus: view.online(),
             levels,
+            cpuless_nodes,
         })
+    }
+}
+
+/// The CPUs a CPU-less NUMA node is near, as hwloc places it: its HMAT initiators
+/// ([`OsView::node_locality`]); else the nodes nearest it in the OS's distance table,
+/// when they are nearer than the rest (not every other node at one distance) and farther
+/// than the node itself; else the whole machine.
+fn node_locality(view: &OsView, id: u32) -> Vec<u32> {
+    let near = view.node_locality(id);
+    if !near.is_empty() {
+        return near;
+    }
+    let nodes = view.nodes.as_deref().unwrap_or_default();
+    let Some(i) = nodes.iter().position(|n| n.id == id) else {
+        return view.online();
+    };
+    let row = &nodes[i].distances;
+    let own = row.get(i).copied();
+    let others: Vec<(usize, u32)> = (0..nodes.len())
+        .filter(|&j| j != i)
+        .filter_map(|j| row.get(j).map(|&d| (j, d)))
+        .collect();
+    let Some(min) = others.iter().map(|&(_, d)| d).min() else {
+        return view.online();
+    };
+    let nearest: Vec<usize> = others
+        .iter()
+        .filter(|&&(_, d)| d == min)
+        .map(|&(j, _)| j)
+        .collect();
+    if own.is_none_or(|own| min <= own) || nearest.len() == nodes.len() - 1 {
+        return view.online();
+    }
+    let mut cpus: Vec<u32> = nearest
+        .iter()
+        .flat_map(|&j| nodes[j].cpus.iter().copied())
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    if cpus.is_empty() {
+        view.online()
+    } else {
+        cpus
     }
 }
 

@@ -283,6 +283,7 @@ fn two_by_two_by_two() -> Inventory {
             ),
             (ObjectType::L2Cache, Err("no L2 known".into())),
         ],
+        cpuless_nodes: Vec::new(),
     })
 }
 
@@ -470,5 +471,99 @@ proptest! {
     #[test]
     fn any_text_parses_or_is_refused(text in "[ -~]{0,40}") {
         let _ = CpuSetExpr::parse(&text).map(|e| e.resolve(&two_by_two_by_two()));
+    }
+}
+
+/// The OS's view of a guest as QEMU builds it: 2 packages of 6 cores of 2 threads
+/// (siblings `2k`, `2k+1`), each package split into two NUMA nodes of 3 cores
+/// (sub-NUMA clustering), one L3 per package, and node 4 holding memory only, whose HMAT
+/// initiator is node 0 (or, without HMAT, which is nearest node 0 by distance).
+fn snc_guest(hmat: bool) -> topoprobe_model::OsView {
+    let cpus: Vec<serde_json::Value> = (0..24u32)
+        .map(|id| {
+            let package = id / 12;
+            serde_json::json!({
+                "id": id,
+                "package": package,
+                "core": (id % 12) / 2,
+                "thread_siblings": [id & !1, id | 1],
+                "core_siblings": (package * 12..package * 12 + 12).collect::<Vec<_>>(),
+                "node": id / 6,
+            })
+        })
+        .collect();
+    let distances = [
+        [10, 11, 21, 21, 17],
+        [11, 10, 21, 21, 18],
+        [21, 21, 10, 11, 28],
+        [21, 21, 11, 10, 28],
+        [17, 18, 28, 28, 10],
+    ];
+    let nodes: Vec<serde_json::Value> = (0..5u32)
+        .map(|n| {
+            let cpus: Vec<u32> = if n < 4 {
+                (n * 6..n * 6 + 6).collect()
+            } else {
+                vec![]
+            };
+            serde_json::json!({
+                "id": n,
+                "cpus": cpus,
+                "distances": distances[n as usize],
+                "memory_bytes": 256u64 << 20,
+            })
+        })
+        .collect();
+    let caches: Vec<serde_json::Value> = (0..2u32)
+        .map(|p| {
+            serde_json::json!({
+                "level": 3, "type": "unified", "size_bytes": 16u64 << 20,
+                "cpus": (p * 12..p * 12 + 12).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let mut view = serde_json::json!({
+        "cpus": cpus, "offline": [], "nodes": nodes, "caches": caches, "notes": [],
+    });
+    if hmat {
+        view["initiators"] = serde_json::json!({ "4": [0, 1, 2, 3, 4, 5] });
+    }
+    serde_json::from_value(view).expect("an OS view")
+}
+
+/// hwloc numbers NUMA nodes as it walks its tree: a CPU-less node sits beside the node
+/// of its initiators, so `numanode:1` is node 4 (its CPUs: its locality) and `numanode:4`
+/// is node 3, as hwloc-calc answers in such a guest.
+#[test]
+fn cpuless_nodes_are_numbered_where_their_locality_puts_them() {
+    for hmat in [true, false] {
+        let inv = Inventory::from_os_view(&snc_guest(hmat));
+        assert_eq!(
+            set(&inv, "numanode:0"),
+            (0..6).collect::<Vec<_>>(),
+            "hmat {hmat}"
+        );
+        assert_eq!(
+            set(&inv, "numanode:1"),
+            (0..6).collect::<Vec<_>>(),
+            "hmat {hmat}"
+        );
+        assert_eq!(
+            set(&inv, "numanode:2"),
+            (6..12).collect::<Vec<_>>(),
+            "hmat {hmat}"
+        );
+        assert_eq!(
+            set(&inv, "numanode:4"),
+            (18..24).collect::<Vec<_>>(),
+            "hmat {hmat}"
+        );
+        assert_eq!(set(&inv, "package:1.core:1"), vec![14, 15], "hmat {hmat}");
+        // CPU 0 is near both node 0 and node 4.
+        assert_eq!(
+            inv.intersecting(ObjectType::NumaNode, &[0]).unwrap(),
+            vec![0, 1],
+            "hmat {hmat}"
+        );
     }
 }
