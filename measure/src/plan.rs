@@ -104,11 +104,26 @@ pub fn cache_sizes(os: &OsView, cpu: u32) -> Vec<u64> {
     v.into_iter().map(|(_, b)| b).collect()
 }
 
-/// The OS's nodes as a plan sees them.
+/// Whether the cgroup cpuset lets this process use memory node `id`
+/// ([`OsView::allowed_nodes`]; every node without a cpuset).
+fn node_allowed(os: &OsView, id: u32) -> bool {
+    os.allowed_nodes
+        .as_ref()
+        .is_none_or(|allowed| allowed.contains(&id))
+}
+
+/// Whether the cgroup cpuset lets this process run on CPU `c` ([`OsView::cpuset`]).
+fn cpu_allowed(os: &OsView, c: u32) -> bool {
+    os.cpuset.as_ref().is_none_or(|allowed| allowed.contains(&c))
+}
+
+/// The OS's nodes as a plan sees them: those the cgroup cpuset allows (a measurement
+/// binds memory only where the kernel lets it).
 fn nodes_of(os: &OsView) -> Vec<NodeShape> {
     os.nodes
         .iter()
         .flatten()
+        .filter(|n| node_allowed(os, n.id))
         .map(|n| NodeShape {
             id: n.id,
             distances: n.distances.clone(),
@@ -121,7 +136,7 @@ fn nodes_of(os: &OsView) -> Vec<NodeShape> {
 /// The node holding most of `cpus` (the lowest number on a tie).
 fn local_node(os: &OsView, cpus: &[u32]) -> Option<u32> {
     let mut best: Option<(usize, u32)> = None;
-    for n in os.nodes.iter().flatten() {
+    for n in os.nodes.iter().flatten().filter(|n| node_allowed(os, n.id)) {
         let k = n.cpus.iter().filter(|c| cpus.contains(c)).count();
         if k > 0 && best.is_none_or(|(b, _)| k > b) {
             best = Some((k, n.id));
@@ -140,11 +155,12 @@ fn spread(cores: &[Vec<u32>]) -> Vec<u32> {
 
 impl Shape {
     /// The shape of the machine the OS describes, restricted to `cpus` (every online CPU
-    /// when empty): sockets are its packages. The machine facts that are not in the OS view
+    /// when empty) and to the CPUs and memory nodes the cgroup cpuset allows: sockets are
+    /// its packages. The machine facts that are not in the OS view
     /// (free memory, flushing, huge pages) are those of this machine; set them for another.
     #[must_use]
     pub fn from_os(os: &OsView, cpus: &[u32]) -> Self {
-        let keep = |c: u32| cpus.is_empty() || cpus.contains(&c);
+        let keep = |c: u32| (cpus.is_empty() || cpus.contains(&c)) && cpu_allowed(os, c);
         let sockets = os
             .packages()
             .values()
@@ -177,7 +193,8 @@ impl Shape {
     }
 
     /// The shape of a measured topology: its sockets, cores and contexts, with the caches
-    /// and nodes the OS lists (`os`; none when `None`).
+    /// and nodes the OS lists (`os`; none when `None`), restricted to the CPUs and nodes
+    /// the OS's cgroup cpuset allows (sockets left without a CPU are left out).
     #[must_use]
     pub fn from_topology(topo: &Topology, os: Option<&OsView>) -> Self {
         let sockets: Vec<SocketShape> = (0..topo.num_sockets())
@@ -189,8 +206,10 @@ impl Shape {
                         topo.core_contexts(core)
                             .iter()
                             .map(|c| topo.contexts()[c.0].os_id)
-                            .collect()
+                            .filter(|&c| os.is_none_or(|os| cpu_allowed(os, c)))
+                            .collect::<Vec<u32>>()
                     })
+                    .filter(|core| !core.is_empty())
                     .collect();
                 let cpus = spread(&cores);
                 SocketShape {
@@ -200,6 +219,7 @@ impl Shape {
                     cpus,
                 }
             })
+            .filter(|s: &SocketShape| !s.cpus.is_empty())
             .collect();
         let first = sockets.first().and_then(|s| s.cpus.first().copied());
         Self {

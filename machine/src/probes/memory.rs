@@ -56,6 +56,29 @@ impl Default for MemRequest {
     }
 }
 
+/// What the cgroup cpuset keeps this process from measuring: its disallowed CPUs and
+/// memory nodes, in one sentence (empty when it allows everything).
+fn confinement(os: &topoprobe_model::OsView) -> String {
+    let (cpus, nodes) = (os.disallowed(), os.disallowed_nodes());
+    let mut parts = Vec::new();
+    if !cpus.is_empty() {
+        parts.push(format!("CPUs {}", topoprobe_model::format_cpu_list(&cpus)));
+    }
+    if !nodes.is_empty() {
+        parts.push(format!(
+            "memory nodes {}",
+            topoprobe_model::format_cpu_list(&nodes)
+        ));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "{} are outside this process's cgroup cpuset and are not measured",
+        parts.join(" and ")
+    )
+}
+
 /// The note of a topology that is the OS's view (no description), the topology's shape and
 /// the options, checked.
 fn prepare(
@@ -96,7 +119,13 @@ fn prepare(
             )));
         }
     }
-    let shape = Shape::from_topology(&topo, super::os_view().as_ref());
+    let os = super::os_view();
+    let shape = Shape::from_topology(&topo, os.as_ref());
+    let confined = os.as_ref().map(confinement).filter(|s| !s.is_empty());
+    let note = match (note, confined) {
+        (Some(n), Some(c)) => Some(format!("{n}; {c}")),
+        (n, c) => n.or(c),
+    };
     let opts = MemOptions {
         size: req.size,
         threads: req.threads,
