@@ -120,15 +120,24 @@ fn cpu_allowed(os: &OsView, c: u32) -> bool {
 /// The OS's nodes as a plan sees them: those the cgroup cpuset allows (a measurement
 /// binds memory only where the kernel lets it).
 fn nodes_of(os: &OsView) -> Vec<NodeShape> {
-    os.nodes
-        .iter()
-        .flatten()
-        .filter(|n| node_allowed(os, n.id))
-        .map(|n| NodeShape {
-            id: n.id,
-            distances: n.distances.clone(),
-            memory_bytes: n.memory_bytes,
-            cpus: n.cpus.clone(),
+    let nodes = os.nodes.as_deref().unwrap_or_default();
+    // A distance row lists every node of the OS in order: keep the allowed columns.
+    let kept: Vec<usize> = (0..nodes.len())
+        .filter(|&j| node_allowed(os, nodes[j].id))
+        .collect();
+    kept.iter()
+        .map(|&i| {
+            let n = &nodes[i];
+            NodeShape {
+                id: n.id,
+                distances: if n.distances.len() == nodes.len() {
+                    kept.iter().map(|&j| n.distances[j]).collect()
+                } else {
+                    n.distances.clone()
+                },
+                memory_bytes: n.memory_bytes,
+                cpus: n.cpus.clone(),
+            }
         })
         .collect()
 }
@@ -457,6 +466,27 @@ mod tests {
         assert_eq!(only.sockets.len(), 1);
         assert_eq!(only.sockets[0].cpus, [2, 6]);
         assert_eq!(only.sockets[0].cores, 1);
+    }
+
+    /// A job confined by a cpuset (Slurm, a container) to package 0's CPUs but node 1's
+    /// memory: the plan measures those CPUs and binds to node 1 only.
+    #[test]
+    fn a_cpuset_confines_the_plan() {
+        let mut os = two_sockets();
+        os.cpuset = Some(vec![0, 1, 4]);
+        os.allowed_nodes = Some(vec![1]);
+        let s = Shape::from_os(&os, &[]);
+        assert_eq!(s.sockets.len(), 1);
+        assert_eq!(s.sockets[0].cpus, [0, 1, 4]);
+        assert_eq!(s.sockets[0].local_node, None, "node 0 is not allowed");
+        let nodes: Vec<u32> = s.nodes.iter().map(|n| n.id).collect();
+        assert_eq!(nodes, [1]);
+        assert_eq!(s.nodes[0].distances, [10], "node 1's own column");
+        let topo = os.structure().expect("a structure");
+        let t = Shape::from_topology(&topo, Some(&os));
+        assert_eq!(t.sockets.len(), 1);
+        assert_eq!(t.sockets[0].cpus, [0, 1, 4]);
+        assert_eq!(t.nodes.len(), 1);
     }
 
     #[test]
