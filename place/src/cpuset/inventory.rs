@@ -136,7 +136,7 @@ impl Inventory {
         let os: Vec<u32> = order.iter().map(|&c| cpus[c]).collect();
         let index = os.iter().enumerate().map(|(i, &c)| (c, i)).collect();
         let all: Vec<usize> = (0..os.len()).collect();
-        let sets = containers(&raw, &position);
+        let sets = containers(&raw, &position, cpuless);
         let mut levels = vec![
             (
                 ObjectType::Machine,
@@ -370,14 +370,17 @@ fn known_level(mut objects: Vec<Object>, pus: usize) -> Level {
 }
 
 /// Every object set that can hold a memory node (logical PU positions, ascending): the
-/// machine and the objects of every level but the NUMA nodes.
-fn containers(raw: &[(ObjectType, Given<usize>)], position: &[usize]) -> Vec<Vec<usize>> {
+/// machine, the objects of every level, and the CPU sets of the nodes with CPUs (hwloc
+/// makes a group of a node's CPUs where no object has them), not the localities of
+/// CPU-less nodes.
+fn containers(
+    raw: &[(ObjectType, Given<usize>)],
+    position: &[usize],
+    cpuless: impl Fn(ObjectType, Option<u32>) -> bool,
+) -> Vec<Vec<usize>> {
     let mut sets: Vec<Vec<usize>> = vec![(0..position.len()).collect()];
     for (ty, objs) in raw {
-        if *ty == ObjectType::NumaNode {
-            continue;
-        }
-        for (_, m) in objs.iter().flatten() {
+        for (_, m) in objs.iter().flatten().filter(|(i, _)| !cpuless(*ty, *i)) {
             let mut pus: Vec<usize> = m.iter().map(|&c| position[c]).collect();
             pus.sort_unstable();
             if !pus.is_empty() {

@@ -475,7 +475,8 @@ proptest! {
 }
 
 /// The OS's view of a guest as QEMU builds it: 2 packages of 6 cores of 2 threads
-/// (siblings `2k`, `2k+1`), each package split into two NUMA nodes of 3 cores
+/// (siblings `2k`, `2k+1`, each core a cluster of its own), each package split into two
+/// NUMA nodes of 3 cores
 /// (sub-NUMA clustering), one L3 per package, and node 4 holding memory only, whose HMAT
 /// initiator is node 0 (or, without HMAT, which is nearest node 0 by distance).
 fn snc_guest(hmat: bool) -> topoprobe_model::OsView {
@@ -486,6 +487,9 @@ fn snc_guest(hmat: bool) -> topoprobe_model::OsView {
                 "id": id,
                 "package": package,
                 "core": (id % 12) / 2,
+                // Linux 6.1 in QEMU gives every core a cluster of its own.
+                "cluster": (id % 12) / 2,
+                "die": 0,
                 "thread_siblings": [id & !1, id | 1],
                 "core_siblings": (package * 12..package * 12 + 12).collect::<Vec<_>>(),
                 "node": id / 6,
