@@ -108,6 +108,9 @@ impl PlacementArgs {
         let cpus = match &self.cpus {
             Some(expr) if this_machine => Some(crate::cpusets::on_this_machine("--cpus", expr)?),
             Some(expr) => Some(crate::cpusets::on_topology("--cpus", expr, &topo)?),
+            // A process confined by a cpuset (Slurm, a container) places on the CPUs it
+            // may use, as hwloc shows them.
+            None if this_machine => confined_cpus(&topo),
             None => None,
         };
         if let Some(list) = &self.pin {
@@ -138,4 +141,18 @@ impl PlacementArgs {
         };
         Ok((topo, req))
     }
+}
+
+/// The contexts of `topo` this process may run on (its affinity, which a cgroup cpuset
+/// narrows), when they are not all of them; `None` when it may use every one, or its
+/// affinity cannot be read (the launch then checks each CPU).
+fn confined_cpus(topo: &Topology) -> Option<Vec<u32>> {
+    let allowed = topoprobe_sys::affinity::allowed_cpus().ok()?;
+    let all: Vec<u32> = topo.contexts().iter().map(|c| c.os_id).collect();
+    let mine: Vec<u32> = all
+        .iter()
+        .copied()
+        .filter(|&c| allowed.contains(c))
+        .collect();
+    (!mine.is_empty() && mine.len() < all.len()).then_some(mine)
 }

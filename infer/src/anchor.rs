@@ -63,9 +63,10 @@ pub fn anchor_to_os(topo: Topology, os: &OsView) -> Topology {
         return topo;
     }
     let ids: Vec<u32> = topo.contexts().iter().map(|c| c.os_id).collect();
-    let Some(view) = restrict(os, &ids) else {
+    if ids.iter().any(|c| os.cpu(*c).is_none()) {
         return topo;
-    };
+    }
+    let view = os.restricted(&ids, None);
     let Ok(table) = Table::new(&topo.latency_tables().raw) else {
         return topo;
     };
@@ -340,31 +341,6 @@ fn label_rows(ids: &[u32], sets: &[Vec<u32>]) -> Vec<usize> {
         .enumerate()
         .map(|(row, c)| of.get(c).copied().unwrap_or(sets.len() + row))
         .collect()
-}
-
-/// The OS view restricted to `cpus`: only their CPUs, sibling lists, caches and node
-/// members; `None` when one of them is not an online CPU of the view.
-fn restrict(os: &OsView, cpus: &[u32]) -> Option<OsView> {
-    let keep =
-        |set: &[u32]| -> Vec<u32> { set.iter().copied().filter(|c| cpus.contains(c)).collect() };
-    if cpus.iter().any(|c| os.cpu(*c).is_none()) {
-        return None;
-    }
-    let mut view = os.clone();
-    view.cpus.retain(|c| cpus.contains(&c.id));
-    for c in &mut view.cpus {
-        c.thread_siblings = keep(&c.thread_siblings);
-        c.core_siblings = keep(&c.core_siblings);
-    }
-    view.caches
-        .retain(|c| c.cpus.iter().any(|x| cpus.contains(x)));
-    for c in &mut view.caches {
-        c.cpus = keep(&c.cpus);
-    }
-    for n in view.nodes.iter_mut().flatten() {
-        n.cpus = keep(&n.cpus);
-    }
-    Some(view)
 }
 
 /// The OS's structure of the measured CPUs with the measured latencies: its levels, the

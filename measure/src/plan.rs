@@ -104,40 +104,16 @@ pub fn cache_sizes(os: &OsView, cpu: u32) -> Vec<u64> {
     v.into_iter().map(|(_, b)| b).collect()
 }
 
-/// Whether the cgroup cpuset lets this process use memory node `id`
-/// ([`OsView::allowed_nodes`]; every node without a cpuset).
-fn node_allowed(os: &OsView, id: u32) -> bool {
-    os.allowed_nodes
-        .as_ref()
-        .is_none_or(|allowed| allowed.contains(&id))
-}
-
-/// Whether the cgroup cpuset lets this process run on CPU `c` ([`OsView::cpuset`]).
-fn cpu_allowed(os: &OsView, c: u32) -> bool {
-    os.cpuset.as_ref().is_none_or(|allowed| allowed.contains(&c))
-}
-
-/// The OS's nodes as a plan sees them: those the cgroup cpuset allows (a measurement
-/// binds memory only where the kernel lets it).
+/// The OS's nodes as a plan sees them.
 fn nodes_of(os: &OsView) -> Vec<NodeShape> {
-    let nodes = os.nodes.as_deref().unwrap_or_default();
-    // A distance row lists every node of the OS in order: keep the allowed columns.
-    let kept: Vec<usize> = (0..nodes.len())
-        .filter(|&j| node_allowed(os, nodes[j].id))
-        .collect();
-    kept.iter()
-        .map(|&i| {
-            let n = &nodes[i];
-            NodeShape {
-                id: n.id,
-                distances: if n.distances.len() == nodes.len() {
-                    kept.iter().map(|&j| n.distances[j]).collect()
-                } else {
-                    n.distances.clone()
-                },
-                memory_bytes: n.memory_bytes,
-                cpus: n.cpus.clone(),
-            }
+    os.nodes
+        .iter()
+        .flatten()
+        .map(|n| NodeShape {
+            id: n.id,
+            distances: n.distances.clone(),
+            memory_bytes: n.memory_bytes,
+            cpus: n.cpus.clone(),
         })
         .collect()
 }
@@ -145,7 +121,7 @@ fn nodes_of(os: &OsView) -> Vec<NodeShape> {
 /// The node holding most of `cpus` (the lowest number on a tie).
 fn local_node(os: &OsView, cpus: &[u32]) -> Option<u32> {
     let mut best: Option<(usize, u32)> = None;
-    for n in os.nodes.iter().flatten().filter(|n| node_allowed(os, n.id)) {
+    for n in os.nodes.iter().flatten() {
         let k = n.cpus.iter().filter(|c| cpus.contains(c)).count();
         if k > 0 && best.is_none_or(|(b, _)| k > b) {
             best = Some((k, n.id));
@@ -169,7 +145,9 @@ impl Shape {
     /// (free memory, flushing, huge pages) are those of this machine; set them for another.
     #[must_use]
     pub fn from_os(os: &OsView, cpus: &[u32]) -> Self {
-        let keep = |c: u32| (cpus.is_empty() || cpus.contains(&c)) && cpu_allowed(os, c);
+        // A measurement runs and binds memory only where the cgroup cpuset lets it.
+        let os = &os.allowed_only();
+        let keep = |c: u32| (cpus.is_empty() || cpus.contains(&c)) && os.cpu(c).is_some();
         let sockets = os
             .packages()
             .values()
@@ -206,6 +184,8 @@ impl Shape {
     /// the OS's cgroup cpuset allows (sockets left without a CPU are left out).
     #[must_use]
     pub fn from_topology(topo: &Topology, os: Option<&OsView>) -> Self {
+        let allowed = os.map(OsView::allowed_only);
+        let os = allowed.as_ref();
         let sockets: Vec<SocketShape> = (0..topo.num_sockets())
             .map(|s| {
                 let cores: Vec<Vec<u32>> = topo
@@ -215,7 +195,7 @@ impl Shape {
                         topo.core_contexts(core)
                             .iter()
                             .map(|c| topo.contexts()[c.0].os_id)
-                            .filter(|&c| os.is_none_or(|os| cpu_allowed(os, c)))
+                            .filter(|&c| os.is_none_or(|os| os.cpu(c).is_some()))
                             .collect::<Vec<u32>>()
                     })
                     .filter(|core| !core.is_empty())

@@ -6,6 +6,7 @@
 //! inference compares it with what the latencies say.
 
 mod cpu_list;
+mod restrict;
 mod structure;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -82,11 +82,13 @@ impl Inventory {
     }
 
     /// The objects the operating system reports (what `topoprobe_measure::os` reads
-    /// from sysfs): packages, dies, cores, online CPUs, NUMA nodes (CPU-less ones
-    /// included), data caches, and as `group` the clusters of cores, or the NUMA nodes
+    /// from sysfs) within the cgroup cpuset, as hwloc shows them by default: packages,
+    /// dies, cores, online CPUs, NUMA nodes (CPU-less ones included), data caches, and as `group` the clusters of cores, or the NUMA nodes
     /// that divide a package, that are no other object (as hwloc groups them).
     #[must_use]
     pub fn from_os_view(view: &OsView) -> Self {
+        // hwloc's default view: only what the cgroup cpuset allows, numbered as such.
+        let view = &view.allowed_only();
         let id = |v: i64| u32::try_from(v).ok();
         let packages = view
             .packages()
