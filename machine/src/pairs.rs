@@ -8,9 +8,12 @@ use topoprobe_infer::{collect_full, Collected};
 use topoprobe_measure::pair::{PairProbe, ProbeConfig};
 use topoprobe_measure::stats::RepetitionPolicy;
 use topoprobe_measure::timer::Timer;
-use topoprobe_model::{format_cpu_list, parse_cpu_list, OsView, PairLatency};
+use topoprobe_model::{
+    format_cpu_list, parse_cpu_list, OsView, PairLatency, PairReading, PairSample, ProbeError,
+};
 use topoprobe_sys::affinity;
 
+use crate::plan::{Clock, PairPlan};
 use crate::MachineError;
 
 /// How much to repeat the measurement of a pair (`None`: the probe's default).
@@ -200,6 +203,136 @@ pub fn collect(
         collected,
         elapsed: started.elapsed(),
     })
+}
+
+/// A probe measured against a clock: the first measurement calibrates the plan
+/// ([`PairPlan::calibrate`]: a machine slower than planned gets fewer measurements), and
+/// past the plan's deadline ([`PairPlan::deadline`]) or its cap every pair is answered as
+/// unavailable without measuring it, and counted.
+pub struct Timed<'a> {
+    inner: &'a mut dyn PairLatency,
+    clock: &'a dyn Clock,
+    plan: PairPlan,
+    started: f64,
+    calls: usize,
+    left_out: usize,
+    first_done: f64,
+}
+
+/// Measurements after the first that calibrate a pair plan.
+pub const CALIBRATION_PAIRS: usize = 4;
+
+impl std::fmt::Debug for Timed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timed")
+            .field("plan", &self.plan)
+            .field("started", &self.started)
+            .field("calls", &self.calls)
+            .field("left_out", &self.left_out)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Timed<'a> {
+    /// `inner` under `plan`, its time read on `clock` from now.
+    pub fn new(inner: &'a mut dyn PairLatency, clock: &'a dyn Clock, plan: PairPlan) -> Self {
+        let started = clock.now();
+        Self {
+            inner,
+            clock,
+            plan,
+            started,
+            calls: 0,
+            left_out: 0,
+            first_done: started,
+        }
+    }
+
+    /// The plan as calibrated, with a note on the pairs left out.
+    #[must_use]
+    pub fn finish(mut self) -> PairPlan {
+        if self.left_out > 0 {
+            self.plan.notes.push(format!(
+                "latency: {} left out: the pairs' {:.1} s of the budget were spent ({} \
+                 measured); they are filled in from the structure found, or missing",
+                topoprobe_model::format::plural(self.left_out, "pair measurement"),
+                self.plan.deadline(),
+                self.calls
+            ));
+        }
+        self.plan
+    }
+
+    /// Measurements refused for time.
+    #[must_use]
+    pub fn left_out(&self) -> usize {
+        self.left_out
+    }
+
+    fn open(&self) -> bool {
+        let cap = self.plan.max_measurements.unwrap_or(usize::MAX);
+        self.calls < cap && self.clock.now() - self.started < self.plan.deadline()
+    }
+}
+
+impl PairLatency for Timed<'_> {
+    fn contexts(&self) -> usize {
+        self.inner.contexts()
+    }
+
+    fn measure(&mut self, a: usize, b: usize) -> Result<Option<PairSample>, ProbeError> {
+        match self.measure_pair(a, b)? {
+            PairReading::Sample(s) => Ok(Some(s)),
+            _ => Ok(None),
+        }
+    }
+
+    fn measure_pair(&mut self, a: usize, b: usize) -> Result<PairReading, ProbeError> {
+        // The first pair is always measured: a run measures something.
+        if self.calls > 0 && !self.open() {
+            self.left_out += 1;
+            return Ok(PairReading::Unavailable);
+        }
+        let t = self.clock.now();
+        let r = self.inner.measure_pair(a, b)?;
+        self.calls += 1;
+        // The first pair also starts the probe (and, in an emulator, translates its code):
+        // the plan learns from the ones after it.
+        if self.calls == 1 {
+            self.first_done = self.clock.now();
+        } else if self.calls == CALIBRATION_PAIRS + 1 {
+            let per_pair = (self.clock.now() - self.first_done) / CALIBRATION_PAIRS as f64;
+            self.plan.calibrate(per_pair);
+        }
+        Ok(r)
+    }
+}
+
+/// [`collect`] within `plan`, its time read on `clock`: the first measurement calibrates
+/// the plan, and the collection stops at the plan's deadline (pairs left out are said in
+/// the plan's notes, and filled in from the structure found or missing). Returns the
+/// table and the plan as calibrated.
+///
+/// # Errors
+///
+/// As [`collect`].
+pub fn collect_within(
+    probe: &mut dyn PairLatency,
+    sampling: Sampling,
+    hint: Option<Vec<Vec<usize>>>,
+    plan: &PairPlan,
+    clock: &dyn Clock,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(MeasuredTable, PairPlan), MachineError> {
+    let mut timed = Timed::new(probe, clock, plan.clone());
+    let table = collect(
+        &mut timed,
+        sampling,
+        hint,
+        plan.max_measurements,
+        progress,
+    )?;
+    Ok((table, timed.finish()))
 }
 
 #[cfg(test)]

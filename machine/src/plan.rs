@@ -11,6 +11,8 @@
 //! Memory is not shared: steps run one after another and free their buffers, so every
 //! plugin may use the whole memory budget.
 
+use std::time::Instant;
+
 use topoprobe_infer::sparse::SparseOptions;
 use topoprobe_measure::pair::ProbeConfig;
 use topoprobe_measure::plan::{mib, Shape, MIB, PROCESS_BYTES};
@@ -76,6 +78,41 @@ const INFERENCE_S_PER_PAIR: f64 = 1.1e-7;
 /// --from-matrix` of 1024 contexts.
 pub const TABLE_BYTES_PER_PAIR: u64 = 110;
 
+/// A clock the deadlines are read on: seconds since the measurement started. The live
+/// run reads the wall clock ([`WallClock`]); tests give a simulated one.
+pub trait Clock {
+    /// Seconds since the start.
+    fn now(&self) -> f64;
+}
+
+/// The wall clock, from an instant.
+#[derive(Debug, Clone, Copy)]
+pub struct WallClock(Instant);
+
+impl WallClock {
+    /// A clock started now.
+    #[must_use]
+    pub fn start() -> Self {
+        Self(Instant::now())
+    }
+
+    /// A clock started at `at`.
+    #[must_use]
+    pub fn since(at: Instant) -> Self {
+        Self(at)
+    }
+}
+
+impl Clock for WallClock {
+    fn now(&self) -> f64 {
+        self.0.elapsed().as_secs_f64()
+    }
+}
+
+/// A timed step may run this many times its plan (the plan's own estimate after
+/// calibration) before it is stopped.
+pub const STEP_SLACK: f64 = 1.5;
+
 /// Seconds one pair is expected to take with `config`: two threads started, a warm-up of
 /// two batches, one batch.
 #[must_use]
@@ -117,6 +154,9 @@ pub struct PairPlan {
     pub max_measurements: Option<usize>,
     /// Seconds planned.
     pub seconds: f64,
+    /// Most seconds the pairs may take of the budget (their share): the collection stops
+    /// there whatever the plan said.
+    pub room: f64,
     /// What the budget changed, for the user.
     pub notes: Vec<String>,
 }
@@ -132,6 +172,58 @@ impl PairPlan {
             self.measurements as u64,
             self.seconds + TIMER_S,
         )
+    }
+
+    /// Seconds one measurement is planned to take.
+    #[must_use]
+    pub fn per_measurement(&self) -> f64 {
+        pair_seconds(&self.config)
+    }
+
+    /// The plan again, once a first measurement took `per_pair` seconds on this machine:
+    /// the seconds scale, and when they no longer fit [`PairPlan::room`], the
+    /// measurements are capped to what fits (the structure fills in the rest). Never
+    /// more generous than the plan: a machine faster than planned keeps it.
+    pub fn calibrate(&mut self, per_pair: f64) {
+        let planned = self.per_measurement();
+        if !(per_pair.is_finite() && per_pair > planned) {
+            return;
+        }
+        let wanted = self.max_measurements.unwrap_or(self.measurements);
+        let seconds = wanted as f64 * per_pair;
+        self.seconds = seconds;
+        if seconds <= self.room || self.full {
+            if self.full && seconds > self.room {
+                self.notes.push(format!(
+                    "latency: a pair took {:.1} ms here ({:.1}× the plan): the {} pairs take \
+                     about {seconds:.1} s, over their {:.1} s share; the pairs left when it \
+                     is spent are left out",
+                    per_pair * 1e3,
+                    per_pair / planned,
+                    self.measurements,
+                    self.room
+                ));
+            }
+            return;
+        }
+        let cap = ((self.room / per_pair) as usize).max(1);
+        self.max_measurements = Some(cap.min(wanted));
+        self.seconds = cap.min(wanted) as f64 * per_pair;
+        self.notes.push(format!(
+            "latency: a pair took {:.1} ms here ({:.1}× the plan): at most {cap} of the about \
+             {wanted} measurements fit the pairs' {:.1} s share; the pairs not measured are \
+             filled in from the structure found by then",
+            per_pair * 1e3,
+            per_pair / planned,
+            self.room
+        ));
+    }
+
+    /// When the collection stops, seconds after it started: the plan with
+    /// [`STEP_SLACK`], never past its share.
+    #[must_use]
+    pub fn deadline(&self) -> f64 {
+        (self.seconds * STEP_SLACK).min(self.room.max(self.per_measurement()))
     }
 }
 
@@ -177,6 +269,7 @@ pub fn plan_pairs(
         quick: false,
         max_measurements: None,
         seconds: natural,
+        room: seconds,
         notes: Vec::new(),
     };
     if natural <= seconds {
@@ -237,6 +330,47 @@ pub struct MeasurePlan {
     /// Every step: latency pairs, SMT probe, inference, the plugins' steps (planned on the
     /// OS's view of the machine; the plugins plan again on the measured topology).
     pub cost: CostPlan,
+    /// Seconds after the start by which the plugins must be done: the budget less its
+    /// headroom and what runs after them (the last stability checks).
+    pub plugins_end: f64,
+}
+
+impl MeasurePlan {
+    /// The plan with the latency pairs as they were measured (calibrated on this machine,
+    /// see [`PairPlan::calibrate`]): their step's seconds and notes follow.
+    pub fn set_pairs(&mut self, pairs: PairPlan) {
+        if let Some(step) = self.cost.steps.iter_mut().find(|s| s.probe == "latency") {
+            *step = pairs.step();
+        }
+        for n in &pairs.notes {
+            if !self.cost.left_out.contains(n) {
+                self.cost.left_out.push(n.clone());
+            }
+        }
+        self.pairs = pairs;
+    }
+}
+
+/// A plugin's share of the time left: `shares` are the planned shares of this plugin and
+/// those after it, `left` the seconds left until [`MeasurePlan::plugins_end`]. The shares
+/// shrink in proportion when the time left cannot hold them all (the steps before ran
+/// slower than planned); `None` when this plugin's share is gone, or is less than
+/// `least` seconds, the least it can do: it is then left out and said. A plugin planned
+/// at no cost keeps its zero share.
+#[must_use]
+pub fn share_of_time_left(shares: &[f64], left: f64, least: f64) -> Option<f64> {
+    let mine = *shares.first()?;
+    if mine <= 0.0 {
+        // Planned to cost nothing (its hardware is missing): it runs to say so.
+        return Some(0.0);
+    }
+    let total: f64 = shares.iter().sum();
+    let given = if total > left && total > 0.0 {
+        mine * left.max(0.0) / total
+    } else {
+        mine
+    };
+    (given > 0.0 && given >= least).then_some(given)
 }
 
 /// Shares `seconds` among claims of `wants` seconds: every claim below an even share gets
@@ -321,12 +455,13 @@ pub fn plan_measurement(
     let natural_total: f64 = natural.iter().map(CostPlan::seconds).sum();
     debug_assert!(natural_total >= 0.0);
     let pairs_natural = plan_pairs(n, sampling, repetitions, f64::MAX)?;
-    let pairs = if pairs_natural.seconds + natural_total <= after_fixed {
+    let room = (after_fixed - natural_total).max(PAIRS_SHARE * after_fixed);
+    let mut pairs = if pairs_natural.seconds <= room {
         pairs_natural
     } else {
-        let room = (after_fixed - natural_total).max(PAIRS_SHARE * after_fixed);
         plan_pairs(n, sampling, repetitions, room)?
     };
+    pairs.room = room.max(pairs.seconds);
     let rest = (after_fixed - pairs.seconds).max(0.0);
     let mut cost = CostPlan::new(budget);
     cost.steps.push(pairs.step());
@@ -372,11 +507,19 @@ pub fn plan_measurement(
         cost.extend(plugins::plan_plugin(p, shape, None, os, b));
         shares.push((p, b));
     }
+    // When watching, the reference pairs at the end and the SMT probe again follow the
+    // plugins.
+    let after_plugins = if watch {
+        smt / 2.0 + 4.0 * pair_seconds(&default_config)
+    } else {
+        0.0
+    };
     Ok(MeasurePlan {
         budget,
         pairs,
         plugins: shares,
         cost,
+        plugins_end: (budget.seconds * (1.0 - HEADROOM) - after_plugins).max(0.0),
     })
 }
 

@@ -11,6 +11,7 @@ use topoprobe_model::{
     MemorySection, NodeId, OsView, SocketId, Threads, Topology, Warning,
 };
 
+use crate::plan::{share_of_time_left, Clock, WallClock, STEP_SLACK};
 use crate::{MachineError, Progress};
 
 mod plans;
@@ -226,6 +227,60 @@ pub fn run(
     plugins: &[(Plugin, Budget)],
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<CostPlan>, MachineError> {
+    let clock = WallClock::start();
+    run_within(topo, os, plugins, &clock, f64::INFINITY, progress)
+}
+
+/// Seconds a plugin must be given at least to run at all.
+const LEAST_SECONDS: f64 = 0.02;
+
+/// The budget `plugin` runs with when `shares` (its planned budget's seconds, then those
+/// of the plugins after it) meet `left` seconds: its share of the time left
+/// ([`share_of_time_left`]), or why it is left out: its share is gone, or its plan in
+/// what is left (`plan_in(budget)`'s seconds) would overrun it by more than
+/// [`STEP_SLACK`].
+pub fn budget_in_time_left(
+    plugin: Plugin,
+    budget: Budget,
+    shares: &[f64],
+    left: f64,
+    plan_in: impl FnOnce(Budget) -> f64,
+) -> Result<Budget, String> {
+    let Some(given) = share_of_time_left(shares, left, LEAST_SECONDS) else {
+        return Err(format!(
+            "left out: {}: {:.1} s of the budget were left for it and the plugins after it",
+            plugin.name(),
+            left.max(0.0)
+        ));
+    };
+    let b = budget.with_seconds(given.min(budget.seconds));
+    let need = plan_in(b);
+    if given > 0.0 && need > b.seconds * STEP_SLACK {
+        return Err(format!(
+            "left out: {}: its share of the time left is {:.2} s, and the least it measures \
+             takes about {need:.2} s",
+            plugin.name(),
+            b.seconds
+        ));
+    }
+    Ok(b)
+}
+
+/// [`run`] against a clock: each plugin runs with its share of the time left until `end`
+/// seconds on `clock` ([`budget_in_time_left`]); a plugin that time cannot hold is left
+/// out, with a note in its cost (`left_out`) that the description's warnings repeat.
+///
+/// # Errors
+///
+/// As [`run`].
+pub fn run_within(
+    topo: &mut Topology,
+    os: Option<&OsView>,
+    plugins: &[(Plugin, Budget)],
+    clock: &dyn Clock,
+    end: f64,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<CostPlan>, MachineError> {
     let timer = topoprobe_measure::timer::Timer::calibrate();
     let ghz = timer.cycle_ghz();
     if let Some(g) = ghz {
@@ -236,8 +291,21 @@ pub fn run(
             .or_insert_with(|| format!("{g:.4}"));
     }
     let mut costs = Vec::new();
-    for &(plugin, budget) in plugins {
+    let wants: Vec<f64> = plugins.iter().map(|(_, b)| b.seconds).collect();
+    for (i, &(plugin, planned)) in plugins.iter().enumerate() {
         let shape = Shape::from_topology(topo, os);
+        let left = end - clock.now();
+        let budget = match budget_in_time_left(plugin, planned, &wants[i..], left, |b| {
+            plan_plugin(plugin, &shape, Some(topo), os, b).seconds()
+        }) {
+            Ok(b) => b,
+            Err(note) => {
+                let mut p = plans::nothing(plugin, planned.with_seconds(0.0), note.clone());
+                p.left_out.push(note);
+                costs.push(p);
+                continue;
+            }
+        };
         progress(Progress::Plugin(plugin.name()));
         let started = std::time::Instant::now();
         let cost = match plugin {

@@ -69,7 +69,7 @@ pub(super) fn c2c_plan(topo: &Topology, budget: Budget) -> Result<C2cPlan, SyncE
 }
 
 /// A plan of no cost with a note (a plugin whose hardware is missing).
-fn nothing(plugin: Plugin, budget: Budget, note: String) -> CostPlan {
+pub(super) fn nothing(plugin: Plugin, budget: Budget, note: String) -> CostPlan {
     let mut p = CostPlan::new(budget);
     let mut step = CostStep::new(plugin.name(), plugin.name(), 0, 0, 0.0);
     step.note = Some(note);

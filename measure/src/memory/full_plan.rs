@@ -76,7 +76,7 @@ pub fn saturation_counts(n: usize) -> Vec<usize> {
 /// Adds the `--full` steps to `plan` (whose steps are planned to take `spent` seconds),
 /// keeping them within what is left of the budget, and says what is left out.
 pub fn add_full_steps(shape: &Shape, opts: &MemOptions, plan: &mut MemPlan, spent: f64) {
-    let r = Rates::ASSUMED;
+    let r = plan.speed.rates();
     let numa = shape.nodes.len() > 1;
     let node_index = |id: u32| shape.nodes.iter().position(|x| x.id == id);
     let targets = matrix::targets(shape);

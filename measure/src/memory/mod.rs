@@ -23,6 +23,7 @@ pub mod kernels;
 pub mod loaded;
 pub mod matrix;
 pub mod mixes;
+pub mod pace;
 pub mod plan;
 
 use std::time::Instant;
@@ -106,6 +107,10 @@ impl Default for MemOptions {
         }
     }
 }
+
+/// Share of the budget kept free of the steps: starting the process, reading the
+/// topology, writing the result.
+pub const HEADROOM: f64 = 0.05;
 
 /// A measurement's threads may wait this share of its time for their CPUs (other
 /// programs running on them) before it is flagged: a chase or a stream timed by the wall
@@ -339,6 +344,36 @@ pub fn run_plan(
     mut progress: impl FnMut(&str),
 ) -> Result<MemReport, MemError> {
     let started = Instant::now();
+    // Learn the machine's speed before committing to large work; a machine slower than
+    // the plan's rates is planned again at its own.
+    if plan.speed == pace::Speed::assumed() && !plan.steps.is_empty() {
+        let cpus = shape
+            .sockets
+            .first()
+            .map(|s| s.cpus.clone())
+            .unwrap_or_default();
+        let speed = pace::calibrate(&cpus);
+        if speed.slower_than_assumed() {
+            let budget = plan.budget;
+            let left = opts
+                .budget
+                .with_seconds((budget.seconds - speed.seconds).max(0.0));
+            let mut again = plan::plan_memory_at(
+                shape,
+                &MemOptions {
+                    budget: left,
+                    ..opts.clone()
+                },
+                &speed,
+            );
+            again.budget = budget;
+            again.notes.push(speed_note(&speed));
+            *plan = again;
+        } else {
+            plan.speed = speed;
+        }
+    }
+    let mut pace = pace::Pace::new();
     let mut report = MemReport {
         latency: Vec::new(),
         bandwidth: Vec::new(),
@@ -392,14 +427,29 @@ pub fn run_plan(
     for i in 0..plan.steps.len() {
         let step = &plan.steps[i];
         let elapsed = started.elapsed().as_secs_f64();
-        if !step.required && elapsed + step.cost.seconds > plan.budget.seconds {
+        let kind = step_kind(&step.work);
+        let usable = plan.budget.seconds * (1.0 - HEADROOM);
+        if !step.required && !pace.fits(&kind, step.cost.seconds, elapsed, usable) {
             skipped += 1;
             plan.steps[i].cost.note = Some(format!(
-                "left out: {elapsed:.1} s of the {} budget were spent before it",
-                crate::plan::secs(plan.budget.seconds)
+                "left out: {elapsed:.1} s of the {} budget were spent before it, and it would \
+                 take about {:.2} s at this machine's pace",
+                crate::plan::secs(plan.budget.seconds),
+                pace.expect(&kind, step.cost.seconds)
             ));
             continue;
         }
+        // The rounds of a step stop within the time left (at least one round each).
+        let left = (usable - elapsed).max(0.0);
+        let rule = |kernels: usize| {
+            let mut r = plan.rule(step, kernels);
+            let most = left / kernels.max(1) as f64;
+            if most < r.max_seconds {
+                r.max_seconds = most;
+                r.min_rounds = 1;
+            }
+            r
+        };
         progress(&step.cost.what);
         let t = Instant::now();
         // The largest share of the step's time one of its threads waited for its CPU.
@@ -435,7 +485,7 @@ pub fn run_plan(
                         kernels.to_vec(),
                         plan.non_temporal,
                         bind.then_some(*node),
-                        plan.rule(step, kernels.len()),
+                        rule(kernels.len()),
                     ),
                 )?;
                 waited = most_waited(figures.iter().map(|f| f.waited));
@@ -494,7 +544,7 @@ pub fn run_plan(
                             mixes.iter().map(|&m| mixes::kernel(m)).collect(),
                             non_temporal,
                             bind.then_some(*node),
-                            plan.rule(step, full_plan::MIX_KERNELS),
+                            rule(full_plan::MIX_KERNELS),
                         ),
                     )?;
                     waited = most_waited(figures.iter().map(|f| f.waited).chain([waited]));
@@ -521,7 +571,7 @@ pub fn run_plan(
                 for &t in counts {
                     let f = bandwidth::measure(
                         &cpus[..t.min(cpus.len())],
-                        &read(bind.then_some(*node), plan.rule(step, counts.len())),
+                        &read(bind.then_some(*node), rule(counts.len())),
                     )?;
                     waited = most_waited([waited, f.waited]);
                     points.push((t, f.value));
@@ -557,7 +607,7 @@ pub fn run_plan(
                 bind,
                 cpus,
             } => {
-                let f = bandwidth::measure(cpus, &read(bind.then_some(*node), plan.rule(step, 1)))?;
+                let f = bandwidth::measure(cpus, &read(bind.then_some(*node), rule(1)))?;
                 waited = f.waited;
                 if let Some(m) = matrix.as_mut() {
                     if let Some(t) = m.targets.iter().position(|x| x == node) {
@@ -574,11 +624,10 @@ pub fn run_plan(
                 share * 100.0
             ));
         }
+        let spent = t.elapsed().as_secs_f64();
+        pace.record(&kind, plan.steps[i].cost.seconds, spent);
         let cost = &mut plan.steps[i].cost;
-        cost.record(
-            t.elapsed().as_secs_f64(),
-            topoprobe_sys::usage::peak_resident_bytes(),
-        );
+        cost.record(spent, topoprobe_sys::usage::peak_resident_bytes());
     }
     if skipped > 0 {
         report.notes.push(format!(
@@ -610,6 +659,38 @@ pub fn run_plan(
     report.node_matrix = matrix;
     report.cost = plan.cost();
     Ok(report)
+}
+
+/// The kind of a step, as [`pace::Pace`] learns its pace: steps of one kind cost alike.
+fn step_kind(work: &MemWork) -> String {
+    match work {
+        MemWork::Latency { .. } => "latency".into(),
+        MemWork::Bandwidth { cpus, .. } => format!("bandwidth {}", cpus.len()),
+        MemWork::Loaded { .. } => "loaded".into(),
+        MemWork::Mixes { .. } => "mixes".into(),
+        MemWork::Saturation { .. } => "saturation".into(),
+        MemWork::MatrixLatency { .. } => "matrix latency".into(),
+        MemWork::MatrixRead { cpus, .. } => format!("matrix read {}", cpus.len()),
+    }
+}
+
+/// What the calibration found, for the notes.
+fn speed_note(s: &pace::Speed) -> String {
+    let at_once = if s.parallel.is_finite() {
+        format!(", {:.1} threads at once", s.parallel)
+    } else {
+        String::new()
+    };
+    format!(
+        "planned at this machine's speed, slower than the plan's rates (measured in {:.2} s): \
+         first touch {:.0} MB/s, a thread streams {:.1} GB/s, {:.0} ns a dependent load, \
+         {:.1} ms to start a thread{at_once}",
+        s.seconds,
+        (1u64 << 30) as f64 / s.touch_s_per_gib / 1e6,
+        s.thread_gbps,
+        s.chase_ns,
+        s.thread_start_s * 1e3
+    )
 }
 
 /// The largest of the shares known.

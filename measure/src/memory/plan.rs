@@ -19,6 +19,7 @@
 
 use topoprobe_model::{Budget, CostPlan, CostStep};
 
+use super::pace::Speed;
 use super::{working_set, MemOptions, MIN_WORKING_SET};
 use crate::plan::{mib, Rates, Shape, PROCESS_BYTES};
 use crate::steady::SteadyRule;
@@ -178,6 +179,8 @@ pub struct MemPlan {
     pub targets: Vec<u32>,
     /// Matrix pairs measured (latency) and in all.
     pub matrix_pairs: (usize, usize),
+    /// The machine's speed the plan was made for ([`Speed::assumed`] until calibrated).
+    pub speed: Speed,
 }
 
 impl MemPlan {
@@ -232,10 +235,23 @@ pub(super) fn latency_seconds(r: &Rates, bytes: u64, evicts: bool, pages: usize)
 /// Seconds of one bandwidth step: `threads` threads first touch `bytes`, stream once
 /// untimed, then run `kernels` kernels of [`EXPECTED_ROUNDS`] evicted passes each.
 pub(super) fn bandwidth_seconds(r: &Rates, bytes: u64, threads: usize, kernels: usize) -> f64 {
-    let round = r.flush_seconds(bytes, threads) + r.stream_seconds(bytes, threads);
+    bandwidth_seconds_at(r, bytes, threads, kernels, &Speed::assumed())
+}
+
+/// [`bandwidth_seconds`] on a machine of `speed`: only so many of the threads run at once
+/// ([`Speed::effective_threads`]).
+pub(super) fn bandwidth_seconds_at(
+    r: &Rates,
+    bytes: u64,
+    threads: usize,
+    kernels: usize,
+    speed: &Speed,
+) -> f64 {
+    let at_once = speed.effective_threads(threads);
+    let round = r.flush_seconds(bytes, at_once) + r.stream_seconds(bytes, at_once);
     threads as f64 * r.thread_start_s
-        + r.touch_seconds(bytes, threads)
-        + r.stream_seconds(bytes, threads)
+        + r.touch_seconds(bytes, at_once)
+        + r.stream_seconds(bytes, at_once)
         + (kernels * EXPECTED_ROUNDS) as f64 * round
 }
 
@@ -275,10 +291,17 @@ fn ordered_pairs(shape: &Shape) -> (Vec<(usize, usize)>, usize) {
     (out, representatives)
 }
 
-/// Plans the memory probe on a machine of `shape` as `opts` asks, within `opts.budget`.
+/// Plans the memory probe on a machine of `shape` as `opts` asks, within `opts.budget`,
+/// at the rates the plan assumes ([`Rates::ASSUMED`]).
 #[must_use]
 pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
-    let r = Rates::ASSUMED;
+    plan_memory_at(shape, opts, &Speed::assumed())
+}
+
+/// [`plan_memory`] on a machine of `speed` (measured by [`super::pace::calibrate`]).
+#[must_use]
+pub fn plan_memory_at(shape: &Shape, opts: &MemOptions, speed: &Speed) -> MemPlan {
+    let r = speed.rates();
     let budget = opts.budget;
     let buffers = budget
         .bytes
@@ -386,7 +409,7 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
                     ),
                     bandwidth_bytes,
                     (3 * EXPECTED_ROUNDS) as u64,
-                    bandwidth_seconds(&r, bandwidth_bytes, t, 3),
+                    bandwidth_seconds_at(&r, bandwidth_bytes, t, 3, speed),
                 ),
                 required: false,
             });
@@ -482,6 +505,7 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
         initiators: Vec::new(),
         targets: Vec::new(),
         matrix_pairs: (0, 0),
+        speed: *speed,
     };
     if opts.full {
         super::full_plan::add_full_steps(shape, opts, &mut plan, spent);

@@ -1,0 +1,380 @@
+//! Keeping a memory measurement within its time budget on a machine slower than the plan's
+//! rates (a virtual server time-sharing a few host CPUs, a fresh guest whose first touch of
+//! memory runs at tens of MB/s):
+//!
+//! - [`calibrate`] learns the machine's speed cheaply before the plan commits to large
+//!   work (first touch, streaming, a dependent chase, starting a thread, and how many
+//!   threads really run at once), and [`Speed::rates`] turns it into the plan's rates, never
+//!   faster than [`Rates::ASSUMED`];
+//! - [`Pace`] learns, step by step, how much slower than planned each kind of step runs,
+//!   and leaves out a step that the time left cannot hold at that pace.
+
+use std::time::Instant;
+
+use crate::plan::Rates;
+
+/// Bytes first touched by the calibration at most.
+const TOUCH_BYTES: usize = 4 << 20;
+/// Seconds the calibration's first touch may take at most (the rate is read from the pages
+/// touched by then).
+const TOUCH_SECONDS: f64 = 0.04;
+/// Seconds each thread of the parallelism test spins.
+const SPIN_SECONDS: f64 = 0.01;
+/// Threads of the parallelism test at most.
+const SPIN_THREADS: usize = 64;
+
+/// What [`calibrate`] measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Speed {
+    /// Seconds to touch a GiB for the first time, one thread.
+    pub touch_s_per_gib: f64,
+    /// Streaming read rate of one thread over the touched pages, GB/s.
+    pub thread_gbps: f64,
+    /// ns per load of a dependent chase over the touched pages.
+    pub chase_ns: f64,
+    /// Seconds to start, pin and join a thread.
+    pub thread_start_s: f64,
+    /// How many of the test's threads ran at once, on average (1 to their number).
+    pub parallel: f64,
+    /// Seconds the calibration took.
+    pub seconds: f64,
+}
+
+impl Speed {
+    /// The speed the plan assumes ([`Rates::ASSUMED`], threads all in parallel).
+    #[must_use]
+    pub fn assumed() -> Self {
+        let r = Rates::ASSUMED;
+        Self {
+            touch_s_per_gib: r.touch_s_per_gib,
+            thread_gbps: r.thread_gbps,
+            chase_ns: r.memory_ns,
+            thread_start_s: r.thread_start_s,
+            parallel: f64::INFINITY,
+            seconds: 0.0,
+        }
+    }
+
+    /// The plan's rates on a machine of this speed: each never faster than
+    /// [`Rates::ASSUMED`] (the calibration's buffer may sit in a cache a real measurement
+    /// misses), and the socket's streaming rate no more than `parallel` threads give.
+    #[must_use]
+    pub fn rates(&self) -> Rates {
+        let a = Rates::ASSUMED;
+        let slower = |x: f64, assumed: f64| {
+            if x.is_finite() {
+                x.max(assumed)
+            } else {
+                assumed
+            }
+        };
+        let memory_ns = slower(self.chase_ns, a.memory_ns);
+        let thread_gbps = if self.thread_gbps.is_finite() && self.thread_gbps > 0.0 {
+            self.thread_gbps.min(a.thread_gbps)
+        } else {
+            a.thread_gbps
+        };
+        let parallel = if self.parallel.is_finite() {
+            self.parallel.max(1.0)
+        } else {
+            f64::INFINITY
+        };
+        Rates {
+            memory_ns,
+            thread_gbps,
+            socket_gbps: a.socket_gbps.min(thread_gbps * parallel),
+            flush_ns: a.flush_ns * memory_ns / a.memory_ns,
+            touch_s_per_gib: slower(self.touch_s_per_gib, a.touch_s_per_gib),
+            thread_start_s: slower(self.thread_start_s, a.thread_start_s),
+            ..a
+        }
+    }
+
+    /// Threads of `threads` that run at once here.
+    #[must_use]
+    pub fn effective_threads(&self, threads: usize) -> usize {
+        let t = threads.max(1);
+        if self.parallel.is_finite() {
+            t.min(self.parallel.round().max(1.0) as usize)
+        } else {
+            t
+        }
+    }
+
+    /// Whether the machine is so much slower than assumed that the plan must be made again.
+    #[must_use]
+    pub fn slower_than_assumed(&self) -> bool {
+        let r = self.rates();
+        let a = Rates::ASSUMED;
+        r.touch_s_per_gib > 1.5 * a.touch_s_per_gib
+            || r.memory_ns > 1.5 * a.memory_ns
+            || r.thread_gbps < a.thread_gbps / 1.5
+            || r.thread_start_s > 3.0 * a.thread_start_s
+            || self.parallel.is_finite()
+    }
+}
+
+/// Measures the machine's speed on `cpus` (the first for one thread; up to
+/// [`SPIN_THREADS`] of them for parallelism) in about 0.1 s on an ordinary machine, and
+/// never much more than that on a slow one (the first touch stops after
+/// [`TOUCH_SECONDS`]). A measurement that cannot run (a CPU that cannot be pinned) leaves
+/// the assumed figure.
+#[must_use]
+pub fn calibrate(cpus: &[u32]) -> Speed {
+    let started = Instant::now();
+    let mut speed = Speed::assumed();
+    let Some(&first) = cpus.first() else {
+        return speed;
+    };
+    let t = Instant::now();
+    let one = std::thread::spawn(move || {
+        let pinned = topoprobe_sys::affinity::pin_current_thread(first).is_ok();
+        let start = t.elapsed().as_secs_f64();
+        pinned.then(|| (start, touch_stream_chase()))
+    })
+    .join()
+    .ok()
+    .flatten();
+    if let Some((start, (touch, gbps, ns))) = one {
+        speed.thread_start_s = start;
+        speed.touch_s_per_gib = touch;
+        speed.thread_gbps = gbps;
+        speed.chase_ns = ns;
+    }
+    if cpus.len() > 1 {
+        speed.parallel = parallelism(&cpus[..cpus.len().min(SPIN_THREADS)]);
+    }
+    speed.seconds = started.elapsed().as_secs_f64();
+    speed
+}
+
+/// First touch of up to [`TOUCH_BYTES`] (s/GiB), a streaming read over what was touched
+/// (GB/s) and a dependent chase over it (ns per load).
+fn touch_stream_chase() -> (f64, f64, f64) {
+    const PAGE: usize = 4096;
+    let mut v: Vec<u64> = Vec::new();
+    if v.try_reserve_exact(TOUCH_BYTES / 8).is_err() {
+        let a = Rates::ASSUMED;
+        return (a.touch_s_per_gib, a.thread_gbps, a.memory_ns);
+    }
+    let t = Instant::now();
+    let mut touched = 0;
+    while touched < TOUCH_BYTES / 8 {
+        // 64 pages at a time, each written once: the kernel faults them in.
+        for _ in 0..64 {
+            if touched >= TOUCH_BYTES / 8 {
+                break;
+            }
+            v.push(touched as u64);
+            v.resize(touched + PAGE / 8, 0);
+            touched += PAGE / 8;
+        }
+        if t.elapsed().as_secs_f64() > TOUCH_SECONDS {
+            break;
+        }
+    }
+    let touch = t.elapsed().as_secs_f64() / (touched * 8) as f64 * (1u64 << 30) as f64;
+    let t = Instant::now();
+    let sum: u64 = v.iter().fold(0u64, |a, &x| a.wrapping_add(x));
+    std::hint::black_box(sum);
+    let gbps = (v.len() * 8) as f64 / t.elapsed().as_secs_f64().max(1e-9) / 1e9;
+    // A chase with a stride of 4 KiB + 64 B through the touched pages.
+    let n = v.len();
+    let step = PAGE / 8 + 8;
+    for i in 0..n {
+        v[i] = ((i + step) % n) as u64;
+    }
+    let loads = 20_000.min(n);
+    let t = Instant::now();
+    let mut at = 0usize;
+    for _ in 0..loads {
+        at = v[at] as usize;
+    }
+    std::hint::black_box(at);
+    let ns = t.elapsed().as_secs_f64() * 1e9 / loads.max(1) as f64;
+    (touch, gbps, ns)
+}
+
+/// How many of threads pinned to `cpus` run at once: each spins for [`SPIN_SECONDS`]
+/// counting its iterations; the total against one thread's count alone.
+fn parallelism(cpus: &[u32]) -> f64 {
+    let spin = |cpu: u32| -> Option<u64> {
+        topoprobe_sys::affinity::pin_current_thread(cpu).ok()?;
+        let t = Instant::now();
+        let mut n = 0u64;
+        while t.elapsed().as_secs_f64() < SPIN_SECONDS {
+            for _ in 0..64 {
+                n = std::hint::black_box(n + 1);
+            }
+        }
+        Some(n)
+    };
+    let alone = std::thread::scope(|s| s.spawn(|| spin(cpus[0])).join().ok().flatten());
+    let Some(alone) = alone.filter(|&n| n > 0) else {
+        return f64::INFINITY;
+    };
+    let counts: Vec<Option<u64>> = std::thread::scope(|s| {
+        let hs: Vec<_> = cpus.iter().map(|&c| s.spawn(move || spin(c))).collect();
+        hs.into_iter().map(|h| h.join().ok().flatten()).collect()
+    });
+    if counts.iter().any(Option::is_none) {
+        return f64::INFINITY;
+    }
+    let total: u64 = counts.into_iter().flatten().sum();
+    parallel_from_counts(alone, total, cpus.len())
+}
+
+/// Threads running at once from one thread's count alone and `threads` threads' total.
+#[must_use]
+pub fn parallel_from_counts(alone: u64, total: u64, threads: usize) -> f64 {
+    if alone == 0 {
+        return f64::INFINITY;
+    }
+    let p = (total as f64 / alone as f64).clamp(1.0, threads.max(1) as f64);
+    // Most of them in parallel: an ordinary machine; keep its plan.
+    if p >= 0.75 * threads as f64 {
+        f64::INFINITY
+    } else {
+        p
+    }
+}
+
+/// How much slower than planned the steps of each kind ran so far, and whether the next
+/// one fits the time left at that pace.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pace {
+    kinds: Vec<(String, f64, f64)>,
+}
+
+impl Pace {
+    /// No step run yet: the plan's pace.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records that a step of `kind` planned at `planned` seconds took `spent`.
+    pub fn record(&mut self, kind: &str, planned: f64, spent: f64) {
+        if !(planned > 0.0 && spent.is_finite()) {
+            return;
+        }
+        match self.kinds.iter_mut().find(|(k, _, _)| k == kind) {
+            Some((_, p, s)) => {
+                *p += planned;
+                *s += spent;
+            }
+            None => self.kinds.push((kind.to_string(), planned, spent.max(0.0))),
+        }
+    }
+
+    /// How many times its plan a step of `kind` is expected to take: the ratio of the
+    /// steps of that kind so far, else of every step so far; never below 1.
+    #[must_use]
+    pub fn factor(&self, kind: &str) -> f64 {
+        let ratio = |p: f64, s: f64| if p > 0.0 { s / p } else { 1.0 };
+        let f = match self.kinds.iter().find(|(k, _, _)| k == kind) {
+            Some(&(_, p, s)) => ratio(p, s),
+            None => {
+                let (p, s) = self
+                    .kinds
+                    .iter()
+                    .fold((0.0, 0.0), |(p, s), (_, a, b)| (p + a, s + b));
+                ratio(p, s)
+            }
+        };
+        f.max(1.0)
+    }
+
+    /// Seconds a step of `kind` planned at `planned` is expected to take.
+    #[must_use]
+    pub fn expect(&self, kind: &str, planned: f64) -> f64 {
+        planned * self.factor(kind)
+    }
+
+    /// Whether a step of `kind` planned at `planned` seconds fits when `elapsed` of
+    /// `budget` seconds are spent.
+    #[must_use]
+    pub fn fits(&self, kind: &str, planned: f64, elapsed: f64, budget: f64) -> bool {
+        elapsed + self.expect(kind, planned) <= budget
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_kind_of_step_is_expected_slow_and_left_out_when_it_cannot_fit() {
+        let mut pace = Pace::new();
+        assert_eq!(pace.factor("latency"), 1.0);
+        assert!(pace.fits("latency", 1.0, 8.0, 10.0));
+        // Latency steps ran 6× their plan; bandwidth steps with many threads 100×.
+        pace.record("latency", 0.1, 0.6);
+        pace.record("bandwidth 29", 0.01, 1.0);
+        assert!((pace.factor("latency") - 6.0).abs() < 1e-9);
+        assert!((pace.factor("bandwidth 29") - 100.0).abs() < 1e-9);
+        // A kind not seen yet takes the pace of all the steps so far.
+        assert!((pace.factor("bandwidth 1") - 1.6 / 0.11).abs() < 1e-9);
+        assert!(!pace.fits("bandwidth 29", 0.01, 9.5, 10.0));
+        assert!(pace.fits("latency", 0.05, 9.5, 10.0));
+        // A machine faster than planned keeps the plan's pace.
+        let mut fast = Pace::new();
+        fast.record("latency", 1.0, 0.1);
+        assert_eq!(fast.factor("latency"), 1.0);
+    }
+
+    #[test]
+    fn a_slow_machine_slows_the_rates_a_fast_one_keeps_them() {
+        let a = Rates::ASSUMED;
+        assert_eq!(Speed::assumed().rates(), a);
+        assert!(!Speed::assumed().slower_than_assumed());
+        let fast = Speed {
+            touch_s_per_gib: 0.1,
+            thread_gbps: 40.0,
+            chase_ns: 5.0,
+            thread_start_s: 20e-6,
+            parallel: f64::INFINITY,
+            seconds: 0.01,
+        };
+        assert_eq!(fast.rates(), a);
+        // A fresh guest: 40 MB/s first touch, 1 GB/s streams, threads one at a time.
+        let guest = Speed {
+            touch_s_per_gib: 1.0 / 0.04,
+            thread_gbps: 1.0,
+            chase_ns: 300.0,
+            thread_start_s: 2e-3,
+            parallel: 1.0,
+            seconds: 0.1,
+        };
+        let r = guest.rates();
+        assert!(guest.slower_than_assumed());
+        assert_eq!(r.touch_s_per_gib, 25.0);
+        assert_eq!(r.socket_gbps, 1.0);
+        assert_eq!(r.memory_ns, 300.0);
+        assert_eq!(guest.effective_threads(29), 1);
+        assert_eq!(fast.effective_threads(29), 29);
+    }
+
+    #[test]
+    fn parallelism_is_read_from_the_spin_counts() {
+        // 29 threads that did what one does alone: one at a time.
+        assert_eq!(parallel_from_counts(1000, 1000, 29), 1.0);
+        assert_eq!(parallel_from_counts(1000, 2100, 29), 2.1);
+        // Nearly all in parallel: an ordinary machine.
+        assert!(parallel_from_counts(1000, 28_000, 29).is_infinite());
+        assert!(parallel_from_counts(0, 10, 4).is_infinite());
+    }
+
+    #[test]
+    fn the_calibration_runs_and_is_short() {
+        let Some(cpu) = topoprobe_sys::affinity::allowed_cpus()
+            .ok()
+            .and_then(|s| s.iter().next())
+        else {
+            return;
+        };
+        let s = calibrate(&[cpu]);
+        assert!(s.touch_s_per_gib > 0.0 && s.thread_gbps > 0.0, "{s:?}");
+        assert!(s.rates().memory_ns >= Rates::ASSUMED.memory_ns);
+    }
+}
