@@ -285,15 +285,21 @@ pub(crate) fn measure_with(
     progress(Progress::Plan(&plan.cost));
     let os_view = ctx.os.as_ref().ok();
     let hint = os_view.map(|os| pairs::sibling_hint(os, cpus));
-    let table = pairs::collect(
+    let clock = planning::WallClock::since(started);
+    let (table, pairs_plan) = pairs::collect_within(
         probe,
         opts.sampling,
         hint,
-        plan.pairs.max_measurements,
+        &plan.pairs,
+        &clock,
         &mut |done, total| {
             progress(Progress::Pairs { done, total });
         },
     )?;
+    // The plan as its first measurements calibrated it, with the pairs left out for time.
+    let mut plan = plan.clone();
+    plan.set_pairs(pairs_plan);
+    let plan = &plan;
     progress(Progress::PairsDone);
     let pairs_peak = topoprobe_sys::usage::peak_resident_bytes();
     let mut stability_spent = 0.0;
@@ -500,8 +506,9 @@ pub fn measure_this_machine(
     let plan = plan_this_machine(opts, &cpus, os_ref, watch)?;
     let mut probe = pairs::pair_probe_with(cpus.clone(), plan.pairs.config);
     let mut smt = |a: u32, b: u32| smt::test_pair(a, b);
+    let clock = planning::WallClock::start();
     let mut run_plugins = |topo: &mut Topology, p: &mut dyn FnMut(Progress<'_>)| {
-        plugins::run(topo, os_ref, &plan.plugins, p)
+        plugins::run_within(topo, os_ref, &plan.plugins, &clock, plan.plugins_end, p)
     };
     let (mut topology, table) = measure_with(
         opts,
