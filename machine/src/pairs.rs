@@ -293,7 +293,6 @@ impl PairLatency for Timed<'_> {
             self.left_out += 1;
             return Ok(PairReading::Unavailable);
         }
-        let t = self.clock.now();
         let r = self.inner.measure_pair(a, b)?;
         self.calls += 1;
         // The first pair also starts the probe (and, in an emulator, translates its code):
@@ -325,13 +324,7 @@ pub fn collect_within(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(MeasuredTable, PairPlan), MachineError> {
     let mut timed = Timed::new(probe, clock, plan.clone());
-    let table = collect(
-        &mut timed,
-        sampling,
-        hint,
-        plan.max_measurements,
-        progress,
-    )?;
+    let table = collect(&mut timed, sampling, hint, plan.max_measurements, progress)?;
     Ok((table, timed.finish()))
 }
 

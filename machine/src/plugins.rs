@@ -239,6 +239,10 @@ const LEAST_SECONDS: f64 = 0.02;
 /// ([`share_of_time_left`]), or why it is left out: its share is gone, or its plan in
 /// what is left (`plan_in(budget)`'s seconds) would overrun it by more than
 /// [`STEP_SLACK`].
+///
+/// # Errors
+///
+/// The note saying why the plugin is left out (`left out: <plugin>: ...`).
 pub fn budget_in_time_left(
     plugin: Plugin,
     budget: Budget,

@@ -79,15 +79,8 @@ fn a_slow_guest_stops_at_the_pairs_deadline_says_so_and_still_infers() {
         per_pair: 3.0 * planned,
         calls: 0,
     };
-    let (table, calibrated) = collect_within(
-        &mut probe,
-        full,
-        None,
-        &plan,
-        &clock,
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let (table, calibrated) =
+        collect_within(&mut probe, full, None, &plan, &clock, &mut |_, _| {}).unwrap();
     // Calibrated on the pairs after the first: 3× the plan, not 20×.
     let ratio = calibrated.seconds / plan.seconds;
     assert!((2.5..3.5).contains(&ratio), "{ratio} {calibrated:?}");

@@ -181,8 +181,8 @@ fn touch_stream_chase() -> (f64, f64, f64) {
     // A chase with a stride of 4 KiB + 64 B through the touched pages.
     let n = v.len();
     let step = PAGE / 8 + 8;
-    for i in 0..n {
-        v[i] = ((i + step) % n) as u64;
+    for (i, x) in v.iter_mut().enumerate() {
+        *x = ((i + step) % n) as u64;
     }
     let loads = 20_000.min(n);
     let t = Instant::now();
