@@ -1,7 +1,7 @@
 //! topoprobe on a virtual server of a shape this machine is not: one QEMU guest
 //! (`scripts/vm/guest.sh`, software emulation) with 2 sockets × 4 cores × 2 threads, two NUMA
-//! nodes per socket (sub-NUMA clusters), one memory-only node and ACPI HMAT, booted once for
-//! every test of this file. Inside it `scripts/vm/checks.sh` runs this build's binary (the
+//! nodes per socket (sub-NUMA clusters), one memory-only node and ACPI HMAT, the checks
+//! confined by a cgroup cpuset to CPUs 0-11, booted once for every test of this file. Inside it `scripts/vm/checks.sh` runs this build's binary (the
 //! guest sees this machine's files read-only at the same paths), and `scripts/vm/compare.py`
 //! judges the results against hwloc (lstopo, hwloc-calc), which reads the same sysfs:
 //!
@@ -11,7 +11,9 @@
 //!   and after `infer` has saved a description;
 //! - `infer` exits 0 and finds the OS's sockets, cores and SMT;
 //! - `mem --json` names every node, the memory-only one included;
-//! - `show --format hwloc-xml` of infer's description loads in `lstopo --input`.
+//! - `show --format hwloc-xml` of infer's description loads in `lstopo --input`;
+//! - `place`, `run`, `autopin` and `balance` use only the CPUs the cpuset allows, and
+//!   `run --pin package:0.core:1` runs the program where hwloc-calc says that core is.
 //!
 //! Every failure message names the shape, the check, and both answers (hwloc's first).
 //!
@@ -28,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-const SHAPE: &str = "2s-4c-2t-snc2-memonly-hmat";
+const SHAPE: &str = "2s-4c-2t-snc2-memonly-hmat-cpuset";
 const SHAPE_ARGS: &[&str] = &[
     "--sockets",
     "2",
@@ -44,6 +46,9 @@ const SHAPE_ARGS: &[&str] = &[
     "on",
     "--mem-per-node",
     "256",
+    // The checks run confined to CPUs 0-11 (of 16), as a Slurm job or a container is.
+    "--cpuset",
+    "0-11:0-4",
 ];
 
 /// One judged check of compare.py.
@@ -307,6 +312,14 @@ fn mem_names_every_node() {
         return;
     };
     assert_all_agree("topoprobe mem", dir, &c);
+}
+
+#[test]
+fn placement_and_tuning_keep_to_the_cpuset() {
+    let Some((dir, c)) = checks(&["place.", "run.", "autopin.", "balance."]) else {
+        return;
+    };
+    assert_all_agree("place, run, autopin and balance in a cpuset", dir, &c);
 }
 
 #[test]

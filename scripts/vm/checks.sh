@@ -73,6 +73,19 @@ for name in "${names[@]}"; do
     step "cpus.$name" "$tp" cpus "$name"
 done
 step place "$tp" place --policy rr_core -n 8
+# Placement and tuning on this machine use only the CPUs a process here may use.
+step allowed grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status
+step place-rr "$tp" place --policy rr_core -n 8 -q
+step run-pin "$tp" run --pin package:0.core:1 -- grep Cpus_allowed_list /proc/self/status
+step run-policy "$tp" run --policy rr_core -n 2 -- grep Cpus_allowed_list /proc/self/status
+busy() { i=0; while [ "$i" -lt "$1" ]; do i=$((i + 1)); done; }
+step autopin "$tp" autopin --initial-wait 0.5 --warmup 0.2 --measure 0.5 --json -o autopin.json \
+    -- sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'
+busy 2000000 &
+busy_pid=$!
+step balance "$tp" balance --pid "$busy_pid" --duration 2 --interval 0.5 --json -o balance.json
+kill "$busy_pid" 2>/dev/null || true
+wait "$busy_pid" 2>/dev/null || true
 if [ -s infer.json ]; then
     step export "$tp" show --topology infer.json --format hwloc-xml -o export.xml
     step export-load lstopo-no-graphics --input export.xml

@@ -24,9 +24,15 @@ Checks (a missing input makes its check disagree, naming the file):
   mem.exit/.nodes      mem's exit status; every OS node appears in its results
   plans, place, export, export-load   exit statuses of the plans, place, the hwloc-XML
                        export of infer's description and lstopo loading it
+  place.allowed        `place --policy rr_core -n 8` picks allowed CPUs, one per core first
+  run.pin              `run --pin package:0.core:1` runs the program on that core's first
+                       PU (hwloc-calc's answer)
+  run.allowed, autopin.allowed, balance.allowed   `run`, `autopin` and `balance` never
+                       use a CPU outside the process's cpuset (Cpus_allowed_list)
 """
 import json
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 
@@ -292,8 +298,12 @@ def compare_infer(d, r, st, osj):
     pk = {}
     for c in osj.get("cpus") or []:
         pk.setdefault(c.get("package"), set()).add(c["cpu"])
-    os_s = {frozenset(s) for s in pk.values()}
-    os_c = {frozenset(c.get("core_cpus") or [c["cpu"]]) for c in osj.get("cpus") or []}
+    # infer measures the CPUs this process may use: the OS's sets within them.
+    allowed = allowed_list(read(os.path.join(d, "allowed.out")))
+    inside = (lambda c: c in allowed) if allowed else (lambda c: True)
+    os_s = {frozenset(x for x in s if inside(x)) for s in pk.values()} - {frozenset()}
+    os_c = {frozenset(x for x in (c.get("core_cpus") or [c["cpu"]]) if inside(x))
+            for c in osj.get("cpus") or [] if inside(c["cpu"])}
     r.add("infer.sockets", tp_s == os_s, f"{len(os_s)} {fmt_sets(os_s)}", f"{len(tp_s)} {fmt_sets(tp_s)}")
     r.add("infer.cores", tp_c == os_c, f"{len(os_c)} {fmt_sets(os_c)}", f"{len(tp_c)} {fmt_sets(tp_c)}")
     smt = inf.get("facts", {}).get("smt", {}).get("value")
@@ -313,9 +323,89 @@ def compare_mem(d, r, st, osj):
         r.add("mem.nodes", False, "every node", "mem.json missing or unparsable")
         return
     named = {x.get("node") for key in ("results", "latency") for x in m.get(key) or []}
+    # A node the budget left out is named in the cost's steps, with why.
+    for step in (m.get("cost") or {}).get("steps") or []:
+        for word in re.findall(r"node (\d+)", json.dumps(step)):
+            named.add(int(word))
     want = {n["node"] for n in osj.get("nodes") or []}
+    mems = None
+    for line in (read(os.path.join(d, "allowed.out")) or "").splitlines():
+        if line.startswith("Mems_allowed_list:"):
+            mems = parse_list(line.split(":", 1)[1])
+    if mems is not None:
+        # A cpuset's other nodes are not to be touched.
+        r.add("mem.allowed", not (named - mems - {None}), f"nodes {cpulist(mems)}",
+              f"nodes {cpulist(n for n in named if n is not None)}")
+        want &= mems
     r.add("mem.nodes", want <= named, f"nodes {cpulist(want)}", f"nodes {cpulist(n for n in named if n is not None)}",
           "missing: " + cpulist(want - named) if want - named else "")
+
+
+def allowed_list(text):
+    """The CPUs of a `Cpus_allowed_list:` line, or None."""
+    for line in (text or "").splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return parse_list(line.split(":", 1)[1])
+    return None
+
+
+def json_of(d, name):
+    try:
+        return json.loads(read(os.path.join(d, name)) or "")
+    except ValueError:
+        return None
+
+
+def cpus_in(value):
+    """Every CPU number a JSON value of CPUs holds (a list of numbers or a list string)."""
+    if isinstance(value, int):
+        return {value}
+    if isinstance(value, str):
+        return parse_list(value) or set()
+    if isinstance(value, list):
+        return set().union(*(cpus_in(v) for v in value)) if value else set()
+    return set()
+
+
+def compare_placement(d, r, st, osj):
+    if "allowed" not in st:
+        return
+    allowed = allowed_list(read(os.path.join(d, "allowed.out"))) or set()
+    shown = cpulist(allowed)
+
+    def status(name):
+        return st.get(name, (None,))[0]
+
+    # place (RR_CORE): allowed CPUs only, each once, the first of each package first.
+    got = [int(x) for x in (read(os.path.join(d, "place-rr.out")) or "").replace(",", " ").split()
+           if x.isdigit()]
+    package_of = {c["cpu"]: c.get("package") for c in (osj or {}).get("cpus") or []}
+    packages = {package_of.get(c) for c in allowed if c in package_of}
+    first = got[:len(packages)]
+    ok = (status("place-rr") == 0 and got and set(got) <= allowed and len(set(got)) == len(got)
+          and len(got) == min(8, len(allowed))
+          and len({package_of.get(c) for c in first}) == len(first))
+    r.add("place.allowed", ok, f"{min(8, len(allowed))} of {shown}, one per package first",
+          f"exit {status('place-rr')}: {err_of(d, 'place-rr')}" if status("place-rr") else " ".join(map(str, got)))
+    # run --pin: the core's first PU, as hwloc-calc names it.
+    ref = parse_list(read(os.path.join(d, "hwloc-calc.package:0.core:1.out")) or "")
+    pinned = allowed_list(read(os.path.join(d, "run-pin.out")))
+    if ref:
+        r.add("run.pin", status("run-pin") == 0 and pinned == {min(ref)}, cpulist({min(ref)}),
+              cpulist(pinned) if pinned is not None else f"exit {status('run-pin')}: {err_of(d, 'run-pin')}")
+    ran = allowed_list(read(os.path.join(d, "run-policy.out")))
+    r.add("run.allowed", status("run-policy") == 0 and ran is not None and ran <= allowed,
+          f"within {shown}", cpulist(ran) if ran is not None else f"exit {status('run-policy')}: {err_of(d, 'run-policy')}")
+    # autopin and balance: every CPU they tried or moved a thread to.
+    a = json_of(d, "autopin.json")
+    used = set().union(*(cpus_in(c.get("cpus")) for c in (a or {}).get("candidates") or [])) if a else None
+    r.add("autopin.allowed", status("autopin") == 0 and used is not None and used <= allowed,
+          f"within {shown}", cpulist(used) if used is not None else f"exit {status('autopin')}: {err_of(d, 'autopin')}")
+    b = json_of(d, "balance.json")
+    moved = set().union(*(cpus_in(m.get("to")) for m in (b or {}).get("moves") or [])) if b else None
+    r.add("balance.allowed", status("balance") == 0 and moved is not None and moved <= allowed,
+          f"within {shown}", (cpulist(moved) if moved else "no move") if moved is not None
+          else f"exit {status('balance')}: {err_of(d, 'balance')}")
 
 
 def compare_exits(d, r, st):
@@ -348,6 +438,7 @@ def main():
     compare_cpus(d, r, st)
     compare_infer(d, r, st, osj)
     compare_mem(d, r, st, osj)
+    compare_placement(d, r, st, osj)
     compare_exits(d, r, st)
     if as_json:
         json.dump(r.rows, sys.stdout, indent=1)

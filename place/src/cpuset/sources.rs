@@ -87,6 +87,15 @@ impl Inventory {
     /// that divide a package, that are no other object (as hwloc groups them).
     #[must_use]
     pub fn from_os_view(view: &OsView) -> Self {
+        // Nodes without CPUs of their own sit where their locality does; a node whose
+        // CPUs the cpuset all disallows has none, as in hwloc.
+        let cpuless_nodes: Vec<u32> = view
+            .nodes
+            .iter()
+            .flatten()
+            .filter(|n| n.cpus.is_empty())
+            .map(|n| n.id)
+            .collect();
         // hwloc's default view: only what the cgroup cpuset allows, numbered as such.
         let view = &view.allowed_only();
         let id = |v: i64| u32::try_from(v).ok();
@@ -109,7 +118,7 @@ impl Inventory {
             Some(nodes) => Ok(nodes
                 .iter()
                 .map(|n| {
-                    let cpus = if n.cpus.is_empty() {
+                    let cpus = if cpuless_nodes.contains(&n.id) {
                         node_locality(view, n.id)
                     } else {
                         n.cpus.clone()
@@ -119,13 +128,6 @@ impl Inventory {
                 .collect()),
             None => Err("the operating system gives no NUMA information".to_string()),
         };
-        let cpuless_nodes = view
-            .nodes
-            .iter()
-            .flatten()
-            .filter(|n| n.cpus.is_empty())
-            .map(|n| n.id)
-            .collect();
         let groups = os_groups(view, &cores);
         let mut levels = vec![
             (ObjectType::Package, Ok(packages)),
