@@ -26,6 +26,7 @@
 
 use std::collections::BTreeMap;
 
+use topoprobe_model::format::plural;
 use topoprobe_model::{
     format_cpu_list, LatencyMatrix, LatencyUnit, Origin, OsView, Parent, Topology, Warning,
 };
@@ -44,6 +45,22 @@ pub const HARDWARE_MAX_NS: f64 = 1000.0;
 /// The share of pairs whose latency must lie above [`HARDWARE_MAX_NS`] for the table to
 /// be read as timing the scheduler: all but the fastest 5 %.
 const FASTEST_SHARE: f64 = 0.05;
+
+/// The kinds of warning the inference gives about the structure it found (not about the
+/// measurement): left out when the OS's structure replaces it.
+const STRUCTURE_KINDS: [&str; 11] = [
+    "profile_pairs",
+    "weak_groups",
+    "far_cores",
+    "odd_cores",
+    "core",
+    "hint_contradicted",
+    "groups_from_os",
+    "inverted_group",
+    "profile_groups",
+    "home_node",
+    "flat",
+];
 
 /// Quantiles compared across a boundary: the fast end of the separated pairs against the
 /// slow end of the joined ones.
@@ -89,7 +106,7 @@ pub fn anchor_to_os(topo: Topology, os: &OsView) -> Topology {
             (Level::Cores, &inferred_core, &os_core),
             (Level::Sockets, &inferred_socket, &os_socket),
         ] {
-            match judge(&table, level, inferred, os_side) {
+            match judge(&table, &ids, level, inferred, os_side) {
                 Verdict::Agree => {}
                 Verdict::Backed(quote) => kept.push(quote),
                 Verdict::Unsupported(quote) => refused.push(quote),
@@ -139,7 +156,23 @@ impl Level {
         }
     }
 
-    /// What the OS calls its unit.
+    /// One unit of the level.
+    fn unit(self) -> &'static str {
+        match self {
+            Self::Cores => "core",
+            Self::Sockets => "socket",
+        }
+    }
+
+    /// What the OS calls one unit.
+    fn os_unit(self) -> &'static str {
+        match self {
+            Self::Cores => "core",
+            Self::Sockets => "package",
+        }
+    }
+
+    /// What the OS calls its units, as the messages name them.
     fn os_units(self) -> &'static str {
         match self {
             Self::Cores => "cores (SMT siblings)",
@@ -220,17 +253,17 @@ impl Boundary {
 }
 
 /// Judges one level: agreement, or a difference backed or not by a latency gap.
-fn judge(t: &Table, level: Level, inferred: &[usize], os: &[usize]) -> Verdict {
+fn judge(t: &Table, ids: &[u32], level: Level, inferred: &[usize], os: &[usize]) -> Verdict {
     if same_partition(inferred, os) {
         return Verdict::Agree;
     }
     let claim = format!(
-        "{}: {} inferred {} where the OS lists {} {}",
+        "{}: {} inferred{} where the OS lists {}{}",
         level.units(),
-        distinct(inferred),
-        level.units(),
-        distinct(os),
-        level.os_units()
+        plural(distinct(inferred), level.unit()),
+        sets_text(ids, inferred),
+        plural(distinct(os), level.os_unit()),
+        sets_text(ids, os)
     );
     match boundary(t, inferred) {
         Some(b) if b.is_clear() => Verdict::Backed(format!(
@@ -311,6 +344,28 @@ fn scheduler_table(t: &Table, units: LatencyUnit) -> Option<String> {
     })
 }
 
+/// The sets of a labelling as CPU lists (` (0-7 | 8-15)`), when there are at most
+/// [`SETS_SHOWN`] of more than one CPU; empty otherwise.
+fn sets_text(ids: &[u32], label: &[usize]) -> String {
+    let mut sets: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
+    for (row, &l) in label.iter().enumerate() {
+        sets.entry(l).or_default().push(ids[row]);
+    }
+    if sets.len() > SETS_SHOWN || sets.values().all(|s| s.len() == 1) {
+        return String::new();
+    }
+    let mut lists: Vec<Vec<u32>> = sets.into_values().collect();
+    for l in &mut lists {
+        l.sort_unstable();
+    }
+    lists.sort();
+    let text: Vec<String> = lists.iter().map(|l| format_cpu_list(l)).collect();
+    format!(" ({})", text.join(" | "))
+}
+
+/// Sets named in a message at most.
+const SETS_SHOWN: usize = 8;
+
 /// The number of distinct labels.
 fn distinct(label: &[usize]) -> usize {
     let mut v = label.to_vec();
@@ -377,8 +432,15 @@ fn os_structure(topo: &Topology, view: &OsView, ids: &[u32]) -> Option<Topology>
         ),
     );
     anchored.set_machine(topo.machine().clone());
-    let validation = anchored.validation_mut();
-    validation.warnings = topo.validation().warnings.clone();
+    // What the inference said of the measurement stays; what it said of its own
+    // structure is gone with it.
+    anchored.validation_mut().warnings = topo
+        .validation()
+        .warnings
+        .iter()
+        .filter(|w| !STRUCTURE_KINDS.contains(&w.kind.as_str()))
+        .cloned()
+        .collect();
     Some(anchored)
 }
 

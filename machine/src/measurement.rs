@@ -436,6 +436,11 @@ pub(crate) fn measure_with(
             .push(Warning::new("budget", note.clone()));
     }
     topo.provenance_mut().cost = Some(cost);
+    // Two steps may say the same (the memory notes of two plugins): once is enough.
+    let mut seen = std::collections::HashSet::new();
+    topo.validation_mut()
+        .warnings
+        .retain(|w| seen.insert((w.kind.clone(), w.message.clone())));
     stamp(&mut topo, started);
     Ok((topo, table))
 }

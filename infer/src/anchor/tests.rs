@@ -153,7 +153,7 @@ fn a_clear_gap_overrides_the_os() {
     assert!(warning(&anchored, "structure_from_os").is_none());
     let quote = warning(&anchored, "differs_from_os").expect("quoted");
     assert!(
-        quote.contains("2 inferred sockets where the OS lists 1 packages"),
+        quote.contains("2 sockets inferred (0-3 | 4-7) where the OS lists 1 package (0-7)"),
         "{quote}"
     );
     assert!(quote.contains("gap of"), "{quote}");
@@ -214,7 +214,7 @@ fn a_lone_slow_core_is_not_a_socket() {
     let anchored = anchor_to_os(inferred, &os);
     assert_eq!(measured(&anchored), (1, 8, true));
     let why = warning(&anchored, "structure_from_os").expect("flagged");
-    assert!(why.contains("sockets: 2 inferred"), "{why}");
+    assert!(why.contains("sockets: 2 sockets inferred"), "{why}");
 }
 
 /// Hints given on the command line are the user's word.
