@@ -5,7 +5,8 @@ For each capture of FOLDER (a `hwloc-gather-topology` `.tar.bz2`, `.tar.gz` or `
 a directory holding `sys/`), runs `topoprobe os --root CAPTURE --json` and
 `lstopo-no-graphics --of xml` on the unpacked capture (hwloc's Linux backend with
 HWLOC_FSROOT, as hwloc's own tests do), and compares what hwloc shows by default (the
-allowed CPUs and nodes only): packages, cores and their PUs, PUs, NUMA nodes and their
+allowed CPUs and nodes only; the allowed nodes and HMAT initiators when the JSON has
+`allowed_nodes` and `initiators`): packages, cores and their PUs, PUs, NUMA nodes and their
 PUs, the PU sets of L2 and L3 caches, and the allowed CPUs. Prints one line per capture
 (`agree`, or which counts or sets differ) and the total.
 
@@ -86,7 +87,13 @@ def topoprobe_facts(view):
     cpuset = view.get("cpuset")
     allowed = online if cpuset is None else online & set(cpuset)
     allowed_nodes = view.get("allowed_nodes")
-    packages = {c.get("package") for c in cpus if c["cpu"] in allowed}
+    node_ok = lambda n: allowed_nodes is None or n in allowed_nodes
+    # hwloc keeps a package that has an allowed CPU or holds an allowed node.
+    packages = {
+        c.get("package")
+        for c in cpus
+        if c["cpu"] in allowed or (allowed_nodes is not None and c.get("node") in allowed_nodes)
+    }
     dies = {(c.get("package"), c.get("die")) for c in cpus if c["cpu"] in allowed and "die" in c}
     cores = set()
     for c in cpus:
@@ -94,9 +101,10 @@ def topoprobe_facts(view):
             cores.add(tuple(sorted(set(c.get("core_cpus") or [c["cpu"]]) & allowed)))
     nodes = []
     for n in view.get("nodes") or []:
-        if allowed_nodes is not None and n["node"] not in allowed_nodes:
+        if not node_ok(n["node"]):
             continue
-        nodes.append((n["node"], sorted(set(n.get("cpus") or []) & allowed)))
+        near = n.get("cpus") or (view.get("initiators") or {}).get(str(n["node"])) or []
+        nodes.append((n["node"], sorted(set(near) & allowed)))
 
     def cache_sets(level):
         out = set()

@@ -111,17 +111,18 @@ fn hwloc_facts(xml: &str) -> Facts {
             Some("Machine") => f.allowed = set(o),
             Some("Package") => f.packages += 1,
             Some("Die") => f.dies += 1,
-            Some("Core") => {
+            // Objects left with no allowed PU (a cache of disallowed CPUs) are not counted.
+            Some("Core") if !set(o).is_empty() => {
                 f.cores.insert(set(o));
             }
             Some("PU") => f.pus.extend(index()),
             Some("NUMANode") => {
                 f.nodes.insert(index().unwrap_or(u32::MAX), set(o));
             }
-            Some("L2Cache") => {
+            Some("L2Cache") if !set(o).is_empty() => {
                 f.l2.insert(set(o));
             }
-            Some("L3Cache") => {
+            Some("L3Cache") if !set(o).is_empty() => {
                 f.l3.insert(set(o));
             }
             _ => {}
