@@ -63,7 +63,7 @@ pub use meta::{
 };
 pub use os_view::{
     format_cpu_list, parse_cpu_list, parse_cpu_mask, CacheType, CoreKey, CpuKind, CpuListError,
-    OsCache, OsCpu, OsMemoryCache, OsNode, OsView, MAX_CPU,
+    OsCache, OsCpu, OsHmatAccess, OsMemoryCache, OsNode, OsView, MAX_CPU,
 };
 pub use probe::{MatrixProbe, Noisy, PairLatency, PairReading, PairSample, ProbeError};
 pub use query::{Component, Level};

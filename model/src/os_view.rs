@@ -62,9 +62,38 @@ pub struct OsView {
     /// without such information are not listed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub initiators: BTreeMap<u32, Vec<u32>>,
+    /// What ACPI HMAT says of each memory node's performance from its best initiators
+    /// (`node*/access0/initiators/`, `access1`), ascending by node and access class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hmat: Vec<OsHmatAccess>,
     /// Optional information that could not be read, and why (one sentence each).
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+/// The performance the firmware (ACPI HMAT) gives for a memory node (the target) seen
+/// from its best initiators, in one access class: `access0` counts every initiator (CPUs
+/// and devices), `access1` CPUs only. The kernel's figures, in its units.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OsHmatAccess {
+    /// The memory node.
+    pub node: u32,
+    /// The access class (0 or 1).
+    pub class: u8,
+    /// The nodes of the initiators (`initiators/node*`), ascending.
+    pub initiators: Vec<u32>,
+    /// Read latency, ns (`read_latency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_ns: Option<u64>,
+    /// Write latency, ns (`write_latency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_latency_ns: Option<u64>,
+    /// Read bandwidth, MB/s (`read_bandwidth`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bandwidth_mbps: Option<u64>,
+    /// Write bandwidth, MB/s (`write_bandwidth`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bandwidth_mbps: Option<u64>,
 }
 
 /// A memory-side cache: a cache in front of a NUMA node's memory (for instance DRAM caching

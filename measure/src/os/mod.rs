@@ -38,6 +38,7 @@ mod cgroup;
 mod cpus;
 mod files;
 mod groups;
+mod hmat;
 mod ident;
 mod nodes;
 mod options;
@@ -131,6 +132,7 @@ pub fn read_os_view_with(root: &Path, options: &ReadOptions) -> Result<OsView, O
         nodes,
         memory_side_caches,
         initiators,
+        hmat,
     } = nodes::read_nodes(root, &ids, options, &mut notes)?;
     let mut node_of: BTreeMap<u32, u32> = BTreeMap::new();
     for n in nodes.iter().flatten() {
@@ -171,6 +173,7 @@ pub fn read_os_view_with(root: &Path, options: &ReadOptions) -> Result<OsView, O
         cpuset: allowed.cpus,
         allowed_nodes: allowed.mems,
         initiators,
+        hmat,
         notes: notes.into_vec(),
     })
 }

@@ -3,7 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use topoprobe_model::{format_cpu_list, parse_cpu_list, parse_cpu_mask, OsMemoryCache, OsNode};
+use topoprobe_model::{
+    format_cpu_list, parse_cpu_list, parse_cpu_mask, OsHmatAccess, OsMemoryCache, OsNode,
+};
 
 use super::files::{clean, excerpt, numbered_entries, optional_number, read_optional, Notes};
 use super::{OsError, ReadOptions};
@@ -184,6 +186,7 @@ pub(super) fn read_nodes(
     let mut nodes = Vec::with_capacity(entries.len());
     let mut caches = Vec::new();
     let mut initiators = BTreeMap::new();
+    let mut hmat = Vec::new();
     let mut seen: BTreeSet<u32> = BTreeSet::new();
     let mut dropped: Vec<u32> = Vec::new();
     for (id, path) in &entries {
@@ -223,6 +226,7 @@ pub(super) fn read_nodes(
             memory_bytes: memory(path, notes),
         });
         caches.extend(memory_side_caches(id, path, notes));
+        hmat.extend(super::hmat::read(id, path, notes));
     }
     // Rows of the distance table keep the columns of the nodes kept.
     if !dropped.is_empty() {
@@ -251,6 +255,7 @@ pub(super) fn read_nodes(
         nodes: Some(nodes),
         memory_side_caches: caches,
         initiators,
+        hmat,
     })
 }
 
@@ -278,7 +283,7 @@ fn initiator_cpus(dir: &Path, nodes: &[OsNode]) -> Vec<u32> {
 /// # Errors
 ///
 /// When `dir` cannot be listed (or does not exist).
-fn numbered_names(dir: &Path, prefix: &str) -> std::io::Result<Vec<u32>> {
+pub(super) fn numbered_names(dir: &Path, prefix: &str) -> std::io::Result<Vec<u32>> {
     let mut out: Vec<u32> = std::fs::read_dir(dir)?
         .flatten()
         .take(MAX_ENTRIES)
@@ -332,4 +337,6 @@ pub(super) struct Nodes {
     pub(super) memory_side_caches: Vec<OsMemoryCache>,
     /// The CPUs near each CPU-less node, from HMAT initiators (or a GPU's `local_cpus`).
     pub(super) initiators: BTreeMap<u32, Vec<u32>>,
+    /// What HMAT says of each node's performance, ascending by node and access class.
+    pub(super) hmat: Vec<OsHmatAccess>,
 }

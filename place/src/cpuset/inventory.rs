@@ -164,8 +164,8 @@ impl Inventory {
         ];
         for (ty, objs) in raw
             .iter()
-            .cloned()
             .filter(|(ty, _)| !matches!(ty, ObjectType::Machine | ObjectType::Pu))
+            .cloned()
         {
             let level = match objs {
                 Ok(objs) => {
