@@ -96,6 +96,32 @@ pub struct OsHmatAccess {
     pub write_bandwidth_mbps: Option<u64>,
 }
 
+/// The CPUs of the nodes nearest node `i` by the distance table (hwloc's rule for a
+/// CPU-less node without initiators); empty when its row is missing, every other node is
+/// at one distance, or the nearest are no farther than the node itself.
+fn nearest_by_distance(nodes: &[OsNode], i: usize) -> Vec<u32> {
+    let row = &nodes[i].distances;
+    if row.len() != nodes.len() || nodes.len() < 3 {
+        return Vec::new();
+    }
+    let Some(min) = (0..nodes.len()).filter(|&j| j != i).map(|j| row[j]).min() else {
+        return Vec::new();
+    };
+    let nearest: Vec<usize> = (0..nodes.len())
+        .filter(|&j| j != i && row[j] == min)
+        .collect();
+    if min <= row[i] || nearest.len() == nodes.len() - 1 {
+        return Vec::new();
+    }
+    let mut cpus: Vec<u32> = nearest
+        .iter()
+        .flat_map(|&j| nodes[j].cpus.iter().copied())
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
 /// A memory-side cache: a cache in front of a NUMA node's memory (for instance DRAM caching
 /// persistent memory, or high-bandwidth memory caching DRAM), as ACPI HMAT describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -466,22 +492,24 @@ impl OsView {
             .collect()
     }
 
-    /// The CPUs a NUMA node is near: its own CPUs, or for a CPU-less node those of its
-    /// HMAT initiators ([`OsView::initiators`]); empty when the OS says neither.
+    /// The CPUs a NUMA node is near, as hwloc places it: its own CPUs; for a CPU-less node
+    /// those of its HMAT initiators ([`OsView::initiators`]), else those of the nodes
+    /// nearest it in the distance table when they are nearer than the rest (not every
+    /// other node at one distance) and farther than the node itself; empty when the OS
+    /// says none of these (hwloc then puts the node at the machine).
     #[must_use]
     pub fn node_locality(&self, id: u32) -> Vec<u32> {
-        let own = self
-            .nodes
-            .iter()
-            .flatten()
-            .find(|n| n.id == id)
-            .map(|n| n.cpus.clone())
-            .unwrap_or_default();
-        if own.is_empty() {
-            self.initiators.get(&id).cloned().unwrap_or_default()
-        } else {
-            own
+        let nodes = self.nodes.as_deref().unwrap_or_default();
+        let Some(i) = nodes.iter().position(|n| n.id == id) else {
+            return Vec::new();
+        };
+        if !nodes[i].cpus.is_empty() {
+            return nodes[i].cpus.clone();
         }
+        if let Some(near) = self.initiators.get(&id).filter(|v| !v.is_empty()) {
+            return near.clone();
+        }
+        nearest_by_distance(nodes, i)
     }
 
     /// The machine identity this view gives: CPU model, online CPU list, kernel, host name.

@@ -162,46 +162,15 @@ impl Inventory {
     }
 }
 
-/// The CPUs a CPU-less NUMA node is near, as hwloc places it: its HMAT initiators
-/// ([`OsView::node_locality`]); else the nodes nearest it in the OS's distance table,
-/// when they are nearer than the rest (not every other node at one distance) and farther
-/// than the node itself; else the whole machine.
+/// The CPUs a CPU-less NUMA node is near, as hwloc places it
+/// ([`OsView::node_locality`]: HMAT initiators, else the nearest nodes by distance), else
+/// the whole machine.
 fn node_locality(view: &OsView, id: u32) -> Vec<u32> {
     let near = view.node_locality(id);
-    if !near.is_empty() {
-        return near;
-    }
-    let nodes = view.nodes.as_deref().unwrap_or_default();
-    let Some(i) = nodes.iter().position(|n| n.id == id) else {
-        return view.online();
-    };
-    let row = &nodes[i].distances;
-    let own = row.get(i).copied();
-    let others: Vec<(usize, u32)> = (0..nodes.len())
-        .filter(|&j| j != i)
-        .filter_map(|j| row.get(j).map(|&d| (j, d)))
-        .collect();
-    let Some(min) = others.iter().map(|&(_, d)| d).min() else {
-        return view.online();
-    };
-    let nearest: Vec<usize> = others
-        .iter()
-        .filter(|&&(_, d)| d == min)
-        .map(|&(j, _)| j)
-        .collect();
-    if own.is_none_or(|own| min <= own) || nearest.len() == nodes.len() - 1 {
-        return view.online();
-    }
-    let mut cpus: Vec<u32> = nearest
-        .iter()
-        .flat_map(|&j| nodes[j].cpus.iter().copied())
-        .collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    if cpus.is_empty() {
+    if near.is_empty() {
         view.online()
     } else {
-        cpus
+        near
     }
 }
 
