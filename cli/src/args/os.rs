@@ -15,6 +15,10 @@ pub(crate) struct OsArgs {
     /// this machine.
     #[arg(long, value_name = "DIR|FILE")]
     pub(crate) root: Option<PathBuf>,
+    /// Keep the NUMA nodes that hold an NVIDIA GPU's memory (left out by default, as hwloc
+    /// does), near the GPU's local CPUs.
+    #[arg(long)]
+    pub(crate) keep_gpu_nodes: bool,
     #[command(flatten)]
     pub(crate) output: ReportOutput,
 }

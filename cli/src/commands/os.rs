@@ -15,7 +15,10 @@ pub(crate) fn run(args: &OsArgs) -> Result<()> {
     args.output.check_for::<OsReport>(&inputs)?;
     let root = args.root.as_deref().unwrap_or_else(|| Path::new("/"));
     // Every error of the reader names the file or archive at fault.
-    let view = topoprobe_measure::os::read_os_view_at(root)
+    let options = topoprobe_measure::os::ReadOptions {
+        keep_gpu_nodes: args.keep_gpu_nodes,
+    };
+    let view = topoprobe_measure::os::read_os_view_at_with(root, &options)
         .context("reading the operating system's view")?;
     args.output
         .emit(&OsReport::new(&view, &root.display().to_string()))

@@ -173,7 +173,19 @@ pub fn measure(
     progress(Progress::StepsDone);
     let mut r = result(&report, &opts, shape.largest_llc());
     r.notes.extend(note);
+    r.hmat = firmware_figures(&r);
     Ok(r)
+}
+
+/// What ACPI HMAT says of the nodes `r` measured (empty without HMAT).
+fn firmware_figures(r: &MemoryResult) -> Vec<topoprobe_model::OsHmatAccess> {
+    let Some(os) = super::os_view() else {
+        return Vec::new();
+    };
+    os.hmat
+        .into_iter()
+        .filter(|h| r.results.iter().any(|row| row.node == h.node))
+        .collect()
 }
 
 /// `mem --full`'s figures of a measurement, as the `mem` result and the description's
@@ -278,6 +290,7 @@ fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
         warnings: r.warnings.clone(),
         notes: r.notes.clone(),
         cost: r.cost.clone(),
+        hmat: Vec::new(),
         detail: detail(r),
     }
 }

@@ -100,6 +100,10 @@ pub struct MemoryResult {
     pub notes: Vec<String>,
     /// The plan, with what each step spent.
     pub cost: CostPlan,
+    /// What the firmware (ACPI HMAT) says of the measured nodes' latency and bandwidth,
+    /// shown beside the measured figures; empty where the machine has no HMAT.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hmat: Vec<crate::OsHmatAccess>,
     /// `--full`'s matrices, mixes, saturation and curves and `--c2c`'s transfers, when
     /// asked for (flattened: the same names as in a description's memory section).
     #[serde(flatten)]

@@ -22,6 +22,64 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(String::new, |x| x.to_string())
 }
 
+/// What ACPI HMAT says of each measured node (CPU initiators' class when given, else any
+/// initiator's), beside the best latency and read bandwidth measured to it.
+fn firmware(r: &MemoryResult) -> String {
+    let mut out = String::new();
+    let mut nodes: Vec<u32> = r.hmat.iter().map(|h| h.node).collect();
+    nodes.dedup();
+    if nodes.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "firmware (ACPI HMAT) beside the measurement, per node: from its best initiators"
+    );
+    for node in nodes {
+        let Some(h) = r
+            .hmat
+            .iter()
+            .filter(|h| h.node == node)
+            .max_by_key(|h| h.class)
+        else {
+            continue;
+        };
+        let ns = |v: Option<u64>| v.map_or("-".into(), |x| format!("{x} ns"));
+        let gbps =
+            |v: Option<u64>| v.map_or("-".into(), |x| format!("{:.1} GB/s", x as f64 / 1000.0));
+        let rows = r.results.iter().filter(|x| x.node == node);
+        let latency = rows
+            .clone()
+            .filter_map(|x| x.latency_ns)
+            .min_by(f64::total_cmp);
+        let read = rows.filter_map(|x| x.read_gbps).max_by(f64::total_cmp);
+        let initiators: Vec<String> = h.initiators.iter().map(u32::to_string).collect();
+        let mut measured: Vec<String> = Vec::new();
+        if let Some(l) = latency {
+            measured.push(format!("{l:.1} ns"));
+        }
+        if let Some(b) = read {
+            measured.push(format!("{b:.1} GB/s read"));
+        }
+        if measured.is_empty() {
+            measured.push("nothing".into());
+        }
+        let _ =
+            writeln!(
+            out,
+            "  node {node} (access{}, initiator nodes {}): read {} {}, write {} {}; measured: {}",
+            h.class,
+            if initiators.is_empty() { "-".to_string() } else { initiators.join(",") },
+            ns(h.read_latency_ns),
+            gbps(h.read_bandwidth_mbps),
+            ns(h.write_latency_ns),
+            gbps(h.write_bandwidth_mbps),
+            measured.join(", ")
+        );
+    }
+    out
+}
+
 impl Rendered for MemoryResult {
     const HAS_CSV: bool = true;
 
@@ -89,6 +147,7 @@ impl Rendered for MemoryResult {
                 );
             }
         }
+        out.push_str(&firmware(self));
         if let Some(c2c) = &self.detail.cache_to_cache {
             out.push_str(&super::cache_to_cache::text(c2c));
         }
@@ -189,8 +248,31 @@ mod tests {
             warnings: vec!["the chase's 1 MiB is less than twice the cache".into()],
             notes: Vec::new(),
             cost: CostPlan::new(Budget::new(15.0, 1 << 29)),
+            hmat: Vec::new(),
             detail: topoprobe_model::MemoryDetail::default(),
         }
+    }
+
+    #[test]
+    fn hmat_figures_stand_beside_the_measured_ones() {
+        let mut r = result();
+        assert!(!r.text().contains("HMAT"));
+        r.hmat = vec![topoprobe_model::OsHmatAccess {
+            node: 0,
+            class: 1,
+            initiators: vec![0],
+            read_latency_ns: Some(90),
+            write_latency_ns: None,
+            read_bandwidth_mbps: Some(20_000),
+            write_bandwidth_mbps: None,
+        }];
+        let t = r.text();
+        assert!(
+            t.contains("  node 0 (access1, initiator nodes 0): read 90 ns 20.0 GB/s, write - -; measured: 95.5 ns"),
+            "{t}"
+        );
+        let j = crate::results::json(&r).unwrap();
+        assert!(j.contains("\"read_latency_ns\": 90"), "{j}");
     }
 
     #[test]

@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use topoprobe_model::{format_cpu_list, CacheType, CpuKind, OsCache, OsMemoryCache, OsView};
+use topoprobe_model::{
+    format_cpu_list, CacheType, CpuKind, OsCache, OsHmatAccess, OsMemoryCache, OsView,
+};
 
 use super::Rendered;
 
@@ -96,6 +98,13 @@ pub struct NodeEntry {
     /// Memory-side caches in front of its memory.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory_side_caches: Vec<OsMemoryCache>,
+    /// For a node without CPUs, the CPUs it is near (HMAT initiators, else the nearest
+    /// nodes by distance), as hwloc places it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub near_cpus: Option<Vec<u32>>,
+    /// What ACPI HMAT says of its performance, per access class.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hmat: Vec<OsHmatAccess>,
 }
 
 /// The OS's view of a machine, ready to print.
@@ -130,6 +139,12 @@ pub struct OsReport {
     pub cpuset: Option<Vec<u32>>,
     /// Online CPUs outside the cpuset, ascending.
     pub disallowed: Vec<u32>,
+    /// The NUMA nodes the cgroup cpuset allows; `None` without a cpuset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_nodes: Option<Vec<u32>>,
+    /// The NUMA nodes it does not allow, ascending.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disallowed_nodes: Vec<u32>,
     /// What could not be read, and why.
     pub notes: Vec<String>,
 }
@@ -206,6 +221,13 @@ impl OsReport {
                         .filter(|m| m.node == n.id)
                         .cloned()
                         .collect(),
+                    near_cpus: n.cpus.is_empty().then(|| view.node_locality(n.id)),
+                    hmat: view
+                        .hmat
+                        .iter()
+                        .filter(|h| h.node == n.id)
+                        .cloned()
+                        .collect(),
                 })
                 .collect()
         });
@@ -231,6 +253,8 @@ impl OsReport {
             offline: view.offline.clone(),
             cpuset: view.cpuset.clone(),
             disallowed: view.disallowed(),
+            allowed_nodes: view.allowed_nodes.clone(),
+            disallowed_nodes: view.disallowed_nodes(),
             notes: view.notes.clone(),
         }
     }
@@ -405,7 +429,29 @@ impl OsReport {
                 let d: Vec<String> = n.distances.iter().map(u32::to_string).collect();
                 let _ = write!(line, ", distances {}", d.join(" "));
             }
+            if let Some(near) = n.near_cpus.as_deref().filter(|v| !v.is_empty()) {
+                let _ = write!(line, ", near CPUs {}", format_cpu_list(near));
+            }
             let _ = writeln!(out, "{line}");
+            for h in &n.hmat {
+                let figure =
+                    |v: Option<u64>, unit: &str| v.map_or("-".into(), |x| format!("{x} {unit}"));
+                let from: Vec<String> = h.initiators.iter().map(u32::to_string).collect();
+                let _ = writeln!(
+                    out,
+                    "  HMAT access{} from nodes {}: read {} {}, write {} {}",
+                    h.class,
+                    if from.is_empty() {
+                        "-".to_string()
+                    } else {
+                        from.join(",")
+                    },
+                    figure(h.read_latency_ns, "ns"),
+                    figure(h.read_bandwidth_mbps, "MB/s"),
+                    figure(h.write_latency_ns, "ns"),
+                    figure(h.write_bandwidth_mbps, "MB/s")
+                );
+            }
             for m in &n.memory_side_caches {
                 let mut parts = vec![m.size_bytes.map_or_else(|| "size unknown".into(), size)];
                 if let Some(l) = m.line_size {
@@ -487,6 +533,14 @@ impl Rendered for OsReport {
                 );
             }
             None => out.push_str("cgroup cpuset: none found (every online CPU allowed)\n"),
+        }
+        if let Some(nodes) = &self.allowed_nodes {
+            let _ = writeln!(
+                out,
+                "cgroup cpuset memory nodes: {}; disallowed nodes: {}",
+                list_or_none(nodes),
+                list_or_none(&self.disallowed_nodes)
+            );
         }
         if !self.notes.is_empty() {
             out.push_str("Notes:\n");
