@@ -103,7 +103,8 @@ def topoprobe_facts(view):
     for n in view.get("nodes") or []:
         if not node_ok(n["node"]):
             continue
-        near = n.get("cpus") or (view.get("initiators") or {}).get(str(n["node"])) or []
+        near = (n.get("cpus") or n.get("near_cpus")
+                or (view.get("initiators") or {}).get(str(n["node"])) or [])
         nodes.append((n["node"], sorted(set(near) & allowed)))
 
     def cache_sets(level):
