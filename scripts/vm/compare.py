@@ -21,7 +21,10 @@ Checks (a missing input makes its check disagree, naming the file):
   cpus.NAME            `topoprobe cpus NAME` after `infer` saved one vs hwloc-calc
   infer.exit/.sockets/.cores/.smt   infer's exit status; its socket and core partitions
                        and SMT against the OS's packages, cores and SMT
-  mem.exit/.nodes      mem's exit status; every OS node appears in its results
+  mem.exit/.nodes      mem's exit status; every OS node appears in its results (or in
+                       its plan, left out by the budget, said)
+  mem.hmat             mem shows ACPI HMAT's figures beside its own for every node the OS
+                       view has them for
   plans, place, export, export-load   exit statuses of the plans, place, the hwloc-XML
                        export of infer's description and lstopo loading it
   place.allowed        `place --policy rr_core -n 8` picks allowed CPUs, one per core first
@@ -337,6 +340,15 @@ def compare_mem(d, r, st, osj):
         r.add("mem.allowed", not (named - mems - {None}), f"nodes {cpulist(mems)}",
               f"nodes {cpulist(n for n in named if n is not None)}")
         want &= mems
+    # HMAT: what the firmware says stands beside the measurement, for every node the
+    # OS view has figures for and mem measured.
+    os_hmat = {n["node"] for n in osj.get("nodes") or [] if n.get("hmat")}
+    measured = {x.get("node") for x in m.get("results") or []}
+    shown = {h.get("node") for h in m.get("hmat") or []}
+    if os_hmat:
+        expect = os_hmat & measured
+        r.add("mem.hmat", expect <= shown, f"HMAT of nodes {cpulist(expect)}",
+              f"HMAT of nodes {cpulist(n for n in shown if n is not None)}")
     r.add("mem.nodes", want <= named, f"nodes {cpulist(want)}", f"nodes {cpulist(n for n in named if n is not None)}",
           "missing: " + cpulist(want - named) if want - named else "")
 
