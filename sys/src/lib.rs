@@ -17,6 +17,7 @@
 //!   reads, with no system call per beat).
 //! - [`proc`]: `/proc` readers for processes and their threads (scheduler statistics, CPU
 //!   time, last CPU, context switches, affinity).
+//! - [`started`]: when this process started (the clock a command's budget counts on).
 //! - [`usage`]: this process's own peak and current resident memory.
 //!
 //! Most of topoprobe's `unsafe` code lives here; every block says why it is sound.
@@ -34,6 +35,7 @@ pub mod launch;
 pub mod memory;
 pub mod pin_env;
 pub mod proc;
+pub mod started;
 pub mod temps;
 pub mod usage;
 
