@@ -9,7 +9,7 @@ use topoprobe_infer::InferOptions;
 use topoprobe_measure::os;
 use topoprobe_measure::pair::PairProbe;
 use topoprobe_measure::plan::Shape;
-use topoprobe_measure::smt::{self, SmtTest};
+use topoprobe_measure::smt::{self, SmtProbe, SmtRun, SmtTest};
 use topoprobe_model::{
     format_cpu_list, Budget, CostPlan, LatencyUnit, NodeId, Origin, OsView, PairLatency, SocketId,
     Source, Topology, Warning,
@@ -17,7 +17,7 @@ use topoprobe_model::{
 
 use crate::hints;
 use crate::pairs::{self, MeasuredTable, Repetitions, Sampling};
-use crate::plan::{self as planning, MeasurePlan};
+use crate::plan::{self as planning, Clock, MeasurePlan};
 use crate::plugins::{self, Plugin};
 use crate::stability::{self, Monitor};
 use crate::{description, stamp, MachineError, Progress};
@@ -51,6 +51,11 @@ pub struct MeasureOptions {
     /// [`planning::default_budget`] of the plugins: 10 s, or 60 s with the slow plugins,
     /// and 256 MiB).
     pub budget: Option<Budget>,
+    /// When the budget's clock started: a command passes its process's start
+    /// ([`topoprobe_sys::started::instant`]), so that loading the program, reading the OS
+    /// view and planning are spent from the budget, as the user's wall clock counts them
+    /// (`None`: when [`measure_this_machine`] is called).
+    pub started: Option<Instant>,
 }
 
 impl Default for MeasureOptions {
@@ -65,6 +70,7 @@ impl Default for MeasureOptions {
             path: None,
             watch_stability: None,
             budget: None,
+            started: None,
         }
     }
 }
@@ -154,22 +160,22 @@ fn apply_os_nodes(
     Ok(())
 }
 
-/// Runs the SMT probe on the table's candidate pairs (OS CPU numbers in the results).
+/// Runs the SMT probe on the table's candidate pairs (OS CPU numbers in the results)
+/// within `seconds` on `clock` ([`smt::probe_within`]): pairs the time cannot hold are left
+/// out, runs are shortened, and the notes say so.
 fn smt_probe(
     table: &MeasuredTable,
     cpus: &[u32],
+    seconds: f64,
+    clock: &dyn Clock,
     smt: &mut SmtFn<'_>,
-) -> Result<Vec<SmtTest>, MachineError> {
-    smt::candidates(&table.collected.latency, SMT_PAIRS)
+) -> Result<SmtProbe, MachineError> {
+    let pairs: Vec<(u32, u32)> = smt::candidates(&table.collected.latency, SMT_PAIRS)
         .into_iter()
-        .map(|(a, b)| {
-            smt(cpus[a], cpus[b]).map_err(|message| MachineError::Smt {
-                a: cpus[a],
-                b: cpus[b],
-                message,
-            })
-        })
-        .collect()
+        .map(|(a, b)| (cpus[a], cpus[b]))
+        .collect();
+    smt::probe_within(&pairs, seconds, &|| clock.now(), smt)
+        .map_err(|(a, b, message)| MachineError::Smt { a, b, message })
 }
 
 /// Records how the description was measured.
@@ -247,11 +253,12 @@ fn prepare_path(path: Option<&PathBuf>) -> Result<PathBuf, MachineError> {
     Ok(path)
 }
 
-/// The SMT probe on two OS CPUs.
-pub(crate) type SmtFn<'a> = dyn FnMut(u32, u32) -> Result<SmtTest, String> + 'a;
-/// The plugins' run: fills the sections of a topology, reporting each step; returns each
-/// plugin's plan with what its steps spent.
-pub(crate) type PluginsFn<'a> = dyn FnMut(&mut Topology, &mut dyn FnMut(Progress<'_>)) -> Result<Vec<CostPlan>, MachineError>
+/// The SMT probe on two OS CPUs within the seconds given.
+pub(crate) type SmtFn<'a> = dyn FnMut(u32, u32, f64) -> Result<SmtRun, String> + 'a;
+/// The plugins' run: fills the sections of a topology within the seconds after the start
+/// of the budget given, reporting each step; returns each plugin's plan with what its steps
+/// spent.
+pub(crate) type PluginsFn<'a> = dyn FnMut(&mut Topology, f64, &mut dyn FnMut(Progress<'_>)) -> Result<Vec<CostPlan>, MachineError>
     + 'a;
 
 /// What a measurement knows of the machine besides its probes.
@@ -269,29 +276,33 @@ pub(crate) struct Context {
 /// The measurement itself, on whatever probes it is given (the live ones, or scripted ones
 /// in tests): the table, the SMT probe, the inference with the OS's hints, the OS's nodes
 /// and differences, the plugins, and, when watching, the reference pairs between phases,
-/// the SMT probe again at the end and the comparison with the saved description.
+/// the SMT probe again at the end and the comparison with the saved description. Its
+/// deadlines are read on `clock`: seconds since the start of the budget.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn measure_with(
     opts: &MeasureOptions,
     cpus: &[u32],
     ctx: &Context,
     plan: &MeasurePlan,
+    clock: &dyn Clock,
     probe: &mut dyn PairLatency,
     smt: &mut SmtFn<'_>,
     plugins: &mut PluginsFn<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<(Topology, MeasuredTable), MachineError> {
-    let started = Instant::now();
+    let start = clock.now();
     progress(Progress::Plan(&plan.cost));
     let os_view = ctx.os.as_ref().ok();
     let hint = os_view.map(|os| pairs::sibling_hint(os, cpus));
-    let clock = planning::WallClock::since(started);
+    // The pairs' share of the time actually left (the start was spent on the clock).
+    let mut pairs_plan = plan.pairs.clone();
+    pairs_plan.room = plan.pairs_room_at(start);
     let (table, pairs_plan) = pairs::collect_within(
         probe,
         opts.sampling,
         hint,
-        &plan.pairs,
-        &clock,
+        &pairs_plan,
+        clock,
         &mut |done, total| {
             progress(Progress::Pairs { done, total });
         },
@@ -316,7 +327,12 @@ pub(crate) fn measure_with(
     }
     progress(Progress::Step("SMT probe"));
     let smt_started = Instant::now();
-    let smt_tests = smt_probe(&table, cpus, smt)?;
+    let smt_time = plan
+        .smt_share
+        .min((plan.plugins_end - clock.now()).max(0.0));
+    let smt_first = smt_probe(&table, cpus, smt_time, clock, smt)?;
+    let mut smt_notes = smt_first.notes.clone();
+    let smt_tests = smt_first.tests;
     let mut smt_spent = smt_started.elapsed().as_secs_f64();
     if let Some(m) = monitor.as_mut() {
         check(m, probe, "smt", &mut stability_spent);
@@ -357,6 +373,15 @@ pub(crate) fn measure_with(
         topo = topoprobe_infer::anchor::anchor_to_os(topo, v);
     }
     let inference_spent = inference_started.elapsed().as_secs_f64();
+    // The end's reserve at this machine's pace: saving the description is table work as
+    // the inference is.
+    let inference_planned = plan
+        .cost
+        .steps
+        .iter()
+        .find(|s| s.probe == "inference")
+        .map_or(0.0, |s| s.seconds);
+    let (plugins_end, end) = plan.ends(inference_spent / inference_planned);
     let inference_peak = topoprobe_sys::usage::peak_resident_bytes();
     topo.set_spread(table.collected.spread.clone())?;
     record(&mut topo, opts, cpus, &table, &smt_tests);
@@ -386,16 +411,29 @@ pub(crate) fn measure_with(
             }
             progress(p);
         };
-        plugins(&mut topo, &mut between)?
+        plugins(&mut topo, plugins_end, &mut between)?
     };
     if let Some(m) = monitor.as_mut() {
         check(m, probe, "end", &mut stability_spent);
         let mut findings = m.findings(&topo);
-        if !smt_tests.is_empty() {
+        let left = end - clock.now();
+        if !smt_tests.is_empty() && left > 0.0 {
             let again_started = Instant::now();
-            let again = smt_probe(&table, cpus, smt)?;
+            let again = smt_probe(&table, cpus, plan.smt_share.min(left), clock, smt)?;
             smt_spent += again_started.elapsed().as_secs_f64();
-            findings.extend(stability::smt_findings(&smt_tests, &again, os_view));
+            smt_notes.extend(
+                again
+                    .notes
+                    .iter()
+                    .map(|n| format!("{n} (again at the end)")),
+            );
+            findings.extend(stability::smt_findings(&smt_tests, &again.tests, os_view));
+        } else if !smt_tests.is_empty() {
+            smt_notes.push(format!(
+                "smt: not run again at the end (whether the host moved the vCPUs between \
+                 cores is not known): the budget's {:.1} s were spent",
+                end
+            ));
         }
         if let Some(saved) = &ctx.saved {
             findings.extend(stability::compare_saved(saved, &topo));
@@ -420,7 +458,7 @@ pub(crate) fn measure_with(
             .insert("reference_pairs".into(), checks.join("; "));
         stability::apply(&mut topo, &findings);
     }
-    let cost = spent_cost(
+    let mut cost = spent_cost(
         plan,
         &[
             ("latency", table.elapsed.as_secs_f64(), pairs_peak),
@@ -430,6 +468,7 @@ pub(crate) fn measure_with(
         ],
         plugin_costs,
     );
+    cost.left_out.extend(smt_notes);
     for note in &cost.left_out {
         topo.validation_mut()
             .warnings
@@ -441,7 +480,12 @@ pub(crate) fn measure_with(
     topo.validation_mut()
         .warnings
         .retain(|w| seen.insert((w.kind.clone(), w.message.clone())));
-    stamp(&mut topo, started);
+    stamp(&mut topo, Instant::now());
+    let p = topo.provenance_mut();
+    // The time of the run as the budget counts it (from the process's start for a command).
+    p.duration_s = Some(clock.now());
+    p.parameters
+        .insert("start_seconds".into(), format!("{start:.3}"));
     Ok((topo, table))
 }
 
@@ -486,6 +530,7 @@ pub fn measure_this_machine(
     opts: &MeasureOptions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Measurement, MachineError> {
+    let clock = planning::WallClock::since(opts.started.unwrap_or_else(Instant::now));
     let cpus = pairs::select_cpus(opts.cpus.as_deref())?;
     if cpus.len() < 2 {
         return Err(MachineError::Cpus(format!(
@@ -510,16 +555,16 @@ pub fn measure_this_machine(
     let os_ref = os_view.as_ref().ok();
     let plan = plan_this_machine(opts, &cpus, os_ref, watch)?;
     let mut probe = pairs::pair_probe_with(cpus.clone(), plan.pairs.config);
-    let mut smt = |a: u32, b: u32| smt::test_pair(a, b);
-    let clock = planning::WallClock::start();
-    let mut run_plugins = |topo: &mut Topology, p: &mut dyn FnMut(Progress<'_>)| {
-        plugins::run_within(topo, os_ref, &plan.plugins, &clock, plan.plugins_end, p)
+    let mut smt = |a: u32, b: u32, seconds: f64| smt::test_pair_within(a, b, seconds);
+    let mut run_plugins = |topo: &mut Topology, end: f64, p: &mut dyn FnMut(Progress<'_>)| {
+        plugins::run_within(topo, os_ref, &plan.plugins, &clock, end, p)
     };
     let (mut topology, table) = measure_with(
         opts,
         &cpus,
         &ctx,
         &plan,
+        &clock,
         &mut probe,
         &mut smt,
         &mut run_plugins,

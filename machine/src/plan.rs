@@ -63,10 +63,22 @@ const TIMER_S: f64 = 0.025;
 const QUICK_SAMPLE_NS: f64 = 10_000.0;
 /// Samples per batch of the quick probe setting.
 const QUICK_REPS: usize = 15;
-/// Share of the budget kept free of every step: starting the process, calibrating the
-/// timer, reading the OS view, saving the description, and steps a little slower than
-/// planned.
+/// Share of the budget kept free of every step: steps a little slower than planned, a last
+/// step ending past its deadline. The budget is counted from the process's start when the
+/// caller says when that was ([`crate::MeasureOptions::started`]), so starting the process,
+/// reading the OS view and planning are spent on the clock, and saving and printing the
+/// description have their own reserve ([`finish_seconds`]).
 const HEADROOM: f64 = 0.05;
+/// Seconds of the end of a run besides writing its JSON: files created and renamed, the
+/// process's exit.
+const FINISH_S: f64 = 0.01;
+/// Bytes of a description's JSON per ordered pair of contexts (its latency and spread
+/// tables; 110 KB for 32 contexts with the default plugins' sections).
+const DESCRIPTION_BYTES_PER_PAIR: f64 = 100.0;
+/// Bytes a second a description is serialized and written at, at the plan's rates.
+const WRITE_BYTES_PER_S: f64 = 200e6;
+/// Most times slower than the plan's rates the end of a run is reserved for.
+const MOST_SLOWER: f64 = 100.0;
 /// Share of the budget (after the fixed costs) the latency pairs may take at most.
 const PAIRS_SHARE: f64 = 0.5;
 /// Seconds of the inference of a table of `n` contexts: `INFERENCE_S_PER_PAIR × n²`
@@ -107,6 +119,15 @@ impl Clock for WallClock {
     fn now(&self) -> f64 {
         self.0.elapsed().as_secs_f64()
     }
+}
+
+/// Seconds to save and print the description of `n` contexts at the plan's rates: its JSON
+/// written twice (the description, the output) and [`FINISH_S`]. A run reserves this at
+/// the end of its budget, times how much slower than planned its inference ran
+/// ([`MeasurePlan::ends`]).
+#[must_use]
+pub fn finish_seconds(n: usize) -> f64 {
+    FINISH_S + 2.0 * DESCRIPTION_BYTES_PER_PAIR * (n * n) as f64 / WRITE_BYTES_PER_S
 }
 
 /// A timed step may run this many times its plan (the plan's own estimate after
@@ -331,8 +352,21 @@ pub struct MeasurePlan {
     /// OS's view of the machine; the plugins plan again on the measured topology).
     pub cost: CostPlan,
     /// Seconds after the start by which the plugins must be done: the budget less its
-    /// headroom and what runs after them (the last stability checks).
+    /// headroom, the reserve of the end ([`MeasurePlan::finish`]) and what runs after them
+    /// (the last stability checks), at the plan's rates ([`MeasurePlan::ends`] learns them).
     pub plugins_end: f64,
+    /// Seconds reserved at the end for saving and printing the description, at the plan's
+    /// rates ([`finish_seconds`]).
+    pub finish: f64,
+    /// Seconds planned after the plugins: the last reference pairs and the SMT probe again
+    /// (when watching).
+    pub after_plugins: f64,
+    /// Seconds of one run of the SMT probe (it runs again at the end when watching): it
+    /// stops there ([`topoprobe_measure::smt::probe_within`]).
+    pub smt_share: f64,
+    /// Seconds the plugins would take unhindered (what the pairs leave them when time is
+    /// short, [`MeasurePlan::pairs_room_at`]).
+    pub plugins_wanted: f64,
 }
 
 impl MeasurePlan {
@@ -348,6 +382,44 @@ impl MeasurePlan {
             }
         }
         self.pairs = pairs;
+    }
+
+    /// Seconds after the start of the budget planned for the steps besides the pairs and
+    /// the plugins: the SMT probe, the inference, the stability checks.
+    #[must_use]
+    pub fn fixed_seconds(&self) -> f64 {
+        self.cost
+            .steps
+            .iter()
+            .filter(|s| matches!(s.probe.as_str(), "smt" | "inference" | "stability"))
+            .map(|s| s.seconds)
+            .sum()
+    }
+
+    /// The pairs' share when they start `now` seconds after the start of the budget (the
+    /// process's start, the OS view and planning were spent before): the rule of the plan
+    /// (what the plugins leave, at least half of the time after the fixed steps) on the
+    /// time actually left, never more than planned.
+    #[must_use]
+    pub fn pairs_room_at(&self, now: f64) -> f64 {
+        let after_fixed = (self.plugins_end - now - self.fixed_seconds()).max(0.0);
+        let room = (after_fixed - self.plugins_wanted).max(PAIRS_SHARE * after_fixed);
+        self.pairs.room.min(room)
+    }
+
+    /// When the plugins must be done and when measuring must be done, seconds after the
+    /// start of the budget, on a machine `slower` times slower than the plan's rates (how
+    /// much longer than planned the inference took): the end's reserve
+    /// ([`MeasurePlan::finish`]) grows in proportion (at most [`MOST_SLOWER`] times).
+    #[must_use]
+    pub fn ends(&self, slower: f64) -> (f64, f64) {
+        let slower = if slower.is_finite() {
+            slower.clamp(1.0, MOST_SLOWER)
+        } else {
+            1.0
+        };
+        let end = (self.budget.seconds * (1.0 - HEADROOM) - self.finish * slower).max(0.0);
+        ((end - self.after_plugins).max(0.0), end)
     }
 }
 
@@ -447,7 +519,8 @@ pub fn plan_measurement(
     };
     let stability = stability_seconds(plugins.len(), &default_config, watch);
     let fixed = smt + inference + stability;
-    let after_fixed = (budget.seconds * (1.0 - HEADROOM) - fixed).max(0.0);
+    let finish = finish_seconds(n);
+    let after_fixed = (budget.seconds * (1.0 - HEADROOM) - finish - fixed).max(0.0);
     let natural: Vec<CostPlan> = plugins
         .iter()
         .map(|&p| plugins::plan_plugin(p, shape, None, os, budget.with_seconds(f64::MAX)))
@@ -519,7 +592,11 @@ pub fn plan_measurement(
         pairs,
         plugins: shares,
         cost,
-        plugins_end: (budget.seconds * (1.0 - HEADROOM) - after_plugins).max(0.0),
+        plugins_end: (budget.seconds * (1.0 - HEADROOM) - finish - after_plugins).max(0.0),
+        finish,
+        after_plugins,
+        smt_share: if watch { smt / 2.0 } else { smt },
+        plugins_wanted: natural_total,
     })
 }
 

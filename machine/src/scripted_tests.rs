@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use topoprobe_measure::smt::SmtTest;
+use topoprobe_measure::smt::{SmtRun, SmtTest};
 use topoprobe_model::{
     LatencyMatrix, MatrixProbe, OsCpu, OsView, PairLatency, PairSample, ProbeError, StructureLevel,
     Topology,
@@ -70,13 +70,13 @@ fn run(script: &Script, ctx: &Context) -> Result<(Topology, usize), MachineError
         calls: Rc::clone(&calls),
     };
     let mut smt_runs = 0usize;
-    let mut smt = |a: u32, b: u32| {
+    let mut smt = |a: u32, b: u32, _: f64| {
         let slowdown = script.smt[smt_runs.min(1)];
         smt_runs += 1;
-        Ok(SmtTest { a, b, slowdown })
+        Ok(SmtRun::full(SmtTest { a, b, slowdown }))
     };
     let moved = Rc::clone(&latency);
-    let mut plugins = |_: &mut Topology, p: &mut dyn FnMut(Progress<'_>)| {
+    let mut plugins = |_: &mut Topology, _: f64, p: &mut dyn FnMut(Progress<'_>)| {
         p(Progress::Plugin("caches"));
         if let Some(v) = script.during_plugins {
             moved.set(v);
@@ -95,6 +95,7 @@ fn run(script: &Script, ctx: &Context) -> Result<(Topology, usize), MachineError
         &[0, 1],
         ctx,
         &plan,
+        &crate::plan::WallClock::start(),
         &mut probe,
         &mut smt,
         &mut plugins,
@@ -291,20 +292,21 @@ fn measure_probe(probe: &mut dyn PairLatency, full: bool) -> Result<Topology, Ma
         sampling: crate::pairs::Sampling { full, seed: None },
         ..MeasureOptions::default()
     };
-    let mut smt = |a: u32, b: u32| {
-        Ok(SmtTest {
+    let mut smt = |a: u32, b: u32, _: f64| {
+        Ok(SmtRun::full(SmtTest {
             a,
             b,
             slowdown: 1.0,
-        })
+        }))
     };
-    let mut plugins = |_: &mut Topology, _: &mut dyn FnMut(Progress<'_>)| Ok(Vec::new());
+    let mut plugins = |_: &mut Topology, _: f64, _: &mut dyn FnMut(Progress<'_>)| Ok(Vec::new());
     let plan = crate::plan_this_machine(&opts, &cpus, ctx.os.as_ref().ok(), ctx.watch)?;
     let (topo, _) = measure_with(
         &opts,
         &cpus,
         &ctx,
         &plan,
+        &crate::plan::WallClock::start(),
         probe,
         &mut smt,
         &mut plugins,

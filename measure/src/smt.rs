@@ -173,6 +173,19 @@ pub struct SmtRun {
     pub per_iteration: f64,
 }
 
+impl SmtRun {
+    /// `test` made with [`SmtRuns::FULL`] at the plan's pace (a verdict from elsewhere: a
+    /// scripted probe, a test).
+    #[must_use]
+    pub fn full(test: SmtTest) -> Self {
+        Self {
+            test,
+            runs: SmtRuns::FULL,
+            per_iteration: expected_seconds() / SmtRuns::FULL.seconds(1.0),
+        }
+    }
+}
+
 /// Measures whether `a` and `b` share a core: rounds of the loop on `a` alone and beside
 /// the same loop on `b`, alternated so that frequency changes and host noise hit both;
 /// the slowdown is the median of the per-round ratios.

@@ -34,6 +34,8 @@ fn measure(args: &InferArgs) -> Result<()> {
         plugins: plugins::parse(args.plugins.as_deref().unwrap_or(plugins::DEFAULT))?,
         hints: args.hints.options(),
         path: None,
+        // The budget counts from the process's start, as the user's wall clock does.
+        started: topoprobe_sys::started::instant(),
         ..MeasureOptions::default()
     };
     opts.budget = Some(args.planning.budget(opts.budget()));
