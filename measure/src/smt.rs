@@ -17,9 +17,10 @@ const ITERATIONS: u64 = 3_000_000;
 /// Alternated rounds (alone, beside the partner).
 const ROUNDS: usize = 7;
 
-/// Iterations of the first, timed part of the ramp-up: the loop's pace on this machine,
-/// from which the runs are fitted to the time allowed (no more than the least run).
-const PACE_ITERATIONS: u64 = LEAST_ITERATIONS;
+/// Iterations of each of the two first, timed parts of the ramp-up: the loop's pace on this
+/// machine, from which the runs are fitted to the time allowed (both together are no more
+/// than the least run).
+const PACE_ITERATIONS: u64 = LEAST_ITERATIONS / 2;
 /// Fewest iterations of a shortened run before rounds are dropped (about 0.25 ms at 3 GHz).
 const SHORT_ITERATIONS: u64 = ITERATIONS / 32;
 /// Fewest iterations of a run at all.
@@ -64,7 +65,7 @@ impl SmtRuns {
     /// ramp-up (its timed part included), then the rounds.
     #[must_use]
     pub fn seconds(&self, per_iteration: f64) -> f64 {
-        let ramp = self.iterations.max(PACE_ITERATIONS);
+        let ramp = self.iterations.max(2 * PACE_ITERATIONS);
         let runs = ramp + 2 * self.rounds as u64 * self.iterations;
         runs as f64 * per_iteration + self.rounds as f64 * GAP_S
     }
@@ -230,12 +231,14 @@ pub fn test_pair_within(a: u32, b: u32, seconds: f64) -> Result<SmtRun, String> 
             pinned.wait();
             let result = pin.map(|()| {
                 let started = Instant::now();
-                // Ramp the core up, the first part timed: the pace the runs are fitted to.
-                let per_iteration = timed_work(PACE_ITERATIONS) / PACE_ITERATIONS as f64;
+                // Ramp the core up, the first parts timed: the pace the runs are fitted to
+                // (the faster of two: the first may pay for a cold start).
+                let per_iteration = timed_work(PACE_ITERATIONS).min(timed_work(PACE_ITERATIONS))
+                    / PACE_ITERATIONS as f64;
                 let left = seconds - started.elapsed().as_secs_f64();
                 let mut runs = SmtRuns::fit(left, per_iteration);
                 chunk.store((runs.iterations / 64).max(1), Ordering::Relaxed);
-                std::hint::black_box(work(runs.iterations.saturating_sub(PACE_ITERATIONS)));
+                std::hint::black_box(work(runs.iterations.saturating_sub(2 * PACE_ITERATIONS)));
                 let mut ratios = Vec::with_capacity(runs.rounds);
                 let mut round = 0.0_f64;
                 for _ in 0..runs.rounds {
@@ -341,7 +344,8 @@ pub fn probe_within(
             .map(|(a, b)| format!("{a}-{b}"))
             .collect();
         out.notes.push(format!(
-            "smt: {} of {} candidate pairs tested within the probe's {seconds:.2} s ({spent:.2} s              spent); left out: {}",
+            "smt: {} of {} candidate pairs tested within the probe's {seconds:.2} s ({spent:.2} s \
+             spent); left out: {}",
             out.tests.len(),
             pairs.len(),
             names.join(", ")
@@ -360,7 +364,8 @@ pub fn probe_within(
             })
             .collect();
         out.notes.push(format!(
-            "smt: runs shortened to fit the probe's {seconds:.2} s (instead of {} × {}              iterations): {}",
+            "smt: runs shortened to fit the probe's {seconds:.2} s (instead of {} × {} \
+             iterations): {}",
             plural(SmtRuns::FULL.rounds, "round"),
             SmtRuns::FULL.iterations,
             runs.join(", ")
