@@ -402,7 +402,7 @@ impl MeasurePlan {
     /// time actually left, never more than planned.
     #[must_use]
     pub fn pairs_room_at(&self, now: f64) -> f64 {
-        let after_fixed = (self.plugins_end - now - self.fixed_seconds()).max(0.0);
+        let after_fixed = (self.ends(1.0).1 - now - self.fixed_seconds()).max(0.0);
         let room = (after_fixed - self.plugins_wanted).max(PAIRS_SHARE * after_fixed);
         self.pairs.room.min(room)
     }
