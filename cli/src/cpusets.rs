@@ -86,43 +86,46 @@ fn this_machine(flag: &str) -> Result<Inventory> {
     Ok(Inventory::from_os_view(&view))
 }
 
-/// The CPUs `text` names on this machine in the order it names them (as
-/// [`ordered_on_topology`]): hwloc's and likwid's names mean what those tools mean, the
-/// operating system's objects, whatever a measured description says.
+/// `text` resolved on this machine: CPU numbers and masks as they are, anything else on
+/// the operating system's view of it (hwloc's and likwid's names mean what those tools
+/// mean, the OS's objects, whatever a measured description says).
 ///
 /// # Errors
 ///
-/// As [`on_this_machine`].
-pub(crate) fn ordered_on_this_machine(flag: &str, text: &str) -> Result<Vec<u32>> {
+/// A usage error when the expression is malformed or names what the machine lacks; an
+/// error when the operating system's view cannot be read.
+fn resolved_on_this_machine(flag: &str, text: &str) -> Result<Resolved> {
     let expr = parse(flag, text)?;
     let resolved = if expr.needs_topology() {
         expr.resolve(&this_machine(flag)?)
     } else {
         expr.resolve_numbers()
     };
-    let resolved = resolved.map_err(|e| usage(flag, text, &e))?;
+    Ok(resolved.map_err(|e| usage(flag, text, &e))?)
+}
+
+/// The CPUs `text` names on this machine in the order it names them (as
+/// [`ordered_on_topology`]).
+///
+/// # Errors
+///
+/// As [`on_this_machine`].
+pub(crate) fn ordered_on_this_machine(flag: &str, text: &str) -> Result<Vec<u32>> {
+    let resolved = resolved_on_this_machine(flag, text)?;
     if resolved.order.is_empty() {
         return Err(Usage(format!("{flag} {text:?} names no CPU")).into());
     }
     Ok(resolved.order)
 }
 
-/// The CPUs (ascending) `text` names on this machine: CPU numbers and masks as they
-/// are, anything else on the operating system's view of it (hwloc's and likwid's names
-/// mean what those tools mean there).
+/// The CPUs (ascending) `text` names on this machine ([`resolved_on_this_machine`]).
 ///
 /// # Errors
 ///
 /// A usage error when the expression is malformed, names what the machine lacks, or
 /// names no CPU; an error when the operating system's view cannot be read.
 pub(crate) fn on_this_machine(flag: &str, text: &str) -> Result<Vec<u32>> {
-    let expr = parse(flag, text)?;
-    let resolved = if expr.needs_topology() {
-        expr.resolve(&this_machine(flag)?)
-    } else {
-        expr.resolve_numbers()
-    };
-    let resolved = resolved.map_err(|e| usage(flag, text, &e))?;
+    let resolved = resolved_on_this_machine(flag, text)?;
     Ok(some(flag, text, resolved)?)
 }
 
