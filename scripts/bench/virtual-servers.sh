@@ -98,7 +98,7 @@ for s in "${order[@]}"; do
         echo
         if [ -s "$dir/compare.txt" ]; then
             echo '```'
-            grep '^DISAGREE' "$dir/compare.txt" | cut -c1-400 || echo "(every check agrees)"
+            grep -E '^(DISAGREE|unjudged)' "$dir/compare.txt" | cut -c1-400 || echo "(every check agrees)"
             echo '```'
         else
             echo "The guest failed: exit $rc."

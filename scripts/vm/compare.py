@@ -5,7 +5,7 @@
     scripts/vm/compare.py DIR [--shape NAME] [--json] [--strict]
 
 Prints one line per check, `agree` or `DISAGREE` with both answers (the reference, from
-the OS or hwloc, first); --json prints them as a JSON list of objects {shape, check, ok,
+the OS or hwloc, first), or `unjudged` where hwloc cannot answer (its own limits); --json prints them as a JSON list of objects {shape, check, ok,
 reference, topoprobe, detail} instead. Exit status: 0 when it could judge (disagreements
 included; with --strict, 1 when any check disagrees), 2 when DIR lacks checks.sh's files.
 
@@ -96,10 +96,10 @@ class Report:
         self.shape = shape
         self.rows = []
 
-    def add(self, check, ok, reference, topoprobe, detail=""):
+    def add(self, check, ok, reference, topoprobe, detail="", judged=True):
         self.rows.append({"shape": self.shape, "check": check, "ok": bool(ok),
                           "reference": str(reference), "topoprobe": str(topoprobe),
-                          "detail": detail})
+                          "detail": detail, "judged": judged})
 
 
 def read(path):
@@ -270,7 +270,11 @@ def compare_cpus(d, r, st):
         ref_text = read(os.path.join(d, f"hwloc-calc.{name}.out"))
         ref = parse_list(ref_text or "")
         ref_s = cpulist(ref) if ref is not None else repr(ref_text)
-        if st.get(f"hwloc-calc.{name}", (1,))[0] != 0 or (not ref and err_of(d, f"hwloc-calc.{name}")):
+        # hwloc-calc has its own limits (within a cpuset that leaves a core one PU it
+        # cannot resolve `core:N`): no reference, so nothing to judge.
+        unanswered = st.get(f"hwloc-calc.{name}", (1,))[0] != 0 or (
+            not ref and bool(err_of(d, f"hwloc-calc.{name}")))
+        if unanswered:
             ref_s = f"hwloc-calc cannot answer: {err_of(d, 'hwloc-calc.' + name)}"
         for kind, label in (("cpus-os", "before infer"), ("cpus", "after infer")):
             key = f"{kind}.{name}"
@@ -278,7 +282,10 @@ def compare_cpus(d, r, st):
                 continue
             status = st[key][0]
             got = parse_list(read(os.path.join(d, key + ".out")) or "")
-            if status != 0:
+            if unanswered:
+                said = f"exit {status}: {err_of(d, key)}" if status else cpulist(got or [])
+                r.add(key, True, ref_s, said, label + "; not judged", judged=False)
+            elif status != 0:
                 r.add(key, False, ref_s, f"exit {status}: {err_of(d, key)}", label)
             else:
                 r.add(key, got == ref, ref_s, cpulist(got) if got is not None else "unparsable", label)
@@ -457,7 +464,9 @@ def main():
         print()
     else:
         for row in r.rows:
-            if row["ok"]:
+            if not row["judged"]:
+                print(f"unjudged  {row['check']} ({row['detail']}): OS/hwloc: {row['reference']} | topoprobe: {row['topoprobe']}")
+            elif row["ok"]:
                 print(f"agree     {row['check']}")
             else:
                 extra = f" ({row['detail']})" if row["detail"] else ""
