@@ -17,7 +17,9 @@
 #                            HMAT (32 vCPUs, 8 nodes)
 #   e-offline-cpuset         2 sockets x 4 cores x 2 threads, 2 nodes per socket, CPUs 5
 #                            and 13 offline, run in the cpuset 0-4,6-11 with nodes 0-2
-# Memory tiers (DAX/kmem) are not covered yet.
+#   f-memory-tier            2 sockets x 4 cores x 2 threads, one node per socket, one
+#                            memory-only node, HMAT, and a memory tier: one more node
+#                            hidden at boot and onlined through DAX/kmem (16 vCPUs, 4 nodes)
 # Exit status: 0 when every shape ran (disagreements are results, not failures), 1 when a
 # guest failed, 77 when guests cannot run here (scripts/vm/guest.sh --check says why).
 set -euo pipefail
@@ -29,8 +31,9 @@ declare -A SHAPES=(
     [c-8s-32n]="--sockets 8 --cores 4 --threads 1 --nodes-per-socket 4 --mem-per-node 128"
     [d-4s-4c-2t-memonly-hmat]="--sockets 4 --cores 4 --threads 2 --memory-only 4 --hmat on --mem-per-node 256"
     [e-offline-cpuset]="--sockets 2 --cores 4 --threads 2 --nodes-per-socket 2 --mem-per-node 256 --offline 5,13 --cpuset 0-4,6-11:0-2"
+    [f-memory-tier]="--sockets 2 --cores 4 --threads 2 --nodes-per-socket 1 --memory-only 1 --hmat on --memory-tier 256 --mem-per-node 256"
 )
-order=(a-2s-snc2-memonly-hmat b-4s-2n c-8s-32n d-4s-4c-2t-memonly-hmat e-offline-cpuset)
+order=(a-2s-snc2-memonly-hmat b-4s-2n c-8s-32n d-4s-4c-2t-memonly-hmat e-offline-cpuset f-memory-tier)
 [ $# -gt 0 ] && order=("$@")
 for s in "${order[@]}"; do
     [ -n "${SHAPES[$s]:-}" ] || { echo "virtual-servers.sh: unknown shape $s (known: ${!SHAPES[*]})" >&2; exit 2; }

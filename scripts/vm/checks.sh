@@ -11,7 +11,8 @@
 # <TAB>COMMAND" into OUTDIR/checks.tsv; a failing step does not stop the others, and this
 # script exits 0 when it could run them all (the results are judged by compare.py).
 # TP (default: target/release/topoprobe of this checkout) is the binary under test;
-# CHECKS_BUDGET (default 10) is infer's and mem's --budget in seconds.
+# CHECKS_BUDGET (default 10) is infer's and mem's --budget in seconds; CHECKS_ONLY=os stops
+# after the OS's view (topoprobe os, lstopo, numactl).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out=${1:-${TOPOPROBE_VM_OUT:?give OUTDIR or run inside scripts/vm/guest.sh}}
@@ -45,6 +46,11 @@ step lstopo-v lstopo-no-graphics --disallowed -v --of console
 step numactl numactl --hardware
 uname -r > kernel.txt
 { nproc; cat /sys/devices/system/cpu/online; cat /sys/devices/system/cpu/offline 2>/dev/null || true; } > cpus-online.txt
+# CHECKS_ONLY=os: the OS's view alone (a quick look at many shapes).
+if [ "${CHECKS_ONLY:-}" = os ]; then
+    echo "checks.sh: $(wc -l < checks.tsv) steps (the OS's view only), results in $out" >&2
+    exit 0
+fi
 
 # CPU sets named as hwloc-calc names them (logical indexes), as hwloc-calc and topoprobe
 # resolve them; topoprobe's answer before and after `infer` has saved a description.

@@ -29,6 +29,10 @@
 # elsewhere. HMAT latencies are 10 ns per distance unit; bandwidths fall with distance.
 #
 # Inside the guest:
+#   --memory-tier MiB          a memory tier: one more memory-only node (the last) of MiB
+#                              (rounded up to 128), hidden at boot (memmap=) and onlined
+#                              through DAX/kmem (ndctl, daxctl) before the command, as CXL
+#                              memory is: a node of a lower memory tier.
 #   --offline LIST             CPUs (a list such as 3,5-7) taken offline before the command.
 #   --cpuset CPUS[:MEMS]       the command runs in a cgroup-v2 cpuset of these CPUs (and nodes).
 #   --env NAME=VALUE           set in the command's environment (which is otherwise only PATH,
@@ -59,7 +63,7 @@ usage() { echo "guest.sh: $*" >&2; echo "guest.sh: see the header of $0 for its 
 cannot() { echo "guest.sh: guests cannot run here: $*" >&2; exit 77; }
 
 sockets=2 dies=1 cores=2 threads=1 nps=1 memonly=0 hmat=off mem=128
-offline="" cpuset="" timeout=600 boot_timeout=60 out="" check=0 dry=0 accel=auto
+tier=0 offline="" cpuset="" timeout=600 boot_timeout=60 out="" check=0 dry=0 accel=auto
 envs=()
 num() { [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge "${3:-1}" ] || usage "$1 needs an integer >= ${3:-1}, not '$2'"; }
 while [ $# -gt 0 ]; do
@@ -72,6 +76,7 @@ while [ $# -gt 0 ]; do
         --memory-only) num "$1" "${2-}" 0; memonly=$2; shift 2 ;;
         --hmat) case "${2-}" in on|off) hmat=$2 ;; *) usage "--hmat takes on or off" ;; esac; shift 2 ;;
         --mem-per-node) num "$1" "${2-}" 64; mem=$2; shift 2 ;;
+        --memory-tier) num "$1" "${2-}" 64; tier=$2; shift 2 ;;
         --offline) [[ "${2-}" =~ ^[0-9,-]+$ ]] || usage "--offline takes a CPU list such as 3,5-7"; offline=$2; shift 2 ;;
         --cpuset) [[ "${2-}" =~ ^[0-9,-]+(:[0-9,-]+)?$ ]] || usage "--cpuset takes CPUS[:MEMS] such as 0-7:0"; cpuset=$2; shift 2 ;;
         --timeout) num "$1" "${2-}"; timeout=$2; shift 2 ;;
@@ -91,6 +96,11 @@ done
 per_socket=$((dies * cores * threads))
 ncpus=$((sockets * per_socket))
 cpu_nodes=$((sockets * nps))
+if [ "$tier" -gt 0 ]; then
+    # The tier is one more memory-only node, the last, whose memory is hidden at boot.
+    tier=$(((tier + 127) / 128 * 128))
+    memonly=$((memonly + 1))
+fi
 nodes=$((cpu_nodes + memonly))
 [ $(((dies * cores) % nps)) = 0 ] || usage "--nodes-per-socket $nps does not divide the $((dies * cores)) cores of a socket"
 [ "$ncpus" -le 255 ] || usage "$ncpus vCPUs: at most 255 are supported"
@@ -163,12 +173,20 @@ bandwidth() {
 }
 first_mem=$mem
 [ "$first_mem" -ge 256 ] || first_mem=256
+total_mem=$((first_mem + (nodes - 1) * mem))
+if [ "$tier" -gt 0 ]; then
+    # Node 0 grows until the guest has 2.75 GiB, so that q35 puts the last node's memory
+    # above 4 GiB, where no firmware range cuts into it.
+    rest=$(((nodes - 2) * mem + tier))
+    [ $((first_mem + rest)) -ge 2816 ] || first_mem=$((2816 - rest))
+    total_mem=$((first_mem + rest))
+fi
 machine=q35
 [ "$hmat" = on ] && machine+=,hmat=on
 args=(-machine "$machine" -nodefaults -no-user-config
       -display none -vga none -no-reboot
       -smp "cpus=$ncpus,sockets=$sockets,dies=$dies,cores=$cores,threads=$threads"
-      -m "$((first_mem + (nodes - 1) * mem))M")
+      -m "${total_mem}M")
 if [ $use_kvm = 1 ]; then
     args+=(-accel kvm -cpu host)
 else
@@ -176,6 +194,7 @@ else
 fi
 for ((n = 0; n < nodes; n++)); do
     size=$mem; [ $n = 0 ] && size=$first_mem
+    [ "$tier" -gt 0 ] && [ $n = $((nodes - 1)) ] && size=$tier
     args+=(-object "memory-backend-ram,id=m$n,size=${size}M")
     spec="node,nodeid=$n,memdev=m$n"
     if [ $n -lt $cpu_nodes ]; then
@@ -204,6 +223,12 @@ if [ "$hmat" = on ]; then
     done
 fi
 cmdline="console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init lpj=10000000 cpu_init_udelay=0 mitigations=off nokaslr tsc=reliable"
+if [ "$tier" -gt 0 ]; then
+    # The tier node's memory is hidden from the kernel at boot (a legacy persistent-memory
+    # range), then onlined through DAX/kmem as slower memory: a node of a lower tier.
+    # q35 keeps 2 GiB below 4 GiB and the rest above: the last node ends the high part.
+    cmdline+=" memmap=${tier}M!$((4096 + total_mem - 2048 - tier))M"
+fi
 args+=(-kernel "$kernel" -initrd "$initrd" -append "$cmdline")
 
 if [ $dry = 1 ]; then
@@ -256,6 +281,7 @@ case "$cwd" in /tmp|/tmp/*|/run|/run/*|/var/tmp|/var/tmp/*) cwd=/ ;; esac
 {
     echo "TP_OUT='$out'"
     echo "TP_OFFLINE='$(expand "$offline")'"
+    echo "TP_TIER='$tier'"
     echo "TP_CPUSET='${cpuset%%:*}'"
     if [[ "$cpuset" == *:* ]]; then echo "TP_CPUSET_MEMS='${cpuset#*:}'"; else echo "TP_CPUSET_MEMS=''"; fi
 } > "$out/.vm/job.env"
