@@ -30,7 +30,9 @@ n, seed = int(sys.argv[1]), int(sys.argv[2])
 rng = random.Random(seed)
 for _ in range(n):
     while True:
-        s, d, c, t = rng.choice([1, 2, 2, 4, 8]), rng.choice([1, 1, 2]), rng.choice([1, 2, 3, 4]), rng.choice([1, 2])
+        # 3 cores a die stalls the guest's boot under TCG (soft lockups before init, every
+        # time): a limit of the emulated machine, said in docs/VIRTUAL_SERVERS.md.
+        s, d, c, t = rng.choice([1, 2, 2, 4, 8]), rng.choice([1, 1, 2]), rng.choice([1, 2, 4, 6]), rng.choice([1, 2])
         cpus = s * d * c * t
         if 2 <= cpus <= 32:
             break

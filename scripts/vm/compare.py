@@ -333,10 +333,15 @@ def compare_mem(d, r, st, osj):
         r.add("mem.nodes", False, "every node", "mem.json missing or unparsable")
         return
     named = {x.get("node") for key in ("results", "latency") for x in m.get(key) or []}
-    # A node the budget left out is named in the cost's steps, with why.
-    for step in (m.get("cost") or {}).get("steps") or []:
+    # A node the budget left out is named in the cost's steps or its left-out notes
+    # ("left out: socket 0 -> nodes 1-4"), with why.
+    cost = m.get("cost") or {}
+    for step in cost.get("steps") or []:
         for word in re.findall(r"node (\d+)", json.dumps(step)):
             named.add(int(word))
+    for note in cost.get("left_out") or []:
+        for lst in re.findall(r"-> nodes? ([0-9,-]+)", note.split("left out:", 1)[-1]):
+            named |= parse_list(lst) or set()
     want = {n["node"] for n in osj.get("nodes") or []}
     mems = None
     for line in (read(os.path.join(d, "allowed.out")) or "").splitlines():

@@ -291,6 +291,39 @@ fn ordered_pairs(shape: &Shape) -> (Vec<(usize, usize)>, usize) {
     (out, representatives)
 }
 
+/// The socket -> node pairs of `pairs` (node by index) that `measured` (node by OS
+/// number) lacks, as `; left out: socket 0 -> nodes 1-4; socket 1 -> nodes 0-4`, so that
+/// every node the plan could not reach is named; empty when none.
+fn left_out_pairs(
+    pairs: &[(usize, usize)],
+    measured: &[(usize, u32)],
+    node_id: &dyn Fn(usize) -> u32,
+) -> String {
+    let mut by_socket: std::collections::BTreeMap<usize, Vec<u32>> = Default::default();
+    for &(s, n) in pairs {
+        let id = node_id(n);
+        if !measured.contains(&(s, id)) {
+            by_socket.entry(s).or_default().push(id);
+        }
+    }
+    if by_socket.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = by_socket
+        .into_iter()
+        .map(|(s, mut ids)| {
+            ids.sort_unstable();
+            ids.dedup();
+            let word = if ids.len() == 1 { "node" } else { "nodes" };
+            format!(
+                "socket {s} -> {word} {}",
+                topoprobe_model::format_cpu_list(&ids)
+            )
+        })
+        .collect();
+    format!("; left out: {}", parts.join("; "))
+}
+
 /// Plans the memory probe on a machine of `shape` as `opts` asks, within `opts.budget`,
 /// at the rates the plan assumes ([`Rates::ASSUMED`]).
 #[must_use]
@@ -481,13 +514,14 @@ pub fn plan_memory_at(shape: &Shape, opts: &MemOptions, speed: &Speed) -> MemPla
         notes.push(format!(
             "measured {} of {} socket -> node pairs within the {} budget ({} of {} \
              measurements): one per distance class of the OS's node distances ({}) first, \
-             then each socket's local node, then the others",
+             then each socket's local node, then the others{}",
             measured.len(),
             pairs.len(),
             crate::plan::secs(budget.seconds),
             steps.len(),
             total_steps,
-            class_list.join(", ")
+            class_list.join(", "),
+            left_out_pairs(&pairs, &measured, &node_id)
         ));
     }
     let mut plan = MemPlan {
@@ -511,4 +545,27 @@ pub fn plan_memory_at(shape: &Shape, opts: &MemOptions, speed: &Speed) -> MemPla
         super::full_plan::add_full_steps(shape, opts, &mut plan, spent);
     }
     plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pairs_a_budget_leaves_out_are_named_by_node() {
+        // Two sockets, nodes by index 0-2 with OS numbers 0, 1 and 4.
+        let pairs = [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)];
+        let ids = [0, 1, 4];
+        let id = |n: usize| ids[n];
+        assert_eq!(
+            left_out_pairs(&pairs, &[(0, 0), (1, 1)], &id),
+            "; left out: socket 0 -> nodes 1,4; socket 1 -> nodes 0,4"
+        );
+        assert_eq!(
+            left_out_pairs(&pairs[..2], &[(0, 0)], &id),
+            "; left out: socket 0 -> node 1"
+        );
+        let all: Vec<(usize, u32)> = pairs.iter().map(|&(s, n)| (s, ids[n])).collect();
+        assert_eq!(left_out_pairs(&pairs, &all, &id), "");
+    }
 }
