@@ -10,8 +10,8 @@
 //!   cores, groups and sockets stand, with the measured latencies attached to them.
 //! - **A difference needs a gap.** Where the inferred cores or sockets differ from the
 //!   OS's, the inferred sets are kept only when the pairs they separate are clearly slower
-//!   than the pairs they join (the 10th percentile of the first at least [`MIN_GAP`] × the
-//!   90th percentile of the second).
+//!   than the pairs they join (the 10th percentile of the first at least 1.12 × the 90th
+//!   percentile of the second: the gap between two latency classes).
 //! - **An absence needs a physical reason.** Where the inference finds no SMT or one
 //!   socket and the OS lists siblings or several packages, the absence is kept only when
 //!   the OS's boundary shows no gap *and* the OS's pairs are where the hardware cannot

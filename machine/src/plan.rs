@@ -122,7 +122,7 @@ impl Clock for WallClock {
 }
 
 /// Seconds to save and print the description of `n` contexts at the plan's rates: its JSON
-/// written twice (the description, the output) and [`FINISH_S`]. A run reserves this at
+/// written twice (the description, the output) and a fixed 10 ms. A run reserves this at
 /// the end of its budget, times how much slower than planned its inference ran
 /// ([`MeasurePlan::ends`]).
 #[must_use]
@@ -410,7 +410,7 @@ impl MeasurePlan {
     /// When the plugins must be done and when measuring must be done, seconds after the
     /// start of the budget, on a machine `slower` times slower than the plan's rates (how
     /// much longer than planned the inference took): the end's reserve
-    /// ([`MeasurePlan::finish`]) grows in proportion (at most [`MOST_SLOWER`] times).
+    /// ([`MeasurePlan::finish`]) grows in proportion (at most 100 times).
     #[must_use]
     pub fn ends(&self, slower: f64) -> (f64, f64) {
         let slower = if slower.is_finite() {

@@ -114,10 +114,9 @@ impl Speed {
     }
 }
 
-/// Measures the machine's speed on `cpus` (the first for one thread; up to
-/// [`SPIN_THREADS`] of them for parallelism) in about 0.1 s on an ordinary machine, and
-/// never much more than that on a slow one (the first touch stops after
-/// [`TOUCH_SECONDS`]). A measurement that cannot run (a CPU that cannot be pinned) leaves
+/// Measures the machine's speed on `cpus` (the first for one thread; up to 64 of them for
+/// parallelism) in about 0.1 s on an ordinary machine, and never much more than that on a
+/// slow one (the first touch stops after 0.04 s). A measurement that cannot run (a CPU that cannot be pinned) leaves
 /// the assumed figure.
 #[must_use]
 pub fn calibrate(cpus: &[u32]) -> Speed {
