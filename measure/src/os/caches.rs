@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use topoprobe_model::{format_cpu_list, parse_cpu_list, parse_cpu_mask, CacheType, OsCache, OsCpu};
+use topoprobe_model::{format_cpu_list, CacheType, OsCache, OsCpu};
 
 use super::files::{clean, excerpt, numbered_entries, optional_number, read_optional, Notes};
 use super::groups::Raw;
@@ -78,11 +78,7 @@ fn read_index(
     for (name, list) in [("shared_cpu_map", false), ("shared_cpu_list", true)] {
         let path = dir.join(name);
         if let Some(s) = read_optional(&path, notes) {
-            let parsed = if list {
-                parse_cpu_list(&s)
-            } else {
-                parse_cpu_mask(&s)
-            };
+            let parsed = super::files::parse_cpus(&s, list);
             match parsed {
                 Ok(v) => {
                     cpus = Some(v);

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use topoprobe_model::{format_cpu_list, parse_cpu_list, parse_cpu_mask, OsCpu};
+use topoprobe_model::{format_cpu_list, OsCpu};
 
 use super::files::{
     clean, excerpt, numbered_entries, optional_number, parse_error, read_optional, Notes,
@@ -23,11 +23,7 @@ pub(super) struct Cpus {
 
 /// Parses `content` of `path` as a CPU list (`*_list`, `online`) or a mask.
 fn cpu_set(path: &Path, content: &str, list: bool) -> Result<Vec<u32>, OsError> {
-    let parsed = if list {
-        parse_cpu_list(content)
-    } else {
-        parse_cpu_mask(content)
-    };
+    let parsed = super::files::parse_cpus(content, list);
     parsed.map_err(|e| parse_error(path, content, e.to_string()))
 }
 

@@ -228,3 +228,20 @@ pub(super) fn numbered_entries(dir: &Path, prefix: &str) -> Result<Vec<(u32, Pat
     out.sort_unstable();
     Ok(out)
 }
+
+/// `content` as a CPU set: a list (`0-3,8`, the `*_list` and `cpulist` files) when `list`,
+/// else a hex mask (`cpumap`, `*_map`, the sibling masks).
+///
+/// # Errors
+///
+/// When the content is neither.
+pub(super) fn parse_cpus(
+    content: &str,
+    list: bool,
+) -> Result<Vec<u32>, topoprobe_model::CpuListError> {
+    if list {
+        topoprobe_model::parse_cpu_list(content)
+    } else {
+        topoprobe_model::parse_cpu_mask(content)
+    }
+}

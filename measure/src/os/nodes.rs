@@ -3,9 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use topoprobe_model::{
-    format_cpu_list, parse_cpu_list, parse_cpu_mask, OsHmatAccess, OsMemoryCache, OsNode,
-};
+use topoprobe_model::{format_cpu_list, parse_cpu_mask, OsHmatAccess, OsMemoryCache, OsNode};
 
 use super::files::{clean, excerpt, numbered_entries, optional_number, read_optional, Notes};
 use super::{OsError, ReadOptions};
@@ -16,11 +14,7 @@ fn node_cpus(dir: &Path, notes: &mut Notes) -> Option<Vec<u32>> {
     for (name, list) in [("cpulist", true), ("cpumap", false)] {
         let path = dir.join(name);
         if let Some(s) = read_optional(&path, notes) {
-            let parsed = if list {
-                parse_cpu_list(&s)
-            } else {
-                parse_cpu_mask(&s)
-            };
+            let parsed = super::files::parse_cpus(&s, list);
             return match parsed {
                 Ok(v) => Some(v),
                 Err(e) => {
