@@ -291,14 +291,15 @@ def compare_cpus(d, r, st):
                 r.add(key, got == ref, ref_s, cpulist(got) if got is not None else "unparsable", label)
 
 
+def exit_and_json(d, r, st, step, name):
+    """Adds STEP.exit (exit 0) and returns the JSON file NAME that the step wrote, or None."""
+    status = st.get(step, (None,))[0]
+    r.add(f"{step}.exit", status == 0, "exit 0", f"exit {status}" + (f": {err_of(d, step)}" if status else ""))
+    return json_of(d, name)
+
+
 def compare_infer(d, r, st, osj):
-    status = st.get("infer", (None,))[0]
-    r.add("infer.exit", status == 0, "exit 0", f"exit {status}" + (f": {err_of(d, 'infer')}" if status else ""))
-    text = read(os.path.join(d, "infer.json"))
-    try:
-        inf = json.loads(text) if text else None
-    except ValueError:
-        inf = None
+    inf = exit_and_json(d, r, st, "infer", "infer.json")
     if inf is None or osj is None:
         r.add("infer.sockets", False, "a description", "infer.json missing or unparsable")
         return
@@ -322,13 +323,7 @@ def compare_infer(d, r, st, osj):
 
 
 def compare_mem(d, r, st, osj):
-    status = st.get("mem", (None,))[0]
-    r.add("mem.exit", status == 0, "exit 0", f"exit {status}" + (f": {err_of(d, 'mem')}" if status else ""))
-    text = read(os.path.join(d, "mem.json"))
-    try:
-        m = json.loads(text) if text else None
-    except ValueError:
-        m = None
+    m = exit_and_json(d, r, st, "mem", "mem.json")
     if m is None or osj is None:
         r.add("mem.nodes", False, "every node", "mem.json missing or unparsable")
         return
