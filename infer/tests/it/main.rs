@@ -1,0 +1,15 @@
+//! The integration tests of this crate, in one test binary (one link instead of one per file).
+
+mod common;
+mod bad_input;
+mod compare;
+mod corpus;
+mod hints;
+mod mct;
+mod noisy_pairs;
+mod robustness;
+mod sim_spec;
+mod simulated;
+mod single_core_sockets;
+mod smt_messages;
+mod sparse;
