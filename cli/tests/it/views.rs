@@ -34,7 +34,9 @@ fn shown(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn data(name: &str) -> String {
+/// A fixture of `tests/data/` named relative to the crate (the directory tests run in), so
+/// that the snapshots that print the path do not depend on where the checkout is.
+fn relative_data(name: &str) -> String {
     format!("tests/data/{name}")
 }
 
@@ -64,7 +66,7 @@ fn have(program: &str, probe: &[&str], package: &str) -> bool {
 
 fn snapshot(format: &str) {
     for input in INPUTS {
-        let path = data(input);
+        let path = relative_data(input);
         let mut args = vec!["show", "--topology", &path, "--format", format];
         if format == "mct" {
             // .mct holds cycles: the ns of a matrix are converted at this clock.
@@ -101,7 +103,7 @@ fn snapshot_mct() {
 
 #[test]
 fn text_colour_and_verbose() {
-    let ivy = data("lpdxeon2680.mct");
+    let ivy = relative_data("lpdxeon2680.mct");
     let plain = shown(&["show", "--topology", &ivy]);
     assert!(!plain.contains('\x1b'), "no colour when not on a terminal");
     let coloured = shown(&["show", "--topology", &ivy, "--color", "always"]);
@@ -116,14 +118,14 @@ fn text_colour_and_verbose() {
 #[test]
 fn svg_without_dot_format_is_a_usage_error() {
     bin()
-        .args(["show", "--topology", &data("lpdxeon2680.mct"), "--svg"])
+        .args(["show", "--topology", &relative_data("lpdxeon2680.mct"), "--svg"])
         .assert()
         .code(2);
     bin()
         .args([
             "heatmap",
             "--topology",
-            &data("lpdxeon2680.mct"),
+            &relative_data("lpdxeon2680.mct"),
             "-o",
             "x.txt",
         ])
@@ -133,7 +135,7 @@ fn svg_without_dot_format_is_a_usage_error() {
         .args([
             "show",
             "--topology",
-            &data("lpdxeon2680.mct"),
+            &relative_data("lpdxeon2680.mct"),
             "--format",
             "dot",
             "--socket",
@@ -164,7 +166,7 @@ fn lstopo_on(input: &str, extra: &[&str]) -> String {
         .args([
             "show",
             "--topology",
-            &data(input),
+            &relative_data(input),
             "--format",
             "hwloc-xml",
             "-o",
@@ -236,7 +238,7 @@ fn dot_renders_both_graphs() {
         .args([
             "show",
             "--topology",
-            &data("lpdxeon2680.mct"),
+            &relative_data("lpdxeon2680.mct"),
             "--format",
             "dot",
             "--svg",
@@ -255,7 +257,7 @@ fn dot_renders_both_graphs() {
         .args([
             "show",
             "--topology",
-            &data("nv-ryzen9-5950x.csv"),
+            &relative_data("nv-ryzen9-5950x.csv"),
             "--format",
             "dot",
             "--png",
@@ -276,7 +278,7 @@ fn dot_without_graphviz_writes_the_dot_text() {
         .args([
             "show",
             "--topology",
-            &data("lpdxeon2680.mct"),
+            &relative_data("lpdxeon2680.mct"),
             "--format",
             "dot",
             "--svg",
@@ -296,7 +298,7 @@ fn dot_without_graphviz_writes_the_dot_text() {
 
 #[test]
 fn heatmap_svg_and_png() {
-    let svg = shown(&["heatmap", "--topology", &data("lpdxeon2680.mct")]);
+    let svg = shown(&["heatmap", "--topology", &relative_data("lpdxeon2680.mct")]);
     assert!(svg.starts_with("<svg"));
     // One cell per pair, in topology order: context 20 (core 0's sibling) is second.
     assert!(svg.matches("<rect x=").count() >= 40 * 40);
@@ -308,7 +310,7 @@ fn heatmap_svg_and_png() {
         .args([
             "heatmap",
             "--from-matrix",
-            &data("nv-ryzen9-5950x.csv"),
+            &relative_data("nv-ryzen9-5950x.csv"),
             "-o",
         ])
         .arg(&png)
@@ -407,7 +409,7 @@ fn report_opens_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
     bin()
-        .args(["report", "--topology", &data("lpdxeon2680.mct"), "-o"])
+        .args(["report", "--topology", &relative_data("lpdxeon2680.mct"), "-o"])
         .arg(&page)
         .assert()
         .success();
@@ -465,7 +467,7 @@ fn report_shows_the_loaded_latency_curve_in_chromium() {
         .args([
             "report",
             "--topology",
-            &data("epyc-2vcpu-mem-full.json"),
+            &relative_data("epyc-2vcpu-mem-full.json"),
             "-o",
         ])
         .arg(&page)
@@ -494,7 +496,7 @@ fn report_shows_the_loaded_latency_curve_in_chromium() {
     // Without the section (the page of the plain matrix) there is no plot.
     let plain = dir.path().join("plain.html");
     bin()
-        .args(["report", "--topology", &data("nv-ryzen9-5950x.csv"), "-o"])
+        .args(["report", "--topology", &relative_data("nv-ryzen9-5950x.csv"), "-o"])
         .arg(&plain)
         .assert()
         .success();
@@ -514,7 +516,7 @@ fn report_of_256_contexts_fits_the_window() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
     bin()
-        .args(["report", "--topology", &data("nv-2x-epyc-7742.csv"), "-o"])
+        .args(["report", "--topology", &relative_data("nv-2x-epyc-7742.csv"), "-o"])
         .arg(&page)
         .assert()
         .success();

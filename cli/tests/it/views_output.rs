@@ -12,11 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use common::exe;
-
-fn data(name: &str) -> String {
-    format!("tests/data/{name}")
-}
+use common::{data, exe};
 
 /// A scratch directory of these tests.
 fn scratch() -> PathBuf {
@@ -67,11 +63,10 @@ fn stderr(out: &Output) -> String {
 fn described(matrix: &str) -> PathBuf {
     let dir = scratch();
     let json = dir.join(matrix.replace(".csv", ".json"));
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = topoprobe(&[
         "infer",
         "--from-matrix",
-        &manifest.join(data(matrix)).to_string_lossy(),
+        &data(matrix).to_string_lossy(),
         "-o",
         &json.to_string_lossy(),
     ]);
@@ -200,7 +195,8 @@ fn show_without_topology_behaves_like_heatmap() {
     }
     // And `--from-matrix` works for show as for the others.
     let m = data("nv-2x-power7.csv");
-    let out = topoprobe(&["show", "--from-matrix", &m, "--format", "tsv"]);
+    let m = common::arg(&m);
+    let out = topoprobe(&["show", "--from-matrix", m, "--format", "tsv"]);
     assert!(String::from_utf8_lossy(ok(&out)).starts_with("cpu\tcore\tsocket"));
 }
 
@@ -463,7 +459,7 @@ fn infer_to_svg_renders_the_graphs() {
         return;
     }
     let dir = scratch();
-    let matrix = Path::new(env!("CARGO_MANIFEST_DIR")).join(data("nv-2x-power7.csv"));
+    let matrix = data("nv-2x-power7.csv");
     ok(&topoprobe_in(
         &dir,
         None,
