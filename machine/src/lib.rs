@@ -9,8 +9,12 @@
 //! - [`load::topology`]: a topology file, or this machine's description.
 //! - [`pairs`]: the pieces of a live latency measurement (CPU selection, the probe's
 //!   settings, collecting a table), for commands that print a matrix or one pair.
+//! - [`pair_plan`]: which latency pairs are measured, how much each is repeated, and what
+//!   they cost within their share of the budget.
 //! - [`plan`]: the cost plan of a measurement within its budget (time and memory), from
 //!   the shape of the machine, before anything is measured.
+//! - [`deadlines`]: the clock a run's deadlines are read on, how far a step may overrun
+//!   its plan, and a plugin's share of the time left.
 //! - [`plugins`]: the plugins by name, their plans and the sections they add.
 //! - [`probes`]: the measuring commands (one pair's latency, the latency matrix, caches,
 //!   memory, contention, power) as library calls returning their results.
@@ -30,11 +34,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod deadlines;
 pub mod description;
 mod error;
 pub mod hints;
 pub mod load;
 mod measurement;
+pub mod pair_plan;
 pub mod pairs;
 pub mod plan;
 pub mod plugins;

@@ -15,9 +15,10 @@ use topoprobe_model::{
     Source, Topology, Warning,
 };
 
+use crate::deadlines::{Clock, WallClock};
 use crate::hints;
 use crate::pairs::{self, MeasuredTable, Repetitions, Sampling};
-use crate::plan::{self as planning, Clock, MeasurePlan};
+use crate::plan::{self as planning, MeasurePlan};
 use crate::plugins::{self, Plugin};
 use crate::stability::{self, Monitor};
 use crate::{description, stamp, MachineError, Progress};
@@ -530,7 +531,7 @@ pub fn measure_this_machine(
     opts: &MeasureOptions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Measurement, MachineError> {
-    let clock = planning::WallClock::since(opts.started.unwrap_or_else(Instant::now));
+    let clock = WallClock::since(opts.started.unwrap_or_else(Instant::now));
     let cpus = pairs::select_cpus(opts.cpus.as_deref())?;
     if cpus.len() < 2 {
         return Err(MachineError::Cpus(format!(

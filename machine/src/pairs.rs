@@ -6,50 +6,17 @@ use std::time::{Duration, Instant};
 use topoprobe_infer::sparse::{collect_sparse, SparseOptions};
 use topoprobe_infer::{collect_full, Collected};
 use topoprobe_measure::pair::{PairProbe, ProbeConfig};
-use topoprobe_measure::stats::RepetitionPolicy;
 use topoprobe_measure::timer::Timer;
 use topoprobe_model::{
     format_cpu_list, parse_cpu_list, OsView, PairLatency, PairReading, PairSample, ProbeError,
 };
 use topoprobe_sys::affinity;
 
-use crate::plan::{Clock, PairPlan};
+use crate::deadlines::Clock;
+use crate::pair_plan::PairPlan;
 use crate::MachineError;
 
-/// How much to repeat the measurement of a pair (`None`: the probe's default).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Repetitions {
-    /// Samples per batch of a pair (default 25).
-    pub reps: Option<u32>,
-    /// Largest relative spread of a pair's samples, in percent (default 7; raised on each
-    /// retry, up to twice as much).
-    pub max_stdev_percent: Option<f64>,
-}
-
-impl Repetitions {
-    /// The probe's repetition policy with these settings.
-    #[must_use]
-    pub fn policy(self) -> RepetitionPolicy {
-        let mut p = RepetitionPolicy::default();
-        if let Some(r) = self.reps {
-            p.reps = r as usize;
-        }
-        if let Some(pct) = self.max_stdev_percent {
-            p.max_stdev = pct / 100.0;
-            p.max_stdev_limit = 2.0 * p.max_stdev;
-        }
-        p
-    }
-}
-
-/// Which pairs to measure.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Sampling {
-    /// Every pair, instead of the pairs needed to infer the structure.
-    pub full: bool,
-    /// Seed of the random choices (verification pairs), for a reproducible run.
-    pub seed: Option<u64>,
-}
+pub use crate::pair_plan::{Repetitions, Sampling};
 
 /// The CPUs to measure: `list` (Linux list syntax; each CPU must be available to this
 /// process), or every CPU this process may run on.
@@ -357,18 +324,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("CPUs 100000-100001 are not"), "{e}");
-    }
-
-    #[test]
-    fn repetitions_set_the_policy() {
-        let p = Repetitions {
-            reps: Some(9),
-            max_stdev_percent: Some(5.0),
-        }
-        .policy();
-        assert_eq!(p.reps, 9);
-        assert!((p.max_stdev - 0.05).abs() < 1e-12);
-        assert!((p.max_stdev_limit - 0.10).abs() < 1e-12);
-        assert_eq!(Repetitions::default().policy(), RepetitionPolicy::default());
     }
 }

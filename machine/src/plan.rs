@@ -11,17 +11,16 @@
 //! Memory is not shared: steps run one after another and free their buffers, so every
 //! plugin may use the whole memory budget.
 
-use std::time::Instant;
-
-use topoprobe_infer::sparse::SparseOptions;
 use topoprobe_measure::pair::ProbeConfig;
 use topoprobe_measure::plan::{mib, Shape, MIB, PROCESS_BYTES};
-use topoprobe_measure::stats::MAX_WARMUP_BATCHES;
 use topoprobe_model::{Budget, CostPlan, CostStep, OsView};
 
-use crate::pairs::{Repetitions, Sampling};
+use crate::pair_plan::{pair_seconds, Repetitions, Sampling, PAIRS_SHARE};
 use crate::plugins::{self, Plugin};
 use crate::MachineError;
+
+pub use crate::deadlines::{share_of_time_left, Clock};
+pub use crate::pair_plan::{plan_pairs, PairPlan};
 
 /// Wall-clock budget of a measurement with the default plugins, seconds.
 pub const DEFAULT_SECONDS: f64 = 10.0;
@@ -51,18 +50,6 @@ pub fn default_budget(plugins: &[Plugin]) -> Budget {
     }
 }
 
-/// Samples of a pair's warm-up: two batches of four at least (the probe's warm-up stops
-/// when two consecutive batches agree).
-const WARMUP_SAMPLES: usize = 8;
-/// Seconds to start, pin and join the two threads of a pair.
-const PAIR_THREADS_S: f64 = 200e-6;
-/// Seconds to calibrate the probe's timer (five rounds of 4 ms against the monotonic
-/// clock).
-const TIMER_S: f64 = 0.025;
-/// Length of a sample of the quick probe setting (against 40 µs by default), ns.
-const QUICK_SAMPLE_NS: f64 = 10_000.0;
-/// Samples per batch of the quick probe setting.
-const QUICK_REPS: usize = 15;
 /// Share of the budget kept free of every step: steps a little slower than planned, a last
 /// step ending past its deadline. The budget is counted from the process's start when the
 /// caller says when that was ([`crate::MeasureOptions::started`]), so starting the process,
@@ -79,8 +66,6 @@ const DESCRIPTION_BYTES_PER_PAIR: f64 = 100.0;
 const WRITE_BYTES_PER_S: f64 = 200e6;
 /// Most times slower than the plan's rates the end of a run is reserved for.
 const MOST_SLOWER: f64 = 100.0;
-/// Share of the budget (after the fixed costs) the latency pairs may take at most.
-const PAIRS_SHARE: f64 = 0.5;
 /// Seconds of the inference of a table of `n` contexts: `INFERENCE_S_PER_PAIR × n²`
 /// (0.45 s at 2048 contexts, `docs/BENCHMARKS.md`).
 const INFERENCE_S_PER_PAIR: f64 = 1.1e-7;
@@ -90,37 +75,6 @@ const INFERENCE_S_PER_PAIR: f64 = 1.1e-7;
 /// --from-matrix` of 1024 contexts.
 pub const TABLE_BYTES_PER_PAIR: u64 = 110;
 
-/// A clock the deadlines are read on: seconds since the measurement started. The live
-/// run reads the wall clock ([`WallClock`]); tests give a simulated one.
-pub trait Clock {
-    /// Seconds since the start.
-    fn now(&self) -> f64;
-}
-
-/// The wall clock, from an instant.
-#[derive(Debug, Clone, Copy)]
-pub struct WallClock(Instant);
-
-impl WallClock {
-    /// A clock started now.
-    #[must_use]
-    pub fn start() -> Self {
-        Self(Instant::now())
-    }
-
-    /// A clock started at `at`.
-    #[must_use]
-    pub fn since(at: Instant) -> Self {
-        Self(at)
-    }
-}
-
-impl Clock for WallClock {
-    fn now(&self) -> f64 {
-        self.0.elapsed().as_secs_f64()
-    }
-}
-
 /// Seconds to save and print the description of `n` contexts at the plan's rates: its JSON
 /// written twice (the description, the output) and a fixed 10 ms. A run reserves this at
 /// the end of its budget, times how much slower than planned its inference ran
@@ -128,215 +82,6 @@ impl Clock for WallClock {
 #[must_use]
 pub fn finish_seconds(n: usize) -> f64 {
     FINISH_S + 2.0 * DESCRIPTION_BYTES_PER_PAIR * (n * n) as f64 / WRITE_BYTES_PER_S
-}
-
-/// A timed step may run this many times its plan (the plan's own estimate after
-/// calibration) before it is stopped.
-pub const STEP_SLACK: f64 = 1.5;
-
-/// Seconds one pair is expected to take with `config`: two threads started, a warm-up of
-/// two batches, one batch.
-#[must_use]
-pub fn pair_seconds(config: &ProbeConfig) -> f64 {
-    let warm = if config.warm_up { WARMUP_SAMPLES } else { 0 };
-    let samples = warm + config.policy.reps.max(3) + 1;
-    PAIR_THREADS_S + samples as f64 * config.sample_ns * 1e-9
-}
-
-/// The longest one pair may take with `config`: every warm-up batch and every retry.
-#[must_use]
-pub fn pair_seconds_at_most(config: &ProbeConfig) -> f64 {
-    let warm = if config.warm_up {
-        4 * MAX_WARMUP_BATCHES
-    } else {
-        0
-    };
-    let samples = warm + config.policy.reps.max(3) * config.policy.attempts.max(1) + 1;
-    PAIR_THREADS_S + samples as f64 * config.sample_ns * 1e-9
-}
-
-/// How the latency pairs are measured, and what they will cost.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PairPlan {
-    /// Contexts measured.
-    pub contexts: usize,
-    /// Every pair, rather than those the structure needs.
-    pub full: bool,
-    /// Measurements planned (pairs, repeated ones included).
-    pub measurements: usize,
-    /// Pairs of the contexts in all.
-    pub pairs_total: usize,
-    /// The probe's settings.
-    pub config: ProbeConfig,
-    /// Whether the quick setting (shorter samples, smaller batches) was chosen to fit.
-    pub quick: bool,
-    /// Most measurements made (the sparse strategy fills in the rest from the structure
-    /// found so far); `None`: as many as the structure needs.
-    pub max_measurements: Option<usize>,
-    /// Seconds planned.
-    pub seconds: f64,
-    /// Most seconds the pairs may take of the budget (their share): the collection stops
-    /// there whatever the plan said.
-    pub room: f64,
-    /// What the budget changed, for the user.
-    pub notes: Vec<String>,
-}
-
-impl PairPlan {
-    /// The plan's step.
-    #[must_use]
-    pub fn step(&self) -> CostStep {
-        CostStep::new(
-            "latency",
-            format!("latency pairs of {} contexts", self.contexts),
-            0,
-            self.measurements as u64,
-            self.seconds + TIMER_S,
-        )
-    }
-
-    /// Seconds one measurement is planned to take.
-    #[must_use]
-    pub fn per_measurement(&self) -> f64 {
-        pair_seconds(&self.config)
-    }
-
-    /// The plan again, once a first measurement took `per_pair` seconds on this machine:
-    /// the seconds scale, and when they no longer fit [`PairPlan::room`], the
-    /// measurements are capped to what fits (the structure fills in the rest). Never
-    /// more generous than the plan: a machine faster than planned keeps it.
-    pub fn calibrate(&mut self, per_pair: f64) {
-        let planned = self.per_measurement();
-        if !(per_pair.is_finite() && per_pair > planned) {
-            return;
-        }
-        let wanted = self.max_measurements.unwrap_or(self.measurements);
-        let seconds = wanted as f64 * per_pair;
-        self.seconds = seconds;
-        if seconds <= self.room || self.full {
-            if self.full && seconds > self.room {
-                self.notes.push(format!(
-                    "latency: a pair took {:.1} ms here ({:.1}× the plan): the {} pairs take \
-                     about {seconds:.1} s, over their {:.1} s share; the pairs left when it \
-                     is spent are left out",
-                    per_pair * 1e3,
-                    per_pair / planned,
-                    self.measurements,
-                    self.room
-                ));
-            }
-            return;
-        }
-        let cap = ((self.room / per_pair) as usize).max(1);
-        self.max_measurements = Some(cap.min(wanted));
-        self.seconds = cap.min(wanted) as f64 * per_pair;
-        self.notes.push(format!(
-            "latency: a pair took {:.1} ms here ({:.1}× the plan): at most {cap} of the about \
-             {wanted} measurements fit the pairs' {:.1} s share; the pairs not measured are \
-             filled in from the structure found by then",
-            per_pair * 1e3,
-            per_pair / planned,
-            self.room
-        ));
-    }
-
-    /// When the collection stops, seconds after it started: the plan with
-    /// [`STEP_SLACK`], never past its share.
-    #[must_use]
-    pub fn deadline(&self) -> f64 {
-        (self.seconds * STEP_SLACK).min(self.room.max(self.per_measurement()))
-    }
-}
-
-/// Measurements the sparse strategy is expected to make on `n` contexts (every pair on a
-/// machine so small that the structure is not worth discovering).
-#[must_use]
-pub fn sparse_measurements(n: usize) -> usize {
-    let pairs = n * n.saturating_sub(1) / 2;
-    let verify = SparseOptions::default().verify_pairs(n);
-    // About five measurements per context, plus the verification pairs (docs/INFERENCE.md).
-    (5 * n + verify).min(pairs)
-}
-
-/// Plans the latency pairs of `n` contexts within `seconds`.
-///
-/// # Errors
-///
-/// [`MachineError::OverBudget`] when every pair is asked for (`sampling.full`) and even
-/// the quick probe setting cannot measure them within `seconds`.
-pub fn plan_pairs(
-    n: usize,
-    sampling: Sampling,
-    repetitions: Repetitions,
-    seconds: f64,
-) -> Result<PairPlan, MachineError> {
-    let pairs_total = n * n.saturating_sub(1) / 2;
-    let measurements = if sampling.full {
-        pairs_total
-    } else {
-        sparse_measurements(n)
-    };
-    let mut config = ProbeConfig {
-        policy: repetitions.policy(),
-        ..ProbeConfig::default()
-    };
-    let natural = measurements as f64 * pair_seconds(&config);
-    let mut plan = PairPlan {
-        contexts: n,
-        full: sampling.full,
-        measurements,
-        pairs_total,
-        config,
-        quick: false,
-        max_measurements: None,
-        seconds: natural,
-        room: seconds,
-        notes: Vec::new(),
-    };
-    if natural <= seconds {
-        return Ok(plan);
-    }
-    // Shorter samples and smaller batches, unless the user set the batches.
-    config.sample_ns = QUICK_SAMPLE_NS;
-    if repetitions.reps.is_none() {
-        config.policy.reps = QUICK_REPS;
-    }
-    let quick = measurements as f64 * pair_seconds(&config);
-    plan.config = config;
-    plan.quick = true;
-    plan.seconds = quick;
-    plan.notes.push(format!(
-        "latency pairs measured with {:.0} µs samples in batches of {} (instead of {:.0} µs and \
-         {}): {} measurements would take {:.1} s, over the {:.1} s they may take of the budget",
-        config.sample_ns / 1000.0,
-        config.policy.reps,
-        ProbeConfig::default().sample_ns / 1000.0,
-        repetitions.policy().reps,
-        measurements,
-        natural,
-        seconds
-    ));
-    if quick <= seconds {
-        return Ok(plan);
-    }
-    if sampling.full {
-        return Err(MachineError::OverBudget(format!(
-            "measuring all {pairs_total} pairs of {n} contexts takes about {quick:.0} s, over \
-             the budget's {seconds:.1} s for them: pass --budget {} or measure the pairs the \
-             structure needs (without --full)",
-            (quick * 1.2 / PAIRS_SHARE).ceil()
-        )));
-    }
-    let cap = ((seconds / pair_seconds(&config)) as usize).max(n.saturating_sub(1));
-    plan.max_measurements = Some(cap);
-    plan.seconds = cap as f64 * pair_seconds(&config);
-    plan.notes.push(format!(
-        "latency: at most {cap} of the about {measurements} measurements the structure needs \
-         fit the budget; the pairs not measured are filled in from the structure found by \
-         then (pass --budget {} for all of them)",
-        (quick / PAIRS_SHARE).ceil()
-    ));
-    Ok(plan)
 }
 
 /// The whole measurement's plan.
@@ -421,28 +166,6 @@ impl MeasurePlan {
         let end = (self.budget.seconds * (1.0 - HEADROOM) - self.finish * slower).max(0.0);
         ((end - self.after_plugins).max(0.0), end)
     }
-}
-
-/// A plugin's share of the time left: `shares` are the planned shares of this plugin and
-/// those after it, `left` the seconds left until [`MeasurePlan::plugins_end`]. The shares
-/// shrink in proportion when the time left cannot hold them all (the steps before ran
-/// slower than planned); `None` when this plugin's share is gone, or is less than
-/// `least` seconds, the least it can do: it is then left out and said. A plugin planned
-/// at no cost keeps its zero share.
-#[must_use]
-pub fn share_of_time_left(shares: &[f64], left: f64, least: f64) -> Option<f64> {
-    let mine = *shares.first()?;
-    if mine <= 0.0 {
-        // Planned to cost nothing (its hardware is missing): it runs to say so.
-        return Some(0.0);
-    }
-    let total: f64 = shares.iter().sum();
-    let given = if total > left && total > 0.0 {
-        mine * left.max(0.0) / total
-    } else {
-        mine
-    };
-    (given > 0.0 && given >= least).then_some(given)
 }
 
 /// Shares `seconds` among claims of `wants` seconds: every claim below an even share gets
@@ -621,22 +344,5 @@ mod tests {
         );
         assert!(share_out(5.0, &[]).is_empty());
         assert_eq!(share_out(-1.0, &[1.0]), [0.0]);
-    }
-
-    #[test]
-    fn pairs_get_quicker_then_capped_as_the_budget_shrinks() {
-        let r = Repetitions::default();
-        let s = Sampling::default();
-        let free = plan_pairs(256, s, r, 100.0).unwrap();
-        assert!(!free.quick && free.max_measurements.is_none());
-        let quick = plan_pairs(256, s, r, free.seconds / 2.0).unwrap();
-        assert!(quick.quick && quick.max_measurements.is_none(), "{quick:?}");
-        let capped = plan_pairs(256, s, r, free.seconds / 20.0).unwrap();
-        assert!(capped.max_measurements.is_some(), "{capped:?}");
-        assert!(capped.notes.iter().any(|n| n.contains("filled in")));
-        // A pair costs about 1.5 ms with the default probe settings.
-        let one = pair_seconds(&ProbeConfig::default());
-        assert!(one > 1e-3 && one < 2e-3, "{one}");
-        assert!(pair_seconds_at_most(&ProbeConfig::default()) > 4.0 * one);
     }
 }

@@ -11,7 +11,7 @@ use topoprobe_model::{
     MemorySection, NodeId, OsView, SocketId, Threads, Topology, Warning,
 };
 
-use crate::plan::{share_of_time_left, Clock, WallClock, STEP_SLACK};
+use crate::deadlines::{share_of_time_left, Clock, WallClock, STEP_SLACK};
 use crate::{MachineError, Progress};
 
 mod plans;

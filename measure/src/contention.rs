@@ -35,7 +35,7 @@ use topoprobe_model::{
 
 use crate::cache::shared::{instances, scopes};
 use crate::memory::bandwidth::{self, Stream};
-use crate::memory::kernels::{Isa, Kernel};
+use crate::memory::kernel_kinds::{Isa, Kernel};
 use crate::memory::MemError;
 use plan::{level_curve, measurements, Measurement, Step};
 

@@ -32,4 +32,5 @@ pub mod power;
 pub mod smt;
 pub mod stats;
 pub mod steady;
+mod this_machine;
 pub mod timer;

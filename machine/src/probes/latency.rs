@@ -79,7 +79,7 @@ pub fn plan(req: &PairRequest) -> Result<CostPlan, MachineError> {
         format!("latency CPU {} <-> CPU {}", req.a, req.b),
         0,
         1,
-        crate::plan::pair_seconds(&req.config()),
+        crate::pair_plan::pair_seconds(&req.config()),
     ));
     if req.smt {
         plan.steps.push(CostStep::new(

@@ -5,8 +5,8 @@ use topoprobe_infer::{Collected, PairFlag};
 use topoprobe_model::results::matrix::{FlaggedPair, MatrixResult, PairFlagKind};
 use topoprobe_model::{Budget, CostPlan};
 
+use crate::pair_plan::{plan_pairs, PairPlan};
 use crate::pairs::{collect, pair_probe_with, select_cpus, sibling_hint, Repetitions, Sampling};
-use crate::plan::{plan_pairs, PairPlan};
 use crate::{MachineError, Progress};
 
 /// What to measure.

@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Instant;
 
-use super::kernels::{self, Isa, Kernel};
+use super::kernel_kinds::{Isa, Kernel};
+use super::kernels;
 use super::MemError;
 use crate::steady::{Steady, SteadyFigure, SteadyRule};
 use topoprobe_sys::affinity::pin_current_thread;

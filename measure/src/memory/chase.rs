@@ -47,6 +47,13 @@ const LINE_WORDS: usize = 8;
 /// window of google's multichase and of the idle latency that memory-latency tools quote).
 pub const WINDOW_BYTES: usize = 64 * 4096;
 
+/// Timed rounds of a latency measurement.
+pub const LATENCY_ROUNDS: usize = 4;
+/// Loads per timed latency round at most.
+pub const LATENCY_MAX_STEPS: usize = 1 << 17;
+/// Loads of a steady-state chase (no eviction), per round.
+pub const STEADY_CHASE_STEPS: usize = 1 << 18;
+
 /// The order in which a chase visits its slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChaseOrder {

@@ -16,15 +16,12 @@
 
 use topoprobe_model::{format::plural, Budget, CostStep};
 
-use super::chase::SLOT_BYTES;
+use super::chase::{LATENCY_MAX_STEPS, LATENCY_ROUNDS, SLOT_BYTES, STEADY_CHASE_STEPS};
 use super::loaded::{
     DELAYS, LAP_ROUNDS, POINT_LAPS, REFINED_POINTS, REPEATED_POINTS, SWEEP_POINTS,
 };
 use super::matrix;
-use super::plan::{
-    bandwidth_seconds, latency_seconds, MemPlan, MemStep, MemWork, LATENCY_MAX_STEPS,
-    LATENCY_ROUNDS, STEADY_CHASE_STEPS,
-};
+use super::steps::{bandwidth_seconds, latency_seconds, MemPlan, MemStep, MemWork};
 use super::MemOptions;
 use crate::plan::{Rates, Shape, PROCESS_BYTES};
 

@@ -26,9 +26,9 @@ use topoprobe_sys::usage::WaitClock;
 
 use super::WAIT_SHARE;
 
-use super::chase::{self, ChaseRounds};
-use super::kernels::{self, Isa, Kernel};
-use super::plan::{LATENCY_MAX_STEPS, LATENCY_ROUNDS, STEADY_CHASE_STEPS};
+use super::chase::{self, ChaseRounds, LATENCY_MAX_STEPS, LATENCY_ROUNDS, STEADY_CHASE_STEPS};
+use super::kernel_kinds::{Isa, Kernel};
+use super::kernels;
 use super::MemError;
 
 /// Delay loop iterations per block of [`BLOCK_LINES`] lines a loader reads, spread evenly

@@ -6,7 +6,7 @@
 
 use topoprobe_model::Mix;
 
-use super::kernels::{Isa, Kernel};
+use super::kernel_kinds::{Isa, Kernel};
 
 /// The kernel that runs `mix`.
 #[must_use]

@@ -19,12 +19,14 @@
 pub mod bandwidth;
 pub mod chase;
 pub mod full_plan;
+pub mod kernel_kinds;
 pub mod kernels;
 pub mod loaded;
 pub mod matrix;
 pub mod mixes;
 pub mod pace;
 pub mod plan;
+pub mod steps;
 
 use std::time::Instant;
 
@@ -32,9 +34,9 @@ use topoprobe_model::{Budget, CostPlan, LoadedCurve, Mix, MixBandwidth, NodeMatr
 
 use crate::plan::Shape;
 use bandwidth::Streams;
-use chase::ChaseRounds;
-use kernels::{Isa, Kernel};
-use plan::{MemPlan, MemWork, LATENCY_MAX_STEPS, STEADY_CHASE_STEPS};
+use chase::{ChaseRounds, LATENCY_MAX_STEPS, LATENCY_ROUNDS, STEADY_CHASE_STEPS};
+use kernel_kinds::{Isa, Kernel};
+use steps::{MemPlan, MemWork};
 use topoprobe_sys::affinity::AffinityError;
 use topoprobe_sys::buffer::{Buffer, BufferError, PagePlacement};
 use topoprobe_sys::usage::WaitClock;
@@ -183,7 +185,7 @@ pub struct MemReport {
     /// Remarks: how the sizes were chosen, what the budget left out, disagreements with
     /// the OS, refused huge pages.
     pub notes: Vec<String>,
-    /// What makes the figures doubtful ([`plan::MemPlan::warnings`]).
+    /// What makes the figures doubtful ([`steps::MemPlan::warnings`]).
     pub warnings: Vec<String>,
     /// Latency buffer, bytes.
     pub latency_bytes: u64,
@@ -236,10 +238,10 @@ pub fn latency(
                 buf.touch();
                 let slots = chase::link_cycle(&mut buf, order, 0x5eed ^ u64::from(cpu));
                 let how = if evict {
-                    ChaseRounds::within_one_lap(slots, plan::LATENCY_ROUNDS, LATENCY_MAX_STEPS)
+                    ChaseRounds::within_one_lap(slots, LATENCY_ROUNDS, LATENCY_MAX_STEPS)
                 } else {
                     ChaseRounds {
-                        rounds: plan::LATENCY_ROUNDS,
+                        rounds: LATENCY_ROUNDS,
                         steps: STEADY_CHASE_STEPS,
                         warm_up: slots.max(STEADY_CHASE_STEPS / 8),
                         evict: false,

@@ -229,6 +229,32 @@ pub(super) fn numbered_entries(dir: &Path, prefix: &str) -> Result<Vec<(u32, Pat
     Ok(out)
 }
 
+/// The numbers `N` of the entries `<prefix>N` of `dir`, whatever they are (sysfs makes
+/// them links; captures may keep them as links or folders).
+///
+/// # Errors
+///
+/// When `dir` cannot be listed (or does not exist).
+pub(super) fn numbered_names(dir: &Path, prefix: &str) -> std::io::Result<Vec<u32>> {
+    let mut out: Vec<u32> = std::fs::read_dir(dir)?
+        .flatten()
+        .take(MAX_ENTRIES)
+        .filter_map(|e| {
+            let name = e.file_name();
+            let digits = name.to_str()?.strip_prefix(prefix)?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse().ok()
+        })
+        .collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The most entries of one folder looked at.
+pub(super) const MAX_ENTRIES: usize = 1 << 16;
+
 /// `content` as a CPU set: a list (`0-3,8`, the `*_list` and `cpulist` files) when `list`,
 /// else a hex mask (`cpumap`, `*_map`, the sibling masks).
 ///

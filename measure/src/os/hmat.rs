@@ -6,8 +6,7 @@ use std::path::Path;
 
 use topoprobe_model::OsHmatAccess;
 
-use super::files::{optional_number, Notes};
-use super::nodes::numbered_names;
+use super::files::{numbered_names, optional_number, Notes};
 
 /// The access classes the kernel exposes: 0 (any initiator), 1 (CPUs only).
 const CLASSES: [u8; 2] = [0, 1];

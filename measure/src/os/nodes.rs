@@ -5,7 +5,10 @@ use std::path::Path;
 
 use topoprobe_model::{format_cpu_list, parse_cpu_mask, OsHmatAccess, OsMemoryCache, OsNode};
 
-use super::files::{clean, excerpt, numbered_entries, optional_number, read_optional, Notes};
+use super::files::{
+    clean, excerpt, numbered_entries, numbered_names, optional_number, read_optional, Notes,
+    MAX_ENTRIES,
+};
 use super::{OsError, ReadOptions};
 
 /// The node's CPUs: `cpulist`, else `cpumap`, else its `cpuN` entries; `None` (with a
@@ -270,32 +273,6 @@ fn initiator_cpus(dir: &Path, nodes: &[OsNode]) -> Vec<u32> {
     }
     Vec::new()
 }
-
-/// The numbers `N` of the entries `<prefix>N` of `dir`, whatever they are (sysfs makes
-/// them links; captures may keep them as links or folders).
-///
-/// # Errors
-///
-/// When `dir` cannot be listed (or does not exist).
-pub(super) fn numbered_names(dir: &Path, prefix: &str) -> std::io::Result<Vec<u32>> {
-    let mut out: Vec<u32> = std::fs::read_dir(dir)?
-        .flatten()
-        .take(MAX_ENTRIES)
-        .filter_map(|e| {
-            let name = e.file_name();
-            let digits = name.to_str()?.strip_prefix(prefix)?;
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            digits.parse().ok()
-        })
-        .collect();
-    out.sort_unstable();
-    Ok(out)
-}
-
-/// The most entries of one folder looked at.
-const MAX_ENTRIES: usize = 1 << 16;
 
 /// The nodes that hold an NVIDIA GPU's memory, by node id, with the GPU's PCI address:
 /// `Node: N` of `/proc/driver/nvidia/gpus/<pci>/numa_status`.
