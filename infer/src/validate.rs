@@ -5,7 +5,9 @@ use topoprobe_model::{
 };
 
 use crate::options::InferOptions;
-use crate::pipeline::{Analysis, Outlier};
+use crate::pipeline::{Analysis, Outlier, Resolution};
+use crate::quantize::Quantization;
+use crate::roles::Roles;
 use crate::table::{median, Table};
 use crate::tree::{DropReason, Dropped};
 
@@ -137,6 +139,17 @@ fn twin_groups_left_apart<'d>(topo: &Topology, dropped: &'d [Dropped]) -> Vec<&'
         .collect()
 }
 
+/// The warnings of a validation, in the order they are found.
+#[derive(Debug, Default)]
+struct Warnings(Vec<Warning>);
+
+impl Warnings {
+    /// Adds a warning of `kind`.
+    fn add(&mut self, kind: &str, msg: String) {
+        self.0.push(Warning::new(kind, msg));
+    }
+}
+
 /// Builds the validation record.
 pub(crate) fn validation(
     t: &Table,
@@ -147,12 +160,53 @@ pub(crate) fn validation(
 ) -> Validation {
     let roles = &analysis.roles;
     let dropped = &analysis.dropped;
-    let quant = analysis.quant;
     let mut v = Validation::default();
-    let mut warnings: Vec<Warning> = Vec::new();
-    let mut warn = |kind: &str, msg: String| warnings.push(Warning::new(kind, msg));
+    let mut warnings = Warnings::default();
+    measurement_warnings(&mut warnings, t, outliers, analysis.quant, opts);
+    dropped_set_warnings(&mut warnings, dropped);
+    role_warnings(&mut warnings, roles);
+    let from_os = os_groups(topo);
+    os_group_warning(&mut warnings, &from_os);
+    resolution_warning(&mut warnings, analysis.resolution);
+    // Sets of weak evidence (two look-alike cores) crossing a group are noise, not a
+    // competing grouping.
+    let crossing: Vec<&Dropped> = dropped
+        .iter()
+        .filter(|d| d.reason == DropReason::Crossing && d.strong)
+        .collect();
+    // Per-socket and per-group observations.
+    let profile_only = group_warnings(&mut warnings, t, topo, opts);
+    socket_warnings(&mut warnings, t, topo, opts);
+    // Confidence and unresolved levels.
+    record(&mut v, StructureLevel::Core, &roles.smt);
+    let (gconf, gbasis) = group_confidence(topo, &crossing, &from_os, &profile_only);
+    v.confidence.push(LevelConfidence {
+        level: StructureLevel::Group,
+        confidence: gconf,
+        basis: gbasis.clone(),
+    });
+    if let Some(reason) = group_unresolved(topo, dropped, opts, &crossing, &gbasis) {
+        v.unresolved.push(Unresolved {
+            level: StructureLevel::Group,
+            reason,
+        });
+    }
+    record(&mut v, StructureLevel::Socket, &roles.socket);
+    v.warnings = warnings.0;
+    v
+}
+
+/// Warnings on the measurements themselves: asymmetric pairs, pairs below the timer's
+/// resolution, outliers left out, missing pairs and a coarse timer.
+fn measurement_warnings(
+    warnings: &mut Warnings,
+    t: &Table,
+    outliers: &[Outlier],
+    quant: Option<Quantization>,
+    opts: &InferOptions,
+) {
     if t.asymmetry > 0.05 {
-        warn(
+        warnings.add(
             "asymmetric",
             format!(
                 "the two directions of a pair differ by up to {:.0}%; each pair was symmetrized by the mean of both directions",
@@ -167,7 +221,7 @@ pub(crate) fn validation(
             .take(4)
             .map(|(a, b)| format!("({a}, {b})"))
             .collect();
-        warn(
+        warnings.add(
             "below_resolution",
             format!(
                 "{} pairs read as 0 ({}{}): below the resolution of the timer that measured them; \
@@ -181,38 +235,10 @@ pub(crate) fn validation(
         );
     }
     if !outliers.is_empty() {
-        let shown: Vec<String> = outliers
-            .iter()
-            .take(4)
-            .map(|o| {
-                format!(
-                    "({}, {}) at {} where the rest of its level ends at {}",
-                    o.a,
-                    o.b,
-                    lat(o.value, opts),
-                    lat(o.level_edge, opts)
-                )
-            })
-            .collect();
-        warn(
-            "outlier",
-            format!(
-                "{} left out of the inference: {}{}",
-                if outliers.len() == 1 {
-                    "1 pair lies far outside its latency level and was".to_string()
-                } else {
-                    format!(
-                        "{} pairs lie far outside their latency level and were",
-                        outliers.len()
-                    )
-                },
-                shown.join("; "),
-                if outliers.len() > 4 { "; ..." } else { "" }
-            ),
-        );
+        warnings.add("outlier", outlier_message(outliers, opts));
     }
     if t.missing_pairs > outliers.len() {
-        warn(
+        warnings.add(
             "missing",
             format!(
                 "{} of {} pairs have no latency; their normalized latency is their component's",
@@ -222,7 +248,7 @@ pub(crate) fn validation(
         );
     }
     if let Some(q) = quant {
-        warn(
+        warnings.add(
             "quantized",
             format!(
                 "latencies come in steps of {} ({:.1}% of the median): the timer is coarse, so levels closer than that cannot be told apart",
@@ -231,6 +257,41 @@ pub(crate) fn validation(
             ),
         );
     }
+}
+
+/// The `outlier` warning on the pairs left out of the inference (the first four shown).
+fn outlier_message(outliers: &[Outlier], opts: &InferOptions) -> String {
+    let shown: Vec<String> = outliers
+        .iter()
+        .take(4)
+        .map(|o| {
+            format!(
+                "({}, {}) at {} where the rest of its level ends at {}",
+                o.a,
+                o.b,
+                lat(o.value, opts),
+                lat(o.level_edge, opts)
+            )
+        })
+        .collect();
+    format!(
+        "{} left out of the inference: {}{}",
+        if outliers.len() == 1 {
+            "1 pair lies far outside its latency level and was".to_string()
+        } else {
+            format!(
+                "{} pairs lie far outside their latency level and were",
+                outliers.len()
+            )
+        },
+        shown.join("; "),
+        if outliers.len() > 4 { "; ..." } else { "" }
+    )
+}
+
+/// One warning per reason candidate groups were left out of the tree (profile pairs,
+/// outlier pairs, weak contrast, far cores, odd cores), naming the first sets.
+fn dropped_set_warnings(warnings: &mut Warnings, dropped: &[Dropped]) {
     for (reason, kind, what) in [
         (
             DropReason::ProfilePair,
@@ -266,30 +327,40 @@ pub(crate) fn validation(
     ] {
         let sets: Vec<&Dropped> = dropped.iter().filter(|d| d.reason == reason).collect();
         if !sets.is_empty() {
-            warn(
+            warnings.add(
                 kind,
                 format!("{} {}", sets.len(), what.replace("{}", &list(&sets, 4))),
             );
         }
     }
+}
+
+/// The role decisions' notes on single cores, and the hints the latencies clearly
+/// contradict (followed, or not applicable): said whatever the format.
+fn role_warnings(warnings: &mut Warnings, roles: &Roles) {
     for note in &roles.core_notes {
-        warn("core", note.clone());
+        warnings.add("core", note.clone());
     }
-    // A hint the latencies clearly contradict (followed, or not applicable): said whatever
-    // the format.
     for d in [&roles.smt, &roles.socket] {
         if let Some(c) = &d.contradiction {
-            warn("hint_contradicted", c.clone());
+            warnings.add("hint_contradicted", c.clone());
         }
     }
-    let from_os: Vec<usize> = topo
-        .groups()
+}
+
+/// The ids of the groups taken from the operating system's cache-sharing sets.
+fn os_groups(topo: &Topology) -> Vec<usize> {
+    topo.groups()
         .iter()
         .filter(|g| g.evidence == topoprobe_model::Evidence::Given)
         .map(|g| g.id.0)
-        .collect();
+        .collect()
+}
+
+/// The `groups_from_os` warning, when some groups are the operating system's.
+fn os_group_warning(warnings: &mut Warnings, from_os: &[usize]) {
     if !from_os.is_empty() {
-        warn(
+        warnings.add(
             "groups_from_os",
             format!(
                 "groups {} are the operating system's cache-sharing sets: their latency barely sets them apart",
@@ -297,7 +368,11 @@ pub(crate) fn validation(
             ),
         );
     }
-    let res = analysis.resolution;
+}
+
+/// The `resolution` warning, when the noise or the timer hides groups whose profiles
+/// differ by [`RESOLUTION_WARN`] or more.
+fn resolution_warning(warnings: &mut Warnings, res: Resolution) {
     let noise_note = res.noise.map_or(String::new(), |s| {
         format!("measurement noise is about {:.1}% per pair", 100.0 * s)
     });
@@ -315,15 +390,19 @@ pub(crate) fn validation(
         if noise_note.is_empty() { "" } else { "; " },
     );
     if res.limit >= RESOLUTION_WARN {
-        warn("resolution", resolution.clone());
+        warnings.add("resolution", resolution);
     }
-    // Sets of weak evidence (two look-alike cores) crossing a group are noise, not a
-    // competing grouping.
-    let crossing: Vec<&Dropped> = dropped
-        .iter()
-        .filter(|d| d.reason == DropReason::Crossing && d.strong)
-        .collect();
-    // Per-socket and per-group observations.
+}
+
+/// Warnings per group: an `inverted_group` for each group slower inside than to the rest
+/// of its parent, then `profile_groups` for those found from latency profiles only. Returns
+/// the ids of the latter.
+fn group_warnings(
+    warnings: &mut Warnings,
+    t: &Table,
+    topo: &Topology,
+    opts: &InferOptions,
+) -> Vec<usize> {
     let mut profile_only = Vec::new();
     for g in topo.groups() {
         if g.evidence == topoprobe_model::Evidence::Profile {
@@ -346,7 +425,7 @@ pub(crate) fn validation(
         let inside = median(&mut t.within(&mine));
         let outside = median(&mut t.between(&mine, &rest));
         if inside > outside * 1.05 {
-            warn(
+            warnings.add(
                 "inverted_group",
                 format!(
                     "group {}: its cores communicate more slowly with each other ({}) than with the rest of their parent ({}), as Intel E-core clusters do; found from identical latency profiles",
@@ -358,7 +437,7 @@ pub(crate) fn validation(
         }
     }
     if !profile_only.is_empty() {
-        warn(
+        warnings.add(
             "profile_groups",
             format!(
                 "groups {} were found from identical latency profiles only: their internal latency does not set them apart",
@@ -366,6 +445,12 @@ pub(crate) fn validation(
             ),
         );
     }
+    profile_only
+}
+
+/// Warnings per socket: `home_node` when its parts are as far apart as other sockets, and
+/// `flat` when it has no group structure though its latencies spread widely.
+fn socket_warnings(warnings: &mut Warnings, t: &Table, topo: &Topology, opts: &InferOptions) {
     for s in topo.sockets() {
         let mine: Vec<usize> = s.contexts.iter().map(|c| c.0).collect();
         if topo.num_sockets() > 1 {
@@ -375,7 +460,7 @@ pub(crate) fn validation(
             let inside = s.latency.map_or(f64::NAN, |l| l.median);
             let outside = median(&mut t.between(&mine, &rest));
             if inside >= 0.9 * outside {
-                warn(
+                warnings.add(
                     "home_node",
                     format!(
                         "socket {}: latency between its parts ({}) is as high as to other sockets ({}), as with the home-node effect of AMD servers; the socket was found from identical latency profiles",
@@ -390,7 +475,7 @@ pub(crate) fn validation(
         if !has_groups {
             if let Some(l) = s.latency {
                 if l.count >= 3 && l.max > 1.5 * l.min {
-                    warn(
+                    warnings.add(
                         "flat",
                         format!(
                             "socket {} has no group structure: latencies between its cores spread from {} to {} without a gap (a mesh or a ring)",
@@ -403,15 +488,24 @@ pub(crate) fn validation(
             }
         }
     }
-    // Confidence and unresolved levels.
-    record(&mut v, StructureLevel::Core, &roles.smt);
-    let (gconf, gbasis) = if !crossing.is_empty() {
+}
+
+/// The confidence in the group level and its basis: lowest when candidate groups
+/// conflicted, then by how the groups were found (OS lists, latency profiles only, latency
+/// gaps).
+fn group_confidence(
+    topo: &Topology,
+    crossing: &[&Dropped],
+    from_os: &[usize],
+    profile_only: &[usize],
+) -> (f64, String) {
+    if !crossing.is_empty() {
         (
             0.4,
             format!(
                 "{} candidate groups conflict with others and were left out: {}",
                 crossing.len(),
-                list(&crossing, 3)
+                list(crossing, 3)
             ),
         )
     } else if topo.num_groups() == 0 {
@@ -446,14 +540,21 @@ pub(crate) fn validation(
                 topoprobe_model::format::plural(topo.num_groups(), "group")
             ),
         )
-    };
-    v.confidence.push(LevelConfidence {
-        level: StructureLevel::Group,
-        confidence: gconf,
-        basis: gbasis.clone(),
-    });
-    // Clusters the latency does not show: single-thread cores beside SMT cores (the
-    // E-cores of a hybrid), many and in no finer group, unless the OS listed its caches.
+    }
+}
+
+/// Why the group level is unresolved, if it is; the first that applies of: clusters the
+/// latency does not show (single-thread cores beside SMT cores, the E-cores of a hybrid,
+/// many and in no finer group, unless the OS listed its caches), OS cache-sharing sets
+/// crossing the groups, two incompatible groupings (`gbasis` says which), and twin groups
+/// left apart.
+fn group_unresolved(
+    topo: &Topology,
+    dropped: &[Dropped],
+    opts: &InferOptions,
+    crossing: &[&Dropped],
+    gbasis: &str,
+) -> Option<String> {
     let os_caches = opts
         .os_evidence
         .as_ref()
@@ -463,42 +564,29 @@ pub(crate) fn validation(
         .filter(|d| d.reason == DropReason::OsConflict)
         .collect();
     if let (Some((socket, loose)), false) = (ungrouped_single_cores(topo), os_caches) {
-        v.unresolved.push(Unresolved {
-            level: StructureLevel::Group,
-            reason: format!(
-                "socket {socket} has {loose} single-thread cores beside its SMT cores in no cluster: the E-cores \
-                 of a hybrid share an L2 in clusters (of four on Intel) that the latency may barely show; \
-                 the operating system's cache-sharing lists (a live run) resolve them"
-            ),
-        });
+        Some(format!(
+            "socket {socket} has {loose} single-thread cores beside its SMT cores in no cluster: the E-cores \
+             of a hybrid share an L2 in clusters (of four on Intel) that the latency may barely show; \
+             the operating system's cache-sharing lists (a live run) resolve them"
+        ))
     } else if !os_conflicts.is_empty() {
-        v.unresolved.push(Unresolved {
-            level: StructureLevel::Group,
-            reason: format!(
-                "{} sets of contexts the OS lists as sharing a cache cross groups the latencies show, and were left out: {}",
-                os_conflicts.len(),
-                list(&os_conflicts, 3)
-            ),
-        });
+        Some(format!(
+            "{} sets of contexts the OS lists as sharing a cache cross groups the latencies show, and were left out: {}",
+            os_conflicts.len(),
+            list(&os_conflicts, 3)
+        ))
     } else if !crossing.is_empty() {
-        v.unresolved.push(Unresolved {
-            level: StructureLevel::Group,
-            reason: format!(
-                "{gbasis}: the latencies support two incompatible groupings; the one kept has a latency gap"
-            ),
-        });
+        Some(format!(
+            "{gbasis}: the latencies support two incompatible groupings; the one kept has a latency gap"
+        ))
     } else if let pairs @ [_, ..] = twin_groups_left_apart(topo, dropped).as_slice() {
-        v.unresolved.push(Unresolved {
-            level: StructureLevel::Group,
-            reason: format!(
-                "every other context sees the two groups of {} alike, but they are no closer to each other \
-                 than to the rest: one die whose halves are as far apart as the other die, or two separate \
-                 groups; the latencies cannot tell, so they are left as separate groups",
-                list(pairs, 3)
-            ),
-        });
+        Some(format!(
+            "every other context sees the two groups of {} alike, but they are no closer to each other \
+             than to the rest: one die whose halves are as far apart as the other die, or two separate \
+             groups; the latencies cannot tell, so they are left as separate groups",
+            list(pairs, 3)
+        ))
+    } else {
+        None
     }
-    record(&mut v, StructureLevel::Socket, &roles.socket);
-    v.warnings = warnings;
-    v
 }
