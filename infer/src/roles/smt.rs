@@ -271,26 +271,333 @@ pub(super) fn decide(
     kind: &mut [Kind],
 ) -> (Decision, Vec<String>, Vec<Vec<usize>>) {
     let opts = cx.opts;
-    let bound = opts.ns_to_units(SMT_MAX_NS);
-    let (cands, unmeasured) = candidates(cx, tree);
-    let lvls = levels(&cands, cx.thresholds, tree);
     let mut notes = Vec::new();
-    let lowest = cands
-        .iter()
-        .map(|c| c.inside)
-        .filter(|v| !v.is_nan())
-        .fold(f64::INFINITY, f64::min);
-    let root_only = |l: &Level| {
-        l.members
-            .iter()
-            .all(|&i| tree.nodes[cands[i].node].parent.is_none())
+    let (scene, unmeasured) = Scene::new(cx, tree, &mut notes);
+    let decision = match opts.smt {
+        Some(false) if opts.smt_origin == Origin::Measured => scene.probe_saw_no_slowdown(kind),
+        Some(false) => scene.hint_off(kind),
+        Some(true) => scene.hint_on(kind),
+        None => scene.by_latency(kind),
     };
-    let verdicts: Vec<Verdict> = lvls
-        .iter()
-        .map(|l| verdict(l, bound, root_only(l)))
-        .collect();
-    // The latencies' verdict, made uniform per core kind: a small level of profile twins
-    // of the size of an SMT level is garbled siblings of that kind.
+    let decision = apply_os(cx, tree, kind, decision, &mut notes);
+    let core_sizes = core_sizes(tree, kind);
+    for id in unmeasured {
+        if core_sizes.contains(&tree.nodes[id].members.len()) {
+            kind[id] = Kind::Core;
+        }
+    }
+    let mut pairs = Vec::new();
+    if opts.smt != Some(false) && core_sizes.contains(&2) {
+        pairs = garbled_pair_cores(cx, tree, kind, &mut notes);
+    }
+    (decision, notes, pairs)
+}
+
+/// The sizes of the cores decided so far (one entry per core).
+fn core_sizes(tree: &ComponentTree, kind: &[Kind]) -> Vec<usize> {
+    (0..kind.len())
+        .filter(|&i| kind[i] == Kind::Core)
+        .map(|i| tree.nodes[i].members.len())
+        .collect()
+}
+
+/// Beside 2-context cores: paired leaves become cores, and so do garbled pairs of single
+/// contexts (returned, each noted).
+fn garbled_pair_cores(
+    cx: &Context<'_>,
+    tree: &ComponentTree,
+    kind: &mut [Kind],
+    notes: &mut Vec<String>,
+) -> Vec<Vec<usize>> {
+    for (id, node) in tree.nodes.iter().enumerate() {
+        if node.paired && node.children.is_empty() {
+            kind[id] = Kind::Core;
+        }
+    }
+    let pairs = garbled_pairs(cx, tree, kind);
+    for p in &pairs {
+        notes.push(format!(
+            "contexts {p:?}, left beside the SMT cores of their kind, are seen alike by every other context: taken as one core"
+        ));
+    }
+    pairs
+}
+
+/// The candidates and latency levels of a tree with the latencies' verdict on each level:
+/// what every way of deciding SMT (latencies alone, the SMT probe, a hint) starts from.
+struct Scene<'a> {
+    cx: &'a Context<'a>,
+    tree: &'a ComponentTree,
+    /// The SMT bound in the table's unit.
+    bound: f64,
+    cands: Vec<Candidate>,
+    lvls: Vec<Level>,
+    /// The latencies' verdict per level.
+    verdicts: Vec<Verdict>,
+    /// Per level: SMT by the latencies, made uniform per core kind.
+    smt_level: Vec<bool>,
+    /// The lowest inside latency of any candidate (infinite when none is measured).
+    lowest: f64,
+}
+
+impl<'a> Scene<'a> {
+    /// The candidates, levels and verdicts of `tree`, with the candidate nodes that have no
+    /// latency inside (cores if the measured nodes of their size are); notes the garbled
+    /// levels taken as SMT.
+    fn new(
+        cx: &'a Context<'a>,
+        tree: &'a ComponentTree,
+        notes: &mut Vec<String>,
+    ) -> (Self, Vec<usize>) {
+        let bound = cx.opts.ns_to_units(SMT_MAX_NS);
+        let (cands, unmeasured) = candidates(cx, tree);
+        let lvls = levels(&cands, cx.thresholds, tree);
+        let lowest = cands
+            .iter()
+            .map(|c| c.inside)
+            .filter(|v| !v.is_nan())
+            .fold(f64::INFINITY, f64::min);
+        let root_only = |l: &Level| {
+            l.members
+                .iter()
+                .all(|&i| tree.nodes[cands[i].node].parent.is_none())
+        };
+        let verdicts: Vec<Verdict> = lvls
+            .iter()
+            .map(|l| verdict(l, bound, root_only(l)))
+            .collect();
+        let smt_level = uniform_per_kind(cx, tree, &cands, &lvls, &verdicts, notes);
+        let scene = Scene {
+            cx,
+            tree,
+            bound,
+            cands,
+            lvls,
+            verdicts,
+            smt_level,
+            lowest,
+        };
+        (scene, unmeasured)
+    }
+
+    /// Makes the candidates of the levels `take` chooses cores; returns how many.
+    fn set_cores(&self, kind: &mut [Kind], take: &dyn Fn(usize) -> bool) -> usize {
+        let mut n = 0;
+        for (i, l) in self.lvls.iter().enumerate() {
+            if take(i) {
+                for &c in &l.members {
+                    kind[self.cands[c].node] = Kind::Core;
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// The latencies' own decision, setting the cores they show.
+    fn by_latency(&self, kind: &mut [Kind]) -> Decision {
+        let (cx, opts, bound) = (self.cx, self.cx.opts, self.bound);
+        let chosen = self.set_cores(kind, &|i| self.smt_level[i]);
+        let unsure: Option<&Level> = self
+            .lvls
+            .iter()
+            .zip(&self.verdicts)
+            .find(|(_, v)| v.unsure)
+            .map(|(l, _)| l);
+        let mut d = latency_decision(cx, chosen, self.cands.is_empty(), self.lowest, unsure);
+        // No core stands out, yet the fastest pairs — as many as SMT siblings would
+        // be — are below the bound: noise may hide siblings that differ from their
+        // neighbours only by their identical profiles.
+        let t = cx.t;
+        let fast = t.value_quantile(1.0 / (t.n.max(2) - 1) as f64);
+        if chosen == 0 && d.unresolved.is_none() && fast <= bound && t.zeros.is_empty() {
+            d.confidence = d.confidence.min(0.5);
+            d.unresolved = Some(format!(
+                "the fastest pairs communicate at {}, below the SMT bound of {}, but no set of contexts \
+                 stands out from its neighbours: SMT siblings may be hidden by the noise; pass --smt yes|no",
+                fmt_lat(fast, opts),
+                fmt_lat(bound, opts)
+            ));
+        }
+        d
+    }
+
+    /// The SMT probe saw no slowdown. Contexts far faster than the SMT bound are siblings
+    /// all the same (a probe loop that does not contend, a noisy host): the latencies win
+    /// and the disagreement is reported.
+    fn probe_saw_no_slowdown(&self, kind: &mut [Kind]) -> Decision {
+        let (opts, bound, lowest) = (self.cx.opts, self.bound, self.lowest);
+        let fast = |i: usize| self.smt_level[i] && self.lvls[i].latency <= bound / 2.0;
+        if !self.lvls.iter().enumerate().any(|(i, _)| fast(i)) {
+            return given_off(opts.smt_origin);
+        }
+        let chosen = self.set_cores(kind, &fast);
+        Decision {
+            origin: Origin::Inferred,
+            confidence: 0.5,
+            basis: format!(
+                "{chosen} sets of contexts communicate at {} (SMT level, below {})",
+                fmt_lat(lowest, opts),
+                fmt_lat(bound, opts)
+            ),
+            unresolved: Some(format!(
+                "the SMT probe measured no slowdown between the fastest contexts, but they communicate at {} \
+                 (SMT siblings are below about {}): kept as SMT; check with `topoprobe latency A B --smt`",
+                fmt_lat(lowest, opts),
+                fmt_lat(bound, opts)
+            )),
+            contradiction: None,
+        }
+    }
+
+    /// A hint of SMT off. A level the latencies clearly call SMT (far below the bound, with
+    /// a gap to the rest) contradicts the hint: two separate cores do not communicate that
+    /// fast. The hint is followed all the same, and the contradiction said.
+    fn hint_off(&self, kind: &[Kind]) -> Decision {
+        let (cx, opts, bound) = (self.cx, self.cx.opts, self.bound);
+        let d = given_off(opts.smt_origin);
+        let clear = self
+            .lvls
+            .iter()
+            .zip(&self.verdicts)
+            .filter(|(l, v)| v.smt && !v.unsure && l.gap)
+            .map(|(l, _)| l)
+            .min_by(|a, b| a.latency.total_cmp(&b.latency));
+        let Some(l) = clear else {
+            return d;
+        };
+        let mut scratch = kind.to_vec();
+        self.by_latency(&mut scratch);
+        let cores = scratch.iter().filter(|&&k| k == Kind::Core).count();
+        let near = nearest_outside(cx, self.tree, &self.cands, l);
+        let what = format!(
+            "{} communicate at {}, below the SMT bound of {} and {:.1}x faster than \
+             with their nearest other context ({}), as only the threads of one core do",
+            sets_of(l),
+            fmt_lat(l.latency, opts),
+            fmt_lat(bound, opts),
+            near / l.latency,
+            fmt_lat(near, opts)
+        );
+        hints::contradicted(
+            d,
+            &hints::name(opts.smt_origin, "--smt no", "SMT off"),
+            &what,
+            &format!(
+                "SMT, {} with several contexts",
+                topoprobe_model::format::plural(cores, "core")
+            ),
+            opts.smt_origin,
+        )
+    }
+
+    /// A hint of SMT on. Only levels fast enough to share a core (within three times the
+    /// SMT bound) are made cores: a hint cannot make a socket of slow contexts one core.
+    /// The latencies contradict a given hint when they are sure there is no SMT and leave
+    /// no level open to it (the SMT probe's verdict has its own rule).
+    fn hint_on(&self, kind: &mut [Kind]) -> Decision {
+        let (opts, bound, lowest) = (self.cx.opts, self.bound, self.lowest);
+        let lvls = &self.lvls;
+        let fast = |i: usize| lvls[i].latency.is_nan() || lvls[i].latency <= 3.0 * bound;
+        let chosen = self.set_cores(kind, &fast);
+        let mut scratch = kind.to_vec();
+        scratch.fill(Kind::None);
+        let latencies = self.by_latency(&mut scratch);
+        let sure_none = opts.smt_origin != Origin::Measured
+            && !(0..lvls.len()).any(|i| open_to_hint(&lvls[i], bound))
+            && latencies.unresolved.is_none();
+        let hint = hints::name(opts.smt_origin, "--smt yes", "SMT on");
+        if chosen == 0 && sure_none {
+            // Nothing can be made a core: the hint cannot be followed.
+            let mut d = latencies;
+            d.confidence = d.confidence.min(0.3);
+            d.contradiction = Some(format!(
+                "{hint} contradicts the latencies: {}; no set of contexts can be made a core, \
+                 so the hint is not applied: no SMT",
+                self.too_slow_for_smt()
+            ));
+            return d;
+        }
+        let d = Decision {
+            // A hint that could not be applied leaves the verdict to the latencies.
+            origin: if chosen == 0 {
+                Origin::Inferred
+            } else {
+                opts.smt_origin
+            },
+            confidence: if chosen == 0 { 0.3 } else { 1.0 },
+            basis: format!(
+                "SMT on, {}; {} with several contexts",
+                given(opts.smt_origin),
+                topoprobe_model::format::plural(chosen, "core")
+            ),
+            unresolved: (chosen == 0).then(|| {
+                let fastest = if lowest.is_finite() {
+                    format!("the fastest communicate at {}", fmt_lat(lowest, opts))
+                } else {
+                    "none communicates distinctly faster than with the rest".to_string()
+                };
+                format!(
+                    "SMT on was {}, but no set of contexts communicates fast enough to share a core \
+                     ({fastest}; SMT siblings are below about {})",
+                    given_past(opts.smt_origin),
+                    fmt_lat(bound, opts)
+                )
+            }),
+            contradiction: None,
+        };
+        if sure_none {
+            hints::contradicted(
+                d,
+                &hint,
+                &self.too_slow_for_smt(),
+                "no SMT",
+                opts.smt_origin,
+            )
+        } else {
+            d
+        }
+    }
+
+    /// What the latencies show against a hint of SMT on: the fastest sets communicate above
+    /// the SMT bound ("far" only beyond what a hint may still make a core, 3x the bound), or
+    /// no set stands out and the fastest pairs are above it.
+    fn too_slow_for_smt(&self) -> String {
+        let (t, opts, bound, lowest) = (self.cx.t, self.cx.opts, self.bound, self.lowest);
+        if lowest.is_finite() {
+            let how = if lowest > 3.0 * bound {
+                "far above"
+            } else {
+                "above"
+            };
+            format!(
+                "the fastest sets of contexts communicate at {}, {how} the SMT bound of {} \
+                 (SMT siblings share a first-level cache and communicate faster)",
+                fmt_lat(lowest, opts),
+                fmt_lat(bound, opts)
+            )
+        } else {
+            format!(
+                "no set of contexts communicates distinctly faster than with the rest, and \
+                 the fastest pairs communicate at {}, above the SMT bound of {}",
+                fmt_lat(t.value_quantile(1.0 / (t.n.max(2) - 1) as f64), opts),
+                fmt_lat(bound, opts)
+            )
+        }
+    }
+}
+
+/// The latencies' verdict, made uniform per core kind: a small level of profile twins of
+/// the size of an SMT level is garbled siblings of that kind (each noted). Returns, per
+/// level, whether it is SMT.
+fn uniform_per_kind(
+    cx: &Context<'_>,
+    tree: &ComponentTree,
+    cands: &[Candidate],
+    lvls: &[Level],
+    verdicts: &[Verdict],
+    notes: &mut Vec<String>,
+) -> Vec<bool> {
     let mut smt_level: Vec<bool> = verdicts.iter().map(|v| v.smt).collect();
     for (i, l) in lvls.iter().enumerate() {
         if smt_level[i] {
@@ -309,223 +616,12 @@ pub(super) fn decide(
                 notes.push(format!(
                     "contexts {:?} communicate at {}, unlike SMT siblings, but every other context sees them alike: taken as one core, like the other cores of their kind",
                     node.members,
-                    fmt_lat(cands[c].inside, opts)
+                    fmt_lat(cands[c].inside, cx.opts)
                 ));
             }
         }
     }
-    let set_cores = |kind: &mut [Kind], take: &dyn Fn(usize) -> bool| -> usize {
-        let mut n = 0;
-        for (i, l) in lvls.iter().enumerate() {
-            if take(i) {
-                for &c in &l.members {
-                    kind[cands[c].node] = Kind::Core;
-                    n += 1;
-                }
-            }
-        }
-        n
-    };
-    let unsure: Option<&Level> = lvls
-        .iter()
-        .zip(&verdicts)
-        .find(|(_, v)| v.unsure)
-        .map(|(l, _)| l);
-    // The latencies' own decision, setting the cores they show.
-    let by_latency = |kind: &mut [Kind]| -> Decision {
-        let chosen = set_cores(kind, &|i| smt_level[i]);
-        let mut d = latency_decision(cx, chosen, cands.is_empty(), lowest, unsure);
-        // No core stands out, yet the fastest pairs — as many as SMT siblings would
-        // be — are below the bound: noise may hide siblings that differ from their
-        // neighbours only by their identical profiles.
-        let t = cx.t;
-        let fast = t.value_quantile(1.0 / (t.n.max(2) - 1) as f64);
-        if chosen == 0 && d.unresolved.is_none() && fast <= bound && t.zeros.is_empty() {
-            d.confidence = d.confidence.min(0.5);
-            d.unresolved = Some(format!(
-                "the fastest pairs communicate at {}, below the SMT bound of {}, but no set of contexts \
-                 stands out from its neighbours: SMT siblings may be hidden by the noise; pass --smt yes|no",
-                fmt_lat(fast, opts),
-                fmt_lat(bound, opts)
-            ));
-        }
-        d
-    };
-    let decision = match opts.smt {
-        Some(false) if opts.smt_origin == Origin::Measured => {
-            // The SMT probe saw no slowdown. Contexts far faster than the SMT bound are
-            // siblings all the same (a probe loop that does not contend, a noisy host):
-            // the latencies win and the disagreement is reported.
-            let fast = |i: usize| smt_level[i] && lvls[i].latency <= bound / 2.0;
-            if lvls.iter().enumerate().any(|(i, _)| fast(i)) {
-                let chosen = set_cores(kind, &fast);
-                Decision {
-                    origin: Origin::Inferred,
-                    confidence: 0.5,
-                    basis: format!(
-                        "{chosen} sets of contexts communicate at {} (SMT level, below {})",
-                        fmt_lat(lowest, opts),
-                        fmt_lat(bound, opts)
-                    ),
-                    unresolved: Some(format!(
-                        "the SMT probe measured no slowdown between the fastest contexts, but they communicate at {} \
-                         (SMT siblings are below about {}): kept as SMT; check with `topoprobe latency A B --smt`",
-                        fmt_lat(lowest, opts),
-                        fmt_lat(bound, opts)
-                    )),
-                    contradiction: None,
-                }
-            } else {
-                given_off(opts.smt_origin)
-            }
-        }
-        Some(false) => {
-            // A level the latencies clearly call SMT (far below the bound, with a gap to
-            // the rest) contradicts the hint: two separate cores do not communicate that
-            // fast. The hint is followed all the same, and the contradiction said.
-            let d = given_off(opts.smt_origin);
-            let clear = lvls
-                .iter()
-                .zip(&verdicts)
-                .filter(|(l, v)| v.smt && !v.unsure && l.gap)
-                .map(|(l, _)| l)
-                .min_by(|a, b| a.latency.total_cmp(&b.latency));
-            match clear {
-                None => d,
-                Some(l) => {
-                    let mut scratch = kind.to_vec();
-                    by_latency(&mut scratch);
-                    let cores = scratch.iter().filter(|&&k| k == Kind::Core).count();
-                    let near = nearest_outside(cx, tree, &cands, l);
-                    let what = format!(
-                        "{} communicate at {}, below the SMT bound of {} and {:.1}x faster than \
-                         with their nearest other context ({}), as only the threads of one core do",
-                        sets_of(l),
-                        fmt_lat(l.latency, opts),
-                        fmt_lat(bound, opts),
-                        near / l.latency,
-                        fmt_lat(near, opts)
-                    );
-                    hints::contradicted(
-                        d,
-                        &hints::name(opts.smt_origin, "--smt no", "SMT off"),
-                        &what,
-                        &format!(
-                            "SMT, {} with several contexts",
-                            topoprobe_model::format::plural(cores, "core")
-                        ),
-                        opts.smt_origin,
-                    )
-                }
-            }
-        }
-        Some(true) => {
-            // Only levels fast enough to share a core (within three times the SMT bound):
-            // a hint cannot make a socket of slow contexts one core.
-            let fast = |i: usize| lvls[i].latency.is_nan() || lvls[i].latency <= 3.0 * bound;
-            let chosen = set_cores(kind, &fast);
-            // The latencies contradict a given hint when they are sure there is no SMT and
-            // leave no level open to it (the SMT probe's verdict has its own rule).
-            let mut scratch = kind.to_vec();
-            scratch.fill(Kind::None);
-            let latencies = by_latency(&mut scratch);
-            let sure_none = opts.smt_origin != Origin::Measured
-                && !(0..lvls.len()).any(|i| open_to_hint(&lvls[i], bound))
-                && latencies.unresolved.is_none();
-            let hint = hints::name(opts.smt_origin, "--smt yes", "SMT on");
-            let what = || {
-                let t = cx.t;
-                if lowest.is_finite() {
-                    // "Far" only beyond what a hint may still make a core (3x the bound).
-                    let how = if lowest > 3.0 * bound {
-                        "far above"
-                    } else {
-                        "above"
-                    };
-                    format!(
-                        "the fastest sets of contexts communicate at {}, {how} the SMT bound of {} \
-                         (SMT siblings share a first-level cache and communicate faster)",
-                        fmt_lat(lowest, opts),
-                        fmt_lat(bound, opts)
-                    )
-                } else {
-                    format!(
-                        "no set of contexts communicates distinctly faster than with the rest, and \
-                         the fastest pairs communicate at {}, above the SMT bound of {}",
-                        fmt_lat(t.value_quantile(1.0 / (t.n.max(2) - 1) as f64), opts),
-                        fmt_lat(bound, opts)
-                    )
-                }
-            };
-            if chosen == 0 && sure_none {
-                // Nothing can be made a core: the hint cannot be followed.
-                let mut d = latencies;
-                d.confidence = d.confidence.min(0.3);
-                d.contradiction = Some(format!(
-                    "{hint} contradicts the latencies: {}; no set of contexts can be made a core, \
-                     so the hint is not applied: no SMT",
-                    what()
-                ));
-                d
-            } else {
-                let d = Decision {
-                    // A hint that could not be applied leaves the verdict to the latencies.
-                    origin: if chosen == 0 { Origin::Inferred } else { opts.smt_origin },
-                    confidence: if chosen == 0 { 0.3 } else { 1.0 },
-                    basis: format!(
-                        "SMT on, {}; {} with several contexts",
-                        given(opts.smt_origin),
-                        topoprobe_model::format::plural(chosen, "core")
-                    ),
-                    unresolved: (chosen == 0).then(|| {
-                        let fastest = if lowest.is_finite() {
-                            format!("the fastest communicate at {}", fmt_lat(lowest, opts))
-                        } else {
-                            "none communicates distinctly faster than with the rest".to_string()
-                        };
-                        format!(
-                            "SMT on was {}, but no set of contexts communicates fast enough to share a core \
-                             ({fastest}; SMT siblings are below about {})",
-                            given_past(opts.smt_origin),
-                            fmt_lat(bound, opts)
-                        )
-                    }),
-                    contradiction: None,
-                };
-                if sure_none {
-                    hints::contradicted(d, &hint, &what(), "no SMT", opts.smt_origin)
-                } else {
-                    d
-                }
-            }
-        }
-        None => by_latency(kind),
-    };
-    let decision = apply_os(cx, tree, kind, decision, &mut notes);
-    let core_sizes: Vec<usize> = (0..kind.len())
-        .filter(|&i| kind[i] == Kind::Core)
-        .map(|i| tree.nodes[i].members.len())
-        .collect();
-    for id in unmeasured {
-        if core_sizes.contains(&tree.nodes[id].members.len()) {
-            kind[id] = Kind::Core;
-        }
-    }
-    let mut pairs = Vec::new();
-    if opts.smt != Some(false) && core_sizes.contains(&2) {
-        for (id, node) in tree.nodes.iter().enumerate() {
-            if node.paired && node.children.is_empty() {
-                kind[id] = Kind::Core;
-            }
-        }
-        pairs = garbled_pairs(cx, tree, kind);
-        for p in &pairs {
-            notes.push(format!(
-                "contexts {p:?}, left beside the SMT cores of their kind, are seen alike by every other context: taken as one core"
-            ));
-        }
-    }
-    (decision, notes, pairs)
+    smt_level
 }
 
 /// Pairs of single contexts left beside 2-context cores in their parent (at most a quarter
