@@ -24,6 +24,25 @@ fn parent_name(p: Parent) -> String {
 /// Fills every derived field of `d` from its structure (cores' contexts, members of
 /// groups and sockets, nodes' local sockets), checking the structure on the way.
 pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
+    check_tables_and_ids(d)?;
+    check_limits(d)?;
+    check_os_numbers(d)?;
+    assign_cores(d)?;
+    assign_parents(d)?;
+    walk_sockets(d)?;
+    fill_groups(d);
+    let sym = d.latency.raw.symmetrized();
+    summarize_latencies(d, &sym);
+    d.interconnects = interconnects(d, &sym);
+    assign_local_nodes(d)?;
+    d.facts.sockets.value = d.sockets.len();
+    d.facts.smt.value = d.cores.iter().any(|c| c.contexts.len() > 1);
+    Ok(())
+}
+
+/// Checks that there are contexts, that the latency tables have a row per context, and
+/// that every context's id is its position.
+fn check_tables_and_ids(d: &TopologyData) -> Result<(), ModelError> {
     let n = d.contexts.len();
     if n == 0 {
         return Err(structure("no hardware contexts"));
@@ -55,6 +74,12 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             )));
         }
     }
+    Ok(())
+}
+
+/// Checks the numbers of contexts and memory nodes against what topoprobe reads.
+fn check_limits(d: &TopologyData) -> Result<(), ModelError> {
+    let n = d.contexts.len();
     if n > MAX_CONTEXTS {
         return Err(structure(format!(
             "{n} hardware contexts: topoprobe reads machines of up to {MAX_CONTEXTS} (see docs/LIMITS.md)"
@@ -66,7 +91,13 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             d.nodes.len()
         )));
     }
-    let mut by_os_id: HashMap<u32, usize> = HashMap::with_capacity(n);
+    Ok(())
+}
+
+/// Checks the operating system's numbers of contexts and nodes: in range, and no number
+/// given twice.
+fn check_os_numbers(d: &TopologyData) -> Result<(), ModelError> {
+    let mut by_os_id: HashMap<u32, usize> = HashMap::with_capacity(d.contexts.len());
     for (i, c) in d.contexts.iter().enumerate() {
         if c.os_id > crate::MAX_CPU {
             return Err(structure(format!(
@@ -99,7 +130,13 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             }
         }
     }
-    // Contexts -> cores.
+    Ok(())
+}
+
+/// Contexts -> cores: sorts each core's contexts and sets every context's core, checking
+/// that each context is in exactly one core.
+fn assign_cores(d: &mut TopologyData) -> Result<(), ModelError> {
+    let n = d.contexts.len();
     let mut core_of: Vec<Option<CoreId>> = vec![None; n];
     for (ci, core) in d.cores.iter_mut().enumerate() {
         if core.id != CoreId(ci) {
@@ -131,15 +168,22 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             None => return Err(structure(format!("context {i} is in no core"))),
         }
     }
-    // Parents of cores and groups.
-    let n_cores = d.cores.len();
-    let n_groups = d.groups.len();
-    let mut core_parent: Vec<Option<Parent>> = vec![None; n_cores];
-    let mut group_parent: Vec<Option<Parent>> = vec![None; n_groups];
-    let mut assign = |member: Member, parent: Parent| -> Result<(), ModelError> {
+    Ok(())
+}
+
+/// The parent of every core and group, as the members of sockets and groups name them.
+struct Parents {
+    core: Vec<Option<Parent>>,
+    group: Vec<Option<Parent>>,
+}
+
+impl Parents {
+    /// Records `parent` as the parent of `member`, which must exist and have no other.
+    fn assign(&mut self, member: Member, parent: Parent) -> Result<(), ModelError> {
+        let (n_cores, n_groups) = (self.core.len(), self.group.len());
         let (slot, what) = match member {
             Member::Core(c) => (
-                core_parent.get_mut(c.0).ok_or_else(|| {
+                self.core.get_mut(c.0).ok_or_else(|| {
                     structure(format!(
                         "{} names core {} of {n_cores}",
                         parent_name(parent),
@@ -149,7 +193,7 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
                 format!("core {}", c.0),
             ),
             Member::Group(g) => (
-                group_parent.get_mut(g.0).ok_or_else(|| {
+                self.group.get_mut(g.0).ok_or_else(|| {
                     structure(format!(
                         "{} names group {} of {n_groups}",
                         parent_name(parent),
@@ -168,6 +212,15 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
         }
         *slot = Some(parent);
         Ok(())
+    }
+}
+
+/// Parents of cores and groups: checks the ids and members of sockets and groups and sets
+/// every core's and group's parent, each having exactly one.
+fn assign_parents(d: &mut TopologyData) -> Result<(), ModelError> {
+    let mut parents = Parents {
+        core: vec![None; d.cores.len()],
+        group: vec![None; d.groups.len()],
     };
     for (si, s) in d.sockets.iter().enumerate() {
         if s.id != SocketId(si) {
@@ -180,7 +233,7 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             return Err(structure(format!("socket {si} is empty")));
         }
         for &m in &s.members {
-            assign(m, Parent::Socket(SocketId(si)))?;
+            parents.assign(m, Parent::Socket(SocketId(si)))?;
         }
     }
     for (gi, g) in d.groups.iter().enumerate() {
@@ -194,19 +247,25 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             if m == Member::Group(GroupId(gi)) {
                 return Err(structure(format!("group {gi} contains itself")));
             }
-            assign(m, Parent::Group(GroupId(gi)))?;
+            parents.assign(m, Parent::Group(GroupId(gi)))?;
         }
     }
-    for (i, p) in core_parent.iter().enumerate() {
+    for (i, p) in parents.core.iter().enumerate() {
         d.cores[i].parent =
             p.ok_or_else(|| structure(format!("core {i} is in no socket or group")))?;
     }
-    for (i, p) in group_parent.iter().enumerate() {
+    for (i, p) in parents.group.iter().enumerate() {
         d.groups[i].parent =
             p.ok_or_else(|| structure(format!("group {i} is in no socket or group")))?;
     }
-    // Walk every socket top-down: sockets, depths, contents.
-    let mut group_seen = vec![false; n_groups];
+    Ok(())
+}
+
+/// Walks every socket top-down, setting the socket of its cores, groups and contexts,
+/// the depth of its groups and its own groups, cores and contexts; checks that every group
+/// is reached exactly once.
+fn walk_sockets(d: &mut TopologyData) -> Result<(), ModelError> {
+    let mut group_seen = vec![false; d.groups.len()];
     for si in 0..d.sockets.len() {
         let sid = SocketId(si);
         let mut order: Vec<GroupId> = Vec::new();
@@ -234,11 +293,7 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             }
         }
         cores.sort_unstable();
-        let mut contexts: Vec<ContextId> = cores
-            .iter()
-            .flat_map(|c| d.cores[c.0].contexts.iter().copied())
-            .collect();
-        contexts.sort_unstable();
+        let contexts = contexts_of_cores(d, &cores);
         for &ctx in &contexts {
             d.contexts[ctx.0].socket = sid;
         }
@@ -252,8 +307,23 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             "group {g} is not inside any socket (cycle?)"
         )));
     }
-    // Contents of groups, innermost first so that nested groups are done first.
-    let mut by_depth: Vec<usize> = (0..n_groups).collect();
+    Ok(())
+}
+
+/// The contexts of `cores`, sorted.
+fn contexts_of_cores(d: &TopologyData, cores: &[CoreId]) -> Vec<ContextId> {
+    let mut contexts: Vec<ContextId> = cores
+        .iter()
+        .flat_map(|c| d.cores[c.0].contexts.iter().copied())
+        .collect();
+    contexts.sort_unstable();
+    contexts
+}
+
+/// Contents of groups (cores and contexts), innermost first so that nested groups are
+/// done first.
+fn fill_groups(d: &mut TopologyData) {
+    let mut by_depth: Vec<usize> = (0..d.groups.len()).collect();
     by_depth.sort_by_key(|&g| std::cmp::Reverse(d.groups[g].depth));
     for g in by_depth {
         let mut cores = Vec::new();
@@ -264,25 +334,28 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             }
         }
         cores.sort_unstable();
-        let mut contexts: Vec<ContextId> = cores
-            .iter()
-            .flat_map(|c| d.cores[c.0].contexts.iter().copied())
-            .collect();
-        contexts.sort_unstable();
+        let contexts = contexts_of_cores(d, &cores);
         d.groups[g].cores = cores;
         d.groups[g].contexts = contexts;
     }
-    // Latency summaries between direct members.
-    let sym = d.latency.raw.symmetrized();
-    for g in 0..n_groups {
+}
+
+/// Latency summaries of groups and sockets, between their direct members (`sym`: the
+/// symmetrized raw latencies).
+fn summarize_latencies(d: &mut TopologyData, sym: &LatencyMatrix) {
+    for g in 0..d.groups.len() {
         let sets = member_contexts(d, &d.groups[g].members);
-        d.groups[g].latency = LatencySummary::of(between_sets(&sym, &sets));
+        d.groups[g].latency = LatencySummary::of(between_sets(sym, &sets));
     }
     for s in 0..d.sockets.len() {
         let sets = member_contexts(d, &d.sockets[s].members);
-        d.sockets[s].latency = LatencySummary::of(between_sets(&sym, &sets));
+        d.sockets[s].latency = LatencySummary::of(between_sets(sym, &sets));
     }
-    // Interconnects.
+}
+
+/// The interconnects between every two sockets with a latency between them: its level is
+/// the nearest, its hops that level's rank among the cross-socket levels (1 if none).
+fn interconnects(d: &TopologyData, sym: &LatencyMatrix) -> Vec<Interconnect> {
     let cross_levels: Vec<usize> = d
         .levels
         .iter()
@@ -293,7 +366,7 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     for a in 0..d.sockets.len() {
         for b in a + 1..d.sockets.len() {
             let sets = vec![d.sockets[a].contexts.clone(), d.sockets[b].contexts.clone()];
-            if let Some(lat) = LatencySummary::of(between_sets(&sym, &sets)) {
+            if let Some(lat) = LatencySummary::of(between_sets(sym, &sets)) {
                 let level = nearest_level(d, lat.median);
                 let hops = cross_levels
                     .iter()
@@ -309,8 +382,12 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             }
         }
     }
-    d.interconnects = links;
-    // Nodes.
+    links
+}
+
+/// Sets every socket's local node from the nodes' local sockets, checking the nodes' ids,
+/// that the sockets exist and that none has two local nodes.
+fn assign_local_nodes(d: &mut TopologyData) -> Result<(), ModelError> {
     for s in &mut d.sockets {
         s.local_node = None;
     }
@@ -337,11 +414,10 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
             socket.local_node = Some(node.id);
         }
     }
-    d.facts.sockets.value = d.sockets.len();
-    d.facts.smt.value = d.cores.iter().any(|c| c.contexts.len() > 1);
     Ok(())
 }
 
+/// The contexts of each of `members`.
 fn member_contexts(d: &TopologyData, members: &[Member]) -> Vec<Vec<ContextId>> {
     members
         .iter()
