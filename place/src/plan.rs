@@ -432,14 +432,51 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlaceError> {
     if req.threads == Some(0) {
         return Err(PlaceError::NoThreads);
     }
+    let mut socks = usable_sockets(topo, &ok, kinds);
+    if let Some(k) = req.sockets {
+        if k == 0 || k > socks.len() {
+            return Err(PlaceError::TooManySockets {
+                asked: k,
+                available: socks.len(),
+            });
+        }
+        socks.truncate(k);
+    }
+    let available: usize = socks.iter().map(SocketCores::contexts).sum();
+    let too_many = |asked: usize| PlaceError::TooManyThreads {
+        policy,
+        asked,
+        available,
+        scope: scope.clone(),
+    };
+    if matches!(policy, Policy::None | Policy::Sequential) {
+        return os_order_plan(topo, &socks, policy, req.threads, &too_many);
+    }
+    let n = thread_count(topo, &socks, policy, req.threads, available)?;
+    if n > available {
+        return Err(too_many(n));
+    }
+    let contexts = policy_contexts(topo, &socks, policy, n, req.sockets.is_some())?;
+    debug_assert_eq!(contexts.len(), n);
+    let used = sockets_in_use(topo, &socks, &contexts);
+    Ok(Plan {
+        policy,
+        threads: n,
+        contexts,
+        sockets: used,
+        pinned: true,
+    })
+}
 
-    // Sockets with usable contexts, in policy order, with their cores in tree order.
+/// Sockets with usable contexts (`ok`), in policy order, with their cores in tree order
+/// (only those with usable contexts, and of the kinds given).
+fn usable_sockets(topo: &Topology, ok: &[bool], kinds: Option<&[CoreKind]>) -> Vec<SocketCores> {
     let candidates: Vec<SocketId> = (0..topo.num_sockets())
         .map(SocketId)
         .filter(|&s| topo.socket_contexts(s).iter().any(|c| ok[c.index()]))
         .collect();
     let order = socket_order(topo, &candidates);
-    let mut socks: Vec<SocketCores> = order
+    order
         .iter()
         .map(|&s| {
             let mut core_ids = Vec::new();
@@ -458,197 +495,217 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlaceError> {
             }
             SocketCores { id: s, cores }
         })
-        .collect();
-    if let Some(k) = req.sockets {
-        if k == 0 || k > socks.len() {
-            return Err(PlaceError::TooManySockets {
-                asked: k,
-                available: socks.len(),
-            });
+        .collect()
+}
+
+/// The plan of [`Policy::None`] and [`Policy::Sequential`]: contexts in the order of their
+/// OS numbers (SEQUENTIAL: the first `threads`, which must fit), with the sockets in the
+/// order of first use.
+fn os_order_plan(
+    topo: &Topology,
+    socks: &[SocketCores],
+    policy: Policy,
+    threads: Option<usize>,
+    too_many: &dyn Fn(usize) -> PlaceError,
+) -> Result<Plan, PlaceError> {
+    let mut all: Vec<ContextId> = socks.iter().flat_map(SocketCores::by_hwc).collect();
+    all.sort_by_key(|c| (topo.contexts()[c.index()].os_id, *c));
+    let n = threads.unwrap_or(all.len());
+    if policy == Policy::Sequential {
+        if n > all.len() {
+            return Err(too_many(n));
         }
-        socks.truncate(k);
+        all.truncate(n);
     }
-    let available: usize = socks.iter().map(SocketCores::contexts).sum();
-    let too_many = |asked: usize| PlaceError::TooManyThreads {
+    let mut used: Vec<SocketId> = Vec::new();
+    for c in &all {
+        if let Some(s) = topo.socket_of(*c) {
+            if !used.contains(&s) {
+                used.push(s);
+            }
+        }
+    }
+    Ok(Plan {
         policy,
-        asked,
-        available,
-        scope: scope.clone(),
-    };
+        threads: n,
+        contexts: all,
+        sockets: used,
+        pinned: policy.pins(),
+    })
+}
 
-    if matches!(policy, Policy::None | Policy::Sequential) {
-        let mut all: Vec<ContextId> = socks.iter().flat_map(SocketCores::by_hwc).collect();
-        all.sort_by_key(|c| (topo.contexts()[c.index()].os_id, *c));
-        let n = req.threads.unwrap_or(all.len());
-        if policy == Policy::Sequential {
-            if n > all.len() {
-                return Err(too_many(n));
-            }
-            all.truncate(n);
-        }
-        let mut used: Vec<SocketId> = Vec::new();
-        for c in &all {
-            if let Some(s) = topo.socket_of(*c) {
-                if !used.contains(&s) {
-                    used.push(s);
-                }
-            }
-        }
-        return Ok(Plan {
-            policy,
-            threads: n,
-            contexts: all,
-            sockets: used,
-            pinned: policy.pins(),
-        });
-    }
-
-    let n = match (req.threads, policy) {
+/// The number of threads to place: as asked; else, for [`Policy::RrScale`], the threads
+/// that saturate every socket's local bandwidth; else every usable context (`available`).
+fn thread_count(
+    topo: &Topology,
+    socks: &[SocketCores],
+    policy: Policy,
+    threads: Option<usize>,
+    available: usize,
+) -> Result<usize, PlaceError> {
+    Ok(match (threads, policy) {
         (Some(n), _) => n,
         (None, Policy::RrScale) => {
             let mut sum = 0;
-            for s in &socks {
+            for s in socks {
                 sum += saturation(topo, s)?;
             }
             sum
         }
         (None, _) => available,
-    };
-    if n > available {
-        return Err(too_many(n));
-    }
+    })
+}
 
+/// The contexts a CON, BALANCE, RR or POWER policy gives `n` threads, in order.
+/// `fixed_sockets`: the number of sockets was given, so the CON and BALANCE policies use
+/// every socket of `socks` rather than as few as hold the threads.
+fn policy_contexts(
+    topo: &Topology,
+    socks: &[SocketCores],
+    policy: Policy,
+    n: usize,
+    fixed_sockets: bool,
+) -> Result<Vec<ContextId>, PlaceError> {
     // Sockets the CON and BALANCE policies use: as given, or as few as hold the threads.
-    let by_contexts = |socks: &[SocketCores]| {
-        if req.sockets.is_some() {
+    let by_contexts = || {
+        if fixed_sockets {
             socks.len()
         } else {
             needed(n, socks.iter().map(SocketCores::contexts))
         }
     };
-    let by_cores = |socks: &[SocketCores]| {
-        if req.sockets.is_some() {
+    let by_cores = || {
+        if fixed_sockets {
             socks.len()
         } else {
             needed(n, socks.iter().map(|s| s.cores.len()))
         }
     };
-
-    let contexts: Vec<ContextId> = match policy {
-        Policy::ConHwc => socks[..by_contexts(&socks)]
+    Ok(match policy {
+        Policy::ConHwc => socks[..by_contexts()]
             .iter()
             .flat_map(SocketCores::by_hwc)
             .take(n)
             .collect(),
-        Policy::ConCoreHwc => socks[..by_contexts(&socks)]
+        Policy::ConCoreHwc => socks[..by_contexts()]
             .iter()
             .flat_map(SocketCores::by_core)
             .take(n)
             .collect(),
-        Policy::ConCore => {
-            let used = &socks[..by_cores(&socks)];
-            let mut all: Vec<(usize, usize, ContextId)> = Vec::new();
-            for (i, s) in used.iter().enumerate() {
-                all.extend(s.by_core_passes().into_iter().map(|(k, x)| (k, i, x)));
-            }
-            // Stable: inside a pass and a socket, the socket's core order is kept.
-            all.sort_by_key(|&(k, i, _)| (k, i));
-            all.into_iter().map(|(_, _, x)| x).take(n).collect()
-        }
+        Policy::ConCore => con_core(&socks[..by_cores()], n),
         Policy::BalanceHwc | Policy::BalanceCoreHwc => {
-            let used = &socks[..by_contexts(&socks)];
-            let caps: Vec<usize> = used.iter().map(SocketCores::contexts).collect();
-            let counts = balanced(n, &caps);
-            used.iter()
-                .zip(counts)
-                .flat_map(|(s, k)| {
-                    let seq = if policy == Policy::BalanceHwc {
-                        s.by_hwc()
-                    } else {
-                        s.by_core()
-                    };
-                    seq.into_iter().take(k)
-                })
-                .collect()
+            balance(&socks[..by_contexts()], n, policy == Policy::BalanceHwc)
         }
-        Policy::BalanceCore => {
-            let used = &socks[..by_cores(&socks)];
-            let caps: Vec<usize> = used.iter().map(SocketCores::contexts).collect();
-            let counts = balanced(n, &caps);
-            let mut all: Vec<(usize, usize, ContextId)> = Vec::new();
-            for (i, (s, k)) in used.iter().zip(counts).enumerate() {
-                all.extend(
-                    s.by_core_passes()
-                        .into_iter()
-                        .take(k)
-                        .map(|(p, x)| (p, i, x)),
-                );
-            }
-            all.sort_by_key(|&(p, i, _)| (p, i));
-            all.into_iter().map(|(_, _, x)| x).collect()
-        }
-        Policy::RrHwc | Policy::RrCore => {
-            let seqs: Vec<Vec<ContextId>> = socks
-                .iter()
-                .map(|s| {
-                    if policy == Policy::RrHwc {
-                        s.by_hwc()
-                    } else {
-                        s.by_core()
-                    }
-                })
-                .collect();
-            let caps = vec![usize::MAX; seqs.len()];
-            let mut out = Vec::with_capacity(n);
-            round_robin(&seqs, &caps, n, &mut out, &mut vec![0; seqs.len()]);
-            out
-        }
-        Policy::RrScale => {
-            let seqs: Vec<Vec<ContextId>> = socks.iter().map(SocketCores::by_core).collect();
-            let mut caps = Vec::with_capacity(socks.len());
-            for s in &socks {
-                caps.push(saturation(topo, s)?);
-            }
-            let mut taken = vec![0; seqs.len()];
-            let mut out = Vec::with_capacity(n);
-            round_robin(&seqs, &caps, n, &mut out, &mut taken);
-            round_robin(
-                &seqs,
-                &vec![usize::MAX; seqs.len()],
-                n,
-                &mut out,
-                &mut taken,
-            );
-            out
-        }
+        Policy::BalanceCore => balance_core(&socks[..by_cores()], n),
+        Policy::RrHwc | Policy::RrCore => rr(socks, n, policy == Policy::RrHwc),
+        Policy::RrScale => rr_scale(topo, socks, n)?,
         Policy::Power => {
             let ids: Vec<SocketId> = socks.iter().map(|s| s.id).collect();
             let costs = power_costs(topo, &ids)?;
-            power_order(&socks, &costs, n)
+            power_order(socks, &costs, n)
         }
         Policy::None | Policy::Sequential | Policy::List => Vec::new(),
-    };
-    debug_assert_eq!(contexts.len(), n);
+    })
+}
+
+/// CON_CORE over the sockets `used`: first contexts of every core of every socket, socket
+/// after socket, then second contexts...; the first `n`.
+fn con_core(used: &[SocketCores], n: usize) -> Vec<ContextId> {
+    let mut all: Vec<(usize, usize, ContextId)> = Vec::new();
+    for (i, s) in used.iter().enumerate() {
+        all.extend(s.by_core_passes().into_iter().map(|(k, x)| (k, i, x)));
+    }
+    // Stable: inside a pass and a socket, the socket's core order is kept.
+    all.sort_by_key(|&(k, i, _)| (k, i));
+    all.into_iter().map(|(_, _, x)| x).take(n).collect()
+}
+
+/// BALANCE_HWC (`by_hwc`) or BALANCE_CORE_HWC over the sockets `used`: `n` threads split
+/// evenly, each socket's share in its HWC or CORE_HWC order.
+fn balance(used: &[SocketCores], n: usize, by_hwc: bool) -> Vec<ContextId> {
+    let caps: Vec<usize> = used.iter().map(SocketCores::contexts).collect();
+    let counts = balanced(n, &caps);
+    used.iter()
+        .zip(counts)
+        .flat_map(|(s, k)| {
+            let seq = if by_hwc { s.by_hwc() } else { s.by_core() };
+            seq.into_iter().take(k)
+        })
+        .collect()
+}
+
+/// BALANCE_CORE over the sockets `used`: `n` threads split evenly, each socket's share
+/// taken by core passes, then ordered pass by pass across the sockets.
+fn balance_core(used: &[SocketCores], n: usize) -> Vec<ContextId> {
+    let caps: Vec<usize> = used.iter().map(SocketCores::contexts).collect();
+    let counts = balanced(n, &caps);
+    let mut all: Vec<(usize, usize, ContextId)> = Vec::new();
+    for (i, (s, k)) in used.iter().zip(counts).enumerate() {
+        all.extend(
+            s.by_core_passes()
+                .into_iter()
+                .take(k)
+                .map(|(p, x)| (p, i, x)),
+        );
+    }
+    all.sort_by_key(|&(p, i, _)| (p, i));
+    all.into_iter().map(|(_, _, x)| x).collect()
+}
+
+/// RR_HWC (`by_hwc`) or RR_CORE: `n` threads dealt round-robin over every socket, each in
+/// its HWC or CORE_HWC order.
+fn rr(socks: &[SocketCores], n: usize, by_hwc: bool) -> Vec<ContextId> {
+    let seqs: Vec<Vec<ContextId>> = socks
+        .iter()
+        .map(|s| if by_hwc { s.by_hwc() } else { s.by_core() })
+        .collect();
+    let caps = vec![usize::MAX; seqs.len()];
+    let mut out = Vec::with_capacity(n);
+    round_robin(&seqs, &caps, n, &mut out, &mut vec![0; seqs.len()]);
+    out
+}
+
+/// RR_SCALE: `n` threads dealt round-robin over the sockets up to each one's saturation
+/// of its local bandwidth, the rest round-robin beyond it.
+fn rr_scale(
+    topo: &Topology,
+    socks: &[SocketCores],
+    n: usize,
+) -> Result<Vec<ContextId>, PlaceError> {
+    let seqs: Vec<Vec<ContextId>> = socks.iter().map(SocketCores::by_core).collect();
+    let mut caps = Vec::with_capacity(socks.len());
+    for s in socks {
+        caps.push(saturation(topo, s)?);
+    }
+    let mut taken = vec![0; seqs.len()];
+    let mut out = Vec::with_capacity(n);
+    round_robin(&seqs, &caps, n, &mut out, &mut taken);
+    round_robin(
+        &seqs,
+        &vec![usize::MAX; seqs.len()],
+        n,
+        &mut out,
+        &mut taken,
+    );
+    Ok(out)
+}
+
+/// The sockets that hold any of `contexts`, in the order of first use (POWER may start
+/// elsewhere than the policy's first socket).
+fn sockets_in_use(topo: &Topology, socks: &[SocketCores], contexts: &[ContextId]) -> Vec<SocketId> {
     let mut used: Vec<SocketId> = Vec::new();
-    for s in &socks {
+    for s in socks {
         if s.cores.iter().flatten().any(|c| contexts.contains(c)) {
             used.push(s.id);
         }
     }
-    // Keep the socket order of first use (POWER may start elsewhere).
     used.sort_by_key(|s| {
         contexts
             .iter()
             .position(|c| topo.socket_of(*c) == Some(*s))
             .unwrap_or(usize::MAX)
     });
-    Ok(Plan {
-        policy,
-        threads: n,
-        contexts,
-        sockets: used,
-        pinned: true,
-    })
+    used
 }
 
 #[cfg(test)]
