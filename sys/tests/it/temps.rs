@@ -10,16 +10,34 @@ use topoprobe_model::format::write_atomic_with;
 
 const CHILD: &str = "TOPOPROBE_TEMPS_TEST_TARGET";
 
+/// This test's name as the test harness knows it (`temps::…`, without the binary's name),
+/// for `--exact`.
+fn this_test() -> String {
+    let module = module_path!();
+    let module = module.split_once("::").map_or(module, |(_, rest)| rest);
+    format!("{module}::a_signal_during_a_write_removes_the_temporary_file")
+}
+
 /// In the child: half-writes the target named by `CHILD`, says "ready", and waits to be
 /// signalled.
 fn child(target: &str) {
+    // The child starts from the default actions whatever the test runner inherited (a
+    // runner started in the background by a shell ignores SIGINT, and
+    // `remove_on_signals` rightly leaves an ignored signal alone).
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: restores the default action of a signal; no handler is involved.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
     topoprobe_sys::temps::remove_on_signals();
     let _ = write_atomic_with(std::path::Path::new(target), |w| {
         w.write_all(b"the first half of a result")?;
         w.flush()?;
         println!("ready");
         std::io::stdout().flush()?;
-        std::thread::sleep(Duration::from_secs(30));
+        // A program that waits to be killed: the parent signals it once it said "ready".
+        std::thread::sleep(Duration::from_secs(300));
         Ok(())
     });
 }
@@ -38,12 +56,7 @@ fn a_signal_during_a_write_removes_the_temporary_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let target = dir.path().join(format!("{name}.json"));
         let mut c = Command::new(std::env::current_exe().expect("test binary"))
-            .args([
-                "--exact",
-                "a_signal_during_a_write_removes_the_temporary_file",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args(["--exact", &this_test(), "--nocapture", "--test-threads=1"])
             .env(CHILD, &target)
             .stdout(Stdio::piped())
             .spawn()
