@@ -1,4 +1,5 @@
 //! The integration tests of this crate, in one test binary (one link instead of one per file).
 
 mod autopin;
+mod beater;
 mod candidates;
