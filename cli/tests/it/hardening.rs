@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 
 use common::{data, exe, run};
 
+/// How long a test waits for a process (to start, to end) before it fails: a failure
+/// message, not a guess at how long it takes.
+const PATIENCE: Duration = Duration::from_secs(120);
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -191,11 +195,28 @@ fn standard_input_and_endless_files() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("cpu\tcore"));
     if Path::new("/dev/zero").exists() {
+        // Refused at once rather than read forever: a run that has not ended after
+        // PATIENCE fails the test (a guard against a hang, not a measurement).
+        let mut child = Command::new(exe())
+            .args(["infer", "--from-matrix", "/dev/zero"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let started = Instant::now();
-        let (code, _, err) = run(&["infer", "--from-matrix", "/dev/zero"]);
-        assert_eq!(code, 1);
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > PATIENCE {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!("an endless file was still being read after {PATIENCE:?}");
+            }
+            // A bounded poll: the refusal ends the process.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains("binary data"), "{err}");
-        assert!(started.elapsed() < Duration::from_secs(60));
     }
 }
 
@@ -333,7 +354,8 @@ fn run_warns_about_static_programs() {
 fn run_ends_the_command_when_killed() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
-    let script = format!("echo $$ > {}; exec sleep 30", s(&pidfile));
+    // A program that waits to be killed (topoprobe's death ends it).
+    let script = format!("echo $$ > {}; exec sleep 300", s(&pidfile));
     let mut child = Command::new(exe())
         .args([
             "run",
@@ -350,10 +372,7 @@ fn run_ends_the_command_when_killed() {
         .unwrap();
     let started = Instant::now();
     while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the command did not start"
-        );
+        assert!(started.elapsed() < PATIENCE, "the command did not start");
         // A bounded poll: the command writes its pid file once it runs.
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -376,7 +395,7 @@ fn run_ends_the_command_when_killed() {
     let started = Instant::now();
     while !gone(pid) {
         assert!(
-            started.elapsed() < Duration::from_secs(10),
+            started.elapsed() < PATIENCE,
             "the command outlived topoprobe"
         );
         // A bounded poll: the kernel ends the command as topoprobe dies.

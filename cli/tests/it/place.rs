@@ -588,6 +588,7 @@ fn run_forwards_sigterm() {
             "--",
             "sh",
             "-c",
+            // A program that waits to be killed (it says so once it runs).
             "echo started; exec sleep 60",
         ])
         .env("TOPOPROBE_PRELOAD", preload())

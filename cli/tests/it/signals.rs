@@ -197,6 +197,7 @@ fn kill_9_of_autopin_ends_the_program_unless_it_is_kept() {
     // (20 s is a failure, not a guess at how long it takes).
     let deadline = Instant::now() + Duration::from_secs(20);
     while !ended(pid) && Instant::now() < deadline {
+        // A bounded poll: the program is gone once the kernel has ended it.
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(

@@ -1,10 +1,13 @@
-/* N compute-bound threads (the main thread and N-1 created ones) spin for S seconds,
- * then each prints the CPUs it may run on ("thread<i> <list>") and the program exits 0.
- * SIGINT or SIGTERM end the spinning early (after 0.3 s more work): the program then
- * finishes normally, as a program that handles Ctrl-C does. */
+/* N compute-bound threads (the main thread and N-1 created ones) spin for S seconds, or
+ * until standard input closes when S is "stdin" (the main thread looks between units of
+ * work), then each prints the CPUs it may run on ("thread<i> <list>") and the program
+ * exits 0. SIGINT or SIGTERM end the spinning early (after 0.3 s more work): the program
+ * then finishes normally, as a program that handles Ctrl-C does. */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,8 @@
 
 static volatile sig_atomic_t stop_requested;
 static double deadline;
+static int until_input_closes;
+static atomic_int input_closed;
 static pthread_barrier_t done;
 
 static double now(void) {
@@ -40,6 +45,14 @@ static void show(int i) {
     fclose(f);
 }
 
+/* Whether standard input has closed (read without blocking; what it carries is dropped). */
+static int input_ended(void) {
+    struct pollfd p = {0, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    char buf[256];
+    return read(0, buf, sizeof buf) <= 0;
+}
+
 static void *spin(void *arg) {
     int i = (int)(long)arg;
     volatile unsigned long x = 0;
@@ -48,7 +61,9 @@ static void *spin(void *arg) {
         for (int k = 0; k < 100000; k++) x += k;
         double t = now();
         if (stop_requested && extra < 0) extra = t + 0.3;
-        if (t >= deadline || (extra >= 0 && t >= extra)) break;
+        if (i == 0 && until_input_closes && input_ended()) atomic_store(&input_closed, 1);
+        if (until_input_closes ? atomic_load(&input_closed) : t >= deadline) break;
+        if (extra >= 0 && t >= extra) break;
     }
     pthread_barrier_wait(&done);
     show(i);
@@ -58,7 +73,8 @@ static void *spin(void *arg) {
 
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 2;
-    double secs = argc > 2 ? atof(argv[2]) : 5;
+    until_input_closes = argc > 2 && strcmp(argv[2], "stdin") == 0;
+    double secs = argc > 2 && !until_input_closes ? atof(argv[2]) : 5;
     if (n < 1 || n > 256) return 2;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
