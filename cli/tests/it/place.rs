@@ -8,16 +8,12 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::common;
 
-use common::{exe, preload, run_preloaded as topoprobe, two_cpus};
-
-fn tmp() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("place-tests")
-}
+use common::{exe, preload, run_preloaded as topoprobe, tmp, two_cpus};
 
 fn ivy() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
