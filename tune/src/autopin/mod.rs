@@ -397,22 +397,25 @@ struct Driver<'a> {
     round_start: f64,
     report: Report,
     pin_new_threads: bool,
-    /// When each thread was first seen (seconds from the start) and its CPU time then
-    /// (nanoseconds; `None` when unreadable).
+    /// When each thread was first seen (seconds from the start) and the CPU time it had
+    /// wanted then (nanoseconds; `None` when unreadable; see [`wanted_ns`]).
     first_seen: HashMap<i32, (f64, Option<u64>)>,
 }
 
-/// A thread that ran less than this share of one CPU during the initial wait is idle.
+/// A thread that wanted less than this share of one CPU during the initial wait (ran, or
+/// waited on a run queue to run) is idle.
 const ACTIVE_SHARE: f64 = 0.05;
 /// A thread seen for less than this many seconds before the end of the initial wait
 /// counts as running (too new to tell).
 const MIN_WINDOW_S: f64 = 0.05;
 
-/// The CPU time thread `tid` of process `pid` has used, in nanoseconds (schedstat, else
-/// the clock ticks of its `stat`).
-fn run_ns(pid: i32, tid: i32) -> Option<u64> {
+/// The CPU time thread `tid` of process `pid` has wanted, in nanoseconds: the time it ran
+/// plus the time it waited on a run queue (schedstat), so that a busy thread of a loaded
+/// machine, which waits for a CPU more than it runs, is not taken for an idle one; else
+/// the clock ticks it ran (its `stat`).
+fn wanted_ns(pid: i32, tid: i32) -> Option<u64> {
     if let Ok(s) = proc::schedstat(pid, Some(tid)) {
-        return Some(s.run_ns);
+        return Some(s.run_ns.saturating_add(s.wait_ns));
     }
     let st = proc::task_stat(pid, Some(tid)).ok()?;
     let ticks = st.user_ticks + st.system_ticks;
@@ -435,12 +438,12 @@ impl Driver<'_> {
     fn saw(&mut self, fresh: &[Tracked], now: f64) {
         let pid = self.tracker.pid();
         for t in fresh {
-            self.first_seen.insert(t.tid, (now, run_ns(pid, t.tid)));
+            self.first_seen.insert(t.tid, (now, wanted_ns(pid, t.tid)));
         }
     }
 
     /// At the end of the initial wait: plans for the threads that ran during it. Threads
-    /// that used less than [`ACTIVE_SHARE`] of a CPU since they were first seen lose
+    /// that wanted less than [`ACTIVE_SHARE`] of a CPU since they were first seen lose
     /// their position (they may run on any CPU of a candidate), unless every thread, or
     /// none, ran.
     fn leave_idle_threads(&mut self, now: f64) {
@@ -456,9 +459,8 @@ impl Driver<'_> {
             }
             positioned += 1;
             let ran = match self.first_seen.get(&t.tid) {
-                Some(&(seen, Some(start))) if now - seen >= MIN_WINDOW_S => {
-                    run_ns(pid, t.tid).map(|r| (r.saturating_sub(start) as f64 / 1e9, now - seen))
-                }
+                Some(&(seen, Some(start))) if now - seen >= MIN_WINDOW_S => wanted_ns(pid, t.tid)
+                    .map(|r| (r.saturating_sub(start) as f64 / 1e9, now - seen)),
                 _ => None,
             };
             if ran.is_none_or(|(cpu_s, window)| cpu_s >= ACTIVE_SHARE * window) {
