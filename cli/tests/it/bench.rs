@@ -3,16 +3,11 @@
 
 use assert_cmd::Command;
 
-/// A 2-CPU topology (CPUs 0 and 1, one socket), as a latency matrix.
-fn two_cpus(dir: &std::path::Path) -> std::path::PathBuf {
-    let p = dir.join("m2.csv");
-    std::fs::write(&p, ",50\n50,\n").expect("matrix");
-    p
-}
+use crate::common::two_cpu_matrix;
 
 fn json(args: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().expect("tempdir");
-    let m = two_cpus(dir.path());
+    let m = two_cpu_matrix(dir.path());
     let out = Command::cargo_bin("topoprobe")
         .expect("binary")
         .args(args)
@@ -97,7 +92,7 @@ fn line_ops_reports_states_and_scopes() {
 #[test]
 fn bad_values_are_usage_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let m = two_cpus(dir.path());
+    let m = two_cpu_matrix(dir.path());
     for args in [
         vec!["bench", "locks", "--locks", "0"],
         vec!["bench", "locks", "--duration", "-1"],
@@ -132,7 +127,7 @@ fn line_ops_binds_its_lines_to_the_home_node_asked_for() {
         "unbound by default: {v}"
     );
     let dir = tempfile::tempdir().expect("tempdir");
-    let m = two_cpus(dir.path());
+    let m = two_cpu_matrix(dir.path());
     Command::cargo_bin("topoprobe")
         .expect("binary")
         .args(["bench", "line-ops", "--home", "nowhere", "--topology"])

@@ -6,16 +6,9 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
-
-/// A 2-CPU topology (CPUs 0 and 1, one socket), as a latency matrix in `dir`.
-fn two_cpus(dir: &Path) -> PathBuf {
-    let p = dir.join("m2.csv");
-    std::fs::write(&p, ",50\n50,\n").expect("matrix");
-    p
-}
 
 /// The tiniest run of each experiment.
 const TINY: [&[&str]; 5] = [
@@ -46,7 +39,7 @@ const TINY: [&[&str]; 5] = [
 
 /// Runs `topoprobe bench ARGS --topology M` in a scratch directory.
 fn bench(dir: &Path, args: &[&str]) -> std::process::Output {
-    let m = two_cpus(dir);
+    let m = common::two_cpu_matrix(dir);
     Command::new(common::exe())
         .current_dir(dir)
         .arg("bench")

@@ -84,14 +84,21 @@ pub fn tmp() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tuning-tests")
 }
 
+/// The latency matrix of a 2-CPU machine (CPUs 0 and 1, one socket), written as `m2.csv`
+/// in `dir`; its path.
+pub fn two_cpu_matrix(dir: &Path) -> PathBuf {
+    let m = dir.join("m2.csv");
+    std::fs::write(&m, ",50\n50,\n").expect("matrix");
+    m
+}
+
 /// A description of a 2-CPU machine (CPUs 0 and 1, one socket, no SMT).
 pub fn two_cpus() -> &'static str {
     static P: OnceLock<String> = OnceLock::new();
     P.get_or_init(|| {
         let dir = tmp().join(format!("m2-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("tmp dir");
-        let m = dir.join("m2.csv");
-        std::fs::write(&m, ",50\n50,\n").expect("matrix");
+        let m = two_cpu_matrix(&dir);
         let out = dir.join("m2.json");
         let st = Command::new(exe())
             .args(["infer", "--from-matrix"])
