@@ -15,7 +15,7 @@ use topoprobe_model::{
     Source, Topology, Warning,
 };
 
-use crate::deadlines::{Clock, WallClock};
+use crate::deadlines::{Clock, WallClock, STEP_SLACK};
 use crate::hints;
 use crate::pairs::{self, MeasuredTable, Repetitions, Sampling};
 use crate::plan::{self as planning, MeasurePlan};
@@ -318,9 +318,15 @@ pub(crate) fn measure_with(
     let mut monitor = ctx
         .watch
         .then(|| Monitor::for_table(&table.collected, cpus));
-    let check = |m: &mut Monitor, probe: &mut dyn PairLatency, phase: &str, spent: &mut f64| {
+    // The checks keep to their planned time (with a step's slack) or a small share of the
+    // budget, whichever is more: on a loaded machine a pair takes many times its plan, and
+    // the rest of the run must not pay for it.
+    let stability_allowance = (STEP_SLACK * planned_seconds(plan, "stability"))
+        .max(STABILITY_BUDGET_SHARE * plan.cost.budget.seconds);
+    let mut stability_left_out = 0;
+    let mut check = |m: &mut Monitor, probe: &mut dyn PairLatency, phase: &str, spent: &mut f64| {
         let t = Instant::now();
-        m.check(probe, phase);
+        stability_left_out += m.check_within(probe, phase, stability_allowance - *spent);
         *spent += t.elapsed().as_secs_f64();
     };
     if let Some(m) = monitor.as_mut() {
@@ -376,12 +382,7 @@ pub(crate) fn measure_with(
     let inference_spent = inference_started.elapsed().as_secs_f64();
     // The end's reserve at this machine's pace: saving the description is table work as
     // the inference is.
-    let inference_planned = plan
-        .cost
-        .steps
-        .iter()
-        .find(|s| s.probe == "inference")
-        .map_or(0.0, |s| s.seconds);
+    let inference_planned = planned_seconds(plan, "inference");
     let (plugins_end, end) = plan.ends(inference_spent / inference_planned);
     let inference_peak = topoprobe_sys::usage::peak_resident_bytes();
     topo.set_spread(table.collected.spread.clone())?;
@@ -416,6 +417,16 @@ pub(crate) fn measure_with(
     };
     if let Some(m) = monitor.as_mut() {
         check(m, probe, "end", &mut stability_spent);
+        if stability_left_out > 0 {
+            topo.validation_mut().warnings.push(Warning::new(
+                "budget",
+                format!(
+                    "stability: {stability_left_out} re-measurements of the reference pairs \
+                     left out: the checks had spent their {stability_allowance:.2} s (a loaded \
+                     machine slows every pair)"
+                ),
+            ));
+        }
         let mut findings = m.findings(&topo);
         let left = end - clock.now();
         if !smt_tests.is_empty() && left > 0.0 {
@@ -488,6 +499,19 @@ pub(crate) fn measure_with(
     p.parameters
         .insert("start_seconds".into(), format!("{start:.3}"));
     Ok((topo, table))
+}
+
+/// The share of the whole budget the stability checks may take when their plan is smaller
+/// (a loaded or slow machine measures each pair many times slower than planned).
+const STABILITY_BUDGET_SHARE: f64 = 0.05;
+
+/// The seconds the plan gives its step of `probe` (0 when it has none).
+fn planned_seconds(plan: &MeasurePlan, probe: &str) -> f64 {
+    plan.cost
+        .steps
+        .iter()
+        .find(|s| s.probe == probe)
+        .map_or(0.0, |s| s.seconds)
 }
 
 /// The measurement's cost record: the plan's own steps (latency pairs, SMT probe,

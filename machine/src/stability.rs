@@ -142,7 +142,25 @@ impl Monitor {
     /// Re-measures every reference pair with `probe` (rows as in the table) after `phase`.
     /// A pair that cannot be measured is recorded as such, not an error of the run.
     pub fn check(&mut self, probe: &mut dyn PairLatency, phase: &str) {
+        self.check_within(probe, phase, f64::INFINITY);
+    }
+
+    /// [`Monitor::check`] within `seconds`: once they are spent (a loaded machine makes each
+    /// pair slow), the pairs not yet re-measured are left out of this phase. Returns how
+    /// many were left out.
+    pub fn check_within(
+        &mut self,
+        probe: &mut dyn PairLatency,
+        phase: &str,
+        seconds: f64,
+    ) -> usize {
+        let started = std::time::Instant::now();
+        let mut left_out = 0;
         for r in &mut self.refs {
+            if started.elapsed().as_secs_f64() >= seconds {
+                left_out += 1;
+                continue;
+            }
             let ns = match probe.measure(r.rows.0, r.rows.1) {
                 Ok(Some(s)) => Ok(s.median),
                 Ok(None) => Err("the pair could not be measured".to_string()),
@@ -153,6 +171,7 @@ impl Monitor {
                 ns,
             });
         }
+        left_out
     }
 
     /// What moved: each reference pair whose checks spread more than [`MOVED`]×, or that
@@ -440,4 +459,27 @@ pub fn is_unstable(topo: &Topology) -> bool {
         .warnings
         .iter()
         .any(|w| w.kind == "unstable_topology")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topoprobe_model::MatrixProbe;
+
+    #[test]
+    fn the_checks_keep_within_their_time() {
+        let m = LatencyMatrix::from_fn(4, |a, b| Some(if a / 2 == b / 2 { 50.0 } else { 200.0 }));
+        let mut monitor = Monitor::new(&m, &[0, 1, 2, 3]);
+        let n = monitor.references().len();
+        assert!(n >= 2, "{monitor:?}");
+        let mut probe = MatrixProbe::new(&m);
+        // No time left: every pair of this phase is left out, none measured.
+        assert_eq!(monitor.check_within(&mut probe, "smt", 0.0), n);
+        // Time enough: every pair measured.
+        assert_eq!(monitor.check_within(&mut probe, "end", f64::INFINITY), 0);
+        for r in monitor.references() {
+            assert!(r.checks.iter().all(|c| c.phase != "smt"), "{r:?}");
+            assert_eq!(r.checks.iter().filter(|c| c.phase == "end").count(), 1);
+        }
+    }
 }
