@@ -222,7 +222,9 @@ if [ "$hmat" = on ]; then
         args+=(-numa "hmat-cache,node-id=$t,size=16M,level=1,associativity=direct,policy=write-back,line=64")
     done
 fi
-cmdline="console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init lpj=10000000 cpu_init_udelay=0 mitigations=off nokaslr tsc=reliable"
+# no_timer_check: on a loaded host the emulated timer can miss the kernel's IO-APIC timer
+# check, which then panics ("IO-APIC + timer doesn't work") before the guest boots.
+cmdline="console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init lpj=10000000 cpu_init_udelay=0 mitigations=off nokaslr tsc=reliable no_timer_check"
 if [ "$tier" -gt 0 ]; then
     # The tier node's memory is hidden from the kernel at boot (a legacy persistent-memory
     # range), then onlined through DAX/kmem as slower memory: a node of a lower tier.
