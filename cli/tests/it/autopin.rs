@@ -11,7 +11,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -74,22 +74,7 @@ fn run_until(args: &[&str], until: impl Fn(&str) -> bool) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("topoprobe starts");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let out = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = stdout.read_to_end(&mut v);
-        v
-    });
-    let (tx, lines) = mpsc::channel();
-    let stderr = child.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (out, lines) = common::stream_output(&mut child);
     let mut err = String::new();
     let deadline = Instant::now() + PATIENCE;
     loop {

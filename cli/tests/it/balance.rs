@@ -12,10 +12,10 @@
 //! began after that ([`Live::look`]). Signals go to the balancer once it has installed
 //! its handlers ([`Live::watching`]).
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -246,22 +246,7 @@ impl Live {
             .process_group(0)
             .spawn()
             .expect("balance starts");
-        let mut stdout = child.stdout.take().expect("stdout");
-        let out = std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = stdout.read_to_end(&mut v);
-            v
-        });
-        let (tx, lines) = mpsc::channel();
-        let stderr = child.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let (out, lines) = common::stream_output(&mut child);
         Self {
             child,
             lines,

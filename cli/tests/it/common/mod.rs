@@ -148,3 +148,32 @@ pub fn run_preloaded<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
         .output()
         .expect("topoprobe runs")
 }
+
+/// Reads a running child's output without blocking it: its standard output whole (the
+/// thread's result, once the child closes it) and its standard error line by line, as the
+/// lines come (for a test that waits for a line before its next step).
+pub fn stream_output(
+    child: &mut std::process::Child,
+) -> (
+    std::thread::JoinHandle<Vec<u8>>,
+    std::sync::mpsc::Receiver<String>,
+) {
+    use std::io::{BufRead, Read};
+    let mut stdout = child.stdout.take().expect("stdout");
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stdout.read_to_end(&mut v);
+        v
+    });
+    let (tx, lines) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (out, lines)
+}
