@@ -218,9 +218,13 @@ fn kill_9_of_autopin_ends_the_program_unless_it_is_kept() {
     assert_eq!(rest.trim(), "sigint 1");
 }
 
-/// A pseudo-terminal through `script`: `sh -c CMD` runs as the terminal's foreground job
-/// (a shell without job control, as `script` starts it); what is written to `script`'s
-/// standard input is typed on the terminal.
+/// A pseudo-terminal through `script`: `/bin/sh -c 'set -m; CMD'` runs on the terminal with
+/// job control on, as a user's interactive shell runs a command line: each command is a job
+/// in a process group of its own that owns the terminal while it runs, so Ctrl-C reaches the
+/// job and not the shell. What is written to `script`'s standard input is typed on the
+/// terminal. The shell is named, not taken from `$SHELL`: without job control `dash` dies of
+/// the Ctrl-C meant for its job where `bash` waits for the job, and the test would measure
+/// the shell.
 fn on_a_terminal(cmd: &str) -> Option<Child> {
     let ok = Command::new("script")
         .arg("--version")
@@ -232,7 +236,8 @@ fn on_a_terminal(cmd: &str) -> Option<Child> {
     }
     Some(
         Command::new("script")
-            .args(["-q", "-e", "-c", cmd, "/dev/null"])
+            .args(["-q", "-e", "-c", &format!("set -m; {cmd}"), "/dev/null"])
+            .env("SHELL", "/bin/sh")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
