@@ -803,6 +803,7 @@ pub unsafe extern "C" fn tp_pool_free(p: *mut TpPool) {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
 

@@ -50,7 +50,8 @@ fn describe(d: &[(&'static str, String, String)]) -> String {
 /// Reads a small text file, trimmed of whitespace and NUL bytes; `None` when unreadable
 /// or empty.
 fn read_trimmed(path: &str) -> Option<String> {
-    let s = std::fs::read_to_string(path).ok()?;
+    let rules = topoprobe_files::Rules::file(topoprobe_model::limits::MAX_SYSFS_FILE_BYTES);
+    let s = topoprobe_files::read_string_lossy(Path::new(path), rules).ok()?;
     let t = s.trim_matches(|c: char| c.is_whitespace() || c == '\0');
     (!t.is_empty()).then(|| t.to_string())
 }

@@ -9,7 +9,9 @@
 //! | [`MAX_NODES`] | 1024 | memory nodes (`#Nodes` of a `.mct` file, the nodes of a description) |
 //! | [`MAX_CPU`](crate::MAX_CPU) | 1 048 575 | the largest CPU number of a CPU list or mask |
 //! | [`MAX_LATENCY`](crate::format::csv::MAX_LATENCY) | 10¹² | a latency, in any unit |
+//! | [`MAX_SYSFS_FILE_BYTES`] | 16 MiB | one file of sysfs, procfs or powercap (the OS view, `--root`, `--powercap-root`) |
 //! | [`MAX_CAPTURE_BYTES`] | 256 MiB | the files of a sysfs capture archive, unpacked, together |
+//! | [`MAX_CAPTURE_ARCHIVE_BYTES`] | 4 GiB | a capture archive as read (compressed or not) |
 //! | [`MAX_CAPTURE_FILE_BYTES`] | 16 MiB | one file of a sysfs capture archive |
 //! | [`MAX_CAPTURE_ENTRIES`] | 1 000 000 | entries (files, directories, links) of a capture archive |
 //! | [`MAX_CAPTURE_DEPTH`] | 32 | folders in the path of a capture archive's entry |
@@ -28,6 +30,18 @@ pub const MAX_CONTEXTS: usize = 4096;
 
 /// The most memory nodes a topology may have: 1024, Linux's largest `MAX_NUMNODES`.
 pub const MAX_NODES: usize = 1024;
+
+/// The largest file of sysfs, procfs or powercap read (the OS view, `--root`,
+/// `--powercap-root`): 16 MiB. `/proc/cpuinfo` of a big machine is a few MiB; the
+/// attribute files of sysfs a few bytes. Files whose size reads as 0 or 4096 are bounded
+/// while reading.
+pub const MAX_SYSFS_FILE_BYTES: u64 = 16 << 20;
+
+/// The largest capture archive read, as it is read (compressed or not): 4 GiB. Its
+/// entries are bounded by [`MAX_CAPTURE_ENTRIES`], [`MAX_CAPTURE_FILE_BYTES`] and
+/// [`MAX_CAPTURE_BYTES`]; this bounds the headers and padding around them (an entry's
+/// header and padding take up to 1 KiB).
+pub const MAX_CAPTURE_ARCHIVE_BYTES: u64 = 4 << 30;
 
 /// The most bytes the files of a sysfs capture archive (`hwloc-gather-topology`'s tarball)
 /// may hold together once unpacked: 256 MiB. A capture of a 128-CPU machine holds 1.5 MB.

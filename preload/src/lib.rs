@@ -243,6 +243,7 @@ pub unsafe extern "C" fn pthread_create(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
 

@@ -1,5 +1,8 @@
 //! Unit tests of the sysfs reader on small synthetic trees.
 
+// Tests write their own fixtures.
+#![allow(clippy::disallowed_methods)]
+
 use std::fs;
 use std::path::Path;
 
@@ -456,4 +459,47 @@ fn captures_plain_gzip_and_bzip2_read_alike() {
     }
     // A directory reads as itself.
     assert_eq!(read_os_view_at(tree.path()).unwrap(), expected);
+}
+
+#[test]
+fn an_archive_cut_on_a_block_boundary_is_truncated_not_missing_a_file() {
+    let tree = tempfile::tempdir().unwrap();
+    machine(tree.path());
+    let whole = tar_of(tree.path(), "m");
+    // Without the end marker (the last 1024 bytes of zeros), then cut further, at a
+    // header (a multiple of 512 bytes) half-way through.
+    let out = tempfile::tempdir().unwrap();
+    let ends = [whole.len() - 1024, (whole.len() / 2) & !511];
+    for (i, end) in ends.into_iter().enumerate() {
+        let path = out.path().join(format!("cut{i}.tar"));
+        fs::write(&path, &whole[..end]).unwrap();
+        let e = read_os_view_at(&path).unwrap_err().to_string();
+        assert!(e.contains("truncated") && e.contains("cut"), "{end}: {e}");
+    }
+    let path = out.path().join("whole.tar");
+    fs::write(&path, &whole).unwrap();
+    read_os_view_at(&path).unwrap();
+}
+
+#[test]
+fn a_root_that_is_a_fifo_or_device_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    fifo(dir.path(), "root.tar");
+    let root = dir.path().join("root.tar");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(read_os_view_at(&root).map_err(|e| e.to_string()));
+    });
+    let e2 = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the reader blocked on a FIFO");
+    let e2 = e2.unwrap_err();
+    assert!(e2.contains("root.tar") && e2.contains("a FIFO"), "{e2}");
+    let e = read_os_view_at(Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("/dev/zero") && e.contains("character device"),
+        "{e}"
+    );
 }
