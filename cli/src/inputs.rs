@@ -13,6 +13,7 @@ use topoprobe_model::{Source, Topology};
 use topoprobe_place::{Policy, Request};
 
 use crate::args::{Hints, Input, PinList, PlacementArgs};
+use crate::error::Usage;
 
 /// Loads `path` (a description, `.mct` file or matrix), or this machine's description, or
 /// — when this machine has no (fresh) description — the operating system's view of it,
@@ -121,6 +122,9 @@ impl PlacementArgs {
                 }
                 PinList::Expr(e) => crate::cpusets::ordered_on_topology("--pin", e, &topo)?,
             };
+            if let Some(note) = self.threads.and_then(|n| pin_threads_note(n, cpus.len())) {
+                eprintln!("topoprobe: note: {note}");
+            }
             return Ok((
                 topo,
                 Request {
@@ -141,6 +145,58 @@ impl PlacementArgs {
         };
         Ok((topo, req))
     }
+}
+
+/// What `-n N` does beside `--pin LIST` of `listed` CPUs, when it changes anything: fewer
+/// threads use the start of the list, more share it.
+fn pin_threads_note(threads: usize, listed: usize) -> Option<String> {
+    let cpus = |n: usize| format!("{n} CPU{}", if n == 1 { "" } else { "s" });
+    if threads < listed && threads > 0 {
+        Some(format!(
+            "-n {threads} with --pin's {}: only the first {} of the list are used",
+            cpus(listed),
+            cpus(threads)
+        ))
+    } else if threads > listed {
+        Some(format!(
+            "-n {threads} with --pin's {}: threads {} to {threads} are not pinned to one CPU; \
+             they may run on any CPU of the list",
+            cpus(listed),
+            listed + 1
+        ))
+    } else {
+        None
+    }
+}
+
+/// Checks a topology against this machine (`topoprobe_sys::here`, the one check) for a
+/// command that names (`acting` false: `place`, `cpus`) or acts on (`acting` true: `run`,
+/// `autopin`, `balance`) this machine's CPUs. A topology of another machine is a usage
+/// error for a command that acts; for one that names CPUs it is a note (planning for
+/// that machine with `--topology FILE` keeps working). `file` names where the topology
+/// came from (`None`: this machine's description, which the loader already replaces by
+/// the OS's view when it is of another machine).
+///
+/// # Errors
+///
+/// A usage error naming the description's machine, for a command that acts.
+pub(crate) fn check_here(topo: &Topology, file: Option<&Path>, acting: bool) -> Result<()> {
+    let Err(e) = topoprobe_sys::here::check_this_machine(topo) else {
+        return Ok(());
+    };
+    let from = file.map_or_else(String::new, |p| format!("{}: ", p.display()));
+    if acting {
+        return Err(Usage(format!(
+            "{from}{e}, and this process may not run on them: measure this machine with \
+             `topoprobe infer`, or name a description of it with --topology"
+        ))
+        .into());
+    }
+    eprintln!(
+        "topoprobe: note: {from}{e}; the CPUs named are that machine's (planning for it, not \
+         for this one)"
+    );
+    Ok(())
 }
 
 /// The contexts of `topo` this process may run on (its affinity, which a cgroup cpuset

@@ -30,6 +30,15 @@ pub enum DescriptionError {
         /// `(field, described, current)` for every fingerprint field that changed.
         differences: Vec<(&'static str, String, String)>,
     },
+    /// The description names CPUs this machine does not have online: it is of another
+    /// machine (one without a fingerprint, or whose fingerprint agrees by chance).
+    #[error("the topology description at {path} is not this machine's: {why}")]
+    OtherMachine {
+        /// The file.
+        path: PathBuf,
+        /// Which machine it is of, and the CPUs that differ.
+        why: topoprobe_sys::here::Elsewhere,
+    },
     /// The file exists but cannot be read or is not a valid description.
     #[error(transparent)]
     Invalid(#[from] ModelError),
@@ -104,7 +113,9 @@ pub fn default_path() -> Result<PathBuf, DescriptionError> {
 ///
 /// [`DescriptionError::Missing`] when there is no file, [`DescriptionError::Invalid`] when
 /// it cannot be read or parsed, [`DescriptionError::Stale`] when its fingerprint (CPU
-/// model, online CPUs, kernel) differs from the running machine's.
+/// model, online CPUs, kernel) differs from the running machine's,
+/// [`DescriptionError::OtherMachine`] when it names CPUs this machine does not have
+/// online ([`topoprobe_sys::here::check_this_machine`]).
 pub fn load_checked(path: &Path) -> Result<Topology, DescriptionError> {
     if !path.exists() {
         return Err(DescriptionError::Missing {
@@ -113,14 +124,19 @@ pub fn load_checked(path: &Path) -> Result<Topology, DescriptionError> {
     }
     let topo = json::read_description(path)?;
     let differences = topo.machine().differences(&this_machine());
-    if differences.is_empty() {
-        Ok(topo)
-    } else {
-        Err(DescriptionError::Stale {
+    if !differences.is_empty() {
+        return Err(DescriptionError::Stale {
             path: path.to_path_buf(),
             differences,
-        })
+        });
     }
+    topoprobe_sys::here::check_this_machine(&topo).map_err(|why| {
+        DescriptionError::OtherMachine {
+            path: path.to_path_buf(),
+            why,
+        }
+    })?;
+    Ok(topo)
 }
 
 /// Writes a description to `path` atomically (a reader never sees half a file).

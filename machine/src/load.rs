@@ -27,9 +27,11 @@ pub fn topology(path: Option<&Path>) -> Result<Topology, MachineError> {
     }
     match description::load_this_machine() {
         Ok(t) => Ok(t),
-        Err(e @ (DescriptionError::Missing { .. } | DescriptionError::Stale { .. })) => {
-            Err(MachineError::NoDescription(e))
-        }
+        Err(
+            e @ (DescriptionError::Missing { .. }
+            | DescriptionError::Stale { .. }
+            | DescriptionError::OtherMachine { .. }),
+        ) => Err(MachineError::NoDescription(e)),
         Err(e) => Err(MachineError::LoadDescription(e)),
     }
 }
@@ -86,6 +88,11 @@ pub fn topology_or_os(path: Option<&Path>) -> Result<Loaded, MachineError> {
                         DescriptionError::Stale { path, .. } => {
                             format!("the description at {} is stale", path.display())
                         }
+                        DescriptionError::OtherMachine { path, why } => format!(
+                            "the description at {} is of another machine ({}), not this one",
+                            path.display(),
+                            why.machine
+                        ),
                         other => other.to_string(),
                     };
                     Ok(Loaded {

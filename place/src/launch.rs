@@ -23,7 +23,7 @@ use topoprobe_model::{format_cpu_list, Topology};
 use topoprobe_sys::affinity::allowed_cpus;
 use topoprobe_sys::elf::{program_linking, Linking};
 use topoprobe_sys::memory::{nodes_of_cpus, set_policy, MemPolicy};
-use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_SKIP_VAR};
+use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_MACHINE_VAR, PIN_SKIP_VAR};
 
 use crate::error::PlaceError;
 use crate::plan::{plan, Plan, Request};
@@ -302,6 +302,8 @@ fn prepare(
         cmd.env("LD_PRELOAD", value);
         cmd.env(PIN_CPUS_VAR, cpus);
         cmd.env(PIN_SKIP_VAR, skip);
+        // Only for the library's messages: not part of the placement's environment.
+        cmd.env(PIN_MACHINE_VAR, topoprobe_sys::here::machine_of(topo));
         Some(lib.display().to_string())
     } else {
         None

@@ -9,6 +9,14 @@
 //! - `TOPOPROBE_PIN_SKIP`: hexadecimal mask (`0x1`) of created threads not to pin, counted
 //!   from 0 in creation order (`likwid-pin -s`): they may run on any CPU of the list, and
 //!   take no CPU of it.
+//! - `TOPOPROBE_PIN_MACHINE`: the machine the placement was made for, named in the
+//!   warning below.
+//!
+//! The list is checked against the CPUs the program may run on when the library loads
+//! (`sched_getaffinity`): CPUs it may not run on (a placement of another machine) are
+//! said once on standard error, with the machine the placement is of, and the threads
+//! given them run on any usable CPU of the list instead; with no usable CPU, nothing is
+//! pinned.
 //!
 //! `pthread_create` is interposed: the real one is found with `dlsym(RTLD_NEXT)` and the
 //! new thread pins itself before running the program's start routine. Without
@@ -31,7 +39,7 @@ pub mod names {
     include!("../../sys/src/pin_env_names.rs");
 }
 
-use names::{PIN_CPUS_VAR, PIN_SKIP_VAR};
+use names::{PIN_CPUS_VAR, PIN_MACHINE_VAR, PIN_SKIP_VAR};
 
 /// The C library's functions and constants used here (Linux; glibc and musl agree on
 /// them).
@@ -50,6 +58,8 @@ mod c {
         pub fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
         /// `sched_setaffinity(2)` (`pid` 0: the calling thread).
         pub fn sched_setaffinity(pid: c_int, size: usize, mask: *const c_ulong) -> c_int;
+        /// `sched_getaffinity(2)` (`pid` 0: the calling thread).
+        pub fn sched_getaffinity(pid: c_int, size: usize, mask: *mut c_ulong) -> c_int;
     }
 }
 
@@ -69,6 +79,73 @@ type CreateFn =
 struct Config {
     cpus: Vec<u32>,
     skip: u128,
+    /// The CPUs of the list the program may run on, ascending (all of them, normally).
+    usable: Vec<u32>,
+}
+
+impl Config {
+    /// The CPUs a thread given slot `slot` runs on: its CPU when usable, else (a slot
+    /// past the list, or a CPU the program may not run on) any usable CPU of the list.
+    fn for_slot(&self, slot: usize) -> Vec<u32> {
+        match self.cpus.get(slot) {
+            Some(&c) if self.usable.binary_search(&c).is_ok() => vec![c],
+            _ => self.usable.clone(),
+        }
+    }
+}
+
+/// The CPUs this thread may run on (`None` when the kernel does not say).
+fn allowed_cpus() -> Option<Vec<u32>> {
+    let bits = std::ffi::c_ulong::BITS;
+    let words = (MAX_CPU / bits + 1) as usize;
+    let mut mask: Vec<std::ffi::c_ulong> = vec![0; words];
+    // SAFETY: the mask is a live, writable buffer of the size given; pid 0 is this thread.
+    let rc =
+        unsafe { c::sched_getaffinity(0, std::mem::size_of_val(&mask[..]), mask.as_mut_ptr()) };
+    if rc < 0 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (w, &word) in mask.iter().enumerate() {
+        for b in 0..bits {
+            if word & (1 << b) != 0 {
+                out.push(w as u32 * bits + b);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The CPUs of `cpus` in `allowed`, ascending and once each; says once which are not,
+/// naming the machine the placement is of.
+fn usable_of(cpus: &[u32], allowed: Option<&[u32]>) -> Vec<u32> {
+    let mut listed = cpus.to_vec();
+    listed.sort_unstable();
+    listed.dedup();
+    let Some(allowed) = allowed else {
+        return listed;
+    };
+    let (usable, missing): (Vec<u32>, Vec<u32>) = listed
+        .iter()
+        .partition(|c| allowed.binary_search(c).is_ok());
+    if !missing.is_empty() {
+        let machine = std::env::var(PIN_MACHINE_VAR)
+            .map(|m| m.chars().take(200).collect::<String>())
+            .unwrap_or_else(|_| format!("{PIN_MACHINE_VAR} does not say"));
+        let shown: Vec<String> = missing.iter().take(16).map(u32::to_string).collect();
+        let more = if missing.len() > 16 { ",..." } else { "" };
+        warn(&format!(
+            "{PIN_CPUS_VAR} names CPUs this program may not run on ({}{more}): the placement \
+             is of another machine ({machine}); {}",
+            shown.join(","),
+            if usable.is_empty() {
+                "not pinning"
+            } else {
+                "the threads given them run on the list's other CPUs"
+            }
+        ));
+    }
+    usable
 }
 
 static CONFIG: OnceLock<Option<Config>> = OnceLock::new();
@@ -132,7 +209,11 @@ fn config() -> Option<&'static Config> {
                 }),
                 Err(_) => 0,
             };
-            Some(Config { cpus, skip })
+            let usable = usable_of(&cpus, allowed_cpus().as_deref());
+            if usable.is_empty() {
+                return None;
+            }
+            Some(Config { cpus, skip, usable })
         })
         .as_ref()
 }
@@ -163,7 +244,7 @@ fn set_affinity(cpus: &[u32]) {
 /// Pins the main thread when the library is loaded.
 extern "C" fn init() {
     if let Some(c) = config() {
-        set_affinity(&c.cpus[..1]);
+        set_affinity(&c.for_slot(0));
     }
 }
 
@@ -224,12 +305,9 @@ pub unsafe extern "C" fn pthread_create(
     let index = CREATED.fetch_add(1, Ordering::SeqCst);
     let skipped = index < 128 && cfg.skip & (1 << index) != 0;
     let cpus = if skipped {
-        cfg.cpus.clone()
+        cfg.usable.clone()
     } else {
-        let slot = PINNED.fetch_add(1, Ordering::SeqCst);
-        cfg.cpus
-            .get(slot)
-            .map_or_else(|| cfg.cpus.clone(), |&c| vec![c])
+        cfg.for_slot(PINNED.fetch_add(1, Ordering::SeqCst))
     };
     let start = Box::into_raw(Box::new(Start { routine, arg, cpus }));
     // SAFETY: the caller's thread and attributes are passed on; the start routine and its
@@ -290,6 +368,24 @@ mod tests {
         })
         .join()
         .expect("thread");
+    }
+
+    #[test]
+    fn cpus_the_program_may_not_run_on_are_left_out_with_a_warning() {
+        let allowed = allowed_cpus().expect("the kernel gives this thread's CPUs");
+        assert!(!allowed.is_empty());
+        let here = allowed[0];
+        let cfg = Config {
+            cpus: vec![here, 65_535],
+            skip: 0,
+            usable: usable_of(&[here, 65_535], Some(&allowed)),
+        };
+        assert_eq!(cfg.usable, [here]);
+        assert_eq!(cfg.for_slot(0), [here]);
+        // The CPU this machine lacks, and a slot past the list: any usable CPU.
+        assert_eq!(cfg.for_slot(1), [here]);
+        assert_eq!(cfg.for_slot(7), [here]);
+        assert!(usable_of(&[65_535], Some(&allowed)).is_empty());
     }
 
     #[test]

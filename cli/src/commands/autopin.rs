@@ -150,7 +150,11 @@ fn run_inner(args: &AutopinArgs) -> Result<i32> {
         }
     };
     let topo = match (args.topology.as_deref(), &source) {
-        (Some(p), _) => Some(crate::inputs::topology(Some(p))?),
+        (Some(p), _) => {
+            let t = crate::inputs::topology(Some(p))?;
+            crate::inputs::check_here(&t, Some(p), true)?;
+            Some(t)
+        }
         (None, CandidateSource::Schedules(_)) => crate::inputs::topology(None).ok(),
         (None, _) => Some(
             crate::inputs::topology(None)
