@@ -503,3 +503,55 @@ fn a_root_that_is_a_fifo_or_device_is_refused_at_once() {
         "{e}"
     );
 }
+
+#[test]
+fn a_distance_row_longer_than_the_nodes_is_noted_and_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    machine(dir.path());
+    write(
+        dir.path(),
+        "sys/devices/system/node/node1/distance",
+        b"20 10 30 40 50\n",
+    );
+    let v = noted(dir.path(), "node1/distance", "5 distances for 3 nodes");
+    let nodes = v.nodes.as_ref().unwrap();
+    assert!(nodes[1].distances.is_empty());
+    assert_eq!(nodes[0].distances, [10, 20, 30]);
+}
+
+#[test]
+fn a_cpu_in_two_caches_of_one_level_is_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    machine(dir.path());
+    // CPU 1's L3 says it shares with CPUs 0-3, while CPUs 0 and 4's say 0-1,4-5.
+    write(
+        dir.path(),
+        "sys/devices/system/cpu/cpu1/cache/index2/shared_cpu_map",
+        b"0000000f\n",
+    );
+    noted(
+        dir.path(),
+        "cpu",
+        "in two L3 unified caches (CPUs 0-3 and CPUs 0-1,4-5)",
+    );
+}
+
+#[test]
+fn an_online_list_over_the_limit_is_named_with_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "sys/devices/system/cpu/cpu0/cache/index0/level",
+        b"1\n",
+    );
+    let online = root.join("sys/devices/system/cpu/online");
+    let f = fs::File::create(&online).unwrap();
+    // Sparse: 2 GiB long, nothing written.
+    f.set_len(2 << 30).unwrap();
+    let e = read_os_view(root).unwrap_err().to_string();
+    assert!(
+        e.contains("cpu/online") && e.contains("its size is 2147483648") && e.contains("16 MiB"),
+        "{e}"
+    );
+}

@@ -38,4 +38,6 @@ pub use topoprobe_files::temps;
 pub fn read_input(path: &std::path::Path) -> Result<String, crate::ModelError> {
     lexer::read_text(path, crate::limits::MAX_FILE_BYTES)
 }
-pub use common::{compact_cpu_lists, cpu_ranges, escape_xml, plural, short_latency};
+pub use common::{
+    compact_cpu_lists, cpu_ranges, elided, escape_xml, plural, short_latency, ECHOED_CHARS,
+};
