@@ -18,6 +18,7 @@
 //! | [`MAX_XML_ELEMENTS`] | 1 048 576 | elements of an hwloc XML file |
 //! | [`MAX_XML_ATTRIBUTES`] | 4 194 304 | attributes of an hwloc XML file |
 //! | [`MAX_XML_DEPTH`] | 256 | nesting of an hwloc XML file's elements |
+//! | [`MAX_XML_ELEMENT_ATTRIBUTES`] | 64 | attributes of one element of an hwloc XML file |
 
 /// The largest file (or standard input) a reader accepts: 256 MiB. A full `.mct` file of
 /// 4096 contexts takes about 235 MB; the 512-context matrices of today's largest machines
@@ -70,3 +71,9 @@ pub const MAX_XML_ATTRIBUTES: usize = 1 << 22;
 /// The deepest nesting of elements an hwloc XML file may have: 256 (lstopo's XML nests
 /// about 20 deep).
 pub const MAX_XML_DEPTH: u32 = 256;
+
+/// The most attributes one element of an hwloc XML file may have: 64 (an hwloc object has
+/// about 20). Counted before parsing, as the XML parser checks each attribute of an
+/// element against the ones before it: without this limit, 300 000 attributes on one
+/// element would take minutes to refuse.
+pub const MAX_XML_ELEMENT_ATTRIBUTES: usize = 64;
