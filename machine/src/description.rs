@@ -113,9 +113,7 @@ pub fn default_path() -> Result<PathBuf, DescriptionError> {
 ///
 /// [`DescriptionError::Missing`] when there is no file, [`DescriptionError::Invalid`] when
 /// it cannot be read or parsed, [`DescriptionError::Stale`] when its fingerprint (CPU
-/// model, online CPUs, kernel) differs from the running machine's,
-/// [`DescriptionError::OtherMachine`] when it names CPUs this machine does not have
-/// online ([`topoprobe_sys::here::check_this_machine`]).
+/// model, online CPUs, kernel) differs from the running machine's.
 pub fn load_checked(path: &Path) -> Result<Topology, DescriptionError> {
     if !path.exists() {
         return Err(DescriptionError::Missing {
@@ -130,6 +128,18 @@ pub fn load_checked(path: &Path) -> Result<Topology, DescriptionError> {
             differences,
         });
     }
+    Ok(topo)
+}
+
+/// [`load_checked`], and that the description names only CPUs this machine has online
+/// ([`topoprobe_sys::here::check_this_machine`]): for the commands that name or act on
+/// this machine's CPUs from it (`place`, `run`, `autopin`, `balance`).
+///
+/// # Errors
+///
+/// As [`load_checked`]; [`DescriptionError::OtherMachine`] naming the machine it is of.
+pub fn load_checked_here(path: &Path) -> Result<Topology, DescriptionError> {
+    let topo = load_checked(path)?;
     topoprobe_sys::here::check_this_machine(&topo).map_err(|why| {
         DescriptionError::OtherMachine {
             path: path.to_path_buf(),

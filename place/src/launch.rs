@@ -95,9 +95,10 @@ impl Observer for () {
     fn event(&mut self, _event: &Event<'_>) {}
 }
 
-/// Checks that this process may run on every CPU of a placement: a description of
-/// another machine names CPUs this one does not have.
-fn check_cpus(cpus: &[u32]) -> Result<(), PlaceError> {
+/// Checks that this process may run on every CPU of a placement of `topo`: a description
+/// of another machine names CPUs this one does not have (the refusal then names that
+/// machine, by [`topoprobe_sys::here`]).
+fn check_cpus(topo: &Topology, cpus: &[u32]) -> Result<(), PlaceError> {
     let allowed = allowed_cpus()?;
     let missing: Vec<u32> = cpus
         .iter()
@@ -108,6 +109,9 @@ fn check_cpus(cpus: &[u32]) -> Result<(), PlaceError> {
         return Ok(());
     }
     Err(PlaceError::CpusNotAllowed {
+        machine: topoprobe_sys::here::check_this_machine(topo)
+            .err()
+            .map(|e| e.machine),
         count: missing.len(),
         cpus: format_cpu_list(&missing),
         allowed: format_cpu_list(&allowed.to_vec()),
@@ -238,7 +242,7 @@ fn prepare(
     };
     let mut preload_loads = plan.pinned;
     if plan.pinned {
-        check_cpus(&placement.contexts)?;
+        check_cpus(topo, &placement.contexts)?;
         if program_linking(Path::new(program)) == Linking::Static {
             preload_loads = false;
             note(

@@ -12,8 +12,8 @@
 //! - `TOPOPROBE_PIN_MACHINE`: the machine the placement was made for, named in the
 //!   warning below.
 //!
-//! The list is checked against the CPUs the program may run on when the library loads
-//! (`sched_getaffinity`): CPUs it may not run on (a placement of another machine) are
+//! The list is checked against the CPUs this machine has online when the library loads
+//! (`/sys/devices/system/cpu/online`): CPUs it lacks (a placement of another machine) are
 //! said once on standard error, with the machine the placement is of, and the threads
 //! given them run on any usable CPU of the list instead; with no usable CPU, nothing is
 //! pinned.
@@ -58,8 +58,6 @@ mod c {
         pub fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
         /// `sched_setaffinity(2)` (`pid` 0: the calling thread).
         pub fn sched_setaffinity(pid: c_int, size: usize, mask: *const c_ulong) -> c_int;
-        /// `sched_getaffinity(2)` (`pid` 0: the calling thread).
-        pub fn sched_getaffinity(pid: c_int, size: usize, mask: *mut c_ulong) -> c_int;
     }
 }
 
@@ -85,7 +83,7 @@ struct Config {
 
 impl Config {
     /// The CPUs a thread given slot `slot` runs on: its CPU when usable, else (a slot
-    /// past the list, or a CPU the program may not run on) any usable CPU of the list.
+    /// past the list, or a CPU this machine does not have) any usable CPU of the list.
     fn for_slot(&self, slot: usize) -> Vec<u32> {
         match self.cpus.get(slot) {
             Some(&c) if self.usable.binary_search(&c).is_ok() => vec![c],
@@ -94,30 +92,45 @@ impl Config {
     }
 }
 
-/// The CPUs this thread may run on (`None` when the kernel does not say).
-fn allowed_cpus() -> Option<Vec<u32>> {
-    let bits = std::ffi::c_ulong::BITS;
-    let words = (MAX_CPU / bits + 1) as usize;
-    let mut mask: Vec<std::ffi::c_ulong> = vec![0; words];
-    // SAFETY: the mask is a live, writable buffer of the size given; pid 0 is this thread.
-    let rc =
-        unsafe { c::sched_getaffinity(0, std::mem::size_of_val(&mask[..]), mask.as_mut_ptr()) };
-    if rc < 0 {
-        return None;
-    }
+/// The CPUs this machine has online (`/sys/devices/system/cpu/online`), ascending;
+/// `None` when the file cannot be read or parsed. The machine's CPUs, not this thread's
+/// affinity: an OpenMP runtime may have bound the main thread to one CPU before this
+/// library loads.
+// This library depends on nothing but the standard library (see the crate's docs), so
+// it cannot use topoprobe-files: it reads one small regular file of sysfs, bounded.
+#[allow(clippy::disallowed_methods)]
+fn online_cpus() -> Option<Vec<u32>> {
+    use std::io::Read;
+    let f = std::fs::File::open("/sys/devices/system/cpu/online").ok()?;
+    let mut text = String::new();
+    f.take(1 << 16).read_to_string(&mut text).ok()?;
+    parse_ranges(text.trim())
+}
+
+/// A CPU list in Linux's syntax (`0-3,8`), ascending; `None` when it is not one or names
+/// a CPU above [`MAX_CPU`].
+fn parse_ranges(s: &str) -> Option<Vec<u32>> {
     let mut out = Vec::new();
-    for (w, &word) in mask.iter().enumerate() {
-        for b in 0..bits {
-            if word & (1 << b) != 0 {
-                out.push(w as u32 * bits + b);
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
+            None => {
+                let c: u32 = part.trim().parse().ok()?;
+                (c, c)
             }
+        };
+        if a > b || b > MAX_CPU {
+            return None;
         }
+        out.extend(a..=b);
     }
+    out.sort_unstable();
+    out.dedup();
     Some(out)
 }
 
-/// The CPUs of `cpus` in `allowed`, ascending and once each; says once which are not,
-/// naming the machine the placement is of.
+/// The CPUs of `cpus` in `allowed` (this machine's online CPUs), ascending and once
+/// each; says once which are not, naming the machine the placement is of.
 fn usable_of(cpus: &[u32], allowed: Option<&[u32]>) -> Vec<u32> {
     let mut listed = cpus.to_vec();
     listed.sort_unstable();
@@ -135,7 +148,7 @@ fn usable_of(cpus: &[u32], allowed: Option<&[u32]>) -> Vec<u32> {
         let shown: Vec<String> = missing.iter().take(16).map(u32::to_string).collect();
         let more = if missing.len() > 16 { ",..." } else { "" };
         warn(&format!(
-            "{PIN_CPUS_VAR} names CPUs this program may not run on ({}{more}): the placement \
+            "{PIN_CPUS_VAR} names CPUs this machine does not have ({}{more}): the placement \
              is of another machine ({machine}); {}",
             shown.join(","),
             if usable.is_empty() {
@@ -209,7 +222,7 @@ fn config() -> Option<&'static Config> {
                 }),
                 Err(_) => 0,
             };
-            let usable = usable_of(&cpus, allowed_cpus().as_deref());
+            let usable = usable_of(&cpus, online_cpus().as_deref());
             if usable.is_empty() {
                 return None;
             }
@@ -372,7 +385,7 @@ mod tests {
 
     #[test]
     fn cpus_the_program_may_not_run_on_are_left_out_with_a_warning() {
-        let allowed = allowed_cpus().expect("the kernel gives this thread's CPUs");
+        let allowed = online_cpus().expect("this machine's online CPUs");
         assert!(!allowed.is_empty());
         let here = allowed[0];
         let cfg = Config {
@@ -386,6 +399,8 @@ mod tests {
         assert_eq!(cfg.for_slot(1), [here]);
         assert_eq!(cfg.for_slot(7), [here]);
         assert!(usable_of(&[65_535], Some(&allowed)).is_empty());
+        assert_eq!(parse_ranges("0-2,5"), Some(vec![0, 1, 2, 5]));
+        assert_eq!(parse_ranges("3-1"), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod bench_output;
 mod cli;
 mod common;
 mod cpus;
+mod files;
 mod hardening;
 mod hints;
 mod hwloc;

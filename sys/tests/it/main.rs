@@ -4,4 +4,5 @@
 // for the files topoprobe is handed.
 #![allow(clippy::disallowed_methods)]
 
+mod heartbeat;
 mod temps;
