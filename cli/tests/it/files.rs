@@ -6,8 +6,9 @@
 //!
 //! [`every_file_argument_of_every_command_refuses_hostile_files_in_time`] finds the
 //! arguments from the command line's own definition (`topoprobe file-arguments`), not
-//! from a list kept here. Every run has a 15 s watchdog; nothing orders events by
-//! sleeping, and no test asserts on wall time.
+//! from a list kept here. Every run has a 15 s watchdog and, where GNU time is
+//! installed, a peak resident memory under 64 MiB; nothing orders events by sleeping,
+//! and no test asserts on wall time.
 
 use crate::common;
 
@@ -104,12 +105,55 @@ fn within(mut cmd: Command, what: &str) -> Ran {
 /// topoprobe with `args`, this machine's description redirected to `dir` (none there).
 fn topoprobe(dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(exe());
-    c.args(args)
-        .env("TOPOPROBE_FILE", dir.join("machine.json"))
+    c.args(args);
+    environment(&mut c, dir);
+    c
+}
+
+/// The environment of every run here: this machine's description redirected to `dir`
+/// (none there), no renderer or heartbeat page of the caller's.
+fn environment(c: &mut Command, dir: &Path) {
+    c.env("TOPOPROBE_FILE", dir.join("machine.json"))
         .env_remove("XDG_DATA_HOME")
         .env_remove("TOPOPROBE_DOT")
         .env_remove("TOPOPROBE_HEARTBEAT");
-    c
+}
+
+/// GNU time, to read a run's peak resident memory (`None` where it is not installed).
+fn gnu_time() -> Option<&'static str> {
+    let t = "/usr/bin/time";
+    Command::new(t)
+        .args(["-f", "%M", "true"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| t)
+}
+
+/// The most resident memory a run given a small hostile input may take.
+const MAX_RSS_KIB: u64 = 64 << 10;
+
+/// The line GNU time adds to standard error, before the peak in KiB.
+const RSS_TAG: &str = "topoprobe-peak-rss-kib ";
+
+/// Takes GNU time's lines out of `stderr`: the peak resident memory, in KiB, if given.
+fn take_rss(stderr: &mut String) -> Option<u64> {
+    let mut peak = None;
+    let kept: Vec<&str> = stderr
+        .lines()
+        .filter(|l| {
+            if let Some(v) = l.strip_prefix(RSS_TAG) {
+                peak = v.trim().parse().ok();
+                false
+            } else {
+                !l.starts_with("Command exited with non-zero status")
+                    && !l.starts_with("Command terminated by signal")
+            }
+        })
+        .collect();
+    let rest = kept.join("\n");
+    *stderr = rest;
+    peak
 }
 
 /// A fingerprint of everything under `dir` (type, mode, size and content of each
@@ -766,8 +810,23 @@ fn try_one(a: &FileArgument, kind: &str) -> Result<(), String> {
         PathBuf::new()
     };
     let was = fingerprint(dir.path(), &skip);
-    let r = within(topoprobe(dir.path(), &refs), &shown);
+    let cmd = match gnu_time() {
+        Some(time) => {
+            let mut c = Command::new(time);
+            c.args(["-f", &format!("{RSS_TAG}%M"), exe()]).args(&refs);
+            environment(&mut c, dir.path());
+            c
+        }
+        None => topoprobe(dir.path(), &refs),
+    };
+    let mut r = within(cmd, &shown);
+    let peak = take_rss(&mut r.stderr);
     let now = fingerprint(dir.path(), &skip);
+    if let Some(kib) = peak.filter(|&k| k > MAX_RSS_KIB) {
+        return Err(format!(
+            "{shown}: peak resident memory {kib} KiB, over {MAX_RSS_KIB} KiB"
+        ));
+    }
     if was != now {
         let changed: Vec<&PathBuf> = now
             .iter()
@@ -799,6 +858,9 @@ fn try_one(a: &FileArgument, kind: &str) -> Result<(), String> {
 
 #[test]
 fn every_file_argument_of_every_command_refuses_hostile_files_in_time() {
+    if gnu_time().is_none() {
+        eprintln!("no GNU time (/usr/bin/time): the peak resident memory is not checked");
+    }
     let arguments = file_arguments();
     assert!(arguments.len() > 20, "{arguments:?}");
     for must in [
