@@ -10,7 +10,7 @@ args = [a for a in sys.argv[1:] if a != "--templates"]
 shared = args[0] if args else os.path.join(root, "..", "shared", "data")
 out = os.path.join(root, "fuzz", "seeds")
 shutil.rmtree(out, ignore_errors=True)
-for t in ["mct", "csv", "json", "sysfs", "args", "json_gen", "args_gen"]:
+for t in ["mct", "csv", "json", "sysfs", "args", "json_gen", "args_gen", "hwloc_xml", "capture"]:
     os.makedirs(os.path.join(out, t))
 
 def put(target, name, data):
@@ -98,3 +98,10 @@ for t in range(4):
 for mode in range(3):
     put("args_gen", f"mode{mode}", bytes([mode, 0, 1, 2, 3, 0x41, 7, 8, 0x82, 5, 6, 1]))
 print("seeds in", out)
+
+# hwloc XML: lstopo's files of the measured machines. Capture archives: the
+# hwloc-gather-topology tarballs of data/sysfs, as they are.
+for p in glob.glob(os.path.join(root, "data", "machines", "*", "lstopo.xml")):
+    put("hwloc_xml", os.path.basename(os.path.dirname(p)) + ".xml", open(p, "rb").read())
+for p in glob.glob(os.path.join(root, "data", "sysfs", "*.tar.bz2")):
+    put("capture", os.path.basename(p), open(p, "rb").read())

@@ -335,7 +335,8 @@ int tp_policy_from_name(const char *name);
 /*
  Makes a placement of `threads` threads (<= 0: every context) on `sockets` sockets (<= 0:
  as many as needed). NULL on failure (too many threads, missing data for POWER or
- RR_SCALE...).
+ RR_SCALE..., a topology of another machine: one naming CPUs this machine does not
+ have online).
 
  # Safety
 
@@ -428,7 +429,7 @@ void tp_string_free(char *s);
 
 /*
  Makes a pool whose placements have `threads` threads on `sockets` sockets (<= 0:
- defaults), with `policy` current. NULL on failure.
+ defaults), with `policy` current. NULL on failure (as [`tp_placement_create`]).
 
  # Safety
 
@@ -535,12 +536,13 @@ int tp_lock_acquire(const struct TpLock *lock);
 int tp_lock_try_acquire(const struct TpLock *lock);
 
 /*
- Releases the lock; -1 when `lock` is NULL, else 0.
+ Releases the lock; 0, or -1 when `lock` is NULL or nobody holds it (nor waits for
+ it): nothing is done then, and [`tp_last_error`](crate::tp_last_error) says so.
 
  # Safety
 
- `lock` is NULL or a live lock that the calling thread holds (releasing a lock nobody
- holds, or one another thread holds, breaks it).
+ `lock` is NULL or a live lock that the calling thread holds (releasing a lock another
+ thread holds breaks it).
  */
 int tp_lock_release(const struct TpLock *lock);
 

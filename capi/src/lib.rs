@@ -171,7 +171,7 @@ pub(crate) fn clear_error() {
     LAST_ERROR.with(|e| *e.borrow_mut() = CString::default());
 }
 
-fn set_error(msg: impl std::fmt::Display) {
+pub(crate) fn set_error(msg: impl std::fmt::Display) {
     let text = msg.to_string().replace('\0', " ");
     LAST_ERROR.with(|e| *e.borrow_mut() = CString::new(text).unwrap_or_default());
 }
@@ -439,6 +439,23 @@ pub unsafe extern "C" fn tp_policy_from_name(name: *const c_char) -> c_int {
     recorded(s.parse::<Policy>()).map_or(-1, |p| c_int::try_from(p.code()).unwrap_or(-1))
 }
 
+/// Whether `topo` is of this machine (`topoprobe_sys::here`, the check `topoprobe run`
+/// makes): a placement pins threads of this process, and a description of another
+/// machine would pin them to CPUs this one lacks. When it is not, the error naming its
+/// machine is recorded for `tp_last_error`.
+fn of_this_machine(topo: &Topology) -> bool {
+    match topoprobe_sys::here::check_this_machine(topo) {
+        Ok(()) => true,
+        Err(e) => {
+            set_error(format!(
+                "{e}: a placement pins this process's threads to this machine's CPUs; load \
+                 this machine's description (tp_topology_load(NULL)) or measure it"
+            ));
+            false
+        }
+    }
+}
+
 fn policy_of(code: c_int) -> Option<Policy> {
     let p = u32::try_from(code).ok().and_then(Policy::from_code);
     if p.is_none() {
@@ -456,7 +473,8 @@ fn request(policy: Policy, threads: c_int, sockets: c_int) -> Request {
 
 /// Makes a placement of `threads` threads (<= 0: every context) on `sockets` sockets (<= 0:
 /// as many as needed). NULL on failure (too many threads, missing data for POWER or
-/// RR_SCALE...).
+/// RR_SCALE..., a topology of another machine: one naming CPUs this machine does not
+/// have online).
 ///
 /// # Safety
 ///
@@ -476,6 +494,9 @@ pub unsafe extern "C" fn tp_placement_create(
     let Some(policy) = policy_of(policy) else {
         return std::ptr::null_mut();
     };
+    if !of_this_machine(&t.0) {
+        return std::ptr::null_mut();
+    }
     recorded(Placement::new(&t.0, &request(policy, threads, sockets)))
         .map_or(std::ptr::null_mut(), |p| {
             Box::into_raw(Box::new(TpPlacement(p)))
@@ -689,7 +710,7 @@ pub unsafe extern "C" fn tp_string_free(s: *mut c_char) {
 }
 
 /// Makes a pool whose placements have `threads` threads on `sockets` sockets (<= 0:
-/// defaults), with `policy` current. NULL on failure.
+/// defaults), with `policy` current. NULL on failure (as [`tp_placement_create`]).
 ///
 /// # Safety
 ///
@@ -709,6 +730,9 @@ pub unsafe extern "C" fn tp_pool_create(
     let Some(policy) = policy_of(policy) else {
         return std::ptr::null_mut();
     };
+    if !of_this_machine(&t.0) {
+        return std::ptr::null_mut();
+    }
     recorded(Pool::new(t.0.clone(), request(policy, threads, sockets)))
         .map_or(std::ptr::null_mut(), |p| Box::into_raw(Box::new(TpPool(p))))
 }
@@ -803,6 +827,7 @@ pub unsafe extern "C" fn tp_pool_free(p: *mut TpPool) {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
 

@@ -144,12 +144,13 @@ pub unsafe extern "C" fn tp_lock_try_acquire(lock: *const TpLock) -> c_int {
     })
 }
 
-/// Releases the lock; -1 when `lock` is NULL, else 0.
+/// Releases the lock; 0, or -1 when `lock` is NULL or nobody holds it (nor waits for
+/// it): nothing is done then, and [`tp_last_error`](crate::tp_last_error) says so.
 ///
 /// # Safety
 ///
-/// `lock` is NULL or a live lock that the calling thread holds (releasing a lock nobody
-/// holds, or one another thread holds, breaks it).
+/// `lock` is NULL or a live lock that the calling thread holds (releasing a lock another
+/// thread holds breaks it).
 #[no_mangle]
 pub unsafe extern "C" fn tp_lock_release(lock: *const TpLock) -> c_int {
     crate::clear_error();
@@ -157,7 +158,22 @@ pub unsafe extern "C" fn tp_lock_release(lock: *const TpLock) -> c_int {
     let Some(l) = (unsafe { deref(lock, "lock") }) else {
         return -1;
     };
-    // SAFETY: the caller holds the lock.
+    let held = match &l.0 {
+        Lock::Tas(x) => x.locked(),
+        Lock::Ttas(x) => x.locked(),
+        Lock::Ticket(x) => x.locked(),
+        Lock::Mcs(x) => x.locked(),
+        Lock::Clh(x) => x.locked(),
+        Lock::Cohort(x) => x.locked(),
+    };
+    if !held {
+        crate::set_error(
+            "tp_lock_release: the lock is not held (release it from the thread that acquired it)",
+        );
+        return -1;
+    }
+    // SAFETY: the caller holds the lock (it is held; that this thread holds it is the
+    // caller's promise).
     unsafe {
         match &l.0 {
             Lock::Tas(x) => x.release(),

@@ -5,6 +5,7 @@
 //! the expression names more than CPU numbers).
 
 use anyhow::{Context, Result};
+use topoprobe_model::format::elided;
 use topoprobe_model::{format_cpu_list, Topology};
 use topoprobe_place::cpuset::{CpuSetError, CpuSetExpr, Inventory, Resolved};
 
@@ -14,6 +15,7 @@ use crate::error::Usage;
 /// flag, the expression when the error names only a part of it, and what is wrong.
 pub(crate) fn usage(flag: &str, text: &str, e: &CpuSetError) -> Usage {
     let whole = e.term.is_empty() || e.term == text.trim();
+    let text = elided(text);
     Usage(match (flag.is_empty(), whole) {
         (true, true) => e.to_string(),
         (true, false) => format!("{text:?}: {e}"),
@@ -34,7 +36,7 @@ pub(crate) fn parse(flag: &str, text: &str) -> Result<CpuSetExpr, Usage> {
 /// The CPUs `resolved` holds, or a usage error when it holds none.
 fn some(flag: &str, text: &str, resolved: Resolved) -> Result<Vec<u32>, Usage> {
     if resolved.cpus.is_empty() {
-        return Err(Usage(format!("{flag} {text:?} names no CPU")));
+        return Err(Usage(format!("{flag} {:?} names no CPU", elided(text))));
     }
     Ok(resolved.cpus)
 }
@@ -69,7 +71,7 @@ pub(crate) fn ordered_on_topology(
         .resolve(&Inventory::from_topology(topo))
         .map_err(|e| usage(flag, text, &e))?;
     if resolved.order.is_empty() {
-        return Err(Usage(format!("{flag} {text:?} names no CPU")));
+        return Err(Usage(format!("{flag} {:?} names no CPU", elided(text))));
     }
     Ok(resolved.order)
 }
@@ -113,7 +115,7 @@ fn resolved_on_this_machine(flag: &str, text: &str) -> Result<Resolved> {
 pub(crate) fn ordered_on_this_machine(flag: &str, text: &str) -> Result<Vec<u32>> {
     let resolved = resolved_on_this_machine(flag, text)?;
     if resolved.order.is_empty() {
-        return Err(Usage(format!("{flag} {text:?} names no CPU")).into());
+        return Err(Usage(format!("{flag} {:?} names no CPU", elided(text))).into());
     }
     Ok(resolved.order)
 }
@@ -141,6 +143,6 @@ pub(crate) fn measured(cpus: Option<&str>) -> Result<Option<String>> {
     };
     let cpus = on_this_machine("--cpus", text)?;
     topoprobe_machine::pairs::check_available(&cpus)
-        .map_err(|e| e.typed(&format!("--cpus {text}")))?;
+        .map_err(|e| e.typed(&format!("--cpus {}", elided(text))))?;
     Ok(Some(format_cpu_list(&cpus)))
 }

@@ -13,6 +13,7 @@ use topoprobe_model::{Source, Topology};
 use topoprobe_place::{Policy, Request};
 
 use crate::args::{Hints, Input, PinList, PlacementArgs};
+use crate::error::Usage;
 
 /// Loads `path` (a description, `.mct` file or matrix), or this machine's description, or
 /// — when this machine has no (fresh) description — the operating system's view of it,
@@ -24,6 +25,22 @@ use crate::args::{Hints, Input, PinList, PlacementArgs};
 /// be read, or there is none and the OS view cannot be read either.
 pub(crate) fn topology(path: Option<&Path>) -> Result<Topology> {
     let loaded = topoprobe_machine::load::topology_or_os(path)?;
+    if let Some(note) = loaded.note {
+        eprintln!("topoprobe: note: {note}");
+    }
+    Ok(loaded.topology)
+}
+
+/// [`topology`] for a command that names or acts on this machine's CPUs (`place`, `run`,
+/// `autopin`, `balance`): this machine's description of another machine is replaced by
+/// the OS's view, with a note naming the machine it is of (see [`check_here`] for a file
+/// named by `--topology`).
+///
+/// # Errors
+///
+/// As [`topology`].
+pub(crate) fn topology_here(path: Option<&Path>) -> Result<Topology> {
+    let loaded = topoprobe_machine::load::topology_or_os_here(path)?;
     if let Some(note) = loaded.note {
         eprintln!("topoprobe: note: {note}");
     }
@@ -101,7 +118,7 @@ impl PlacementArgs {
     /// When the topology cannot be loaded, or the `--cpus` expression is malformed or
     /// names what the topology lacks (a usage error).
     pub(crate) fn request(&self) -> Result<(Topology, Request)> {
-        let topo = topology(self.topology.as_deref())?;
+        let topo = topology_here(self.topology.as_deref())?;
         // On this machine, hwloc's and likwid's names mean the OS's objects, as in those
         // tools; a file's objects are its own.
         let this_machine = self.topology.is_none();
@@ -121,6 +138,9 @@ impl PlacementArgs {
                 }
                 PinList::Expr(e) => crate::cpusets::ordered_on_topology("--pin", e, &topo)?,
             };
+            if let Some(note) = self.threads.and_then(|n| pin_threads_note(n, cpus.len())) {
+                eprintln!("topoprobe: note: {note}");
+            }
             return Ok((
                 topo,
                 Request {
@@ -140,6 +160,81 @@ impl PlacementArgs {
             cpus,
         };
         Ok((topo, req))
+    }
+}
+
+/// What `-n N` does beside `--pin LIST` of `listed` CPUs, when it changes anything: fewer
+/// threads use the start of the list, more share it.
+fn pin_threads_note(threads: usize, listed: usize) -> Option<String> {
+    let cpus = |n: usize| format!("{n} CPU{}", if n == 1 { "" } else { "s" });
+    if threads < listed && threads > 0 {
+        Some(format!(
+            "-n {threads} with --pin's {}: only the first {} of the list are used",
+            cpus(listed),
+            cpus(threads)
+        ))
+    } else if threads > listed {
+        Some(format!(
+            "-n {threads} with --pin's {}: threads {} to {threads} are not pinned to one CPU; \
+             they may run on any CPU of the list",
+            cpus(listed),
+            listed + 1
+        ))
+    } else {
+        None
+    }
+}
+
+/// What a command does with this machine's CPUs, for [`check_here`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// Names CPUs (`place`, `cpus`): a topology of another machine is planning for it.
+    Plan,
+    /// Runs a program on the placement's CPUs (`run`): those must be this machine's
+    /// (`topoprobe_place::launch` refuses otherwise, naming the machine).
+    Run,
+    /// Moves threads over the topology's CPUs (`autopin`, `balance`): all of them must
+    /// be this machine's.
+    Act,
+}
+
+/// Checks a topology against this machine (`topoprobe_sys::here`, the one check `run`'s
+/// refusal names the machine with) for a command that names or acts on this machine's
+/// CPUs: a topology of another machine is a usage error for `autopin` and `balance`, a
+/// warning for `run` (which then refuses CPUs this process may not run on), and a note
+/// for `place` and `cpus` (planning for that machine with `--topology FILE` keeps
+/// working). `file` names where the topology came from (`None`: this machine's
+/// description, which the loader already replaces by the OS's view when it is of another
+/// machine).
+///
+/// # Errors
+///
+/// A usage error naming the description's machine, for [`Use::Act`].
+pub(crate) fn check_here(topo: &Topology, file: Option<&Path>, how: Use) -> Result<()> {
+    let Err(e) = topoprobe_sys::here::check_this_machine(topo) else {
+        return Ok(());
+    };
+    let from = file.map_or_else(String::new, |p| format!("{}: ", p.display()));
+    match how {
+        Use::Act => Err(Usage(format!(
+            "{from}{e}, and this process may not run on them: measure this machine with \
+             `topoprobe infer`, or name a description of it with --topology"
+        ))
+        .into()),
+        Use::Run => {
+            eprintln!(
+                "topoprobe: warning: {from}{e}; the placement is made on that machine's \
+                 topology, and may use only CPUs this one has"
+            );
+            Ok(())
+        }
+        Use::Plan => {
+            eprintln!(
+                "topoprobe: note: {from}{e}; the CPUs named are that machine's (planning for \
+                 it, not for this one)"
+            );
+            Ok(())
+        }
     }
 }
 

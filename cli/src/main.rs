@@ -57,6 +57,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => commands::bench::run(&a),
         Command::Completions(a) => commands::packaging::completions(&a),
         Command::Manpages(a) => commands::packaging::manpages(&a),
+        Command::FileArguments(_) => commands::packaging::file_arguments(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

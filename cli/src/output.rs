@@ -440,7 +440,8 @@ pub(crate) fn dot_graphs(
     let Some(picture) = picture else {
         return write_to(out, text.as_bytes());
     };
-    if !graphviz::available() {
+    // A renderer that is there but fails or hangs is an error (exit 1), not "not found".
+    if !graphviz::check()? {
         eprintln!(
             "topoprobe: {NO_GRAPHVIZ}; writing the DOT text instead of {}",
             picture.ext().to_uppercase()

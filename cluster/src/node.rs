@@ -92,6 +92,7 @@ pub fn this_node(source: &LayoutSource) -> NodeLayout {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
 

@@ -1,6 +1,6 @@
 //! Fuzz targets of every input topoprobe reads: the `.mct` reader, the matrix CSV reader,
-//! the JSON description loader, the sysfs files the OS view reads, and CPU-list, CPU-mask
-//! and size arguments; and two structure-aware ones: descriptions made from real ones with
+//! the JSON description loader, the sysfs files the OS view reads, CPU-list, CPU-mask
+//! and size arguments, the hwloc XML reader and the capture-archive reader; and two structure-aware ones: descriptions made from real ones with
 //! extreme values and long repetitions ([`json_gen()`], [`mod@json_gen`]), and CPU lists repeating ranges
 //! thousands of times ([`args_gen()`], [`mod@args_gen`]).
 //!
@@ -31,7 +31,7 @@ static ALLOCATOR: alloc::Counting = alloc::Counting;
 pub type Target = fn(&[u8]);
 
 /// The targets, by name: the corpus of target `name` is in `corpus/name/`.
-pub const TARGETS: [(&str, Target); 7] = [
+pub const TARGETS: [(&str, Target); 9] = [
     ("mct", mct),
     ("csv", csv),
     ("json", json),
@@ -39,6 +39,8 @@ pub const TARGETS: [(&str, Target); 7] = [
     ("args", args),
     ("json_gen", json_gen),
     ("args_gen", args_gen),
+    ("hwloc_xml", hwloc_xml),
+    ("capture", capture),
 ];
 
 /// The bytes as text, as the readers see a file: invalid UTF-8 is refused by the reader
@@ -158,6 +160,64 @@ fn sysfs_root() -> PathBuf {
     base.join(format!("topoprobe-fuzz-sysfs-{}", std::process::id()))
 }
 
+/// The hwloc XML reader (`--topology FILE.xml`): as the operating system's view, then as
+/// a description of its structure. A view it accepts holds at most the context and node
+/// limits of PUs and nodes.
+///
+/// # Panics
+///
+/// When the reader breaks its own contract: that is the finding the fuzzer looks for.
+pub fn hwloc_xml(data: &[u8]) {
+    use topoprobe_model::format::hwloc_xml::read;
+    use topoprobe_model::limits::{MAX_CONTEXTS, MAX_NODES};
+    let Some(t) = text(data) else { return };
+    let path = Path::new("fuzz.xml");
+    if let Ok(view) = read::read_os_view(t, path) {
+        assert!(view.num_pus() <= MAX_CONTEXTS, "{} PUs", view.num_pus());
+        assert!(view.nodes.as_ref().map_or(0, Vec::len) <= MAX_NODES);
+        let _ = view.structure();
+    }
+    let _ = read::read_topology(t, path);
+}
+
+/// The scratch file of [`capture`]: in memory where `/dev/shm` exists.
+fn capture_path() -> PathBuf {
+    let base = if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    base.join(format!("topoprobe-fuzz-capture-{}.tar", std::process::id()))
+}
+
+/// The capture-archive reader (`os --root FILE`): the input as an archive (plain tar,
+/// gzip or bzip2, told by content), unpacked into a temporary directory and read as the
+/// operating system's view. What it unpacks stays in that directory, which is removed
+/// afterwards.
+///
+/// # Panics
+///
+/// When the reader breaks its own contract: that is the finding the fuzzer looks for.
+pub fn capture(data: &[u8]) {
+    let path = capture_path();
+    // The harness writes the scratch file it names, not a file it was handed.
+    #[allow(clippy::disallowed_methods)]
+    std::fs::write(&path, data).expect("writing the scratch archive");
+    if let Ok(unpacked) = topoprobe_measure::os::unpack_capture(&path) {
+        let dir = unpacked.dir().to_path_buf();
+        assert!(
+            unpacked.root().starts_with(&dir),
+            "the root {} lies outside {}",
+            unpacked.root().display(),
+            dir.display()
+        );
+        let _ = topoprobe_measure::os::read_os_view(unpacked.root());
+        drop(unpacked);
+        assert!(!dir.exists(), "{} is left behind", dir.display());
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
 /// Removes the scratch tree of [`sysfs`] (left in place between inputs while fuzzing).
 pub fn sysfs_cleanup() {
     let _ = std::fs::remove_dir_all(sysfs_root());
@@ -178,6 +238,8 @@ pub fn sysfs(data: &[u8]) {
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir).expect("creating the scratch tree");
                 }
+                // The harness writes the scratch tree it made, not a file it was handed.
+                #[allow(clippy::disallowed_methods)]
                 std::fs::write(&path, content).expect("writing the scratch tree");
             }
             None => {

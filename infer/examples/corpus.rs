@@ -45,6 +45,8 @@ fn predicted(topo: &Topology) -> [BTreeSet<Vec<usize>>; 3] {
 }
 
 /// The truth's partitions (core, cluster, socket), qualified by socket.
+// A developer's tool reading the repository's own corpus files.
+#[allow(clippy::disallowed_methods)]
 fn expected(path: &Path) -> Result<[BTreeSet<Vec<usize>>; 3], String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
@@ -77,6 +79,8 @@ fn expected(path: &Path) -> Result<[BTreeSet<Vec<usize>>; 3], String> {
 }
 
 /// Levels excluded from scoring, per machine (from `excluded.tsv` or the scorer's rules).
+// A developer's tool reading the repository's own corpus files.
+#[allow(clippy::disallowed_methods)]
 fn exclusions(dir: &Path) -> BTreeMap<String, Vec<usize>> {
     let mut out: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let candidates = [

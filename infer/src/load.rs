@@ -209,6 +209,7 @@ pub fn load_topology(path: &Path, opts: &InferOptions) -> Result<Topology, LoadE
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
 

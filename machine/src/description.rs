@@ -30,6 +30,15 @@ pub enum DescriptionError {
         /// `(field, described, current)` for every fingerprint field that changed.
         differences: Vec<(&'static str, String, String)>,
     },
+    /// The description names CPUs this machine does not have online: it is of another
+    /// machine (one without a fingerprint, or whose fingerprint agrees by chance).
+    #[error("the topology description at {path} is not this machine's: {why}")]
+    OtherMachine {
+        /// The file.
+        path: PathBuf,
+        /// Which machine it is of, and the CPUs that differ.
+        why: topoprobe_sys::here::Elsewhere,
+    },
     /// The file exists but cannot be read or is not a valid description.
     #[error(transparent)]
     Invalid(#[from] ModelError),
@@ -50,7 +59,8 @@ fn describe(d: &[(&'static str, String, String)]) -> String {
 /// Reads a small text file, trimmed of whitespace and NUL bytes; `None` when unreadable
 /// or empty.
 fn read_trimmed(path: &str) -> Option<String> {
-    let s = std::fs::read_to_string(path).ok()?;
+    let rules = topoprobe_files::Rules::file(topoprobe_model::limits::MAX_SYSFS_FILE_BYTES);
+    let s = topoprobe_files::read_string_lossy(Path::new(path), rules).ok()?;
     let t = s.trim_matches(|c: char| c.is_whitespace() || c == '\0');
     (!t.is_empty()).then(|| t.to_string())
 }
@@ -112,14 +122,31 @@ pub fn load_checked(path: &Path) -> Result<Topology, DescriptionError> {
     }
     let topo = json::read_description(path)?;
     let differences = topo.machine().differences(&this_machine());
-    if differences.is_empty() {
-        Ok(topo)
-    } else {
-        Err(DescriptionError::Stale {
+    if !differences.is_empty() {
+        return Err(DescriptionError::Stale {
             path: path.to_path_buf(),
             differences,
-        })
+        });
     }
+    Ok(topo)
+}
+
+/// [`load_checked`], and that the description names only CPUs this machine has online
+/// ([`topoprobe_sys::here::check_this_machine`]): for the commands that name or act on
+/// this machine's CPUs from it (`place`, `run`, `autopin`, `balance`).
+///
+/// # Errors
+///
+/// As [`load_checked`]; [`DescriptionError::OtherMachine`] naming the machine it is of.
+pub fn load_checked_here(path: &Path) -> Result<Topology, DescriptionError> {
+    let topo = load_checked(path)?;
+    topoprobe_sys::here::check_this_machine(&topo).map_err(|why| {
+        DescriptionError::OtherMachine {
+            path: path.to_path_buf(),
+            why,
+        }
+    })?;
+    Ok(topo)
 }
 
 /// Writes a description to `path` atomically (a reader never sees half a file).

@@ -19,17 +19,41 @@ use crate::MachineError;
 /// message says to run `topoprobe infer`; [`MachineError::LoadDescription`] when it
 /// cannot be read.
 pub fn topology(path: Option<&Path>) -> Result<Topology, MachineError> {
+    topology_with(path, false)
+}
+
+/// [`topology`] for a command that names or acts on this machine's CPUs (`place`, `run`,
+/// `autopin`, `balance`): this machine's description must also name only CPUs this
+/// machine has online ([`description::load_checked_here`]); one of another machine is
+/// [`MachineError::NoDescription`], as a stale one is.
+///
+/// # Errors
+///
+/// As [`topology`].
+pub fn topology_here(path: Option<&Path>) -> Result<Topology, MachineError> {
+    topology_with(path, true)
+}
+
+/// [`topology`], or [`topology_here`] when `here`.
+fn topology_with(path: Option<&Path>, here: bool) -> Result<Topology, MachineError> {
     if let Some(p) = path {
         return load_topology(p, &InferOptions::default()).map_err(|source| MachineError::Load {
             path: p.to_path_buf(),
             source,
         });
     }
-    match description::load_this_machine() {
+    let loaded = if here {
+        description::default_path().and_then(|p| description::load_checked_here(&p))
+    } else {
+        description::load_this_machine()
+    };
+    match loaded {
         Ok(t) => Ok(t),
-        Err(e @ (DescriptionError::Missing { .. } | DescriptionError::Stale { .. })) => {
-            Err(MachineError::NoDescription(e))
-        }
+        Err(
+            e @ (DescriptionError::Missing { .. }
+            | DescriptionError::Stale { .. }
+            | DescriptionError::OtherMachine { .. }),
+        ) => Err(MachineError::NoDescription(e)),
         Err(e) => Err(MachineError::LoadDescription(e)),
     }
 }
@@ -68,7 +92,23 @@ pub struct Loaded {
 /// when there is no description and the OS view cannot be read either (the message of
 /// that failure is in the chain).
 pub fn topology_or_os(path: Option<&Path>) -> Result<Loaded, MachineError> {
-    match topology(path) {
+    or_os(path, false)
+}
+
+/// [`topology_or_os`] for a command that names or acts on this machine's CPUs: this
+/// machine's description of another machine (one naming CPUs this machine does not have
+/// online) is replaced by the OS's view too, with a note naming the machine it is of.
+///
+/// # Errors
+///
+/// As [`topology_or_os`].
+pub fn topology_or_os_here(path: Option<&Path>) -> Result<Loaded, MachineError> {
+    or_os(path, true)
+}
+
+/// [`topology_or_os`], checked against this machine when `here`.
+fn or_os(path: Option<&Path>, here: bool) -> Result<Loaded, MachineError> {
+    match topology_with(path, here) {
         Ok(topology) => Ok(Loaded {
             note: file_note(&topology),
             topology,
@@ -86,6 +126,11 @@ pub fn topology_or_os(path: Option<&Path>) -> Result<Loaded, MachineError> {
                         DescriptionError::Stale { path, .. } => {
                             format!("the description at {} is stale", path.display())
                         }
+                        DescriptionError::OtherMachine { path, why } => format!(
+                            "the description at {} is of another machine ({}), not this one",
+                            path.display(),
+                            why.machine
+                        ),
                         other => other.to_string(),
                     };
                     Ok(Loaded {

@@ -60,3 +60,21 @@ impl ModelError {
         }
     }
 }
+
+impl From<topoprobe_files::FileError> for ModelError {
+    /// A file over its limit is a [`ModelError::Parse`] at line 0 (the message names the
+    /// limit); every other refusal an [`ModelError::Io`] naming the path.
+    fn from(e: topoprobe_files::FileError) -> Self {
+        match e {
+            topoprobe_files::FileError::TooLarge { .. } => Self::Parse {
+                path: e.path().to_path_buf(),
+                line: 0,
+                message: e.message(),
+            },
+            other => Self::Io {
+                path: other.path().to_path_buf(),
+                source: other.into_io_without_path(),
+            },
+        }
+    }
+}

@@ -9,13 +9,16 @@
 //! | [`MAX_NODES`] | 1024 | memory nodes (`#Nodes` of a `.mct` file, the nodes of a description) |
 //! | [`MAX_CPU`](crate::MAX_CPU) | 1 048 575 | the largest CPU number of a CPU list or mask |
 //! | [`MAX_LATENCY`](crate::format::csv::MAX_LATENCY) | 10¹² | a latency, in any unit |
+//! | [`MAX_SYSFS_FILE_BYTES`] | 16 MiB | one file of sysfs, procfs or powercap (the OS view, `--root`, `--powercap-root`) |
 //! | [`MAX_CAPTURE_BYTES`] | 256 MiB | the files of a sysfs capture archive, unpacked, together |
+//! | [`MAX_CAPTURE_ARCHIVE_BYTES`] | 4 GiB | a capture archive as read (compressed or not) |
 //! | [`MAX_CAPTURE_FILE_BYTES`] | 16 MiB | one file of a sysfs capture archive |
 //! | [`MAX_CAPTURE_ENTRIES`] | 1 000 000 | entries (files, directories, links) of a capture archive |
 //! | [`MAX_CAPTURE_DEPTH`] | 32 | folders in the path of a capture archive's entry |
 //! | [`MAX_XML_ELEMENTS`] | 1 048 576 | elements of an hwloc XML file |
 //! | [`MAX_XML_ATTRIBUTES`] | 4 194 304 | attributes of an hwloc XML file |
 //! | [`MAX_XML_DEPTH`] | 256 | nesting of an hwloc XML file's elements |
+//! | [`MAX_XML_ELEMENT_ATTRIBUTES`] | 64 | attributes of one element of an hwloc XML file |
 
 /// The largest file (or standard input) a reader accepts: 256 MiB. A full `.mct` file of
 /// 4096 contexts takes about 235 MB; the 512-context matrices of today's largest machines
@@ -28,6 +31,18 @@ pub const MAX_CONTEXTS: usize = 4096;
 
 /// The most memory nodes a topology may have: 1024, Linux's largest `MAX_NUMNODES`.
 pub const MAX_NODES: usize = 1024;
+
+/// The largest file of sysfs, procfs or powercap read (the OS view, `--root`,
+/// `--powercap-root`): 16 MiB. `/proc/cpuinfo` of a big machine is a few MiB; the
+/// attribute files of sysfs a few bytes. Files whose size reads as 0 or 4096 are bounded
+/// while reading.
+pub const MAX_SYSFS_FILE_BYTES: u64 = 16 << 20;
+
+/// The largest capture archive read, as it is read (compressed or not): 4 GiB. Its
+/// entries are bounded by [`MAX_CAPTURE_ENTRIES`], [`MAX_CAPTURE_FILE_BYTES`] and
+/// [`MAX_CAPTURE_BYTES`]; this bounds the headers and padding around them (an entry's
+/// header and padding take up to 1 KiB).
+pub const MAX_CAPTURE_ARCHIVE_BYTES: u64 = 4 << 30;
 
 /// The most bytes the files of a sysfs capture archive (`hwloc-gather-topology`'s tarball)
 /// may hold together once unpacked: 256 MiB. A capture of a 128-CPU machine holds 1.5 MB.
@@ -56,3 +71,9 @@ pub const MAX_XML_ATTRIBUTES: usize = 1 << 22;
 /// The deepest nesting of elements an hwloc XML file may have: 256 (lstopo's XML nests
 /// about 20 deep).
 pub const MAX_XML_DEPTH: u32 = 256;
+
+/// The most attributes one element of an hwloc XML file may have: 64 (an hwloc object has
+/// about 20). Counted before parsing, as the XML parser checks each attribute of an
+/// element against the ones before it: without this limit, 300 000 attributes on one
+/// element would take minutes to refuse.
+pub const MAX_XML_ELEMENT_ATTRIBUTES: usize = 64;

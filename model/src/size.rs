@@ -58,6 +58,8 @@ pub fn parse_size(s: &str) -> Result<u64, SizeError> {
         Some(b'M' | b'm') => (&t[..t.len() - 1], 20),
         Some(b'G' | b'g') => (&t[..t.len() - 1], 30),
         Some(b'T' | b't') => (&t[..t.len() - 1], 40),
+        Some(b'P' | b'p') => (&t[..t.len() - 1], 50),
+        Some(b'E' | b'e') => (&t[..t.len() - 1], 60),
         _ => (t, 0),
     };
     let num = num.trim();
@@ -103,6 +105,12 @@ mod tests {
         assert_eq!(parse_size("4096"), Ok(4096));
         assert_eq!(parse_size(" 2g "), Ok(2 << 30));
         assert_eq!(parse_size("1TB"), Ok(1 << 40));
+        // docs/LIMITS.md: sizes reach 1 EiB.
+        assert_eq!(parse_size("1E"), Ok(1 << 60));
+        assert_eq!(parse_size("1EiB"), Ok(1 << 60));
+        assert_eq!(parse_size("2P"), Ok(2 << 50));
+        assert!(parse_size("2E").is_err());
+        assert!(parse_size("1.5E").is_err());
         for bad in [
             "", "K", "0", "-1K", "1e3", "nan", "inf", "lots", "1.2.3M", "9999999T", "ÄK",
         ] {

@@ -73,11 +73,18 @@ pub enum PlaceError {
     /// machine, or a narrower cpuset).
     #[error(
         "the placement uses {} {cpus} that this process may not run on (it may use \
-         {allowed}): is the topology of another machine? Measure this one with \
-         `topoprobe infer`, or choose CPUs with --cpus",
-        if *count == 1 { "CPU" } else { "CPUs" }
+         {allowed}): {}; measure this one with `topoprobe infer`, or choose CPUs with \
+         --cpus",
+        if *count == 1 { "CPU" } else { "CPUs" },
+        machine.as_ref().map_or_else(
+            || "is the topology of another machine?".to_string(),
+            |m| format!("the topology is of another machine ({m})")
+        )
     )]
     CpusNotAllowed {
+        /// The machine the topology is of, when it names CPUs this machine does not have
+        /// online ([`topoprobe_sys::here`]).
+        machine: Option<String>,
         /// How many CPUs are missing.
         count: usize,
         /// The missing CPUs, in list syntax.

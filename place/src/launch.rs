@@ -23,7 +23,7 @@ use topoprobe_model::{format_cpu_list, Topology};
 use topoprobe_sys::affinity::allowed_cpus;
 use topoprobe_sys::elf::{program_linking, Linking};
 use topoprobe_sys::memory::{nodes_of_cpus, set_policy, MemPolicy};
-use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_SKIP_VAR};
+use topoprobe_sys::pin_env::{PIN_CPUS_VAR, PIN_MACHINE_VAR, PIN_SKIP_VAR};
 
 use crate::error::PlaceError;
 use crate::plan::{plan, Plan, Request};
@@ -95,9 +95,10 @@ impl Observer for () {
     fn event(&mut self, _event: &Event<'_>) {}
 }
 
-/// Checks that this process may run on every CPU of a placement: a description of
-/// another machine names CPUs this one does not have.
-fn check_cpus(cpus: &[u32]) -> Result<(), PlaceError> {
+/// Checks that this process may run on every CPU of a placement of `topo`: a description
+/// of another machine names CPUs this one does not have (the refusal then names that
+/// machine, by [`topoprobe_sys::here`]).
+fn check_cpus(topo: &Topology, cpus: &[u32]) -> Result<(), PlaceError> {
     let allowed = allowed_cpus()?;
     let missing: Vec<u32> = cpus
         .iter()
@@ -108,6 +109,9 @@ fn check_cpus(cpus: &[u32]) -> Result<(), PlaceError> {
         return Ok(());
     }
     Err(PlaceError::CpusNotAllowed {
+        machine: topoprobe_sys::here::check_this_machine(topo)
+            .err()
+            .map(|e| e.machine),
         count: missing.len(),
         cpus: format_cpu_list(&missing),
         allowed: format_cpu_list(&allowed.to_vec()),
@@ -238,7 +242,7 @@ fn prepare(
     };
     let mut preload_loads = plan.pinned;
     if plan.pinned {
-        check_cpus(&placement.contexts)?;
+        check_cpus(topo, &placement.contexts)?;
         if program_linking(Path::new(program)) == Linking::Static {
             preload_loads = false;
             note(
@@ -302,6 +306,8 @@ fn prepare(
         cmd.env("LD_PRELOAD", value);
         cmd.env(PIN_CPUS_VAR, cpus);
         cmd.env(PIN_SKIP_VAR, skip);
+        // Only for the library's messages: not part of the placement's environment.
+        cmd.env(PIN_MACHINE_VAR, topoprobe_sys::here::machine_of(topo));
         Some(lib.display().to_string())
     } else {
         None

@@ -246,12 +246,18 @@ fn trusted(path: &Path, bytes: &[u8], uid: u32) -> Result<bool, String> {
     if meta.len() != bytes.len() as u64 || meta.len() > MAX_LIBRARY {
         return Ok(false);
     }
-    let have = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let have = topoprobe_files::read(path, topoprobe_files::Rules::file(MAX_LIBRARY))
+        .map_err(|e| format!("cannot read {e}"))?;
     Ok(have == bytes)
 }
 
 /// Writes `bytes` to `path` through a temporary file of `dir` renamed over it, so that
-/// no program ever loads a partial library.
+/// no program ever loads a partial library. `dir` is this user's cache directory, checked
+/// private by [`check_dir`]; the temporary file is new (`create_new`), executable, and
+/// the library in place is only ever replaced by the bytes carried.
+// A new file in a directory only this user may write, not a file a user named: the
+// rules of `topoprobe_files::replace` (for results) do not apply.
+#[allow(clippy::disallowed_methods)]
 fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static SERIAL: AtomicU32 = AtomicU32::new(0);
     let tmp = dir.join(format!(
@@ -278,6 +284,7 @@ fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 

@@ -9,6 +9,14 @@
 //! - `TOPOPROBE_PIN_SKIP`: hexadecimal mask (`0x1`) of created threads not to pin, counted
 //!   from 0 in creation order (`likwid-pin -s`): they may run on any CPU of the list, and
 //!   take no CPU of it.
+//! - `TOPOPROBE_PIN_MACHINE`: the machine the placement was made for, named in the
+//!   warning below.
+//!
+//! The list is checked against the CPUs this machine has online when the library loads
+//! (`/sys/devices/system/cpu/online`): CPUs it lacks (a placement of another machine) are
+//! said once on standard error, with the machine the placement is of, and the threads
+//! given them run on any usable CPU of the list instead; with no usable CPU, nothing is
+//! pinned.
 //!
 //! `pthread_create` is interposed: the real one is found with `dlsym(RTLD_NEXT)` and the
 //! new thread pins itself before running the program's start routine. Without
@@ -31,7 +39,7 @@ pub mod names {
     include!("../../sys/src/pin_env_names.rs");
 }
 
-use names::{PIN_CPUS_VAR, PIN_SKIP_VAR};
+use names::{PIN_CPUS_VAR, PIN_MACHINE_VAR, PIN_SKIP_VAR};
 
 /// The C library's functions and constants used here (Linux; glibc and musl agree on
 /// them).
@@ -69,6 +77,88 @@ type CreateFn =
 struct Config {
     cpus: Vec<u32>,
     skip: u128,
+    /// The CPUs of the list the program may run on, ascending (all of them, normally).
+    usable: Vec<u32>,
+}
+
+impl Config {
+    /// The CPUs a thread given slot `slot` runs on: its CPU when usable, else (a slot
+    /// past the list, or a CPU this machine does not have) any usable CPU of the list.
+    fn for_slot(&self, slot: usize) -> Vec<u32> {
+        match self.cpus.get(slot) {
+            Some(&c) if self.usable.binary_search(&c).is_ok() => vec![c],
+            _ => self.usable.clone(),
+        }
+    }
+}
+
+/// The CPUs this machine has online (`/sys/devices/system/cpu/online`), ascending;
+/// `None` when the file cannot be read or parsed. The machine's CPUs, not this thread's
+/// affinity: an OpenMP runtime may have bound the main thread to one CPU before this
+/// library loads.
+// This library depends on nothing but the standard library (see the crate's docs), so
+// it cannot use topoprobe-files: it reads one small regular file of sysfs, bounded.
+#[allow(clippy::disallowed_methods)]
+fn online_cpus() -> Option<Vec<u32>> {
+    use std::io::Read;
+    let f = std::fs::File::open("/sys/devices/system/cpu/online").ok()?;
+    let mut text = String::new();
+    f.take(1 << 16).read_to_string(&mut text).ok()?;
+    parse_ranges(text.trim())
+}
+
+/// A CPU list in Linux's syntax (`0-3,8`), ascending; `None` when it is not one or names
+/// a CPU above [`MAX_CPU`].
+fn parse_ranges(s: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
+            None => {
+                let c: u32 = part.trim().parse().ok()?;
+                (c, c)
+            }
+        };
+        if a > b || b > MAX_CPU {
+            return None;
+        }
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// The CPUs of `cpus` in `allowed` (this machine's online CPUs), ascending and once
+/// each; says once which are not, naming the machine the placement is of.
+fn usable_of(cpus: &[u32], allowed: Option<&[u32]>) -> Vec<u32> {
+    let mut listed = cpus.to_vec();
+    listed.sort_unstable();
+    listed.dedup();
+    let Some(allowed) = allowed else {
+        return listed;
+    };
+    let (usable, missing): (Vec<u32>, Vec<u32>) = listed
+        .iter()
+        .partition(|c| allowed.binary_search(c).is_ok());
+    if !missing.is_empty() {
+        let machine = std::env::var(PIN_MACHINE_VAR)
+            .map(|m| m.chars().take(200).collect::<String>())
+            .unwrap_or_else(|_| format!("{PIN_MACHINE_VAR} does not say"));
+        let shown: Vec<String> = missing.iter().take(16).map(u32::to_string).collect();
+        let more = if missing.len() > 16 { ",..." } else { "" };
+        warn(&format!(
+            "{PIN_CPUS_VAR} names CPUs this machine does not have ({}{more}): the placement \
+             is of another machine ({machine}); {}",
+            shown.join(","),
+            if usable.is_empty() {
+                "not pinning"
+            } else {
+                "the threads given them run on the list's other CPUs"
+            }
+        ));
+    }
+    usable
 }
 
 static CONFIG: OnceLock<Option<Config>> = OnceLock::new();
@@ -132,7 +222,11 @@ fn config() -> Option<&'static Config> {
                 }),
                 Err(_) => 0,
             };
-            Some(Config { cpus, skip })
+            let usable = usable_of(&cpus, online_cpus().as_deref());
+            if usable.is_empty() {
+                return None;
+            }
+            Some(Config { cpus, skip, usable })
         })
         .as_ref()
 }
@@ -163,7 +257,7 @@ fn set_affinity(cpus: &[u32]) {
 /// Pins the main thread when the library is loaded.
 extern "C" fn init() {
     if let Some(c) = config() {
-        set_affinity(&c.cpus[..1]);
+        set_affinity(&c.for_slot(0));
     }
 }
 
@@ -224,12 +318,9 @@ pub unsafe extern "C" fn pthread_create(
     let index = CREATED.fetch_add(1, Ordering::SeqCst);
     let skipped = index < 128 && cfg.skip & (1 << index) != 0;
     let cpus = if skipped {
-        cfg.cpus.clone()
+        cfg.usable.clone()
     } else {
-        let slot = PINNED.fetch_add(1, Ordering::SeqCst);
-        cfg.cpus
-            .get(slot)
-            .map_or_else(|| cfg.cpus.clone(), |&c| vec![c])
+        cfg.for_slot(PINNED.fetch_add(1, Ordering::SeqCst))
     };
     let start = Box::into_raw(Box::new(Start { routine, arg, cpus }));
     // SAFETY: the caller's thread and attributes are passed on; the start routine and its
@@ -243,6 +334,7 @@ pub unsafe extern "C" fn pthread_create(
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
 
@@ -289,6 +381,26 @@ mod tests {
         })
         .join()
         .expect("thread");
+    }
+
+    #[test]
+    fn cpus_the_program_may_not_run_on_are_left_out_with_a_warning() {
+        let allowed = online_cpus().expect("this machine's online CPUs");
+        assert!(!allowed.is_empty());
+        let here = allowed[0];
+        let cfg = Config {
+            cpus: vec![here, 65_535],
+            skip: 0,
+            usable: usable_of(&[here, 65_535], Some(&allowed)),
+        };
+        assert_eq!(cfg.usable, [here]);
+        assert_eq!(cfg.for_slot(0), [here]);
+        // The CPU this machine lacks, and a slot past the list: any usable CPU.
+        assert_eq!(cfg.for_slot(1), [here]);
+        assert_eq!(cfg.for_slot(7), [here]);
+        assert!(usable_of(&[65_535], Some(&allowed)).is_empty());
+        assert_eq!(parse_ranges("0-2,5"), Some(vec![0, 1, 2, 5]));
+        assert_eq!(parse_ranges("3-1"), None);
     }
 
     #[test]

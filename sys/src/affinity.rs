@@ -172,10 +172,9 @@ pub fn thread_affinity(tid: i32) -> Result<CpuSet, AffinityError> {
 /// When the file cannot be read or is not a CPU list.
 pub fn online_cpus() -> io::Result<CpuSet> {
     let path = "/sys/devices/system/cpu/online";
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut std::io::Read::take(std::fs::File::open(path)?, 1 << 16),
-        &mut text,
+    let text = topoprobe_files::read_string_lossy(
+        std::path::Path::new(path),
+        topoprobe_files::Rules::file(1 << 16),
     )?;
     CpuSet::parse_list(text.trim())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{path}: {e}")))

@@ -193,7 +193,12 @@ impl Buffer {
         use std::io::BufRead;
         let start = self.ptr.as_ptr() as usize;
         let end = start + self.bytes;
-        let file = std::fs::File::open("/proc/self/smaps")?;
+        // Read line by line (4 KiB at most each) and not kept; 256 MiB in all at most
+        // (about 250 000 mappings).
+        let file = topoprobe_files::open(
+            std::path::Path::new("/proc/self/smaps"),
+            topoprobe_files::Rules::file(256 << 20),
+        )?;
         let mut reader = std::io::BufReader::new(file);
         let mut line = String::new();
         let mut inside = false;

@@ -38,8 +38,8 @@ mod imp {
 
     /// The TSC when the kernel reports it invariant.
     pub(super) fn probe() -> Result<CounterKind, String> {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo")
-            .map_err(|e| format!("cannot read /proc/cpuinfo to check the TSC: {e}"))?;
+        let cpuinfo = crate::proc::read_small(std::path::Path::new("/proc/cpuinfo"))
+            .map_err(|e| format!("cannot read the TSC's flags: {e}"))?;
         let flags = cpuinfo
             .lines()
             .find(|l| l.starts_with("flags"))

@@ -99,7 +99,9 @@ pub fn program_linking(name: &Path) -> Linking {
         return Linking::Other;
     };
     let mut bytes = Vec::new();
-    match std::fs::File::open(path) {
+    // Only the headers are read: the rest of a large program is not.
+    let rules = topoprobe_files::Rules::file(u64::MAX);
+    match topoprobe_files::open(&path, rules) {
         Ok(f) => match f.take(MAX_HEADER_BYTES).read_to_end(&mut bytes) {
             Ok(_) => linking_of(&bytes),
             Err(_) => Linking::Other,

@@ -11,9 +11,8 @@
 //! Layout (one page, native endianness): a magic number at offset 0, the beat count at
 //! offset 64 and the phase at offset 128, each a 64-bit atomic on its own cache line.
 
-use std::ffi::CString;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -24,6 +23,8 @@ pub const HEARTBEAT_VAR: &str = "TOPOPROBE_HEARTBEAT";
 pub const PAGE_BYTES: usize = 4096;
 /// The magic number at offset 0 (`TPHBEAT1` in ASCII, little-endian).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TPHBEAT1");
+/// [`MAGIC`] as it lies in the file (native endianness, as the page is mapped).
+const MAGIC_BYTES: [u8; 8] = MAGIC.to_ne_bytes();
 /// Offset of the beat count.
 const BEATS_OFFSET: usize = 64;
 /// Offset of the phase.
@@ -64,69 +65,33 @@ unsafe impl Sync for Page {}
 
 impl Page {
     /// Opens (creating when missing) and maps the page at `path`, writing the magic
-    /// number into a new page.
+    /// number into a new page. The file is checked before anything in it changes (see
+    /// [`topoprobe_files::open_fixed`]): a regular file, not a symbolic link, empty (a new
+    /// page) or of the page's size with its magic number; any other file is left byte
+    /// for byte.
     fn open(path: &Path) -> Result<Self, HeartbeatError> {
-        let io = |source: io::Error| HeartbeatError::Io {
-            path: path.to_path_buf(),
-            source,
+        let form = topoprobe_files::Fixed {
+            name: "a heartbeat page",
+            len: PAGE_BYTES as u64,
+            magic: &MAGIC_BYTES,
         };
-        let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| HeartbeatError::Invalid {
-            path: path.to_path_buf(),
-            what: "the name contains a NUL byte".into(),
+        let file = topoprobe_files::open_fixed(path, &form, true).map_err(|e| match e {
+            topoprobe_files::FileError::Io { path, source } => HeartbeatError::Io { path, source },
+            other => HeartbeatError::Invalid {
+                path: other.path().to_path_buf(),
+                what: other.message(),
+            },
         })?;
-        // SAFETY: `c` is a NUL-terminated path; open only reads it.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-                0o600 as libc::c_uint,
-            )
-        };
-        if fd < 0 {
-            return Err(io(io::Error::last_os_error()));
-        }
-        let result = Self::map_fd(fd, path);
-        // SAFETY: `fd` is the descriptor opened above; the mapping stays valid after close.
-        unsafe {
-            libc::close(fd);
-        }
-        result
+        // The mapping stays valid once the file is closed.
+        Self::map_fd(file.as_raw_fd(), path)
     }
 
-    /// Sizes and maps an open heartbeat file.
+    /// Maps an open heartbeat file of [`PAGE_BYTES`], checked by [`Page::open`].
     fn map_fd(fd: libc::c_int, path: &Path) -> Result<Self, HeartbeatError> {
         let io = |source: io::Error| HeartbeatError::Io {
             path: path.to_path_buf(),
             source,
         };
-        // SAFETY: a zeroed stat is a valid out-value; `fd` is open.
-        let st = unsafe {
-            let mut st: libc::stat = std::mem::zeroed();
-            if libc::fstat(fd, &mut st) != 0 {
-                return Err(io(io::Error::last_os_error()));
-            }
-            st
-        };
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-            return Err(HeartbeatError::Invalid {
-                path: path.to_path_buf(),
-                what: "not a regular file".into(),
-            });
-        }
-        let size = usize::try_from(st.st_size).unwrap_or(usize::MAX);
-        if size > PAGE_BYTES {
-            return Err(HeartbeatError::Invalid {
-                path: path.to_path_buf(),
-                what: format!("{size} bytes, more than a heartbeat page ({PAGE_BYTES})"),
-            });
-        }
-        if size < PAGE_BYTES {
-            // Growing to the page size zero-fills; two sides doing it at once is harmless.
-            // SAFETY: `fd` is open for writing.
-            if unsafe { libc::ftruncate(fd, PAGE_BYTES as libc::off_t) } != 0 {
-                return Err(io(io::Error::last_os_error()));
-            }
-        }
         // SAFETY: maps PAGE_BYTES of a file at least that long, shared, readable and
         // writable; the result is checked against MAP_FAILED.
         let base = unsafe {
@@ -263,6 +228,7 @@ impl HeartbeatReader {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
 
@@ -295,6 +261,14 @@ mod tests {
         std::fs::write(&path, b"hello, this is text").expect("write");
         let e = HeartbeatReader::open(&path).unwrap_err();
         assert!(e.to_string().contains("not a heartbeat page"), "{e}");
+        // Left byte for byte: not grown to a page before the check.
+        assert_eq!(std::fs::read(&path).expect("read"), b"hello, this is text");
+        let mut other = vec![0_u8; PAGE_BYTES];
+        other[..8].copy_from_slice(b"NOTAPAGE");
+        std::fs::write(&path, &other).expect("write");
+        let e = HeartbeatReader::open(&path).unwrap_err();
+        assert!(e.to_string().contains("magic number"), "{e}");
+        assert_eq!(std::fs::read(&path).expect("read"), other);
         std::fs::write(&path, vec![1_u8; PAGE_BYTES + 1]).expect("write");
         let e = HeartbeatReader::open(&path).unwrap_err();
         assert!(e.to_string().contains("more than a heartbeat page"), "{e}");

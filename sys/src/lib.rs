@@ -31,6 +31,7 @@ pub mod clock;
 pub mod counter;
 pub mod elf;
 pub mod heartbeat;
+pub mod here;
 pub mod launch;
 pub mod memory;
 pub mod pin_env;

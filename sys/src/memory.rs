@@ -84,7 +84,7 @@ pub fn set_policy(policy: &MemPolicy) -> Result<(), MemPolicyError> {
 /// alone when the kernel has no NUMA support.
 #[must_use]
 pub fn online_nodes() -> NodeSet {
-    std::fs::read_to_string("/sys/devices/system/node/online")
+    crate::proc::read_small(std::path::Path::new("/sys/devices/system/node/online"))
         .ok()
         .and_then(|s| NodeSet::parse_list(s.trim()).ok())
         .filter(|s| !s.is_empty())
@@ -101,7 +101,7 @@ pub fn nodes_of_cpus(cpus: &[u32]) -> Option<Vec<u32>> {
         .filter_map(|e| {
             let name = e.file_name();
             let id: u32 = name.to_str()?.strip_prefix("node")?.parse().ok()?;
-            let list = std::fs::read_to_string(e.path().join("cpulist")).ok()?;
+            let list = crate::proc::read_small(&e.path().join("cpulist")).ok()?;
             let set = crate::CpuSet::parse_list(list.trim()).ok()?;
             cpus.iter().any(|&c| set.contains(c)).then_some(id)
         })

@@ -9,5 +9,8 @@ pub const PIN_CPUS_VAR: &str = "TOPOPROBE_PIN_CPUS";
 /// Hexadecimal mask of created threads not to pin (bit `i`: the `i`-th thread the program
 /// creates), like `likwid-pin -s`.
 pub const PIN_SKIP_VAR: &str = "TOPOPROBE_PIN_SKIP";
+/// The machine the placement was made for, in words (`host h, 8 contexts: CPUs 0-7`), for
+/// the pinning library's message when the placement names CPUs the program may not run on.
+pub const PIN_MACHINE_VAR: &str = "TOPOPROBE_PIN_MACHINE";
 /// File name of the preload library.
 pub const PRELOAD_LIBRARY: &str = "libtopoprobe_preload.so";

@@ -5,7 +5,6 @@
 //! ([`interrupts`]) and the busy time of every CPU ([`cpu_stat`]). Every read is bounded ([`MAX_PROC_FILE`]) and a task that has exited is
 //! reported as [`ProcError::Gone`], not as a failure of the reader.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::CpuSet;
@@ -66,6 +65,17 @@ fn task_dir(pid: i32, tid: Option<i32>) -> PathBuf {
     }
 }
 
+/// The text of a small file of `/proc` or `/sys` (at most [`MAX_PROC_FILE`] bytes, a
+/// regular file, opened without blocking; invalid UTF-8 replaced), for the readers of
+/// this crate that take "unreadable" for "unknown".
+///
+/// # Errors
+///
+/// The error of [`topoprobe_files::read`], naming the path.
+pub(crate) fn read_small(path: &Path) -> Result<String, topoprobe_files::FileError> {
+    topoprobe_files::read_string_lossy(path, topoprobe_files::Rules::file(MAX_PROC_FILE as u64))
+}
+
 /// Reads a `/proc` file of at most [`MAX_PROC_FILE`] bytes as text.
 fn read_file(path: &Path, pid: i32, tid: Option<i32>) -> Result<String, ProcError> {
     let bytes = read_bytes(path, pid, tid)?;
@@ -88,18 +98,15 @@ fn read_bytes(path: &Path, pid: i32, tid: Option<i32>) -> Result<Vec<u8>, ProcEr
             source,
         },
     };
-    let file = std::fs::File::open(path).map_err(map)?;
-    let mut text = Vec::new();
-    file.take(MAX_PROC_FILE as u64 + 1)
-        .read_to_end(&mut text)
-        .map_err(map)?;
-    if text.len() > MAX_PROC_FILE {
-        return Err(ProcError::Parse {
+    match topoprobe_files::read(path, topoprobe_files::Rules::file(MAX_PROC_FILE as u64)) {
+        Ok(text) => Ok(text),
+        Err(topoprobe_files::FileError::TooLarge { .. }) => Err(ProcError::Parse {
             path: path.to_path_buf(),
             what: format!("a file of at most {MAX_PROC_FILE} bytes"),
-        });
+        }),
+        Err(topoprobe_files::FileError::Io { source, .. }) => Err(map(source)),
+        Err(e) => Err(map(e.into_io_without_path())),
     }
-    Ok(text)
 }
 
 /// Whether process `pid` exists (a zombie counts as existing).

@@ -37,8 +37,8 @@ pub fn age_from(ticks: u64, ticks_per_second: u64, uptime: f64) -> Option<Durati
 /// `None` when `/proc` cannot be read.
 #[must_use]
 pub fn age() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
+    let stat = crate::proc::read_small(std::path::Path::new("/proc/self/stat")).ok()?;
+    let uptime = crate::proc::read_small(std::path::Path::new("/proc/uptime")).ok()?;
     let ticks = start_ticks(&stat)?;
     age_from(
         ticks,

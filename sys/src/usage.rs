@@ -4,7 +4,7 @@
 /// `None` where the OS does not report it.
 #[must_use]
 pub fn peak_resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let status = crate::proc::read_small(std::path::Path::new("/proc/self/status")).ok()?;
     kib_field(&status, "VmHWM:").map(|k| k.saturating_mul(1024))
 }
 
@@ -12,7 +12,7 @@ pub fn peak_resident_bytes() -> Option<u64> {
 /// where the OS does not report it.
 #[must_use]
 pub fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let status = crate::proc::read_small(std::path::Path::new("/proc/self/status")).ok()?;
     kib_field(&status, "VmRSS:").map(|k| k.saturating_mul(1024))
 }
 
@@ -21,7 +21,7 @@ pub fn resident_bytes() -> Option<u64> {
 /// CPU. `None` where the kernel does not report it.
 #[must_use]
 pub fn run_delay_ns() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let text = crate::proc::read_small(std::path::Path::new("/proc/thread-self/schedstat")).ok()?;
     second_field(&text)
 }
 

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use topoprobe_tune::heartbeat;
 
+// An example program reading its own status in /proc, a small regular file.
+#[allow(clippy::disallowed_methods)]
 fn cpus_allowed() -> String {
     std::fs::read_to_string("/proc/thread-self/status")
         .unwrap_or_default()

@@ -83,7 +83,7 @@ impl PlacementExample {
 /// Graphviz is installed, else kept as DOT text with the reason.
 #[must_use]
 pub fn render_graphs(topo: &Topology) -> Vec<ReportGraph> {
-    let graphviz = crate::graphviz::available();
+    let graphviz = crate::graphviz::check();
     let mut graphs = Vec::new();
     for (name, text) in crate::dot::graphs(topo) {
         let title = if name == "cross-socket" {
@@ -94,19 +94,22 @@ pub fn render_graphs(topo: &Topology) -> Vec<ReportGraph> {
                 name.replace("socket", "socket ")
             )
         };
-        let graphic = if graphviz {
-            match crate::graphviz::render(&text, crate::picture::Picture::Svg) {
+        let graphic = match &graphviz {
+            Ok(true) => match crate::graphviz::render(&text, crate::picture::Picture::Svg) {
                 Ok(svg) => Graphic::Svg(String::from_utf8_lossy(&svg).into_owned()),
                 Err(e) => Graphic::Dot {
                     dot: text,
                     reason: format!("Graphviz failed: {e}"),
                 },
-            }
-        } else {
-            Graphic::Dot {
+            },
+            Ok(false) => Graphic::Dot {
                 dot: text,
                 reason: crate::graphviz::NO_GRAPHVIZ.to_string(),
-            }
+            },
+            Err(e) => Graphic::Dot {
+                dot: text,
+                reason: format!("Graphviz failed: {e}"),
+            },
         };
         graphs.push(ReportGraph { title, graphic });
     }

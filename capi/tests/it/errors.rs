@@ -42,3 +42,29 @@ fn a_success_clears_the_last_error() {
     // SAFETY: `t` came from tp_topology_load and is freed once.
     unsafe { topoprobe::tp_topology_free(t) };
 }
+
+/// Releasing a lock nobody holds is an error the caller sees, not a null dereference
+/// (the MCS lock has no holder's node then); the lock still works afterwards.
+#[test]
+fn releasing_a_lock_nobody_holds_is_an_error() {
+    use topoprobe::locks::{
+        tp_lock_acquire, tp_lock_create, tp_lock_free, tp_lock_release, tp_lock_try_acquire,
+        TP_BACKOFF_NONE, TP_LOCK_CLH, TP_LOCK_MCS, TP_LOCK_TAS, TP_LOCK_TICKET,
+    };
+    for kind in [TP_LOCK_MCS, TP_LOCK_TAS, TP_LOCK_TICKET, TP_LOCK_CLH] {
+        // SAFETY: a lock kind with no backoff needs no topology.
+        let lock = unsafe { tp_lock_create(kind, TP_BACKOFF_NONE, std::ptr::null()) };
+        assert!(!lock.is_null(), "{kind}: {}", last_error());
+        // SAFETY: a live lock; the second release breaks the contract on purpose.
+        unsafe {
+            assert_eq!(tp_lock_release(lock), -1, "kind {kind}");
+            assert!(last_error().contains("not held"), "{}", last_error());
+            assert_eq!(tp_lock_acquire(lock), 0);
+            assert_eq!(tp_lock_release(lock), 0);
+            assert_eq!(tp_lock_release(lock), -1, "kind {kind}");
+            assert_eq!(tp_lock_try_acquire(lock), 1);
+            assert_eq!(tp_lock_release(lock), 0);
+            tp_lock_free(lock);
+        }
+    }
+}

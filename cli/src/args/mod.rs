@@ -25,7 +25,7 @@ pub(crate) use measuring::{
     ReportOutput, ResultFormat, WaitArg,
 };
 pub(crate) use os::OsArgs;
-pub(crate) use packaging::{CompletionsArgs, ManpagesArgs};
+pub(crate) use packaging::{CompletionsArgs, FileArgumentsArgs, ManpagesArgs};
 pub(crate) use parsers::PinList;
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
 pub(crate) use tuning::{AutopinArgs, BalanceArgs};
@@ -123,6 +123,10 @@ pub(crate) enum Command {
     /// Write the man pages (topoprobe.1 and one per command) into a directory.
     #[command(hide = true)]
     Manpages(ManpagesArgs),
+    /// Print every argument of every command that takes a file or folder, as JSON lines
+    /// (found from these very definitions: a path value or a file or folder hint).
+    #[command(hide = true)]
+    FileArguments(FileArgumentsArgs),
 }
 
 /// Unit of latencies on the command line.

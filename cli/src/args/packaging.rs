@@ -17,6 +17,11 @@ pub(crate) struct CompletionsArgs {
     pub(crate) output: Option<PathBuf>,
 }
 
+/// `topoprobe file-arguments` (hidden): every argument of every command that takes a
+/// file or folder, for the tests that feed each one hostile files and for packagers.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct FileArgumentsArgs {}
+
 /// `topoprobe manpages`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ManpagesArgs {

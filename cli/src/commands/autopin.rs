@@ -150,10 +150,14 @@ fn run_inner(args: &AutopinArgs) -> Result<i32> {
         }
     };
     let topo = match (args.topology.as_deref(), &source) {
-        (Some(p), _) => Some(crate::inputs::topology(Some(p))?),
-        (None, CandidateSource::Schedules(_)) => crate::inputs::topology(None).ok(),
+        (Some(p), _) => {
+            let t = crate::inputs::topology(Some(p))?;
+            crate::inputs::check_here(&t, Some(p), crate::inputs::Use::Act)?;
+            Some(t)
+        }
+        (None, CandidateSource::Schedules(_)) => crate::inputs::topology_here(None).ok(),
         (None, _) => Some(
-            crate::inputs::topology(None)
+            crate::inputs::topology_here(None)
                 .context("autopin generates candidates from the topology (or give --schedule)")?,
         ),
     };

@@ -32,9 +32,11 @@ impl Observer for Lines {
 /// The layout: the description's, or a flat machine of the online CPUs.
 fn layout(args: &BalanceArgs) -> Result<Layout> {
     if let Some(p) = &args.topology {
-        return Ok(Layout::from_topology(&crate::inputs::topology(Some(p))?));
+        let t = crate::inputs::topology(Some(p))?;
+        crate::inputs::check_here(&t, Some(p), crate::inputs::Use::Act)?;
+        return Ok(Layout::from_topology(&t));
     }
-    match crate::inputs::topology(None) {
+    match crate::inputs::topology_here(None) {
         Ok(t) => Ok(Layout::from_topology(&t)),
         Err(e) => {
             let online = topoprobe_sys::affinity::online_cpus()?;

@@ -47,10 +47,11 @@ fn inventory(topology: Option<&Path>) -> Result<(Inventory, Source)> {
     };
     match topology {
         Some(p) if p.is_dir() => Ok((os_view(p)?, Source::Sysfs(p.to_path_buf()))),
-        Some(p) => Ok((
-            Inventory::from_topology(&crate::inputs::topology(Some(p))?),
-            Source::File(p.to_path_buf()),
-        )),
+        Some(p) => {
+            let t = crate::inputs::topology(Some(p))?;
+            crate::inputs::check_here(&t, Some(p), crate::inputs::Use::Plan)?;
+            Ok((Inventory::from_topology(&t), Source::File(p.to_path_buf())))
+        }
         // hwloc's and likwid's names mean the OS's objects of this machine, as in those
         // tools, whatever a measured description of it says.
         None => Ok((os_view(Path::new("/"))?, Source::ThisMachine)),

@@ -53,6 +53,11 @@ pub(crate) fn run(args: &PlaceArgs) -> Result<()> {
     let inputs: Vec<&Path> = args.placement.topology.as_deref().into_iter().collect();
     check_target(args.output.as_deref(), &inputs)?;
     let (topo, req) = args.placement.request()?;
+    crate::inputs::check_here(
+        &topo,
+        args.placement.topology.as_deref(),
+        crate::inputs::Use::Plan,
+    )?;
     let placement = topoprobe_place::place(&topo, &req)?;
     let text = match form(format) {
         Some(f) => render(&placement, f),

@@ -2,8 +2,9 @@
 //!
 //! Where the machine has no usable energy counters, the command prints
 //! `power: unavailable: <reason>` (`"unavailable": "<reason>"` in the JSON) and exits 1:
-//! it measured nothing it exists for. Availability is checked before the topology is
-//! loaded, so that it is reported even where no description exists yet.
+//! it measured nothing it exists for. Availability is checked before this machine's
+//! description is loaded, so that it is reported even where none exists yet (a
+//! `--topology FILE` is read first, and refused when bad).
 //!
 //! The topology comes from `--topology FILE`, or else from this machine's description
 //! (`topoprobe infer` writes it); without one the command says to run `topoprobe infer`

@@ -32,8 +32,14 @@ pub(crate) fn run(args: &ReportArgs) -> Result<()> {
     if format == ReportFormat::Json {
         return write_to(out, json::to_json_string(&topo).as_bytes());
     }
-    if !graphviz::available() {
-        eprintln!("topoprobe: {NO_GRAPHVIZ}; the report shows the graphs as DOT text");
+    match graphviz::check() {
+        Ok(true) => {}
+        Ok(false) => {
+            eprintln!("topoprobe: {NO_GRAPHVIZ}; the report shows the graphs as DOT text");
+        }
+        Err(e) => {
+            eprintln!("topoprobe: Graphviz failed: {e}; the report shows the graphs as DOT text");
+        }
     }
     let inputs = ReportInputs {
         graphs: report::render_graphs(&topo),

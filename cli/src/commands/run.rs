@@ -34,6 +34,11 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
     let inputs: Vec<&Path> = args.placement.topology.as_deref().into_iter().collect();
     args.report.check(&inputs)?;
     let (topo, req) = args.placement.request()?;
+    crate::inputs::check_here(
+        &topo,
+        args.placement.topology.as_deref(),
+        crate::inputs::Use::Run,
+    )?;
     let how = Launch {
         command: args.command.clone(),
         memory: match args.mem {

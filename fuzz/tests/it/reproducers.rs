@@ -5,6 +5,11 @@
 //! OS numbers, on the memory held while reading, or, for the CPU lists, AFL's time limit
 //! (`-t 2000`: a billion CPUs set one by one take seconds).
 //!
+//! Issue 42's, by the same rule: an hwloc XML element with tens of thousands of
+//! attributes (quadratic in the parser before the per-element limit: over AFL's time
+//! limit), and capture archives cut on a 512-byte boundary (read as a tree with files
+//! missing before the end marker was required).
+//!
 //! `cargo test -p topoprobe-fuzz --test reproducers -- --ignored` writes them again.
 
 use std::path::{Path, PathBuf};
@@ -164,7 +169,83 @@ fn reproducers() -> Vec<Reproducer> {
             name: "row4-online-0-1048575-x1000",
             bytes: args_gen::online_tree(&(vec!["0-1048575"; 1000].join(",") + "\n")),
         },
+        // Issue 42: one element with 30 000 attributes, 330 KB (300 000 took minutes).
+        Reproducer {
+            target: "hwloc_xml",
+            name: "issue42-30000-attributes-on-one-element",
+            bytes: wide_element(30_000).into_bytes(),
+        },
+        Reproducer {
+            target: "hwloc_xml",
+            name: "issue42-65-attributes-on-one-element",
+            bytes: wide_element(65).into_bytes(),
+        },
+        // Issue 42: a capture without its end marker, and one cut half-way, on a header.
+        Reproducer {
+            target: "capture",
+            name: "issue42-tar-without-end-marker",
+            bytes: {
+                let whole = small_capture();
+                whole[..whole.len() - 1024].to_vec()
+            },
+        },
+        Reproducer {
+            target: "capture",
+            name: "issue42-tar-cut-on-a-block-boundary",
+            bytes: {
+                let whole = small_capture();
+                whole[..(whole.len() / 2) & !511].to_vec()
+            },
+        },
     ]
+}
+
+/// An hwloc XML file whose one `object` element has `n` attributes.
+fn wide_element(n: usize) -> String {
+    let attrs: String = (0..n).map(|i| format!(" a{i}=\"1\"")).collect();
+    format!(
+        "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n<object type=\"Machine\"{attrs}/>\n</topology>\n"
+    )
+}
+
+/// A plain tar capture of a one-CPU machine (`m/sys/...`), ending with its end marker.
+fn small_capture() -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    b.mode(tar::HeaderMode::Deterministic);
+    let files = [
+        ("m/sys/devices/system/cpu/online", "0\n"),
+        (
+            "m/sys/devices/system/cpu/cpu0/topology/physical_package_id",
+            "0\n",
+        ),
+        ("m/sys/devices/system/cpu/cpu0/topology/core_id", "0\n"),
+        (
+            "m/sys/devices/system/cpu/cpu0/topology/thread_siblings_list",
+            "0\n",
+        ),
+        (
+            "m/sys/devices/system/cpu/cpu0/topology/core_cpus_list",
+            "0\n",
+        ),
+        (
+            "m/sys/devices/system/cpu/cpu0/topology/package_cpus_list",
+            "0\n",
+        ),
+        ("m/sys/devices/system/node/node0/cpulist", "0\n"),
+        (
+            "m/proc/cpuinfo",
+            "processor\t: 0\nmodel name\t: Test CPU\n\n",
+        ),
+    ];
+    for (path, text) in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(text.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, path, text.as_bytes())
+            .expect("a tar entry");
+    }
+    b.into_inner().expect("a tar archive")
 }
 
 /// The corpus file of a reproducer.
@@ -219,6 +300,17 @@ fn reproducers_stand_for_what_they_are_named() {
     assert!(g.text.contains("\"node\":4294967295"));
     let g = args_gen::generate(&by_name("cpus-0-1048575-x10000"));
     assert_eq!(g.text.len(), 99_999);
+    let x = String::from_utf8(by_name("issue42-30000-attributes-on-one-element")).unwrap();
+    assert_eq!(x.matches("=\"").count(), 30_000 + 3);
+    let whole = small_capture();
+    assert_eq!(whole.len() % 512, 0);
+    for name in [
+        "issue42-tar-without-end-marker",
+        "issue42-tar-cut-on-a-block-boundary",
+    ] {
+        let cut = by_name(name);
+        assert!(cut.len() % 512 == 0 && cut.len() < whole.len(), "{name}");
+    }
     let g = args_gen::generate(&by_name("cpus-0-1048575-every-other-x1000"));
     assert!(g.text.starts_with("0-1048575:1/2,0-1048575:1/2,"));
     assert_eq!(g.naive_work, 1000 << 20);

@@ -96,13 +96,19 @@ fn plan_with(opts: &CacheOptions, view: Option<&OsView>, topo: Option<&Topology>
     plan
 }
 
-/// The topology of the sharing test, when it is asked for.
+/// The topology of the sharing test, when it is asked for; a topology file given without
+/// `shared` is read all the same (a file named is never ignored: a bad one is refused),
+/// and not used.
 fn sharing_topology(
     req: &CacheRequest,
 ) -> Result<Option<(Topology, Option<String>)>, MachineError> {
-    req.shared
-        .then(|| super::topology(req.topology.as_deref()))
-        .transpose()
+    if !req.shared {
+        if let Some(p) = req.topology.as_deref() {
+            super::topology(Some(p))?;
+        }
+        return Ok(None);
+    }
+    super::topology(req.topology.as_deref()).map(Some)
 }
 
 /// The plan of the measurement.

@@ -1,9 +1,10 @@
 //! Power (`topoprobe power`): RAPL energy of every socket under libmctop's load states
 //! (idle, one context, a second core, a second context, all cores, all contexts).
 //!
-//! Availability is checked before the topology is loaded, so that a machine without
-//! usable energy counters says so even where no description exists yet: the result then
-//! carries the reason ([`PowerResult::unavailable`]) and nothing else.
+//! Availability is checked before this machine's description is loaded, so that a
+//! machine without usable energy counters says so even where no description exists yet:
+//! the result then carries the reason ([`PowerResult::unavailable`]) and nothing else. A
+//! topology file named in the request is read first, and refused when bad.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -70,6 +71,13 @@ fn unavailable(e: PowerError) -> Result<String, MachineError> {
 /// topology ([`crate::load::topology_or_os`]).
 pub fn plan(req: &PowerRequest) -> Result<CostPlan, MachineError> {
     let opts = req.options();
+    // A file named is read first, and refused when bad, whatever the counters; this
+    // machine's description is looked for only once the counters are known usable.
+    let named = req
+        .topology
+        .as_deref()
+        .map(|p| super::topology(Some(p)))
+        .transpose()?;
     if let Err(e) = power::check_available(&opts) {
         let mut plan = CostPlan::new(req.budget);
         let mut step = CostStep::new("power", "power", 0, 0, 0.0);
@@ -77,7 +85,10 @@ pub fn plan(req: &PowerRequest) -> Result<CostPlan, MachineError> {
         plan.steps.push(step);
         return Ok(plan);
     }
-    let (topo, _) = super::topology(req.topology.as_deref())?;
+    let (topo, _) = match named {
+        Some(t) => t,
+        None => super::topology(None)?,
+    };
     let shape = Shape::from_topology(&topo, super::os_view().as_ref());
     Ok(power::plan_power(&shape, &opts, req.budget).cost())
 }
@@ -96,10 +107,20 @@ pub fn measure(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<PowerResult, MachineError> {
     let opts = req.options();
+    // A file named is read first, and refused when bad, whatever the counters; this
+    // machine's description is looked for only once the counters are known usable.
+    let named = req
+        .topology
+        .as_deref()
+        .map(|p| super::topology(Some(p)))
+        .transpose()?;
     if let Err(e) = power::check_available(&opts) {
         return unavailable(e).map(PowerResult::unavailable);
     }
-    let (topo, note) = super::topology(req.topology.as_deref())?;
+    let (topo, note) = match named {
+        Some(t) => t,
+        None => super::topology(None)?,
+    };
     let shape = Shape::from_topology(&topo, super::os_view().as_ref());
     let plan = power::plan_power(&shape, &opts, req.budget);
     super::started(&plan.cost(), progress);

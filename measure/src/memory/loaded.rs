@@ -104,7 +104,11 @@ pub struct Sweep {
 /// Ticks the host stole from this guest's CPUs so far (`/proc/stat`), when known.
 #[must_use]
 pub fn steal_ticks() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let stat = topoprobe_files::read_string_lossy(
+        std::path::Path::new("/proc/stat"),
+        topoprobe_files::Rules::file(topoprobe_model::limits::MAX_SYSFS_FILE_BYTES),
+    )
+    .ok()?;
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     line.split_whitespace().nth(8)?.parse().ok()
 }

@@ -314,8 +314,11 @@ pub fn working_set(llc: Option<u64>) -> u64 {
 /// Whether transparent huge pages can be asked for (`always` or `madvise` mode).
 #[must_use]
 pub fn thp_available() -> bool {
-    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
-        .is_ok_and(|s| s.contains("[always]") || s.contains("[madvise]"))
+    topoprobe_files::read_string_lossy(
+        std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled"),
+        topoprobe_files::Rules::file(topoprobe_model::limits::MAX_SYSFS_FILE_BYTES),
+    )
+    .is_ok_and(|s| s.contains("[always]") || s.contains("[madvise]"))
 }
 
 /// Plans the measurement on `shape` ([`plan::plan_memory`]) and runs it.

@@ -163,7 +163,43 @@ pub(super) fn read_caches(
             ));
         }
     }
-    unique.into_values().collect()
+    let caches: Vec<OsCache> = unique.into_values().collect();
+    note_overlaps(cpu_dir, &caches, notes);
+    caches
+}
+
+/// Notes the CPUs that the `shared_cpu_map`s put in two caches of the same level and
+/// type (a cache is shared by a set of CPUs, and each CPU has one cache of each level):
+/// one note per level and type, with the first such CPU and its two caches.
+fn note_overlaps(cpu_dir: &Path, caches: &[OsCache], notes: &mut Notes) {
+    let mut owner: BTreeMap<(u8, CacheType, u32), usize> = BTreeMap::new();
+    let mut said: BTreeMap<(u8, CacheType), (u32, usize, usize, usize)> = BTreeMap::new();
+    for (i, c) in caches.iter().enumerate() {
+        for &cpu in &c.cpus {
+            if let Some(&first) = owner.get(&(c.level, c.kind, cpu)) {
+                said.entry((c.level, c.kind))
+                    .and_modify(|e| e.3 += 1)
+                    .or_insert((cpu, first, i, 1));
+            } else {
+                owner.insert((c.level, c.kind, cpu), i);
+            }
+        }
+    }
+    for ((level, kind), (cpu, a, b, count)) in said {
+        notes.add(format!(
+            "{}: the shared_cpu_maps put CPU {cpu} in two L{level} {} caches (CPUs {} and CPUs \
+             {}){}; each is kept as the OS gives it",
+            cpu_dir.display(),
+            kind.as_str(),
+            format_cpu_list(&caches[a].cpus),
+            format_cpu_list(&caches[b].cpus),
+            if count > 1 {
+                format!(", and {} more such CPUs", count - 1)
+            } else {
+                String::new()
+            }
+        ));
+    }
 }
 
 /// The CPUs sharing each online CPU's L1 data (or unified) cache.

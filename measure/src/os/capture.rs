@@ -16,7 +16,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use topoprobe_model::limits::{
-    MAX_CAPTURE_BYTES, MAX_CAPTURE_DEPTH, MAX_CAPTURE_ENTRIES, MAX_CAPTURE_FILE_BYTES,
+    MAX_CAPTURE_ARCHIVE_BYTES, MAX_CAPTURE_BYTES, MAX_CAPTURE_DEPTH, MAX_CAPTURE_ENTRIES,
+    MAX_CAPTURE_FILE_BYTES,
 };
 
 use super::OsError;
@@ -89,14 +90,16 @@ fn open(path: &Path) -> Result<Box<dyn Read>, OsError> {
         path: path.to_path_buf(),
         source,
     };
-    let mut f = fs::File::open(path).map_err(read_error)?;
-    let meta = f.metadata().map_err(read_error)?;
-    if !meta.is_file() {
-        return Err(capture_error(
+    // Opened without blocking (a FIFO or device is refused before any read), and read
+    // to at most the archive limit.
+    let rules = topoprobe_files::Rules::file(MAX_CAPTURE_ARCHIVE_BYTES);
+    let mut f = topoprobe_files::open(path, rules).map_err(|e| match e {
+        topoprobe_files::FileError::NotRegular { what, .. } => capture_error(
             path,
-            "not a regular file: expected a directory or a tar archive",
-        ));
-    }
+            format!("{what}, not a regular file: expected a directory or a tar archive"),
+        ),
+        other => read_error(other.into_io_without_path()),
+    })?;
     let mut head = Vec::with_capacity(512);
     (&mut f)
         .take(512)
@@ -282,6 +285,8 @@ fn unpack_entry(
             ));
         }
         make_dirs(top, parent)?;
+        // A new file in the folder this reader made (create_new: never one that exists).
+        #[allow(clippy::disallowed_methods)]
         let mut out = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -354,7 +359,12 @@ fn shortened(name: &Path) -> String {
 
 /// Unpacks every entry of `archive` into `top`.
 fn unpack_all(path: &Path, reader: Box<dyn Read>, top: &Path) -> Result<(), OsError> {
-    let mut archive = tar::Archive::new(reader);
+    let ended = std::rc::Rc::new(std::cell::Cell::new(false));
+    let watched: Box<dyn Read> = Box::new(EndWatch {
+        inner: reader,
+        ended: std::rc::Rc::clone(&ended),
+    });
+    let mut archive = tar::Archive::new(watched);
     let mut state = State {
         entries: 0,
         bytes: 0,
@@ -430,6 +440,18 @@ fn unpack_all(path: &Path, reader: Box<dyn Read>, top: &Path) -> Result<(), OsEr
         let rel = entry_path(&name).map_err(|p| err(n, &shown, p))?;
         unpack_entry(&mut entry, &rel, link, top, &mut state).map_err(|p| err(n, &shown, p))?;
     }
+    // A tar archive ends with a block of zeros (two, as tar writes it), where the reader
+    // stops; an archive whose data ends first, on a 512-byte boundary, was cut.
+    if ended.get() {
+        return Err(capture_error(
+            path,
+            format!(
+                "the archive is truncated: it ends after entry {} without tar's end marker \
+                 (blocks of zeros), on a 512-byte boundary",
+                state.entries
+            ),
+        ));
+    }
     // Links checked one by one as written; resolved through each other, they must still
     // stay inside.
     for link in &state.links {
@@ -445,6 +467,23 @@ fn unpack_all(path: &Path, reader: Box<dyn Read>, top: &Path) -> Result<(), OsEr
         }
     }
     Ok(())
+}
+
+/// The decompressed archive, noting whether its data ran out (a read of nothing), as it
+/// does when the archive has no end marker.
+struct EndWatch {
+    inner: Box<dyn Read>,
+    ended: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl Read for EndWatch {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let got = self.inner.read(buf)?;
+        if got == 0 && !buf.is_empty() {
+            self.ended.set(true);
+        }
+        Ok(got)
+    }
 }
 
 /// Whether `rel` (relative to `top`) resolves inside `top` as the kernel resolves it:

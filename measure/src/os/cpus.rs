@@ -46,20 +46,36 @@ fn first_set(dir: &Path, files: &[&str], notes: &mut Notes) -> Option<Vec<u32>> 
 
 /// Which CPU directories are online: the `online` list when there is one that parses,
 /// else each CPU's `online` file (cpu0 often has none; an empty or malformed one is
-/// noted), else whether it has a `topology` directory.
-fn online_set(cpu_dir: &Path, present: &[(u32, PathBuf)], notes: &mut Notes) -> BTreeSet<u32> {
+/// noted), else whether it has a `topology` directory. Also says why the `online` list
+/// was not used, when it exists and was not (for the error of a tree with no online CPU).
+fn online_set(
+    cpu_dir: &Path,
+    present: &[(u32, PathBuf)],
+    notes: &mut Notes,
+) -> (BTreeSet<u32>, Option<String>) {
     let path = cpu_dir.join("online");
-    let listed = read_optional(&path, notes).and_then(|s| match cpu_set(&path, &s, true) {
+    let mut why = None;
+    let text = match super::files::read(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            let said = e.to_string();
+            notes.add(said.clone());
+            why = Some(said);
+            None
+        }
+    };
+    let listed = text.and_then(|s| match cpu_set(&path, &s, true) {
         Ok(v) if !v.is_empty() => Some(v),
         Ok(_) => {
-            notes.add(format!(
-                "{}: empty; each CPU's online file used",
-                path.display()
-            ));
+            let said = format!("{}: empty; each CPU's online file used", path.display());
+            notes.add(said.clone());
+            why = Some(said);
             None
         }
         Err(e) => {
-            notes.add(format!("ignored: {e}; each CPU's online file used"));
+            let said = format!("ignored: {e}; each CPU's online file used");
+            notes.add(said.clone());
+            why = Some(said);
             None
         }
     });
@@ -74,7 +90,7 @@ fn online_set(cpu_dir: &Path, present: &[(u32, PathBuf)], notes: &mut Notes) -> 
                 format_cpu_list(&missing)
             ));
         }
-        return listed.intersection(&dirs).copied().collect();
+        return (listed.intersection(&dirs).copied().collect(), None);
     }
     let mut out = BTreeSet::new();
     for (n, dir) in present {
@@ -100,7 +116,7 @@ fn online_set(cpu_dir: &Path, present: &[(u32, PathBuf)], notes: &mut Notes) -> 
             out.insert(*n);
         }
     }
-    out
+    (out, why)
 }
 
 /// CPU kinds of hybrid machines: `/sys/devices/cpu_<kind>/cpus` (Intel's `cpu_core` and
@@ -234,7 +250,7 @@ pub(super) fn read_cpus(root: &Path, notes: &mut Notes) -> Result<Cpus, OsError>
         });
     }
     let present = numbered_entries(&cpu_dir, "cpu")?;
-    let mut online = online_set(&cpu_dir, &present, notes);
+    let (mut online, online_why) = online_set(&cpu_dir, &present, notes);
     // hwloc, too, leaves out online CPUs without topology information.
     let no_topology: Vec<u32> = present
         .iter()
@@ -254,7 +270,13 @@ pub(super) fn read_cpus(root: &Path, notes: &mut Notes) -> Result<Cpus, OsError>
     if online.is_empty() {
         return Err(OsError::Missing {
             path: cpu_dir,
-            problem: "no online CPU with a topology directory found".into(),
+            problem: match online_why {
+                Some(why) => format!(
+                    "no online CPU with a topology directory found (the online list was not \
+                     used: {why})"
+                ),
+                None => "no online CPU with a topology directory found".into(),
+            },
         });
     }
     let kinds = kinds(root, notes);

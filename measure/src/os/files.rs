@@ -1,15 +1,13 @@
 //! Reading sysfs and procfs files: size-capped, NUL- and whitespace-trimmed, with errors that
 //! name the file and its content.
 
-use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use super::OsError;
 
-/// Largest file read (`/proc/cpuinfo` of a big machine is a few MiB).
-const MAX_FILE: u64 = 16 << 20;
+use topoprobe_model::limits::MAX_SYSFS_FILE_BYTES;
 
 /// At most this many notes are kept; later ones are counted.
 const MAX_NOTES: usize = 40;
@@ -63,84 +61,29 @@ fn is_absent(e: &io::Error) -> bool {
     )
 }
 
-/// What a file that is not a regular file is, for error messages.
-fn file_kind(t: fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "not a regular file"
-    }
-}
-
-/// The error for `path`, which is `kind` where sysfs and procfs have a regular file.
-fn not_regular(path: &Path, kind: &str) -> OsError {
-    OsError::Read {
-        path: path.to_path_buf(),
-        source: io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{kind}, where sysfs and procfs have a regular file"),
-        ),
-    }
-}
-
-/// Opens `path` for reading without ever blocking: with `O_NONBLOCK`, so that a FIFO with
-/// no writer opens at once instead of waiting for one, and `O_NOCTTY`. The attribute files
-/// of sysfs and procfs are regular files; anything else (a FIFO, a socket, a device in a
-/// capture or a `--root` tree) is refused before any read, which could block.
-fn open_regular(path: &Path) -> io::Result<Result<fs::File, OsError>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // Checked before opening too: opening some devices has effects.
-    let meta = fs::metadata(path)?;
-    if !meta.is_file() {
-        return Ok(Err(not_regular(path, file_kind(meta.file_type()))));
-    }
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    // And after: the path may have been replaced in between.
-    let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Ok(Err(not_regular(path, file_kind(meta.file_type()))));
-    }
-    Ok(Ok(f))
-}
-
-/// The content of `path` (lossy UTF-8, at most 16 MiB), or `None` when it does not exist.
-/// Never blocks: a FIFO, socket or device is an error (see [`open_regular`]).
+/// The content of `path` (lossy UTF-8, at most [`MAX_SYSFS_FILE_BYTES`]), or `None` when
+/// it does not exist. Read by the rules of `topoprobe_files`: never blocks (a FIFO,
+/// socket or device, in a capture or a `--root` tree, is an error before any read, as the
+/// attribute files of sysfs and procfs are regular files), and bounded even where the
+/// size reads as 0 or 4096.
 ///
 /// # Errors
 ///
-/// [`OsError::Read`] when the file exists but cannot be read, or is not a regular file.
+/// [`OsError::Read`] when the file exists but cannot be read, is not a regular file, or
+/// is larger than the limit (the message names the size and the limit).
 pub(super) fn read(path: &Path) -> Result<Option<String>, OsError> {
-    let f = match open_regular(path) {
-        Ok(Ok(f)) => f,
-        Ok(Err(e)) => return Err(e),
-        Err(e) if is_absent(&e) => return Ok(None),
-        Err(source) => {
-            return Err(OsError::Read {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    };
-    let mut buf = Vec::new();
-    f.take(MAX_FILE)
-        .read_to_end(&mut buf)
-        .map_err(|source| OsError::Read {
+    let rules = topoprobe_files::Rules::file(MAX_SYSFS_FILE_BYTES);
+    match topoprobe_files::read_optional(path, rules) {
+        Ok(None) => Ok(None),
+        Ok(Some(bytes)) => Ok(Some(match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })),
+        Err(e) => Err(OsError::Read {
             path: path.to_path_buf(),
-            source,
-        })?;
-    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+            source: e.into_io_without_path(),
+        }),
+    }
 }
 
 /// The content of an optional file: `None` when absent, or unreadable (with a note).
@@ -193,7 +136,7 @@ pub(super) fn optional_number<T: FromStr>(path: &Path, notes: &mut Notes) -> Opt
 ///
 /// [`OsError::Read`] when `dir` exists but cannot be listed.
 pub(super) fn numbered_entries(dir: &Path, prefix: &str) -> Result<Vec<(u32, PathBuf)>, OsError> {
-    let rd = match fs::read_dir(dir) {
+    let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if is_absent(&e) => return Ok(Vec::new()),
         Err(source) => {

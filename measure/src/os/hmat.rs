@@ -44,6 +44,7 @@ pub(super) fn read(id: u32, dir: &Path, notes: &mut Notes) -> Vec<OsHmatAccess> 
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
 

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use topoprobe_model::format::plural;
 use topoprobe_model::{format_cpu_list, parse_cpu_mask, OsHmatAccess, OsMemoryCache, OsNode};
 
 use super::files::{
@@ -224,6 +225,18 @@ pub(super) fn read_nodes(
         });
         caches.extend(memory_side_caches(id, path, notes));
         hmat.extend(super::hmat::read(id, path, notes));
+    }
+    // A row with more entries than there are nodes cannot say which entry is which node.
+    for n in &mut nodes {
+        if n.distances.len() > all.len() {
+            notes.add(format!(
+                "{}: {} distances for {}; this node's distances are not used",
+                dir.join(format!("node{}/distance", n.id)).display(),
+                n.distances.len(),
+                plural(all.len(), "node")
+            ));
+            n.distances.clear();
+        }
     }
     // Rows of the distance table keep the columns of the nodes kept.
     if !dropped.is_empty() {

@@ -1,5 +1,8 @@
 //! Unit tests of the sysfs reader on small synthetic trees.
 
+// Tests write their own fixtures.
+#![allow(clippy::disallowed_methods)]
+
 use std::fs;
 use std::path::Path;
 
@@ -456,4 +459,99 @@ fn captures_plain_gzip_and_bzip2_read_alike() {
     }
     // A directory reads as itself.
     assert_eq!(read_os_view_at(tree.path()).unwrap(), expected);
+}
+
+#[test]
+fn an_archive_cut_on_a_block_boundary_is_truncated_not_missing_a_file() {
+    let tree = tempfile::tempdir().unwrap();
+    machine(tree.path());
+    let whole = tar_of(tree.path(), "m");
+    // Without the end marker (the last 1024 bytes of zeros), then cut further, at a
+    // header (a multiple of 512 bytes) half-way through.
+    let out = tempfile::tempdir().unwrap();
+    let ends = [whole.len() - 1024, (whole.len() / 2) & !511];
+    for (i, end) in ends.into_iter().enumerate() {
+        let path = out.path().join(format!("cut{i}.tar"));
+        fs::write(&path, &whole[..end]).unwrap();
+        let e = read_os_view_at(&path).unwrap_err().to_string();
+        assert!(e.contains("truncated") && e.contains("cut"), "{end}: {e}");
+    }
+    let path = out.path().join("whole.tar");
+    fs::write(&path, &whole).unwrap();
+    read_os_view_at(&path).unwrap();
+}
+
+#[test]
+fn a_root_that_is_a_fifo_or_device_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    fifo(dir.path(), "root.tar");
+    let root = dir.path().join("root.tar");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(read_os_view_at(&root).map_err(|e| e.to_string()));
+    });
+    let e2 = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the reader blocked on a FIFO");
+    let e2 = e2.unwrap_err();
+    assert!(e2.contains("root.tar") && e2.contains("a FIFO"), "{e2}");
+    let e = read_os_view_at(Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("/dev/zero") && e.contains("character device"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_distance_row_longer_than_the_nodes_is_noted_and_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    machine(dir.path());
+    write(
+        dir.path(),
+        "sys/devices/system/node/node1/distance",
+        b"20 10 30 40 50\n",
+    );
+    let v = noted(dir.path(), "node1/distance", "5 distances for 3 nodes");
+    let nodes = v.nodes.as_ref().unwrap();
+    assert!(nodes[1].distances.is_empty());
+    assert_eq!(nodes[0].distances, [10, 20, 30]);
+}
+
+#[test]
+fn a_cpu_in_two_caches_of_one_level_is_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    machine(dir.path());
+    // CPU 1's L3 says it shares with CPUs 0-3, while CPUs 0 and 4's say 0-1,4-5.
+    write(
+        dir.path(),
+        "sys/devices/system/cpu/cpu1/cache/index2/shared_cpu_map",
+        b"0000000f\n",
+    );
+    noted(
+        dir.path(),
+        "cpu",
+        "in two L3 unified caches (CPUs 0-3 and CPUs 0-1,4-5)",
+    );
+}
+
+#[test]
+fn an_online_list_over_the_limit_is_named_with_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "sys/devices/system/cpu/cpu0/cache/index0/level",
+        b"1\n",
+    );
+    let online = root.join("sys/devices/system/cpu/online");
+    let f = fs::File::create(&online).unwrap();
+    // Sparse: 2 GiB long, nothing written.
+    f.set_len(2 << 30).unwrap();
+    let e = read_os_view(root).unwrap_err().to_string();
+    assert!(
+        e.contains("cpu/online") && e.contains("its size is 2147483648") && e.contains("16 MiB"),
+        "{e}"
+    );
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
+use topoprobe_model::limits::MAX_SYSFS_FILE_BYTES;
 use topoprobe_model::{SocketId, Topology};
 
 use super::PowerError;
@@ -25,11 +26,24 @@ pub(super) fn io_error(path: &Path, e: io::Error, hint: &str) -> PowerError {
     }
 }
 
+/// A small file of powercap, perf or sysfs, as text: a regular file (a FIFO or device
+/// is refused without blocking) of at most [`MAX_SYSFS_FILE_BYTES`], read by the rules
+/// of `topoprobe_files`.
+fn read_small(path: &Path) -> io::Result<String> {
+    topoprobe_files::read_string_lossy(path, topoprobe_files::Rules::file(MAX_SYSFS_FILE_BYTES))
+        .map_err(topoprobe_files::FileError::into_io_without_path)
+}
+
 /// A text file, trimmed of white space.
 pub(super) fn read_text(path: &Path, hint: &str) -> Result<String, PowerError> {
-    std::fs::read_to_string(path)
+    read_small(path)
         .map(|s| s.trim().to_string())
         .map_err(|e| io_error(path, e, hint))
+}
+
+/// A text file, trimmed, when it can be read (a value for a message).
+pub(super) fn read_text_or_none(path: &Path) -> Option<String> {
+    read_small(path).ok().map(|s| s.trim().to_string())
 }
 
 /// A file holding one whole number.
@@ -56,7 +70,7 @@ fn package_of_cpu(os_root: &Path, cpu: u32) -> Option<u32> {
     let path = os_root.join(format!(
         "sys/devices/system/cpu/cpu{cpu}/topology/physical_package_id"
     ));
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    read_small(&path).ok()?.trim().parse().ok()
 }
 
 /// The OS CPU that stands for a socket: its first context's.

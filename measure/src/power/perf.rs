@@ -261,8 +261,8 @@ pub struct PerfSource {
 /// The message for a failed `perf_event_open` of `energy-pkg`.
 fn open_error(e: &std::io::Error, cpu: u32, os_root: &Path) -> PowerError {
     let paranoid_path = os_root.join("proc/sys/kernel/perf_event_paranoid");
-    let paranoid = std::fs::read_to_string(&paranoid_path)
-        .map_or_else(|_| "unknown".to_string(), |s| s.trim().to_string());
+    let paranoid =
+        super::files::read_text_or_none(&paranoid_path).unwrap_or_else(|| "unknown".to_string());
     match e.raw_os_error() {
         Some(libc::EACCES | libc::EPERM) => PowerError::Unavailable(format!(
             "permission denied opening the perf event power/energy-pkg on CPU {cpu}: {e} \
@@ -356,6 +356,7 @@ impl EnergySource for PerfSource {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
 

@@ -1,6 +1,24 @@
 //! Text helpers shared by the file formats here and the views of `topoprobe-view`: a count
 //! with its noun, and escaping for XML and HTML.
 
+/// How many characters of a user's text an error message echoes ([`elided`]).
+pub const ECHOED_CHARS: usize = 80;
+
+/// `text` for an error message: whole when it has at most [`ECHOED_CHARS`] characters,
+/// else its first ones, then `…` and how many were left out (a 60 KB CPU expression is
+/// not echoed whole).
+#[must_use]
+pub fn elided(text: &str) -> String {
+    match text.char_indices().nth(ECHOED_CHARS) {
+        Some((at, _)) => format!(
+            "{}… ({} more characters)",
+            &text[..at],
+            text[at..].chars().count()
+        ),
+        None => text.to_string(),
+    }
+}
+
 /// `n thing` or `n things`: `n` followed by `thing`, with an `s` unless `n` is 1.
 ///
 /// ```

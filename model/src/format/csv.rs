@@ -75,22 +75,40 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
     if let Some(other) = other_format(text) {
         return Err(err(1, other));
     }
-    let mut lines: Vec<&str> = lexer::lines(text).map(|l| l.text).collect();
-    while lines.last().is_some_and(|l| l.trim().is_empty()) {
-        lines.pop();
+    // The rows, counted as they are found (a file of millions of lines is refused at its
+    // row past the limit, not held as a list first). A blank line inside the matrix would
+    // shift every later row: name it rather than blame the shape of row 1. (Row 1 of a
+    // lower-triangle file may be blank: it has no entry below the diagonal.) Blank lines
+    // may end the file.
+    let mut lines: Vec<&str> = Vec::new();
+    let mut blank: Option<usize> = None;
+    for line in lexer::lines(text) {
+        if line.number > 1 && line.text.trim().is_empty() {
+            blank.get_or_insert(line.number);
+            continue;
+        }
+        if let Some(blank) = blank {
+            return Err(err(
+                blank,
+                format!(
+                    "line {blank} is blank: a matrix has one line per context, and blank lines \
+                     may only end the file"
+                ),
+            ));
+        }
+        if lines.len() == MAX_CONTEXTS {
+            return Err(err(
+                line.number,
+                format!(
+                    "more than {MAX_CONTEXTS} rows: a matrix may have at most {MAX_CONTEXTS} \
+                     contexts (see docs/LIMITS.md)"
+                ),
+            ));
+        }
+        lines.push(line.text);
     }
-    // A blank line inside the matrix would shift every later row: name it rather than
-    // blame the shape of row 1. (Row 1 of a lower-triangle file may be blank: it has no
-    // entry below the diagonal.)
-    if let Some(blank) = (1..lines.len()).find(|&i| lines[i].trim().is_empty()) {
-        return Err(err(
-            blank + 1,
-            format!(
-                "line {} is blank: a matrix has one line per context, and blank lines may only \
-                 end the file",
-                blank + 1
-            ),
-        ));
+    if lines.len() == 1 && lines[0].trim().is_empty() {
+        lines.clear();
     }
     let n = lines.len();
     if n == 0 {
@@ -105,14 +123,6 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
             "only one row: a latency matrix needs at least 2 hardware contexts (N lines of N \
              comma-separated latencies)"
                 .to_string(),
-        ));
-    }
-    if n > MAX_CONTEXTS {
-        return Err(err(
-            n,
-            format!(
-                "{n} rows: a matrix may have at most {MAX_CONTEXTS} contexts (see docs/LIMITS.md)"
-            ),
         ));
     }
     // Check the shape before allocating N² entries.

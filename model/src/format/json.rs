@@ -179,6 +179,7 @@ pub fn write_description(topo: &Topology, path: &Path) -> Result<(), ModelError>
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
     use crate::{ContextId, LatencyMatrix, LatencyUnit, Member, TopologyBuilder};

@@ -7,9 +7,9 @@
 //! with [`shown`] tokens; the readers differ only in what they do with the text.
 
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
-use std::time::{Duration, Instant};
+
+use topoprobe_files::{FileError, Input, Rules};
 
 use crate::error::ModelError;
 
@@ -17,59 +17,35 @@ use crate::error::ModelError;
 /// corrupted file rather than a measurement.
 pub const MAX_LATENCY: f64 = 1e12;
 
-/// Reads a whole file as UTF-8 text, or standard input when `path` is `-`. Input longer
-/// than `max_bytes` is refused before anything is allocated for it (and while reading,
-/// should it grow: `/dev/zero`); a NUL byte stops the reading at once, as text never holds
-/// one. The error of binary input names the line of the first byte that is not text. A
-/// byte-order mark is kept: see [`strip_bom`].
+/// Reads a whole file as UTF-8 text, or standard input when `path` is `-`, under the
+/// rules of `topoprobe_files`: opened without blocking, a regular file or a stream (a
+/// FIFO or pipe such as `<(command)` waits at most 10 s for its first byte), a
+/// directory or block device refused. Input longer than `max_bytes` is refused before
+/// anything is allocated for it (and while reading, should it grow: `/dev/zero`); a NUL
+/// byte stops the reading at once, as text never holds one. The error of binary input
+/// names the line of the first byte that is not text. A byte-order mark is kept: see
+/// [`strip_bom`].
 ///
 /// # Errors
 ///
 /// Returns [`ModelError::Io`] when the file cannot be opened or read, and
 /// [`ModelError::Parse`] when it is longer than `max_bytes` (at line 0) or not UTF-8 text.
 pub(crate) fn read_text(path: &Path, max_bytes: u64) -> Result<String, ModelError> {
-    read_text_waiting(path, max_bytes, FIFO_WRITER_WAIT)
+    read_text_with(path, Rules::file_or_stream(max_bytes))
 }
 
-/// [`read_text`], waiting at most `fifo_wait` for the first byte of a FIFO.
-fn read_text_waiting(
-    path: &Path,
-    max_bytes: u64,
-    fifo_wait: Duration,
-) -> Result<String, ModelError> {
+/// [`read_text`] under `rules`.
+fn read_text_with(path: &Path, rules: Rules) -> Result<String, ModelError> {
     if path.as_os_str() == "-" {
-        return read_bounded(std::io::stdin().lock(), path, max_bytes, 0);
+        let mut stdin = std::io::stdin().lock();
+        return read_bounded(&mut stdin, path, rules.limit, 0);
     }
-    let (file, meta) = open_file(path)?;
-    if meta.file_type().is_fifo() {
-        let fifo = FifoReader::new(file, fifo_wait);
-        return read_bounded(fifo, path, max_bytes, 0);
-    }
-    let len = meta.len();
-    if len > max_bytes {
-        return Err(too_large(path, len, max_bytes));
-    }
-    read_bounded(file, path, max_bytes, usize::try_from(len).unwrap_or(0))
-}
-
-/// Opens a file for reading, and its metadata; a directory is refused. Opened without
-/// blocking: opening a FIFO that no program writes to would otherwise wait forever
-/// (`FifoReader` waits a bounded time instead).
-fn open_file(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), ModelError> {
-    let io = |e: std::io::Error| ModelError::io(path, e);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if meta.is_dir() {
-        return Err(io(std::io::Error::new(
-            std::io::ErrorKind::IsADirectory,
-            "is a directory, not a file",
-        )));
-    }
-    Ok((file, meta))
+    let mut input = topoprobe_files::open(path, rules)?;
+    let hint = input.expected_len();
+    // The reader's own failure (over the limit, a stream with nothing to read) names the
+    // limit or the wait; a NUL byte or bad UTF-8 is the text reader's.
+    read_bounded(&mut input, path, rules.limit, hint)
+        .map_err(|e| input.failure().map_or(e, ModelError::from))
 }
 
 /// Opens a file to be read as a stream of text, as [`read_text`] reads it whole: a
@@ -83,20 +59,10 @@ fn open_file(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), ModelErr
 /// [`ModelError::Io`] when the file cannot be opened, [`ModelError::Parse`] when it is
 /// larger than `max_bytes`.
 pub(crate) fn open_text(path: &Path, max_bytes: u64) -> Result<TextStream, ModelError> {
-    let (file, meta) = open_file(path)?;
-    let inner: Box<dyn Read> = if meta.file_type().is_fifo() {
-        Box::new(FifoReader::new(file, FIFO_WRITER_WAIT))
-    } else {
-        if meta.len() > max_bytes {
-            return Err(too_large(path, meta.len(), max_bytes));
-        }
-        Box::new(file)
-    };
+    let inner = topoprobe_files::open(path, Rules::file_or_stream(max_bytes))?;
     Ok(TextStream {
         inner,
         path: path.to_path_buf(),
-        max_bytes,
-        read: 0,
         lines: 1,
         failure: None,
     })
@@ -104,20 +70,20 @@ pub(crate) fn open_text(path: &Path, max_bytes: u64) -> Result<TextStream, Model
 
 /// A file read as a stream of text within a size limit: see [`open_text`].
 pub(crate) struct TextStream {
-    inner: Box<dyn Read>,
+    inner: Input,
     path: std::path::PathBuf,
-    max_bytes: u64,
-    read: u64,
     /// The line being read (1-based), for the message of a NUL byte.
     lines: usize,
     failure: Option<ModelError>,
 }
 
 impl TextStream {
-    /// Why the stream stopped early (a NUL byte, more than the limit), if it did: the
-    /// error to report rather than the reader's own.
+    /// Why the stream stopped early (a NUL byte, more than the limit, a stream with
+    /// nothing to read), if it did: the error to report rather than the reader's own.
     pub(crate) fn failure(&mut self) -> Option<ModelError> {
-        self.failure.take()
+        self.failure
+            .take()
+            .or_else(|| self.inner.failure().map(ModelError::from))
     }
 
     fn fail(&mut self, e: ModelError) -> std::io::Error {
@@ -141,75 +107,14 @@ impl Read for TextStream {
             return Err(self.fail(e));
         }
         self.lines += part.iter().filter(|&&b| b == b'\n').count();
-        self.read += got as u64;
-        if self.read > self.max_bytes {
-            let e = too_large(&self.path, self.read, self.max_bytes);
-            return Err(self.fail(e));
-        }
         Ok(got)
-    }
-}
-
-/// How long a FIFO (a named pipe, or `<(command)` in a shell) may stay without a writer,
-/// or without its first byte, before reading it is given up.
-pub(crate) const FIFO_WRITER_WAIT: Duration = Duration::from_secs(10);
-
-/// Reads a FIFO opened without blocking, as a blocking reader would, except that it gives
-/// up with [`std::io::ErrorKind::TimedOut`] when nothing arrives within `wait` of the
-/// start: no writer ever came, or the writer sent nothing. Once data flows it waits as long
-/// as a writer holds the FIFO open, and ends when the last writer closes it. It waits by
-/// sleeping (1 to 20 ms), so a slow writer costs no CPU.
-struct FifoReader {
-    file: std::fs::File,
-    deadline: Instant,
-    wait: Duration,
-    /// Whether any byte arrived: before that, "no writer" (a read of 0) means "not yet".
-    started: bool,
-}
-
-impl FifoReader {
-    fn new(file: std::fs::File, wait: Duration) -> Self {
-        Self {
-            file,
-            deadline: Instant::now() + wait,
-            wait,
-            started: false,
-        }
-    }
-}
-
-impl Read for FifoReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut nap = Duration::from_millis(1);
-        loop {
-            match self.file.read(buf) {
-                Ok(0) if !self.started && !buf.is_empty() => {} // no writer yet
-                Ok(k) => {
-                    self.started |= k > 0;
-                    return Ok(k);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {} // writer, no data
-                Err(e) => return Err(e),
-            }
-            if !self.started && Instant::now() >= self.deadline {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!(
-                        "a FIFO that nothing was written to in {} s: is a program writing to it?",
-                        self.wait.as_secs()
-                    ),
-                ));
-            }
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(Duration::from_millis(20));
-        }
     }
 }
 
 /// Reads `r` to its end in chunks, refusing more than `max_bytes` and any NUL byte as soon
 /// as they are seen; `hint` is the expected length.
 fn read_bounded(
-    mut r: impl Read,
+    r: &mut impl Read,
     path: &Path,
     max_bytes: u64,
     hint: usize,
@@ -231,7 +136,13 @@ fn read_bounded(
         bytes.extend_from_slice(part);
         let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
         if read > max_bytes {
-            return Err(too_large(path, read, max_bytes));
+            return Err(FileError::TooLarge {
+                path: path.to_path_buf(),
+                limit: max_bytes,
+                found: read,
+                by_size: false,
+            }
+            .into());
         }
     }
     String::from_utf8(bytes).map_err(|e| {
@@ -250,29 +161,6 @@ fn binary(path: &Path, text: &[u8], byte: u8) -> ModelError {
         line,
         format!("binary data, not a text file (byte 0x{byte:02x})"),
     )
-}
-
-fn too_large(path: &Path, len: u64, max_bytes: u64) -> ModelError {
-    ModelError::parse(
-        path,
-        0,
-        format!(
-            "too large: more than {} bytes (read {len}); topoprobe reads files of up to {} \
-             (see docs/LIMITS.md)",
-            max_bytes,
-            human_bytes(max_bytes)
-        ),
-    )
-}
-
-/// A byte count in the largest binary unit that divides it (`256 MiB`).
-fn human_bytes(n: u64) -> String {
-    for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
-            return format!("{} {unit}", n >> shift);
-        }
-    }
-    format!("{n} bytes")
 }
 
 /// The text without its UTF-8 byte-order mark, if it starts with one.
@@ -454,6 +342,7 @@ pub(crate) fn shown(token: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their own fixtures
 mod tests {
     use super::*;
     use crate::limits::MAX_FILE_BYTES;
@@ -471,7 +360,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.csv");
         mkfifo(&path);
-        let e = read_text_waiting(&path, MAX_FILE_BYTES, Duration::from_millis(200)).unwrap_err();
+        let rules =
+            Rules::file_or_stream(MAX_FILE_BYTES).waiting(std::time::Duration::from_millis(200));
+        let e = read_text_with(&path, rules).unwrap_err();
         let text = format!("{e}: {}", std::error::Error::source(&e).unwrap());
         assert!(text.contains("m.csv") && text.contains("FIFO"), "{text}");
     }
@@ -483,14 +374,14 @@ mod tests {
         mkfifo(&path);
         let target = path.clone();
         let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
+            // Opening blocks until the reader has the FIFO open.
+            #[allow(clippy::disallowed_methods)] // the test writes its own fixture
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
                 .open(target)
                 .unwrap();
             for _ in 0..3 {
                 std::io::Write::write_all(&mut f, b"0,1\n").unwrap();
-                std::thread::sleep(Duration::from_millis(30));
             }
         });
         let text = read_text(&path, MAX_FILE_BYTES).unwrap();
@@ -584,6 +475,5 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(human_bytes(256 << 20), "256 MiB");
     }
 }

@@ -15,7 +15,6 @@ pub mod hwloc_xml;
 pub mod json;
 pub mod mct;
 pub mod rounding;
-pub mod temps;
 pub mod tsv;
 
 mod atomic;
@@ -23,6 +22,8 @@ mod common;
 mod lexer;
 
 pub use atomic::{check_place, create_parent, write_atomic, write_atomic_with};
+/// The temporary files of [`write_atomic`] (moved to `topoprobe_files::temps`).
+pub use topoprobe_files::temps;
 
 /// Reads a file as text for any reader here, or standard input when `path` is `-`: at
 /// most [`MAX_FILE_BYTES`](crate::limits::MAX_FILE_BYTES), refused before it is allocated
@@ -37,4 +38,6 @@ pub use atomic::{check_place, create_parent, write_atomic, write_atomic_with};
 pub fn read_input(path: &std::path::Path) -> Result<String, crate::ModelError> {
     lexer::read_text(path, crate::limits::MAX_FILE_BYTES)
 }
-pub use common::{compact_cpu_lists, cpu_ranges, escape_xml, plural, short_latency};
+pub use common::{
+    compact_cpu_lists, cpu_ranges, elided, escape_xml, plural, short_latency, ECHOED_CHARS,
+};

@@ -26,7 +26,12 @@ impl CpuListError {
 
 impl fmt::Display for CpuListError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "bad CPU list item {:?}: {}", self.token, self.reason)
+        write!(
+            f,
+            "bad CPU list item {:?}: {}",
+            crate::format::elided(&self.token),
+            self.reason
+        )
     }
 }
 

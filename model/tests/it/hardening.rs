@@ -302,3 +302,49 @@ fn repeated_cpu_ranges_stay_small() {
     let list = vec!["0-1048575"; 50].join(",");
     assert_eq!(parse_cpu_list(&list).unwrap().len(), 1 << 20);
 }
+
+/// One element with 300 000 attributes (3.5 MB, far under the file, element and
+/// attribute limits) is refused by its own count before the parser sees it: the parser
+/// checks each attribute against the earlier ones, in time that grows with the square of
+/// the count. Comments, quoted values and the document type do not count.
+#[test]
+fn an_element_with_a_huge_count_of_attributes_is_refused_before_parsing() {
+    use topoprobe_model::format::hwloc_xml;
+    use topoprobe_model::limits::MAX_XML_ELEMENT_ATTRIBUTES;
+    let attrs: String = (0..300_000).map(|i| format!(" a{i}=\"1\"")).collect();
+    let xml = format!(
+        "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n<object{attrs}/>\n</topology>\n"
+    );
+    let (line, message) = parse_error(hwloc_xml::read::read_os_view(&xml, Path::new("wide.xml")));
+    assert_eq!(line, 3, "{message}");
+    assert!(
+        message.contains(&format!(
+            "more than {MAX_XML_ELEMENT_ATTRIBUTES} attributes"
+        )),
+        "{message}"
+    );
+    // At the limit, the count is no obstacle (the file fails later, for what it lacks).
+    let attrs: String = (0..MAX_XML_ELEMENT_ATTRIBUTES)
+        .map(|i| format!(" a{i}=\"x=y>\"")) // `=` and `>` inside values
+        .collect();
+    let xml = format!(
+        "<!DOCTYPE topology [ <!ENTITY a \"b=c\"> ]>\n<!-- {} -->\n<topology version=\"2.0\"><object{attrs}/></topology>\n",
+        "k=v ".repeat(1000)
+    );
+    let (_, message) = parse_error(hwloc_xml::read::read_os_view(&xml, Path::new("ok.xml")));
+    assert!(!message.contains("attributes (the limit"), "{message}");
+}
+
+/// A matrix of millions of lines (blank or not) is refused at the row past the limit,
+/// and its rows are not listed first.
+#[test]
+fn a_matrix_with_millions_of_rows_is_refused_at_the_row_past_the_limit() {
+    let rows = "1\n".repeat(3_000_000);
+    let (line, message) = parse_error(csv::parse_matrix(&rows, Path::new("tall.csv")));
+    assert_eq!(line, MAX_CONTEXTS + 1, "{message}");
+    assert!(message.contains("more than 4096 rows"), "{message}");
+    let blank = format!(",1\n1,\n{}", "\n".repeat(3_000_000));
+    csv::parse_matrix(&blank, Path::new("trailing.csv")).expect("blank lines may end a file");
+    let (line, message) = parse_error(csv::parse_matrix(",1\n\n1,\n", Path::new("gap.csv")));
+    assert_eq!(line, 2, "{message}");
+}

@@ -54,7 +54,12 @@ impl fmt::Display for CpuSetError {
         if self.term.is_empty() {
             f.write_str(&self.reason)
         } else {
-            write!(f, "{}: {}", self.term, self.reason)
+            write!(
+                f,
+                "{}: {}",
+                topoprobe_model::format::elided(&self.term),
+                self.reason
+            )
         }
     }
 }

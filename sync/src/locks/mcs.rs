@@ -103,7 +103,14 @@ impl RawMcs {
     /// The calling thread holds the lock (or received its guard).
     #[inline]
     pub unsafe fn release(&self) {
-        let node = self.head.load(Ordering::Relaxed);
+        // Taken out before the lock is handed over: the next holder records its own node
+        // after it is handed the lock (ordered by `locked`'s Release and Acquire). A
+        // release with no holder recorded (a caller breaking the contract, such as a C
+        // program releasing a lock nobody holds) finds none and does nothing.
+        let node = self.head.swap(ptr::null_mut(), Ordering::Relaxed);
+        if node.is_null() {
+            return;
+        }
         // SAFETY: the holder's node is alive: only its owner's release frees it.
         let n = unsafe { &*node };
         let mut next = n.next.load(Ordering::Acquire);

@@ -96,7 +96,7 @@ fn cpuset_candidates(root: &Path, memberships: &[Membership]) -> Vec<PathBuf> {
 pub fn cpuset(pid: i32) -> Result<Option<CpuSet>, ProcError> {
     let text = read_file(&task_dir(pid, None).join("cgroup"), pid, None)?;
     for path in cpuset_candidates(Path::new(CGROUP_ROOT), &parse_memberships(&text)) {
-        let Ok(list) = std::fs::read_to_string(&path) else {
+        let Ok(list) = super::read_small(&path) else {
             continue;
         };
         let list = list.trim();

@@ -39,7 +39,7 @@ fn add_line(line: &str, out: &mut NodeMemory) {
 /// [`ProcError::Parse`] when the file exceeds [`MAX_NUMA_MAPS`] or a line is too long.
 pub fn node_memory(pid: i32) -> Result<NodeMemory, ProcError> {
     let path = task_dir(pid, None).join("numa_maps");
-    let file = match std::fs::File::open(&path) {
+    let file = match topoprobe_files::open(&path, topoprobe_files::Rules::file(MAX_NUMA_MAPS)) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return if super::exists(pid) {
@@ -51,7 +51,12 @@ pub fn node_memory(pid: i32) -> Result<NodeMemory, ProcError> {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
             return Err(ProcError::Denied { path });
         }
-        Err(source) => return Err(ProcError::Io { path, source }),
+        Err(e) => {
+            return Err(ProcError::Io {
+                path,
+                source: e.into_io_without_path(),
+            })
+        }
     };
     let mut reader = BufReader::new(file.take(MAX_NUMA_MAPS + 1));
     let mut out = NodeMemory::new();

@@ -10,7 +10,9 @@
 //! are not read.
 //!
 //! The file is read whole, within the file limit; before parsing, its elements (`<`) and
-//! attributes (`=`) are counted against [`MAX_XML_ELEMENTS`] and [`MAX_XML_ATTRIBUTES`];
+//! attributes (`=`) are counted against [`MAX_XML_ELEMENTS`] and [`MAX_XML_ATTRIBUTES`],
+//! and each element's attributes against [`MAX_XML_ELEMENT_ATTRIBUTES`] (the parser's
+//! check of an element's attributes grows with the square of their count);
 //! after parsing, its nesting against [`MAX_XML_DEPTH`], and its PUs and nodes against
 //! [`MAX_CONTEXTS`] and [`MAX_NODES`]. A CPU set keeps only the file's PUs.
 
@@ -19,7 +21,10 @@ use std::path::Path;
 
 use roxmltree::{Document, Node, ParsingOptions};
 
-use crate::limits::{MAX_CONTEXTS, MAX_NODES, MAX_XML_ATTRIBUTES, MAX_XML_DEPTH, MAX_XML_ELEMENTS};
+use crate::limits::{
+    MAX_CONTEXTS, MAX_NODES, MAX_XML_ATTRIBUTES, MAX_XML_DEPTH, MAX_XML_ELEMENTS,
+    MAX_XML_ELEMENT_ATTRIBUTES,
+};
 use crate::os_view::{CacheType, OsCache, OsCpu, OsNode, OsView};
 use crate::sections::{CacheLevel, CacheSection, SharingOutcome, SharingTest};
 use crate::{ContextId, ModelError, Origin, Topology};
@@ -159,6 +164,95 @@ fn above<'a, 'input>(n: Node<'a, 'input>, kinds: &[&str]) -> Option<Node<'a, 'in
     })
 }
 
+/// Where a scan of XML text is: what the next bytes belong to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    /// Character data between tags.
+    Text,
+    /// Inside a tag, counting its attributes.
+    Tag,
+    /// Inside an attribute value of a tag, quoted by the byte given.
+    Value(u8),
+    /// Inside `<!-- ... -->`, `<? ... ?>` or `<![CDATA[ ... ]]>`, until its end.
+    Until(&'static [u8]),
+    /// Inside `<!DOCTYPE ...>` (its internal subset, `[...]`, when the flag is set).
+    Declaration(bool),
+}
+
+/// Checks, in one pass before parsing, that no element has more than
+/// [`MAX_XML_ELEMENT_ATTRIBUTES`] attributes (an `=` outside quoted values, inside a tag):
+/// the parser checks each attribute of an element against the earlier ones, in time that
+/// grows with the square of their count.
+fn check_element_attributes(text: &str, path: &Path) -> Result<(), ModelError> {
+    let bytes = text.as_bytes();
+    let mut state = Scan::Text;
+    let mut line = 1_usize;
+    let mut tag_line = 1_usize;
+    let mut attributes = 0_usize;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'\n' {
+            line += 1;
+        }
+        match state {
+            Scan::Text if b == b'<' => {
+                let rest = &bytes[i..];
+                state = if rest.starts_with(b"<!--") {
+                    Scan::Until(b"-->")
+                } else if rest.starts_with(b"<![CDATA[") {
+                    Scan::Until(b"]]>")
+                } else if rest.starts_with(b"<?") {
+                    Scan::Until(b"?>")
+                } else if rest.starts_with(b"<!") {
+                    Scan::Declaration(false)
+                } else {
+                    attributes = 0;
+                    tag_line = line;
+                    Scan::Tag
+                };
+            }
+            Scan::Text => {}
+            Scan::Tag => match b {
+                b'"' | b'\'' => state = Scan::Value(b),
+                b'>' => state = Scan::Text,
+                b'=' => {
+                    attributes += 1;
+                    if attributes > MAX_XML_ELEMENT_ATTRIBUTES {
+                        return Err(ModelError::parse(
+                            path,
+                            tag_line,
+                            format!(
+                                "an element with more than {MAX_XML_ELEMENT_ATTRIBUTES} \
+                                 attributes (the limit of docs/LIMITS.md; an hwloc object has \
+                                 about 20)"
+                            ),
+                        ));
+                    }
+                }
+                _ => {}
+            },
+            Scan::Value(q) if b == q => state = Scan::Tag,
+            Scan::Value(_) => {}
+            Scan::Until(end) => {
+                if bytes[i..].starts_with(end) {
+                    // The end's last byte is looked at no more (its first was this one).
+                    i += end.len() - 1;
+                    state = Scan::Text;
+                }
+            }
+            Scan::Declaration(false) => match b {
+                b'[' => state = Scan::Declaration(true),
+                b'>' => state = Scan::Text,
+                _ => {}
+            },
+            Scan::Declaration(true) if b == b']' => state = Scan::Declaration(false),
+            Scan::Declaration(true) => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
 /// Counts what the parser would allocate for, before parsing.
 fn check_counts(text: &str, path: &Path) -> Result<(), ModelError> {
     let elements = text.bytes().filter(|&b| b == b'<').count();
@@ -183,7 +277,7 @@ fn check_counts(text: &str, path: &Path) -> Result<(), ModelError> {
             ),
         ));
     }
-    Ok(())
+    check_element_attributes(text, path)
 }
 
 /// Reads an hwloc XML topology as the operating system's view of its machine.

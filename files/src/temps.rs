@@ -1,4 +1,4 @@
-//! The temporary files of [`write_atomic`](super::write_atomic): their names, the ones a
+//! The temporary files of [`replace`](crate::replace): their names, the ones a
 //! write has in progress (so that a signal handler can remove them), and the cleaning of
 //! the ones a dead process left behind.
 //!
