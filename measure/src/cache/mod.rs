@@ -121,17 +121,8 @@ pub enum CacheError {
     Buffer(#[from] BufferError),
 }
 
-/// How the walk's pages came out.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HugePages {
-    /// Huge pages were asked for; `fraction` of the array had them.
-    Granted {
-        /// Share of the array on huge pages, 0 to 1.
-        fraction: f64,
-    },
-    /// Huge pages were not used, and why.
-    Unavailable(String),
-}
+/// How the walk's pages came out (one verdict for every probe: [`crate::pages`]).
+pub use crate::pages::HugePages;
 
 /// The measured curves, the levels found in them and the cache section they make.
 #[derive(Debug, Clone, PartialEq)]
@@ -413,10 +404,7 @@ fn sweep(
                 },
             )?;
             buf.touch();
-            let fraction = huge.then(|| {
-                buf.huge_page_bytes()
-                    .map_or(0.0, |b| b as f64 / buf.len_bytes() as f64)
-            });
+            let fraction = huge.then(|| crate::pages::share_of(&buf).unwrap_or(0.0));
             let mut cycle = traverse::Cycle::new(buf.words_mut(), 0x5eed ^ u64::from(cpu));
             let mut out = Vec::with_capacity(sizes.len());
             for &bytes in sizes {
@@ -511,15 +499,9 @@ pub fn measure_caches(os: Option<&OsView>, opts: &CacheOptions) -> Result<CacheR
     let mut huge_curve = None;
     if want_huge && thp {
         let (curve, fraction) = planned_sweep(opts, &mut plan, 0, true, &mut notes)?;
-        let fraction = fraction.unwrap_or(0.0);
-        if fraction >= 0.5 {
-            huge_pages = HugePages::Granted { fraction };
+        huge_pages = HugePages::of_share(fraction, "array");
+        if huge_pages.granted() {
             huge_curve = Some(curve);
-        } else {
-            huge_pages = HugePages::Unavailable(format!(
-                "the kernel backed only {:.0}% of the array with huge pages",
-                fraction * 100.0
-            ));
         }
     }
     let small = if huge_curve.is_none() || plan.pages == Pages::Both {
