@@ -323,7 +323,10 @@ fn a_missing_description_says_how_to_create_it() {
     let (code, _, err) = run(dir.path(), &["show"]);
     assert_eq!(code, 0, "{err}");
     let missing = dir.path().join("machine.json");
-    assert!(err.contains(&format!("no description at {}", missing.display())), "{err}");
+    assert!(
+        err.contains(&format!("no description at {}", missing.display())),
+        "{err}"
+    );
     assert!(err.contains("`topoprobe infer` measures it"), "{err}");
 }
 

@@ -1,11 +1,11 @@
 //! The integration tests of this crate, in one test binary (one link instead of one per file).
 
-mod common;
 mod autopin;
 mod balance;
 mod bench;
 mod bench_output;
 mod cli;
+mod common;
 mod cpus;
 mod hardening;
 mod hints;

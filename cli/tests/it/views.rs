@@ -118,7 +118,12 @@ fn text_colour_and_verbose() {
 #[test]
 fn svg_without_dot_format_is_a_usage_error() {
     bin()
-        .args(["show", "--topology", &relative_data("lpdxeon2680.mct"), "--svg"])
+        .args([
+            "show",
+            "--topology",
+            &relative_data("lpdxeon2680.mct"),
+            "--svg",
+        ])
         .assert()
         .code(2);
     bin()
@@ -409,7 +414,12 @@ fn report_opens_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
     bin()
-        .args(["report", "--topology", &relative_data("lpdxeon2680.mct"), "-o"])
+        .args([
+            "report",
+            "--topology",
+            &relative_data("lpdxeon2680.mct"),
+            "-o",
+        ])
         .arg(&page)
         .assert()
         .success();
@@ -496,7 +506,12 @@ fn report_shows_the_loaded_latency_curve_in_chromium() {
     // Without the section (the page of the plain matrix) there is no plot.
     let plain = dir.path().join("plain.html");
     bin()
-        .args(["report", "--topology", &relative_data("nv-ryzen9-5950x.csv"), "-o"])
+        .args([
+            "report",
+            "--topology",
+            &relative_data("nv-ryzen9-5950x.csv"),
+            "-o",
+        ])
         .arg(&plain)
         .assert()
         .success();
@@ -516,7 +531,12 @@ fn report_of_256_contexts_fits_the_window() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
     bin()
-        .args(["report", "--topology", &relative_data("nv-2x-epyc-7742.csv"), "-o"])
+        .args([
+            "report",
+            "--topology",
+            &relative_data("nv-2x-epyc-7742.csv"),
+            "-o",
+        ])
         .arg(&page)
         .assert()
         .success();

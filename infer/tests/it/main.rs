@@ -1,7 +1,7 @@
 //! The integration tests of this crate, in one test binary (one link instead of one per file).
 
-mod common;
 mod bad_input;
+mod common;
 mod compare;
 mod corpus;
 mod hints;

@@ -1,8 +1,8 @@
 //! The integration tests of this crate, in one test binary (one link instead of one per file).
 
-mod common;
 mod budget_clock;
 mod budgets;
+mod common;
 mod deadlines;
 mod os_hints;
 mod shared_caches;
