@@ -153,6 +153,21 @@ pub fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> Memor
     }
 }
 
+/// The memory measurement's notes and warnings as the description's warnings, each
+/// once: the plan's notes that its cost record carries (what the budget left out, how the
+/// plan was made) become the description's `budget` warnings with the rest of the cost
+/// record, and are not said again here (the text view printed them twice).
+fn memory_warnings(report: &MemReport) -> Vec<Warning> {
+    let mut out: Vec<Warning> = Vec::new();
+    for n in report.notes.iter().chain(&report.warnings) {
+        if report.cost.left_out.contains(n) || out.iter().any(|w| &w.message == n) {
+            continue;
+        }
+        out.push(Warning::new("memory", n.clone()));
+    }
+    out
+}
+
 /// Finds which contexts share every data level of `section` (concurrent walks on
 /// contexts chosen from the topology, checked against the OS's `os` caches) and records
 /// it; returns each level's name and result, with a warning where the walks did not
@@ -353,11 +368,9 @@ pub fn run_within(
                 let o = mem_options(budget, plugin, ghz);
                 let report = memory::measure_memory(&shape, &o, |s| progress(Progress::Step(s)))
                     .map_err(failed(plugin))?;
-                for n in report.notes.iter().chain(&report.warnings) {
-                    topo.validation_mut()
-                        .warnings
-                        .push(Warning::new("memory", n.clone()));
-                }
+                topo.validation_mut()
+                    .warnings
+                    .extend(memory_warnings(&report));
                 topo.provenance_mut().parameters.insert(
                     "memory_working_set".into(),
                     format!(
@@ -515,6 +528,36 @@ mod tests {
             ]),
             ..OsView::default()
         }
+    }
+
+    #[test]
+    fn the_memory_notes_the_cost_record_carries_are_not_warned_twice() {
+        let plan_note = "write and copy use non-temporal stores".to_string();
+        let mut report = MemReport {
+            latency: Vec::new(),
+            bandwidth: Vec::new(),
+            local_nodes: Vec::new(),
+            notes: vec![plan_note.clone(), "socket 0: local node".into()],
+            warnings: vec!["not trustworthy: x".into(), "not trustworthy: x".into()],
+            latency_bytes: 64 << 20,
+            evicted: true,
+            bandwidth_bytes: 192 << 20,
+            non_temporal: true,
+            pairs: (1, 1),
+            cost: CostPlan::of(Budget::new(15.0, 1 << 29), Vec::new(), vec![plan_note]),
+            node_matrix: None,
+            mixes: Vec::new(),
+            saturation: Vec::new(),
+            loaded_latency: Vec::new(),
+        };
+        let said: Vec<String> = memory_warnings(&report)
+            .into_iter()
+            .map(|w| w.message)
+            .collect();
+        assert_eq!(said, ["socket 0: local node", "not trustworthy: x"]);
+        // Without a cost record to carry it, the note is a memory warning.
+        report.cost.left_out.clear();
+        assert_eq!(memory_warnings(&report).len(), 3);
     }
 
     #[test]
