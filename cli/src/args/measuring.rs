@@ -38,7 +38,9 @@ pub(crate) struct Planning {
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     pub(crate) budget: Option<f64>,
     /// Memory the measuring buffers may take at once, e.g. 1G (default: 256M for `infer`,
-    /// 512M for the other measuring commands).
+    /// 512M for the other measuring commands, 1G for `mem --full`, each grown to 3 × the
+    /// last-level cache where 5% of the memory available now allows it; the plan says how
+    /// it was chosen). It bounds an explicit --size too.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_memory: Option<u64>,
     /// Print the plan (every step with the memory, passes and seconds it will take, and
@@ -54,6 +56,29 @@ impl Planning {
             self.budget.unwrap_or(default.seconds),
             self.max_memory.unwrap_or(default.bytes),
         )
+    }
+
+    /// The budget on this machine: the given seconds and memory, each else `default`'s,
+    /// the default memory grown with the last-level cache
+    /// ([`topoprobe_machine::probes::budget_here`]); with how the memory budget was chosen.
+    pub(crate) fn budget_here(
+        &self,
+        default: topoprobe_model::Budget,
+    ) -> (topoprobe_model::Budget, String) {
+        let seconds = self.budget.unwrap_or(default.seconds);
+        match self.max_memory {
+            Some(bytes) => (
+                topoprobe_model::Budget::new(seconds, bytes),
+                format!(
+                    "memory budget {}: --max-memory",
+                    topoprobe_measure::plan::mib(bytes)
+                ),
+            ),
+            None => {
+                let (b, basis) = topoprobe_machine::probes::budget_here(default);
+                (b.with_seconds(seconds), basis)
+            }
+        }
     }
 
     /// Whether the budget was given.

@@ -10,10 +10,12 @@ use crate::progress::MeasureProgress;
 /// Runs the command.
 pub(crate) fn run(args: &ContentionArgs) -> Result<()> {
     args.report.check_for::<ContentionResult>(&[])?;
+    let (budget, basis) = args.planning.budget_here(probes::DEFAULT_BUDGET);
     let req = contention::ContentionRequest {
         size: args.size,
         topology: args.topology.clone(),
-        budget: args.planning.budget(probes::DEFAULT_BUDGET),
+        budget,
+        budget_basis: Some(basis),
     };
     if args.planning.plan {
         let plan = contention::plan(&req)?;

@@ -12,6 +12,11 @@ use crate::progress::MeasureProgress;
 /// Runs the command.
 pub(crate) fn run(args: &MemArgs) -> Result<()> {
     args.report.check_for::<MemoryResult>(&[])?;
+    let (budget, basis) = args.planning.budget_here(if args.full {
+        topoprobe_measure::memory::full_plan::FULL_BUDGET
+    } else {
+        topoprobe_measure::memory::DEFAULT_BUDGET
+    });
     let req = memory::MemRequest {
         size: args.size,
         threads: args.threads.map(|t| t as usize),
@@ -24,12 +29,9 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
             IsaArg::Portable => Isa::Portable,
         }),
         topology: args.topology.clone(),
-        budget: args.planning.budget(if args.full {
-            topoprobe_measure::memory::full_plan::FULL_BUDGET
-        } else {
-            topoprobe_measure::memory::DEFAULT_BUDGET
-        }),
+        budget,
         full: args.full,
+        budget_basis: Some(basis),
     };
     let c2c = super::mem_c2c::plan(args)?;
     if args.planning.plan {

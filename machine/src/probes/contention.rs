@@ -23,6 +23,9 @@ pub struct ContentionRequest {
     pub topology: Option<PathBuf>,
     /// Time and memory the measurement may take.
     pub budget: Budget,
+    /// How the budget was chosen, for the plan ([`super::budget_here`]; `None`: not
+    /// said).
+    pub budget_basis: Option<String>,
 }
 
 impl Default for ContentionRequest {
@@ -31,6 +34,7 @@ impl Default for ContentionRequest {
             size: None,
             topology: None,
             budget: super::DEFAULT_BUDGET,
+            budget_basis: None,
         }
     }
 }
@@ -52,6 +56,7 @@ fn planned(
         };
         plan = contention_plan_with(&topo, &opts, req.budget);
     }
+    plan.basis.clone_from(&req.budget_basis);
     Ok((topo, note, opts, plan))
 }
 

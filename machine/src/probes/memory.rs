@@ -39,6 +39,9 @@ pub struct MemRequest {
     /// Also the node × node matrices, the read/write mixes, the saturating thread counts
     /// and the loaded-latency curves (give it [`memory::full_plan::FULL_BUDGET`]).
     pub full: bool,
+    /// How the budget was chosen, for the plan ([`super::budget_here`]; `None`: not
+    /// said).
+    pub budget_basis: Option<String>,
 }
 
 impl Default for MemRequest {
@@ -53,6 +56,7 @@ impl Default for MemRequest {
             topology: None,
             budget: memory::DEFAULT_BUDGET,
             full: false,
+            budget_basis: None,
         }
     }
 }
@@ -152,7 +156,9 @@ fn prepare(
 /// measured and the result's notes say so).
 pub fn plan(req: &MemRequest) -> Result<CostPlan, MachineError> {
     let (_, shape, opts) = prepare(req, None)?;
-    Ok(plan_memory(&shape, &opts).cost())
+    let mut cost = plan_memory(&shape, &opts).cost();
+    cost.basis.clone_from(&req.budget_basis);
+    Ok(cost)
 }
 
 /// Measures memory on this machine, reporting the plan and its steps to `progress`.
@@ -173,6 +179,7 @@ pub fn measure(
         .map_err(MachineError::measuring("measuring memory"))?;
     progress(Progress::StepsDone);
     let mut r = result(&report, &opts, shape.largest_llc());
+    r.cost.basis.clone_from(&req.budget_basis);
     r.notes.extend(note);
     r.hmat = firmware_figures(&r);
     Ok(r)

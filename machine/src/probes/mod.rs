@@ -32,6 +32,22 @@ pub mod power;
 /// The budget of a measuring command by default: 15 s and 512 MiB.
 pub const DEFAULT_BUDGET: Budget = Budget::new(15.0, 512 << 20);
 
+/// The budget of a run whose default is `default` on this machine: the default memory
+/// grows with the last-level cache, within a share of the memory available now
+/// ([`topoprobe_measure::plan::scaled_memory`]); the time is kept. Returns the sentence
+/// that says how the memory budget was chosen, for the plan ([`CostPlan::basis`]).
+#[must_use]
+pub fn budget_here(default: Budget) -> (Budget, String) {
+    let llc =
+        os_view().and_then(|os| topoprobe_measure::plan::Shape::from_os(&os, &[]).largest_llc());
+    let (bytes, basis) = topoprobe_measure::plan::scaled_memory(
+        default.bytes,
+        llc,
+        topoprobe_measure::os::available_bytes(),
+    );
+    (Budget::new(default.seconds, bytes), basis)
+}
+
 /// Reports `plan` and its first step to `progress`.
 fn started(plan: &CostPlan, progress: &mut dyn FnMut(Progress<'_>)) {
     progress(Progress::Plan(plan));
