@@ -81,6 +81,41 @@ impl Planning {
         }
     }
 
+    /// The budget of a run with an explicit size (`--size`): without --max-memory, the
+    /// default memory budget grows to what the size needs (`needed`: the memory a plan
+    /// for it takes at once), and the basis says so; with --max-memory the budget stands,
+    /// and a size over it is refused by the plan with the budget that would fit.
+    ///
+    /// # Errors
+    ///
+    /// Those of `needed` (planning the size).
+    pub(crate) fn fit_size<E>(
+        &self,
+        (budget, basis): (topoprobe_model::Budget, String),
+        option: &str,
+        size: Option<u64>,
+        needed: impl FnOnce(topoprobe_model::Budget) -> Result<u64, E>,
+    ) -> Result<(topoprobe_model::Budget, String), E> {
+        let Some(size) = size.filter(|_| self.max_memory.is_none()) else {
+            return Ok((budget, basis));
+        };
+        // Planned without a memory bound: what the size takes.
+        let need = needed(topoprobe_model::Budget::new(budget.seconds, u64::MAX / 4))?;
+        if need <= budget.bytes {
+            return Ok((budget, basis));
+        }
+        let text = topoprobe_model::size_text;
+        Ok((
+            topoprobe_model::Budget::new(budget.seconds, need),
+            format!(
+                "memory budget {}: what {option} {} needs at once (the default would be {})",
+                text(need),
+                text(size),
+                text(budget.bytes)
+            ),
+        ))
+    }
+
     /// Whether the budget was given.
     pub(crate) fn given(&self) -> bool {
         self.budget.is_some() || self.max_memory.is_some()

@@ -17,7 +17,7 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
     } else {
         topoprobe_measure::memory::DEFAULT_BUDGET
     });
-    let req = memory::MemRequest {
+    let mut req = memory::MemRequest {
         size: args.size,
         threads: args.threads.map(|t| t as usize),
         all_contexts: args.all,
@@ -31,8 +31,20 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
         topology: args.topology.clone(),
         budget,
         full: args.full,
-        budget_basis: Some(basis),
+        budget_basis: None,
     };
+    // An explicit --size is planned within the budget: the default grows to what it needs.
+    let (budget, basis) = args
+        .planning
+        .fit_size((budget, basis), "--size", args.size, |b| {
+            memory::plan(&memory::MemRequest {
+                budget: b,
+                ..req.clone()
+            })
+            .map(|p| topoprobe_machine::probes::memory_needed(&p))
+        })?;
+    req.budget = budget;
+    req.budget_basis = Some(basis);
     let c2c = super::mem_c2c::plan(args)?;
     if args.planning.plan {
         let mut plan = memory::plan(&req)?;

@@ -6,8 +6,8 @@
 //! loaded, so that it is reported even where no description exists yet.
 //!
 //! The topology comes from `--topology FILE`, or else from this machine's description
-//! (`topoprobe infer` writes it); without one the command says to run `topoprobe infer`
-//! rather than guessing the sockets from the OS.
+//! (`topoprobe infer` writes it); without one the command measures the sockets of the
+//! OS's view and says so in a note, as `mem`, `cache --shared` and `contention` do.
 
 use std::time::Duration;
 

@@ -57,6 +57,7 @@ fn planned(
         plan = contention_plan_with(&topo, &opts, req.budget);
     }
     plan.basis.clone_from(&req.budget_basis);
+    super::size_within_budget(&plan, "--size", req.size)?;
     Ok((topo, note, opts, plan))
 }
 
@@ -64,7 +65,8 @@ fn planned(
 ///
 /// # Errors
 ///
-/// The errors of loading the topology ([`crate::load::topology_or_os`]).
+/// The errors of loading the topology ([`crate::load::topology_or_os`]);
+/// [`MachineError::OverBudget`] for a `size` whose plan needs more than the memory budget.
 pub fn plan(req: &ContentionRequest) -> Result<CostPlan, MachineError> {
     planned(req).map(|(_, _, _, plan)| plan)
 }

@@ -151,13 +151,15 @@ fn prepare(
 /// # Errors
 ///
 /// [`MachineError::Request`] for a working set below [`memory::MIN_SIZE`] or above the
-/// memory available now, or more threads than a socket has; the errors of loading the
+/// memory available now, or more threads than a socket has; [`MachineError::OverBudget`]
+/// for a working set whose plan needs more than the memory budget; the errors of loading the
 /// topology ([`crate::load::topology_or_os`]: without a description, the OS's view is
 /// measured and the result's notes say so).
 pub fn plan(req: &MemRequest) -> Result<CostPlan, MachineError> {
     let (_, shape, opts) = prepare(req, None)?;
     let mut cost = plan_memory(&shape, &opts).cost();
     cost.basis.clone_from(&req.budget_basis);
+    super::size_within_budget(&cost, "--size", req.size)?;
     Ok(cost)
 }
 
@@ -174,6 +176,7 @@ pub fn measure(
     let (note, shape, mut opts) = prepare(req, None)?;
     opts.ghz = Timer::calibrate().cycle_ghz();
     let mut plan: MemPlan = plan_memory(&shape, &opts);
+    super::size_within_budget(&plan.cost(), "--size", req.size)?;
     progress(Progress::Plan(&plan.cost()));
     let report = memory::run_plan(&shape, &mut plan, &opts, |s| progress(Progress::Step(s)))
         .map_err(MachineError::measuring("measuring memory"))?;

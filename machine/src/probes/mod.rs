@@ -48,6 +48,49 @@ pub fn budget_here(default: Budget) -> (Budget, String) {
     (Budget::new(default.seconds, bytes), basis)
 }
 
+/// The memory a plan needs at once: its largest step's buffers and the process besides
+/// ([`topoprobe_measure::plan::PROCESS_BYTES`]), in whole MiB: the memory budget that would
+/// fit it.
+#[must_use]
+pub fn memory_needed(plan: &CostPlan) -> u64 {
+    let mib = topoprobe_measure::plan::MIB;
+    plan.peak_bytes()
+        .saturating_add(topoprobe_measure::plan::PROCESS_BYTES)
+        .div_ceil(mib)
+        .saturating_mul(mib)
+}
+
+/// Checks that a plan made for a size the user gave (`option` `size`, `--size 1G`) keeps
+/// within its memory budget: an explicit size is bounded by the budget as a planned one
+/// is, and refused with the budget that would fit.
+///
+/// # Errors
+///
+/// [`MachineError::OverBudget`] (a usage error) naming the size, what it needs and the
+/// `--max-memory` that would fit.
+pub fn size_within_budget(
+    plan: &CostPlan,
+    option: &str,
+    size: Option<u64>,
+) -> Result<(), MachineError> {
+    let Some(size) = size else {
+        return Ok(());
+    };
+    let need = memory_needed(plan);
+    if need <= plan.budget.bytes {
+        return Ok(());
+    }
+    let text = topoprobe_measure::cache::check::size_text;
+    Err(MachineError::OverBudget(format!(
+        "{option} {} needs {} of memory at once (its largest step's buffers and the process), \
+         over the {} memory budget: give --max-memory {}M or more, or a smaller {option}",
+        text(size),
+        text(need),
+        text(plan.budget.bytes),
+        need >> 20
+    )))
+}
+
 /// Reports `plan` and its first step to `progress`.
 fn started(plan: &CostPlan, progress: &mut dyn FnMut(Progress<'_>)) {
     progress(Progress::Plan(plan));
