@@ -272,8 +272,9 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
         d.groups[g].cores = cores;
         d.groups[g].contexts = contexts;
     }
-    // Latency summaries between direct members.
-    let sym = d.latency.raw.symmetrized();
+    // Latency summaries between direct members, both directions of a pair taken together
+    // (read in place: no symmetric copy of an N² table).
+    let sym = &d.latency.raw;
     for g in 0..n_groups {
         let sets = member_contexts(d, &d.groups[g].members);
         d.groups[g].latency = LatencySummary::of(between_sets(&sym, &sets));
@@ -359,7 +360,7 @@ fn between_sets(sym: &LatencyMatrix, sets: &[Vec<ContextId>]) -> Vec<f64> {
         for j in i + 1..sets.len() {
             for a in &sets[i] {
                 for b in &sets[j] {
-                    if let Some(v) = sym.get(a.0, b.0) {
+                    if let Some(v) = sym.between(a.0, b.0) {
                         out.push(v);
                     }
                 }

@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod common;
+mod compact_tables;
 mod compare;
 mod corpus;
 mod hints;
