@@ -277,11 +277,11 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     let sym = &d.latency.raw;
     for g in 0..n_groups {
         let sets = member_contexts(d, &d.groups[g].members);
-        d.groups[g].latency = LatencySummary::of(between_sets(&sym, &sets));
+        d.groups[g].latency = LatencySummary::of(between_sets(sym, &sets));
     }
     for s in 0..d.sockets.len() {
         let sets = member_contexts(d, &d.sockets[s].members);
-        d.sockets[s].latency = LatencySummary::of(between_sets(&sym, &sets));
+        d.sockets[s].latency = LatencySummary::of(between_sets(sym, &sets));
     }
     // Interconnects.
     let cross_levels: Vec<usize> = d
@@ -294,7 +294,7 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     for a in 0..d.sockets.len() {
         for b in a + 1..d.sockets.len() {
             let sets = vec![d.sockets[a].contexts.clone(), d.sockets[b].contexts.clone()];
-            if let Some(lat) = LatencySummary::of(between_sets(&sym, &sets)) {
+            if let Some(lat) = LatencySummary::of(between_sets(sym, &sets)) {
                 let level = nearest_level(d, lat.median);
                 let hops = cross_levels
                     .iter()
