@@ -10,6 +10,12 @@
 //! the vCPUs, the chase waited for its CPU ([`WAIT_SHARE`]), or the loaders' bandwidth fell
 //! at a shorter delay ([`BANDWIDTH_FALL`]), the curve is flagged as not trustworthy.
 //!
+//! No point is timed before every loader has touched its buffer ([`sweep_with`]): a loader
+//! still faulting in fresh memory reads nothing, and a curve timed meanwhile reads 0 GB/s
+//! at the idle latency. Each loader counts its own bytes: a point at which one read nothing
+//! is said, and a curve whose loaders read nothing is marked unavailable
+//! ([`empty_load`]); [`super::plausible`] checks the curve against the run's other figures.
+//!
 //! The chase defeats the prefetchers by its random order (they cannot be turned off
 //! without root); the loaders stream sequentially, so the prefetchers help them as they
 //! help any streaming program.
