@@ -458,10 +458,11 @@ pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Resul
     Ok(())
 }
 
-/// Relative difference below which two figures are the same: a description's figures keep
-/// 10 significant digits (`format::rounding`), and a median of rounded figures may differ
-/// from the rounded median by as much again.
-const ROUNDING_TOLERANCE: f64 = 1e-8;
+/// Relative difference below which two figures are the same: the latency summaries are
+/// derived from tables that keep 5 significant digits (`crate::matrix::TABLE_DIGITS`, a
+/// relative 5·10⁻⁵ at most), and a description written when tables kept 10 digits holds
+/// summaries of the longer figures: twice the tables' resolution covers both.
+const ROUNDING_TOLERANCE: f64 = 1e-4;
 
 /// Whether two figures agree to the precision a description keeps.
 fn same_figure(a: f64, b: f64) -> bool {
