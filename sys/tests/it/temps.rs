@@ -40,7 +40,7 @@ fn a_signal_during_a_write_removes_the_temporary_file() {
         let mut c = Command::new(std::env::current_exe().expect("test binary"))
             .args([
                 "--exact",
-                "a_signal_during_a_write_removes_the_temporary_file",
+                "temps::a_signal_during_a_write_removes_the_temporary_file",
                 "--nocapture",
                 "--test-threads=1",
             ])
