@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use topoprobe_infer::{infer, load_topology};
+use topoprobe_infer::load_topology;
 use topoprobe_machine::stamp;
 use topoprobe_model::format::csv;
 use topoprobe_model::{Source, Topology};
@@ -59,7 +59,8 @@ pub(crate) fn infer_matrix_file(path: &Path, hints: &Hints) -> Result<Topology> 
     opts.source = Source::Matrix {
         path: path.display().to_string(),
     };
-    crate::progress::while_inferring(m.len(), || infer(&m, &opts))
+    let n = m.len();
+    crate::progress::while_inferring(n, || topoprobe_infer::infer_owned(m, &opts))
         .with_context(|| format!("inferring the topology of {}", path.display()))
 }
 

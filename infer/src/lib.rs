@@ -86,6 +86,24 @@ pub use options::{InferOptions, OsEvidence, SharedCache, DEFAULT_GHZ};
 /// option is out of range. A zero latency is below the resolution of the timer: it is read
 /// as one timer step, with a warning.
 pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, InferError> {
+    infer_table(std::borrow::Cow::Borrowed(matrix), opts)
+}
+
+/// [`infer`] of a matrix the caller gives up: it becomes the description's raw latency
+/// table as it is, without a copy (an N² table of 4096 contexts is 64 MiB).
+///
+/// # Errors
+///
+/// As [`infer`].
+pub fn infer_owned(matrix: LatencyMatrix, opts: &InferOptions) -> Result<Topology, InferError> {
+    infer_table(std::borrow::Cow::Owned(matrix), opts)
+}
+
+/// [`infer`] of a borrowed or owned matrix.
+fn infer_table(
+    matrix: std::borrow::Cow<'_, LatencyMatrix>,
+    opts: &InferOptions,
+) -> Result<Topology, InferError> {
     let n = matrix.len();
     if let Some(s) = opts.sockets {
         if s == 0 || s > n {
@@ -115,7 +133,7 @@ pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, In
     };
     let mut clock = std::time::Instant::now();
     timing::stage("start", &mut clock);
-    let table = table::Table::new(matrix)?;
+    let table = table::Table::new(&matrix)?;
     timing::stage("table", &mut clock);
     let (t, mut a, outliers) = pipeline::analyse_robustly(table, opts);
 
@@ -146,7 +164,7 @@ pub fn infer(matrix: &LatencyMatrix, opts: &InferOptions) -> Result<Topology, In
         provenance.parameters.insert("ghz".into(), g.to_string());
     }
     b.levels(levels)
-        .latencies(matrix.clone(), normalized)
+        .latencies(matrix.into_owned(), normalized)
         .machine(opts.machine.clone())
         .provenance(provenance)
         .origins(a.roles.socket.origin, a.roles.smt.origin);

@@ -64,8 +64,8 @@ impl Table {
         }
         let mut largest: f64 = 0.0;
         for a in 0..n {
-            for (b, v) in m.row(a).iter().enumerate() {
-                if let Some(v) = *v {
+            for (b, v) in m.row(a).enumerate() {
+                if let Some(v) = v {
                     if !v.is_finite() || !(0.0..=MAX_LATENCY).contains(&v) {
                         return Err(InferError::BadValue { a, b, value: v });
                     }
@@ -91,7 +91,7 @@ impl Table {
             for tb in (ta..n).step_by(TILE) {
                 for a in ta..(ta + TILE).min(n) {
                     for b in tb.max(a + 1)..(tb + TILE).min(n) {
-                        let v = match (read(m.row(a)[b]), read(m.row(b)[a])) {
+                        let v = match (read(m.get(a, b)), read(m.get(b, a))) {
                             (Some(x), Some(y)) => {
                                 let mean = (x + y) / 2.0;
                                 if mean > 0.0 {

@@ -57,6 +57,9 @@ pub struct MeasureOptions {
     /// view and planning are spent from the budget, as the user's wall clock counts them
     /// (`None`: when [`measure_this_machine`] is called).
     pub started: Option<Instant>,
+    /// How the budget was chosen, for the plan (`memory budget …: 3 × the last-level
+    /// cache …`, see [`crate::probes::budget_here`]); `None`: not said.
+    pub budget_basis: Option<String>,
 }
 
 impl Default for MeasureOptions {
@@ -72,6 +75,7 @@ impl Default for MeasureOptions {
             watch_stability: None,
             budget: None,
             started: None,
+            budget_basis: None,
         }
     }
 }
@@ -522,6 +526,7 @@ fn spent_cost(
     plugins: Vec<CostPlan>,
 ) -> CostPlan {
     let mut cost = CostPlan::new(plan.budget);
+    cost.basis.clone_from(&plan.cost.basis);
     for step in &plan.cost.steps {
         if let Some((_, s, peak)) = spent.iter().find(|(p, _, _)| *p == step.probe) {
             let mut step = step.clone();
@@ -642,7 +647,7 @@ pub fn plan_this_machine(
     watch: bool,
 ) -> Result<MeasurePlan, MachineError> {
     let shape = shape_of_this_machine(cpus, os);
-    planning::plan_measurement(
+    let mut plan = planning::plan_measurement(
         &shape,
         os,
         &plugins::in_order(&opts.plugins),
@@ -650,7 +655,9 @@ pub fn plan_this_machine(
         opts.repetitions,
         opts.budget(),
         watch,
-    )
+    )?;
+    plan.cost.basis.clone_from(&opts.budget_basis);
+    Ok(plan)
 }
 
 /// The plan of [`measure_this_machine`] with `opts`, without measuring anything (a dry

@@ -16,6 +16,7 @@
 //! - [`power`]: RAPL power under libmctop's load states (powercap or the perf `power` PMU);
 //!   [`power::measure_power`] gives the description's power section, or says why power is
 //!   unavailable.
+//! - [`pages`]: whether the huge pages a probe asked for were granted (`/proc/self/smaps`).
 //! - [`os`]: the operating system's view of the machine (sysfs), with a configurable root.
 //!
 //! Pinning, CPU sets and node-bound buffers come from `topoprobe-sys`; the `unsafe` code
@@ -26,6 +27,7 @@ pub mod cache;
 pub mod contention;
 pub mod memory;
 pub mod os;
+pub mod pages;
 pub mod pair;
 pub mod plan;
 pub mod power;

@@ -221,6 +221,93 @@ impl Rates {
 /// kept out of the memory budget of the buffers.
 pub const PROCESS_BYTES: u64 = 24 * MIB;
 
+/// A default memory budget grows to this many times the machine's largest last-level
+/// cache (a socket's, every instance added up), plus [`PROCESS_BYTES`]: the cache walk
+/// passes twice the cache and the bandwidth working sets reach several of it.
+pub const LLC_BUDGET_FACTOR: u64 = 3;
+/// A default memory budget never grows past this share of the memory available now
+/// (`MemAvailable`).
+pub const AVAILABLE_SHARE: f64 = 0.05;
+
+/// The default memory budget of `default` bytes scaled to a machine whose largest
+/// last-level cache is `llc` and which has `available` bytes available now:
+/// [`LLC_BUDGET_FACTOR`] × `llc` (plus [`PROCESS_BYTES`]), within [`AVAILABLE_SHARE`] of
+/// `available`, never below `default` (nor above it when the available memory is not
+/// known); with the sentence that says how it was chosen, for the plan.
+#[must_use]
+pub fn scaled_memory(default: u64, llc: Option<u64>, available: Option<u64>) -> (u64, String) {
+    let Some(llc) = llc.filter(|&l| l > 0) else {
+        return (
+            default,
+            format!(
+                "memory budget {}: the default (the OS lists no last-level cache to scale it by)",
+                mib(default)
+            ),
+        );
+    };
+    let want = llc
+        .saturating_mul(LLC_BUDGET_FACTOR)
+        .saturating_add(PROCESS_BYTES)
+        .div_ceil(MIB)
+        .saturating_mul(MIB);
+    let factor = format!("{LLC_BUDGET_FACTOR} × the {} last-level cache", mib(llc));
+    if want <= default {
+        return (
+            default,
+            format!(
+                "memory budget {}: the default, more than {factor} needs",
+                mib(default)
+            ),
+        );
+    }
+    let Some(available) = available else {
+        return (
+            default,
+            format!(
+                "memory budget {}: the default ({factor} would need {}, and the memory available \
+                 now is not known)",
+                mib(default),
+                mib(want)
+            ),
+        );
+    };
+    let share = format!(
+        "{:.0}% of the {} available now",
+        AVAILABLE_SHARE * 100.0,
+        mib(available)
+    );
+    let cap = ((available as f64 * AVAILABLE_SHARE) as u64) / MIB * MIB;
+    if want <= cap {
+        (
+            want,
+            format!(
+                "memory budget {}: {factor} and the process's {}, within {share} (default {})",
+                mib(want),
+                mib(PROCESS_BYTES),
+                mib(default)
+            ),
+        )
+    } else if cap > default {
+        (
+            cap,
+            format!(
+                "memory budget {}: {share}; {factor} would need {}",
+                mib(cap),
+                mib(want)
+            ),
+        )
+    } else {
+        (
+            default,
+            format!(
+                "memory budget {}: the default; {factor} would need {}, more than {share}",
+                mib(default),
+                mib(want)
+            ),
+        )
+    }
+}
+
 /// Whole MiB of `bytes`, for messages.
 #[must_use]
 pub fn mib(bytes: u64) -> String {
@@ -248,5 +335,33 @@ mod tests {
         assert_eq!(r.access_ns(2 * MIB, &[32 << 10, MIB]), r.memory_ns);
         assert_eq!(mib(1536 * MIB), "1536 MiB");
         assert_eq!(mib(2 * GIB), "2 GiB");
+    }
+
+    #[test]
+    fn a_default_memory_budget_scales_with_the_last_level_cache_within_free_memory() {
+        let default = 256 * MIB;
+        // A 32 MiB L3 needs less than the default: the default stays.
+        let (b, why) = scaled_memory(default, Some(32 * MIB), Some(20 * GIB));
+        assert_eq!(b, default);
+        assert!(
+            why.contains("the default, more than 3 × the 32 MiB"),
+            "{why}"
+        );
+        // A 480 MiB L3 with plenty of memory: three of it and the process.
+        let (b, why) = scaled_memory(default, Some(480 * MIB), Some(64 * GIB));
+        assert_eq!(b, 3 * 480 * MIB + PROCESS_BYTES);
+        assert!(
+            why.starts_with("memory budget 1464 MiB: 3 × the 480 MiB last-level cache"),
+            "{why}"
+        );
+        // Little memory available: 5% of it, never below the default.
+        let (b, why) = scaled_memory(default, Some(480 * MIB), Some(16 * GIB));
+        assert_eq!(b, 16 * GIB / 20 / MIB * MIB);
+        assert!(why.contains("5% of the 16 GiB available now"), "{why}");
+        let (b, _) = scaled_memory(default, Some(480 * MIB), Some(2 * GIB));
+        assert_eq!(b, default);
+        // Unknown: the default.
+        assert_eq!(scaled_memory(default, None, Some(64 * GIB)).0, default);
+        assert_eq!(scaled_memory(default, Some(GIB), None).0, default);
     }
 }

@@ -71,8 +71,10 @@ pub(crate) fn nodes_at_most<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 
 /// One row of a matrix: at most `limit` entries, read into `values`.
 struct Row<'a> {
-    values: &'a mut Vec<Option<f64>>,
+    values: &'a mut Vec<f32>,
     limit: usize,
+    /// The row's index, for messages.
+    index: usize,
 }
 
 impl<'de> de::DeserializeSeed<'de> for Row<'_> {
@@ -100,7 +102,18 @@ impl<'de> Visitor<'de> for Row<'_> {
                     self.limit
                 )));
             }
-            self.values.push(v);
+            // Stored compactly as it is read (NaN: missing); a value past the largest
+            // latency (which an `f32` may not even hold) is refused here with its place,
+            // the others by `LatencyMatrix::from_stored`.
+            if let Some(x) = v.filter(|x| x.abs() > crate::format::csv::MAX_LATENCY) {
+                return Err(de::Error::custom(format!(
+                    "latency table entry [{}][{count}] is {x:e}: a latency is finite, 0 to {:e}",
+                    self.index,
+                    crate::format::csv::MAX_LATENCY
+                )));
+            }
+            #[allow(clippy::cast_possible_truncation)]
+            self.values.push(v.map_or(f32::NAN, |x| x as f32));
             count += 1;
         }
         Ok(count)
@@ -110,8 +123,8 @@ impl<'de> Visitor<'de> for Row<'_> {
 /// Makes room in `values` for one more row of `n` entries: doubling, so that reading
 /// costs linear time, but never past the whole table of `n`² entries, nor before a row
 /// has come (the first row of 4096 entries of a 30 KB file once reserved the 268 MB of
-/// a whole table).
-fn grow_for_row(values: &mut Vec<Option<f64>>, n: usize) {
+/// a whole table, when entries took 16 bytes).
+fn grow_for_row(values: &mut Vec<f32>, n: usize) {
     if values.capacity() - values.len() < n {
         let want = values
             .len()
@@ -133,7 +146,7 @@ impl<'de> Visitor<'de> for Rows {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<LatencyMatrix, A::Error> {
-        let mut values: Vec<Option<f64>> = Vec::new();
+        let mut values: Vec<f32> = Vec::new();
         // The first row sets the size; the others must match it.
         let mut n: Option<usize> = None;
         let mut rows = 0_usize;
@@ -154,6 +167,7 @@ impl<'de> Visitor<'de> for Rows {
             let Some(found) = seq.next_element_seed(Row {
                 values: &mut values,
                 limit,
+                index: rows,
             })?
             else {
                 break;
@@ -175,7 +189,7 @@ impl<'de> Visitor<'de> for Rows {
                 "{rows} rows in a matrix of {n} columns (it must be square)"
             )));
         }
-        LatencyMatrix::from_flat(n, values).map_err(de::Error::custom)
+        LatencyMatrix::from_stored(n, values).map_err(de::Error::custom)
     }
 }
 

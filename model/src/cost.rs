@@ -129,6 +129,10 @@ pub struct CostPlan {
     /// one per distance class`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// How the budget was chosen, when it was not simply given (`memory budget 1464 MiB:
+    /// 3 × the 480 MiB last-level cache …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basis: Option<String>,
 }
 
 impl CostPlan {
@@ -139,6 +143,7 @@ impl CostPlan {
             budget,
             steps: Vec::new(),
             left_out: Vec::new(),
+            basis: None,
         }
     }
 
@@ -150,6 +155,7 @@ impl CostPlan {
             budget,
             steps,
             left_out,
+            basis: None,
         }
     }
 

@@ -31,9 +31,8 @@ pub(crate) fn derive(d: &mut TopologyData) -> Result<(), ModelError> {
     assign_parents(d)?;
     walk_sockets(d)?;
     fill_groups(d);
-    let sym = d.latency.raw.symmetrized();
-    summarize_latencies(d, &sym);
-    d.interconnects = interconnects(d, &sym);
+    summarize_latencies(d);
+    d.interconnects = interconnects(d);
     assign_local_nodes(d)?;
     d.facts.sockets.value = d.sockets.len();
     d.facts.smt.value = d.cores.iter().any(|c| c.contexts.len() > 1);
@@ -340,9 +339,10 @@ fn fill_groups(d: &mut TopologyData) {
     }
 }
 
-/// Latency summaries of groups and sockets, between their direct members (`sym`: the
-/// symmetrized raw latencies).
-fn summarize_latencies(d: &mut TopologyData, sym: &LatencyMatrix) {
+/// Latency summaries of groups and sockets, between their direct members, both directions
+/// of a pair taken together (read in place: no symmetric copy of an N² table).
+fn summarize_latencies(d: &mut TopologyData) {
+    let sym = &d.latency.raw;
     for g in 0..d.groups.len() {
         let sets = member_contexts(d, &d.groups[g].members);
         d.groups[g].latency = LatencySummary::of(between_sets(sym, &sets));
@@ -355,7 +355,8 @@ fn summarize_latencies(d: &mut TopologyData, sym: &LatencyMatrix) {
 
 /// The interconnects between every two sockets with a latency between them: its level is
 /// the nearest, its hops that level's rank among the cross-socket levels (1 if none).
-fn interconnects(d: &TopologyData, sym: &LatencyMatrix) -> Vec<Interconnect> {
+fn interconnects(d: &TopologyData) -> Vec<Interconnect> {
+    let sym = &d.latency.raw;
     let cross_levels: Vec<usize> = d
         .levels
         .iter()
@@ -435,7 +436,7 @@ fn between_sets(sym: &LatencyMatrix, sets: &[Vec<ContextId>]) -> Vec<f64> {
         for j in i + 1..sets.len() {
             for a in &sets[i] {
                 for b in &sets[j] {
-                    if let Some(v) = sym.get(a.0, b.0) {
+                    if let Some(v) = sym.between(a.0, b.0) {
                         out.push(v);
                     }
                 }
@@ -533,10 +534,11 @@ pub(crate) fn check_same(stored: &TopologyData, derived: &TopologyData) -> Resul
     Ok(())
 }
 
-/// Relative difference below which two figures are the same: a description's figures keep
-/// 10 significant digits (`format::rounding`), and a median of rounded figures may differ
-/// from the rounded median by as much again.
-const ROUNDING_TOLERANCE: f64 = 1e-8;
+/// Relative difference below which two figures are the same: the latency summaries are
+/// derived from tables that keep 5 significant digits (`crate::matrix::TABLE_DIGITS`, a
+/// relative 5·10⁻⁵ at most), and a description written when tables kept 10 digits holds
+/// summaries of the longer figures: twice the tables' resolution covers both.
+const ROUNDING_TOLERANCE: f64 = 1e-4;
 
 /// Whether two figures agree to the precision a description keeps.
 fn same_figure(a: f64, b: f64) -> bool {

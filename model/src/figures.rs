@@ -60,8 +60,8 @@ pub(crate) fn check(d: &TopologyData) -> Result<(), ModelError> {
     latencies("normalized", &tables.normalized)?;
     if let Some(spread) = &tables.spread {
         for a in 0..spread.len() {
-            for (b, v) in spread.row(a).iter().enumerate() {
-                if let Some(v) = *v {
+            for (b, v) in spread.row(a).enumerate() {
+                if let Some(v) = v {
                     if !v.is_finite() || v < 0.0 {
                         return Err(bad(format!(
                             "latency.spread[{a}][{b}] is {}: a spread is a finite, non-negative fraction",
@@ -117,8 +117,8 @@ fn summary(what: &str, s: &LatencySummary, pairs: usize) -> Result<(), ModelErro
 
 fn latencies(name: &str, m: &LatencyMatrix) -> Result<(), ModelError> {
     for a in 0..m.len() {
-        for (b, v) in m.row(a).iter().enumerate() {
-            if let Some(v) = *v {
+        for (b, v) in m.row(a).enumerate() {
+            if let Some(v) = v {
                 if !latency_ok(v) {
                     return Err(bad(format!(
                         "latency.{name}[{a}][{b}] is {}: a latency is finite, 0 to {MAX_LATENCY:e}",

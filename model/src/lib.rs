@@ -56,7 +56,9 @@ pub use components::{
 pub use cost::{seconds_text, Budget, CostPlan, CostStep};
 pub use error::ModelError;
 pub use ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
-pub use matrix::{median_sorted, LatencyMatrix, LatencySummary, MatrixShapeError};
+pub use matrix::{
+    median_sorted, round_significant, LatencyMatrix, LatencySummary, MatrixShapeError, TABLE_DIGITS,
+};
 pub use meta::{
     Fact, Facts, LevelConfidence, Machine, Origin, OsDifference, Provenance, Source,
     StructureLevel, Unresolved, Validation, Warning,

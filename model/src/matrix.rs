@@ -1,20 +1,101 @@
-//! Square tables of pairwise latencies, with missing entries.
+//! Square tables of pairwise latencies, with missing entries, held compactly: one `f32`
+//! per entry (4 bytes, where `Option<f64>` took 16), NaN for a missing one.
+//!
+//! **Resolution.** An entry keeps [`TABLE_DIGITS`] (5) significant decimal digits, a
+//! relative 10⁻⁵: a hundred times finer than the 0.1% spread of repeated measurements
+//! (integers up to 2²⁴ are kept exactly). A value written with up to 5 significant
+//! digits (`21.3`, `123.45`) reads back exactly as written, a longer one is rounded
+//! (`123.456` is `123.46`). The table holds what a description file writes (one row per
+//! line, each entry with the same digits), so that what a reader derives from the tables
+//! is what the writer derived, and the tables of 4096 contexts stay within the 256 MiB a
+//! reader accepts.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// Significant decimal digits a table entry keeps, and a description file writes (an
+/// `f32` holds 7.2, so the decimal is recovered exactly).
+pub const TABLE_DIGITS: i32 = 5;
+
+/// Powers of ten, for rounding to significant digits without `powi`.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// `x` rounded to `digits` significant decimal digits (never past what an `f64` resolves;
+/// non-finite values, and integers up to 2²⁴, which an `f32` holds exactly, unchanged).
+#[must_use]
+pub fn round_significant(x: f64, digits: i32) -> f64 {
+    if !x.is_finite() || x == 0.0 || (x.fract() == 0.0 && x.abs() <= 16_777_216.0) {
+        return x;
+    }
+    let e = x.abs().log10().floor() as i32;
+    let k = digits - 1 - e;
+    if k >= 0 {
+        match POW10.get(k as usize) {
+            Some(&p) => (x * p).round() / p,
+            None => x,
+        }
+    } else {
+        match POW10.get((-k) as usize) {
+            Some(&p) => (x / p).round() * p,
+            None => x,
+        }
+    }
+}
+
+/// A stored entry as the value it stands for: the `f32` widened to the decimal of
+/// [`TABLE_DIGITS`] significant digits it holds (`21.3f32` is `21.3`, not
+/// `21.299999237060547`); `None` for NaN (missing).
+#[inline]
+fn widen(v: f32) -> Option<f64> {
+    if v.is_nan() {
+        None
+    } else {
+        Some(round_significant(f64::from(v), TABLE_DIGITS))
+    }
+}
+
+/// A value as stored: `None` as NaN; a given NaN (not a latency, never a missing one) as
+/// −∞, which checks refuse as they refuse any negative value.
+#[inline]
+#[allow(clippy::cast_possible_truncation)]
+fn narrow(v: Option<f64>) -> f32 {
+    v.map_or(f32::NAN, |x| {
+        if x.is_nan() {
+            f32::NEG_INFINITY
+        } else {
+            x as f32
+        }
+    })
+}
 
 /// A square table of latencies between hardware contexts, row-major.
 ///
 /// Entry `(a, b)` is the latency measured from context `a` to context `b`; `None` marks
 /// a missing measurement (the diagonal is always `None`). A matrix read from a directed
-/// measurement need not be symmetric; [`LatencyMatrix::symmetrized`] makes it so.
+/// measurement need not be symmetric; [`LatencyMatrix::symmetrized`] makes it so. Entries
+/// are held as `f32` with [`TABLE_DIGITS`] significant digits (the module says why).
 ///
 /// Read from JSON, the limits of `docs/LIMITS.md` are checked row by row, before the
 /// table grows past them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(into = "Vec<Vec<Option<f64>>>")]
+#[derive(Debug, Clone)]
 pub struct LatencyMatrix {
     n: usize,
-    values: Vec<Option<f64>>,
+    values: Vec<f32>,
+}
+
+impl PartialEq for LatencyMatrix {
+    /// Equal when of the same size with the same entries (at [`TABLE_DIGITS`] significant
+    /// digits), missing where the other's are.
+    fn eq(&self, other: &Self) -> bool {
+        self.n == other.n
+            && self
+                .values
+                .iter()
+                .zip(&other.values)
+                .all(|(&a, &b)| a.to_bits() == b.to_bits() || widen(a) == widen(b))
+    }
 }
 
 /// Why a list of rows is not a valid latency matrix.
@@ -42,13 +123,23 @@ pub enum MatrixShapeError {
     },
 }
 
+/// A value of a table as given: finite and not negative.
+fn check(row: usize, col: usize, v: Option<f64>) -> Result<(), MatrixShapeError> {
+    match v {
+        Some(x) if !x.is_finite() || x < 0.0 => {
+            Err(MatrixShapeError::BadValue { row, col, value: x })
+        }
+        _ => Ok(()),
+    }
+}
+
 impl LatencyMatrix {
     /// An `n`×`n` matrix with every entry missing.
     #[must_use]
     pub fn empty(n: usize) -> Self {
         Self {
             n,
-            values: vec![None; n * n],
+            values: vec![f32::NAN; n * n],
         }
     }
 
@@ -59,7 +150,7 @@ impl LatencyMatrix {
         let mut values = Vec::with_capacity(n * n);
         for a in 0..n {
             for b in 0..n {
-                values.push(if a == b { None } else { f(a, b) });
+                values.push(if a == b { f32::NAN } else { narrow(f(a, b)) });
             }
         }
         Self { n, values }
@@ -84,15 +175,11 @@ impl LatencyMatrix {
             }
             for (col, v) in r.into_iter().enumerate() {
                 if row == col {
-                    values.push(None);
+                    values.push(f32::NAN);
                     continue;
                 }
-                if let Some(x) = v {
-                    if !x.is_finite() || x < 0.0 {
-                        return Err(MatrixShapeError::BadValue { row, col, value: x });
-                    }
-                }
-                values.push(v);
+                check(row, col, v)?;
+                values.push(narrow(v));
             }
         }
         Ok(Self { n, values })
@@ -104,7 +191,34 @@ impl LatencyMatrix {
     ///
     /// [`MatrixShapeError::NotSquare`] when there are not `n`² entries;
     /// [`MatrixShapeError::BadValue`] for a NaN, infinite or negative value.
-    pub fn from_flat(n: usize, mut values: Vec<Option<f64>>) -> Result<Self, MatrixShapeError> {
+    pub fn from_flat(n: usize, values: Vec<Option<f64>>) -> Result<Self, MatrixShapeError> {
+        if values.len() != n.saturating_mul(n) {
+            return Err(MatrixShapeError::NotSquare {
+                row: values.len().checked_div(n).unwrap_or(0),
+                found: values.len().checked_rem(n).unwrap_or(values.len()),
+                expected: n,
+            });
+        }
+        let mut out = Vec::with_capacity(values.len());
+        for (i, v) in values.into_iter().enumerate() {
+            let (row, col) = (i / n, i % n);
+            if row == col {
+                out.push(f32::NAN);
+            } else {
+                check(row, col, v)?;
+                out.push(narrow(v));
+            }
+        }
+        Ok(Self { n, values: out })
+    }
+
+    /// Builds an `n`×`n` matrix from its stored entries in row order (`f32`, NaN where
+    /// missing; the diagonal is cleared): the compact form a reader fills row by row.
+    ///
+    /// # Errors
+    ///
+    /// As [`LatencyMatrix::from_flat`].
+    pub fn from_stored(n: usize, mut values: Vec<f32>) -> Result<Self, MatrixShapeError> {
         if values.len() != n.saturating_mul(n) {
             return Err(MatrixShapeError::NotSquare {
                 row: values.len().checked_div(n).unwrap_or(0),
@@ -115,11 +229,13 @@ impl LatencyMatrix {
         for (i, v) in values.iter_mut().enumerate() {
             let (row, col) = (i / n, i % n);
             if row == col {
-                *v = None;
-            } else if let Some(x) = *v {
-                if !x.is_finite() || x < 0.0 {
-                    return Err(MatrixShapeError::BadValue { row, col, value: x });
-                }
+                *v = f32::NAN;
+            } else if !v.is_nan() && (!v.is_finite() || *v < 0.0) {
+                return Err(MatrixShapeError::BadValue {
+                    row,
+                    col,
+                    value: f64::from(*v),
+                });
             }
         }
         Ok(Self { n, values })
@@ -143,36 +259,60 @@ impl LatencyMatrix {
         if a >= self.n || b >= self.n {
             return None;
         }
-        self.values[a * self.n + b]
+        widen(self.values[a * self.n + b])
+    }
+
+    /// Whether the latency from `a` to `b` is present (cheaper than [`LatencyMatrix::get`]).
+    #[must_use]
+    pub fn has(&self, a: usize, b: usize) -> bool {
+        a < self.n && b < self.n && !self.values[a * self.n + b].is_nan()
+    }
+
+    /// The stored entry from `a` to `b` as an `f64` without rounding it back to its
+    /// decimal (NaN when missing): for arithmetic over many entries, where the last bits
+    /// do not matter and [`LatencyMatrix::get`]'s rounding would cost time.
+    #[must_use]
+    pub fn raw(&self, a: usize, b: usize) -> f64 {
+        if a >= self.n || b >= self.n {
+            return f64::NAN;
+        }
+        f64::from(self.values[a * self.n + b])
     }
 
     /// Sets the latency from `a` to `b` (ignored on the diagonal or out of range).
     pub fn set(&mut self, a: usize, b: usize, value: Option<f64>) {
         if a < self.n && b < self.n && a != b {
-            self.values[a * self.n + b] = value;
+            self.values[a * self.n + b] = narrow(value);
         }
     }
 
-    /// One row as a slice (`None` on the diagonal).
+    /// One row, entry by entry (`None` on the diagonal).
     ///
     /// # Panics
     ///
     /// Panics when `a` is not a row of the matrix.
-    #[must_use]
-    pub fn row(&self, a: usize) -> &[Option<f64>] {
-        &self.values[a * self.n..(a + 1) * self.n]
+    pub fn row(&self, a: usize) -> impl ExactSizeIterator<Item = Option<f64>> + '_ {
+        self.values[a * self.n..(a + 1) * self.n]
+            .iter()
+            .map(|&v| widen(v))
     }
 
     /// All rows, as nested vectors.
     #[must_use]
     pub fn to_rows(&self) -> Vec<Vec<Option<f64>>> {
-        (0..self.n).map(|a| self.row(a).to_vec()).collect()
+        (0..self.n).map(|a| self.row(a).collect()).collect()
     }
 
     /// Number of off-diagonal entries that are present.
     #[must_use]
     pub fn present(&self) -> usize {
-        self.values.iter().filter(|v| v.is_some()).count()
+        self.values.iter().filter(|v| !v.is_nan()).count()
+    }
+
+    /// Bytes the table holds (4 per entry).
+    #[must_use]
+    pub fn bytes(&self) -> usize {
+        self.values.len() * std::mem::size_of::<f32>()
     }
 
     /// Largest relative difference between `(a, b)` and `(b, a)` over pairs where both exist
@@ -193,6 +333,18 @@ impl LatencyMatrix {
         worst
     }
 
+    /// The latency between `a` and `b` taken both ways: the mean of `(a, b)` and `(b, a)`
+    /// when both exist, else the one that exists (what [`LatencyMatrix::symmetrized`] holds,
+    /// without making the copy).
+    #[must_use]
+    pub fn between(&self, a: usize, b: usize) -> Option<f64> {
+        match (self.get(a, b), self.get(b, a)) {
+            (Some(x), Some(y)) => Some((x + y) / 2.0),
+            (Some(x), None) | (None, Some(x)) => Some(x),
+            (None, None) => None,
+        }
+    }
+
     /// A symmetric copy: the mean of `(a, b)` and `(b, a)` when both exist, else the one
     /// that exists. Lower- or upper-triangle-only matrices are mirrored this way.
     #[must_use]
@@ -206,11 +358,7 @@ impl LatencyMatrix {
             for tb in (ta..n).step_by(TILE) {
                 for a in ta..(ta + TILE).min(n) {
                     for b in tb.max(a + 1)..(tb + TILE).min(n) {
-                        let v = match (self.values[a * n + b], self.values[b * n + a]) {
-                            (Some(x), Some(y)) => Some((x + y) / 2.0),
-                            (Some(x), None) | (None, Some(x)) => Some(x),
-                            (None, None) => None,
-                        };
+                        let v = narrow(self.between(a, b));
                         out.values[a * n + b] = v;
                         out.values[b * n + a] = v;
                     }
@@ -223,7 +371,59 @@ impl LatencyMatrix {
     /// A copy restricted to the given rows/columns, in the given order.
     #[must_use]
     pub fn select(&self, keep: &[usize]) -> Self {
-        Self::from_fn(keep.len(), |a, b| self.get(keep[a], keep[b]))
+        let n = keep.len();
+        let mut values = Vec::with_capacity(n * n);
+        for (i, &a) in keep.iter().enumerate() {
+            for (j, &b) in keep.iter().enumerate() {
+                values.push(if i == j || a >= self.n || b >= self.n {
+                    f32::NAN
+                } else {
+                    self.values[a * self.n + b]
+                });
+            }
+        }
+        Self { n, values }
+    }
+
+    /// Row `a` as one line of JSON (`[null,50.5,…]`), each entry with [`TABLE_DIGITS`]
+    /// significant digits.
+    fn row_json(&self, a: usize) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::with_capacity(self.n * 8 + 2);
+        s.push('[');
+        for (b, v) in self.values[a * self.n..(a + 1) * self.n].iter().enumerate() {
+            if b > 0 {
+                s.push(',');
+            }
+            if v.is_nan() {
+                s.push_str("null");
+            } else {
+                let x = round_significant(f64::from(*v), TABLE_DIGITS);
+                if x.fract() == 0.0 && x.abs() < 1e15 {
+                    let _ = write!(s, "{x:.1}");
+                } else {
+                    let _ = write!(s, "{x}");
+                }
+            }
+        }
+        s.push(']');
+        s
+    }
+}
+
+impl Serialize for LatencyMatrix {
+    /// A sequence of rows. For JSON each row is one line (`[null,50.5,…]`, entries with
+    /// [`TABLE_DIGITS`] significant digits), written as it is made: the table is never
+    /// copied whole into another form.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.n))?;
+        for a in 0..self.n {
+            let row = serde_json::value::RawValue::from_string(self.row_json(a))
+                .map_err(serde::ser::Error::custom)?;
+            seq.serialize_element(&row)?;
+        }
+        seq.end()
     }
 }
 

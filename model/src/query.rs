@@ -84,6 +84,34 @@ impl Topology {
         self.d.nodes.len()
     }
 
+    /// The node whose operating-system number is `os_id`. Nodes are indexed in the order
+    /// the description lists them, which is not their OS numbering where numbers are
+    /// sparse (nodes 0, 2 and 5 are `NodeId` 0, 1 and 2); a description that records no
+    /// OS numbers (a matrix or `.mct` file) numbers its nodes by index.
+    #[must_use]
+    pub fn node_by_os_id(&self, os_id: u32) -> Option<NodeId> {
+        if self.d.nodes.iter().all(|n| n.os_id.is_none()) {
+            let i = os_id as usize;
+            return (self.d.nodes.is_empty() || i < self.d.nodes.len()).then_some(NodeId(i));
+        }
+        self.d
+            .nodes
+            .iter()
+            .find(|n| n.os_id == Some(os_id))
+            .map(|n| n.id)
+    }
+
+    /// The operating-system number of node `n`, or its index where the description does
+    /// not record one: how a node is named for people.
+    #[must_use]
+    pub fn node_os_number(&self, n: NodeId) -> u32 {
+        self.d
+            .nodes
+            .get(n.0)
+            .and_then(|x| x.os_id)
+            .unwrap_or(n.0 as u32)
+    }
+
     /// Number of memory nodes the description knows of: its nodes, or the nodes its memory
     /// section names when that is more (a `.mct` file's memory figures can name nodes that
     /// no socket is local to).

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 NAME=$1
-TP=${TP:-target/release/topoprobe}
+TP=${TP:-${CARGO_TARGET_DIR:-target}/release/topoprobe}
 [ -x "$TP" ] || cargo build --release --locked -q -p topoprobe-cli
 mkdir -p docs/bench
 LOG=${LOG:-docs/bench/$NAME-$(date +%F).log}

@@ -14,7 +14,7 @@ tmp=$(mktemp -d)
 export TOPOPROBE_FILE=$tmp/machine.json
 "$TP" infer --plugins none > /dev/null 2>&1
 log "# $RUNS runs per line; ratios are reality / plan; times are medians of the runs"
-log "# commands: $TP infer --plugins P --plan --json, then /usr/bin/time -f '%e %M' $TP infer --plugins P --format json -o FILE; the same with cache, mem, contention, matrix --full"
+log "# commands: $TP infer --plugins P --plan --json, then /usr/bin/time -f '%e %M' $TP infer --plugins P --format json -o FILE; the same with cache, mem, mem --full, contention, matrix --full"
 # plan JSON -> "seconds largest_step_bytes"
 plan_of() { python3 -c 'import json,sys; p=json.load(sys.stdin); print(sum(s["seconds"] for s in p["steps"]), max([s["bytes"] for s in p["steps"] if s["probe"] != "inference"] + [0]))'; }
 # /usr/bin/time output file -> "seconds kib"
@@ -47,7 +47,7 @@ for P in none cache mem mem-latency power shared-caches contention default all; 
     if [ "$P" = none ]; then base_kib=$(echo "${lines[0]}" | awk '{print $2}'); fi
     row "infer --plugins $P" "$plan" "$base_kib" "${lines[@]}"
 done
-for C in "cache" "mem" "contention" "matrix --full"; do
+for C in "cache" "mem" "mem --full" "contention" "matrix --full"; do
     # shellcheck disable=SC2086
     plan=$("$TP" $C --plan --json 2>/dev/null | plan_of)
     lines=()

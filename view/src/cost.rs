@@ -67,6 +67,9 @@ pub fn render(plan: &CostPlan) -> String {
     }
     let _ = write!(out, "total: {}", totals(plan));
     out.push('\n');
+    if let Some(b) = &plan.basis {
+        let _ = writeln!(out, "budget: {b}");
+    }
     for n in &plan.left_out {
         let _ = writeln!(out, "left out: {n}");
     }

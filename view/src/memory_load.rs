@@ -134,7 +134,7 @@ pub fn text(m: &MemoryLoad<'_>) -> String {
         );
     }
     for c in m.loaded {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "loaded latency {} (chase on CPU {}, {} loader{})",
             curve_name(c),
@@ -142,6 +142,15 @@ pub fn text(m: &MemoryLoad<'_>) -> String {
             c.loaders.len(),
             if c.loaders.len() == 1 { "" } else { "s" }
         );
+        // A curve that is not a measurement says why, and none of its figures.
+        if let Some(reason) = &c.unavailable {
+            let _ = writeln!(out, ": unavailable: {reason}");
+            for w in &c.warnings {
+                let _ = writeln!(out, "  warning: {w}");
+            }
+            continue;
+        }
+        let _ = writeln!(out);
         let _ = writeln!(out, "     delay     GB/s  latency ns");
         for p in &c.points {
             let _ = writeln!(
@@ -190,6 +199,8 @@ const COLOURS: [&str; 6] = [
 /// one polyline per curve with its points, the knee as a ring; a legend on the right.
 #[must_use]
 pub fn curves_svg(curves: &[LoadedCurve]) -> String {
+    // A curve that is not a measurement is not drawn (the list beside says why).
+    let curves: Vec<&LoadedCurve> = curves.iter().filter(|c| c.unavailable.is_none()).collect();
     let finite = |x: f64| x.is_finite().then_some(x);
     let max_x = curves
         .iter()
@@ -296,17 +307,26 @@ pub fn html(s: &mut String, m: &MemoryLoad<'_>) -> std::fmt::Result {
             curves_svg(m.loaded)
         )?;
         for c in m.loaded {
-            let knee = c.knee.map_or_else(
-                || "knee not reached".into(),
-                |k| format!("knee at {:.1} GB/s", k.gbps),
-            );
-            write!(
-                s,
-                "<li>{}: idle {} ns, {}",
-                e(&curve_name(c)),
-                cell(c.points.first().map(|p| p.latency_ns)),
-                e(&knee)
-            )?;
+            if let Some(reason) = &c.unavailable {
+                write!(
+                    s,
+                    "<li>{}: <span class=\"warn\">unavailable: {}</span>",
+                    e(&curve_name(c)),
+                    e(reason)
+                )?;
+            } else {
+                let knee = c.knee.map_or_else(
+                    || "knee not reached".into(),
+                    |k| format!("knee at {:.1} GB/s", k.gbps),
+                );
+                write!(
+                    s,
+                    "<li>{}: idle {} ns, {}",
+                    e(&curve_name(c)),
+                    cell(c.points.first().map(|p| p.latency_ns)),
+                    e(&knee)
+                )?;
+            }
             for w in &c.warnings {
                 write!(s, "; <span class=\"warn\">{}</span>", e(w))?;
             }
@@ -463,6 +483,7 @@ mod tests {
             points,
             idle_again_ns: Some(101.0),
             warnings: vec!["not trustworthy: x".into()],
+            unavailable: None,
         }
     }
 
@@ -507,5 +528,34 @@ mod tests {
         html(&mut h, &load).unwrap();
         assert!(h.contains("<svg") && h.contains("node-matrix"), "{h}");
         assert!(h.contains("<td class=\"local\">90.0</td><td>-</td>"), "{h}");
+    }
+
+    #[test]
+    fn a_curve_that_is_not_a_measurement_says_why_and_shows_no_figure() {
+        let mut c = curve();
+        c.points[1].gbps = 0.0;
+        c.points[2].gbps = 0.0;
+        c.set_unavailable("the loaders read nothing");
+        assert_eq!(c.knee, None);
+        let c = [c, curve()];
+        let load = MemoryLoad {
+            matrix: None,
+            mixes: &[],
+            saturation: &[],
+            loaded: &c,
+        };
+        let t = text(&load);
+        assert!(
+            t.contains("loaded latency socket 0 -> node 1 (remote) (chase on CPU 0, 2 loaders): unavailable: the loaders read nothing"),
+            "{t}"
+        );
+        // Only the measured curve prints points and a knee.
+        assert_eq!(t.matches("delay     GB/s").count(), 1, "{t}");
+        assert_eq!(t.matches("knee:").count(), 1, "{t}");
+        let svg = curves_svg(&c);
+        assert_eq!(svg.matches("<polyline").count(), 1, "{svg}");
+        let mut h = String::new();
+        html(&mut h, &load).unwrap();
+        assert!(h.contains("unavailable: the loaders read nothing"), "{h}");
     }
 }

@@ -383,7 +383,7 @@ fn memory_table(
         "<table><tr><th class=\"l\">socket</th><th class=\"l\"></th>"
     )?;
     for n in 0..nodes {
-        write!(s, "<th>node {n}</th>")?;
+        write!(s, "<th>node {}</th>", topo.node_os_number(NodeId(n)))?;
     }
     writeln!(s, "</tr>")?;
     for sock in topo.sockets() {

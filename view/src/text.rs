@@ -423,7 +423,8 @@ impl View<'_> {
         let nodes = topo.num_known_nodes();
         let mut header = format!("  {:<10}", "");
         for n in 0..nodes {
-            let _ = write!(header, "{:>16}", format!("node {n}"));
+            let os = topo.node_os_number(NodeId(n));
+            let _ = write!(header, "{:>16}", format!("node {os}"));
         }
         writeln!(self.out, "{header}")?;
         let rows: [(&str, Option<(Access, Threads)>); 5] = [
@@ -488,7 +489,7 @@ impl View<'_> {
                     topo.contexts()
                         .get(l.context.0)
                         .map_or(l.context.0 as u32, |c| c.os_id),
-                    l.node.0,
+                    topo.node_os_number(l.node),
                     lat(topo, l.latency),
                     l.cycles
                         .map_or(String::new(), |c| format!(" ({c:.0} cycles)"))

@@ -196,6 +196,11 @@ pub(crate) struct SortArgs {
     /// Seed of the random keys.
     #[arg(long, value_name = "SEED", default_value = "42")]
     pub(crate) seed: u64,
+    /// Memory the experiment may hold at once, e.g. 4G (default: half of the memory
+    /// available now); a --size that needs more (three arrays of it) is refused with the
+    /// budget that would fit.
+    #[arg(long, value_name = "SIZE", value_parser = super::parsers::parse_size)]
+    pub(crate) max_memory: Option<u64>,
 }
 
 /// `topoprobe bench reduce`.
@@ -215,4 +220,9 @@ pub(crate) struct ReduceArgs {
     /// Runs (the median is reported).
     #[arg(long, value_name = "R", default_value = "5")]
     pub(crate) runs: usize,
+    /// Memory the experiment may hold at once, e.g. 4G (default: half of the memory
+    /// available now); a --size that needs more (a vector per worker and one more) is
+    /// refused with the budget that would fit.
+    #[arg(long, value_name = "SIZE", value_parser = super::parsers::parse_size)]
+    pub(crate) max_memory: Option<u64>,
 }

@@ -38,7 +38,9 @@ pub(crate) struct Planning {
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     pub(crate) budget: Option<f64>,
     /// Memory the measuring buffers may take at once, e.g. 1G (default: 256M for `infer`,
-    /// 512M for the other measuring commands).
+    /// 512M for the other measuring commands, 1G for `mem --full`, each grown to 3 × the
+    /// last-level cache where 5% of the memory available now allows it; the plan says how
+    /// it was chosen). It bounds an explicit --size too.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) max_memory: Option<u64>,
     /// Print the plan (every step with the memory, passes and seconds it will take, and
@@ -54,6 +56,64 @@ impl Planning {
             self.budget.unwrap_or(default.seconds),
             self.max_memory.unwrap_or(default.bytes),
         )
+    }
+
+    /// The budget on this machine: the given seconds and memory, each else `default`'s,
+    /// the default memory grown with the last-level cache
+    /// ([`topoprobe_machine::probes::budget_here`]); with how the memory budget was chosen.
+    pub(crate) fn budget_here(
+        &self,
+        default: topoprobe_model::Budget,
+    ) -> (topoprobe_model::Budget, String) {
+        let seconds = self.budget.unwrap_or(default.seconds);
+        match self.max_memory {
+            Some(bytes) => (
+                topoprobe_model::Budget::new(seconds, bytes),
+                format!(
+                    "memory budget {}: --max-memory",
+                    topoprobe_measure::plan::mib(bytes)
+                ),
+            ),
+            None => {
+                let (b, basis) = topoprobe_machine::probes::budget_here(default);
+                (b.with_seconds(seconds), basis)
+            }
+        }
+    }
+
+    /// The budget of a run with an explicit size (`--size`): without --max-memory, the
+    /// default memory budget grows to what the size needs (`needed`: the memory a plan
+    /// for it takes at once), and the basis says so; with --max-memory the budget stands,
+    /// and a size over it is refused by the plan with the budget that would fit.
+    ///
+    /// # Errors
+    ///
+    /// Those of `needed` (planning the size).
+    pub(crate) fn fit_size<E>(
+        &self,
+        (budget, basis): (topoprobe_model::Budget, String),
+        option: &str,
+        size: Option<u64>,
+        needed: impl FnOnce(topoprobe_model::Budget) -> Result<u64, E>,
+    ) -> Result<(topoprobe_model::Budget, String), E> {
+        let Some(size) = size.filter(|_| self.max_memory.is_none()) else {
+            return Ok((budget, basis));
+        };
+        // Planned without a memory bound: what the size takes.
+        let need = needed(topoprobe_model::Budget::new(budget.seconds, u64::MAX / 4))?;
+        if need <= budget.bytes {
+            return Ok((budget, basis));
+        }
+        let text = topoprobe_model::size_text;
+        Ok((
+            topoprobe_model::Budget::new(budget.seconds, need),
+            format!(
+                "memory budget {}: what {option} {} needs at once (the default would be {})",
+                text(need),
+                text(size),
+                text(budget.bytes)
+            ),
+        ))
     }
 
     /// Whether the budget was given.

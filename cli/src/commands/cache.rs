@@ -12,6 +12,9 @@ use crate::progress::MeasureProgress;
 pub(crate) fn run(args: &CacheArgs) -> Result<()> {
     args.report.check_for::<CacheResult>(&[])?;
     let cpu = args.cpu()?;
+    let (budget, basis) = args
+        .planning
+        .budget_here(topoprobe_measure::cache::DEFAULT_BUDGET);
     let req = cache::CacheRequest {
         cpu: cpu.as_ref().map(|(_, c)| *c),
         max_bytes: args.max_size,
@@ -23,9 +26,8 @@ pub(crate) fn run(args: &CacheArgs) -> Result<()> {
         shared: args.shared,
         topology: args.topology.clone(),
         curve: args.curve,
-        budget: args
-            .planning
-            .budget(topoprobe_measure::cache::DEFAULT_BUDGET),
+        budget,
+        budget_basis: Some(basis),
     };
     // The CPU as it was typed, said before a CPU this process may not use.
     let typed = |e: topoprobe_machine::MachineError| match &cpu {

@@ -38,7 +38,9 @@ fn measure(args: &InferArgs) -> Result<()> {
         started: topoprobe_sys::started::instant(),
         ..MeasureOptions::default()
     };
-    opts.budget = Some(args.planning.budget(opts.budget()));
+    let (budget, basis) = args.planning.budget_here(opts.budget());
+    opts.budget = Some(budget);
+    opts.budget_basis = Some(basis);
     if args.planning.plan {
         let plan = plan_only(&opts).map_err(over_budget)?;
         let json = args.output.format()? == Format::Json;

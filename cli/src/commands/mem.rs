@@ -12,7 +12,12 @@ use crate::progress::MeasureProgress;
 /// Runs the command.
 pub(crate) fn run(args: &MemArgs) -> Result<()> {
     args.report.check_for::<MemoryResult>(&[])?;
-    let req = memory::MemRequest {
+    let (budget, basis) = args.planning.budget_here(if args.full {
+        topoprobe_measure::memory::full_plan::FULL_BUDGET
+    } else {
+        topoprobe_measure::memory::DEFAULT_BUDGET
+    });
+    let mut req = memory::MemRequest {
         size: args.size,
         threads: args.threads.map(|t| t as usize),
         all_contexts: args.all,
@@ -24,13 +29,22 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
             IsaArg::Portable => Isa::Portable,
         }),
         topology: args.topology.clone(),
-        budget: args.planning.budget(if args.full {
-            topoprobe_measure::memory::full_plan::FULL_BUDGET
-        } else {
-            topoprobe_measure::memory::DEFAULT_BUDGET
-        }),
+        budget,
         full: args.full,
+        budget_basis: None,
     };
+    // An explicit --size is planned within the budget: the default grows to what it needs.
+    let (budget, basis) = args
+        .planning
+        .fit_size((budget, basis), "--size", args.size, |b| {
+            memory::plan(&memory::MemRequest {
+                budget: b,
+                ..req.clone()
+            })
+            .map(|p| topoprobe_machine::probes::memory_needed(&p))
+        })?;
+    req.budget = budget;
+    req.budget_basis = Some(basis);
     let c2c = super::mem_c2c::plan(args)?;
     if args.planning.plan {
         let mut plan = memory::plan(&req)?;

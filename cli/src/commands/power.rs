@@ -7,8 +7,8 @@
 //! `--topology FILE` is read first, and refused when bad).
 //!
 //! The topology comes from `--topology FILE`, or else from this machine's description
-//! (`topoprobe infer` writes it); without one the command says to run `topoprobe infer`
-//! rather than guessing the sockets from the OS.
+//! (`topoprobe infer` writes it); without one the command measures the sockets of the
+//! OS's view and says so in a note, as `mem`, `cache --shared` and `contention` do.
 
 use std::time::Duration;
 

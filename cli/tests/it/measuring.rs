@@ -108,6 +108,72 @@ fn walks_and_working_sets_too_small_to_measure_are_refused() {
     );
 }
 
+/// `--max-memory` bounds an explicit `--size` as it bounds a planned one: a size whose
+/// plan needs more is refused (exit 2) with the budget that would fit; without
+/// `--max-memory` the default budget grows to what the size needs, and the plan says so.
+#[test]
+fn an_explicit_size_keeps_within_the_memory_budget_or_is_refused_with_what_would_fit() {
+    for cmd in ["mem", "contention"] {
+        let (code, out, err) = run_fresh(&[cmd, "--size", "1G", "--max-memory", "256M", "--plan"]);
+        assert_eq!(code, 2, "{cmd}: {err}");
+        assert!(out.is_empty(), "{cmd}: {out}");
+        assert!(
+            err.contains("--size 1024 MiB needs") && err.contains("give --max-memory"),
+            "{cmd}: {err}"
+        );
+        let (code, out, err) = run_fresh(&[cmd, "--size", "600M", "--plan", "--json"]);
+        assert_eq!(code, 0, "{cmd}: {err}");
+        let plan: Value = serde_json::from_str(&out).expect("json");
+        let budget = plan["budget"]["bytes"].as_u64().expect("bytes");
+        let peak = plan["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .filter_map(|s| s["bytes"].as_u64())
+            .max()
+            .expect("a step");
+        assert!(peak >= 600 << 20 && peak < budget, "{cmd}: {plan}");
+        assert!(
+            plan["basis"]
+                .as_str()
+                .is_some_and(|b| b.contains("what --size 600 MiB needs")),
+            "{cmd}: {plan}"
+        );
+    }
+    // The benchmarks plan their arrays before allocating them.
+    let topo = common::two_cpus();
+    let (code, out, err) = run_fresh(&[
+        "bench",
+        "sort",
+        "--size",
+        "1G",
+        "--max-memory",
+        "1G",
+        "--topology",
+        topo,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("need 3096 MiB at once") && err.contains("give --max-memory 3096M"),
+        "{err}"
+    );
+    let (code, _, err) = run_fresh(&[
+        "bench",
+        "reduce",
+        "--size",
+        "1G",
+        "-n",
+        "2",
+        "--max-memory",
+        "1G",
+        "--topology",
+        topo,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("give --max-memory 3096M"), "{err}");
+}
+
 #[test]
 fn mem_takes_n_for_its_threads() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -126,3 +126,46 @@ fn a_stale_description_is_replaced_by_the_os_view_with_a_note() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains(NOTE) && err.contains("stale"), "{err}");
 }
+
+/// The measuring commands (`mem`, `cache`, `contention`, `power`) measure on the OS's view
+/// of the sockets and nodes without a saved description, and say so; none asks to run
+/// `topoprobe infer` first.
+#[test]
+fn the_measuring_commands_work_from_the_os_view_without_a_description() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let none = dir.path().join("none.json");
+    let first = "run `topoprobe infer` first";
+    for args in [
+        &["mem", "--latency-only", "--size", "1M"][..],
+        &["contention", "--size", "1M"],
+        &["cache", "--shared", "--max-size", "1M"],
+    ] {
+        let (code, out, err) = run_with(&none, args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(
+            out.contains(NOTE),
+            "{args:?}: the note is in the result: {out}"
+        );
+        assert!(
+            !err.contains(first) && !out.contains(first),
+            "{args:?}: {err}"
+        );
+        let (code, out, err) = run_with(&none, &[args, &["--plan"][..]].concat());
+        assert_eq!(code, 0, "{args:?} --plan: {err}");
+        assert!(out.contains("total:"), "{out}");
+    }
+    // The walk alone needs no topology: it measures the first CPU against the OS's caches.
+    let (code, _, err) = run_with(&none, &["cache", "--max-size", "256K"]);
+    assert_eq!(code, 0, "{err}");
+    // Power measures the OS's sockets, or says why it cannot (exit 1), never asking for a
+    // description.
+    let (code, out, err) = run_with(&none, &["power", "--duration", "0.05"]);
+    assert!(code == 0 || code == 1, "{err}");
+    assert!(
+        !err.contains(first) && (code == 0 || out.contains("unavailable")),
+        "{out}{err}"
+    );
+    if code == 0 {
+        assert!(out.contains(NOTE), "{out}");
+    }
+}

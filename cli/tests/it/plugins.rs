@@ -370,6 +370,17 @@ fn a_measurement_records_its_plan_and_what_it_spent() {
         assert!(s["seconds"].as_f64().is_some(), "{s}");
         assert!(s["spent_seconds"].as_f64().is_some_and(|t| t >= 0.0), "{s}");
     }
+    // Every warning is said once (the memory plan's notes were also the cost's).
+    let messages: Vec<&str> = v["validation"]["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(|w| w["message"].as_str())
+        .collect();
+    let mut unique = messages.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), messages.len(), "{messages:#?}");
 }
 
 /// `--plugins mem-latency,c2c` stores the cache-to-cache transfers in the description's

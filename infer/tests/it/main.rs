@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod common;
+mod compact_tables;
 mod compare;
 mod corpus;
 mod hints;

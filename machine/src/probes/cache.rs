@@ -35,6 +35,9 @@ pub struct CacheRequest {
     pub curve: bool,
     /// Time and memory the measurement may take.
     pub budget: Budget,
+    /// How the budget was chosen, for the plan ([`super::budget_here`]; `None`: not
+    /// said).
+    pub budget_basis: Option<String>,
 }
 
 impl Default for CacheRequest {
@@ -47,6 +50,7 @@ impl Default for CacheRequest {
             topology: None,
             curve: false,
             budget: cache::DEFAULT_BUDGET,
+            budget_basis: None,
         }
     }
 }
@@ -122,11 +126,9 @@ pub fn plan(req: &CacheRequest) -> Result<CostPlan, MachineError> {
     let cpu = check(req)?;
     let topo = sharing_topology(req)?.map(|(t, _)| t);
     let view = super::os_view();
-    Ok(plan_with(
-        &options(req, cpu, None),
-        view.as_ref(),
-        topo.as_ref(),
-    ))
+    let mut plan = plan_with(&options(req, cpu, None), view.as_ref(), topo.as_ref());
+    plan.basis.clone_from(&req.budget_basis);
+    Ok(plan)
 }
 
 /// Measures the caches on this machine, reporting the plan and its steps to `progress`.
@@ -145,7 +147,8 @@ pub fn measure(
     let view = super::os_view();
     let timer = Timer::calibrate();
     let opts = options(req, cpu, timer.cycle_ghz());
-    let planned = plan_with(&opts, view.as_ref(), topo.as_ref());
+    let mut planned = plan_with(&opts, view.as_ref(), topo.as_ref());
+    planned.basis.clone_from(&req.budget_basis);
     super::started(&planned, progress);
     let mut report = cache::measure_caches(view.as_ref(), &opts).map_err(
         MachineError::measuring(format!("measuring the caches on CPU {cpu}")),
@@ -185,7 +188,9 @@ pub fn measure(
         });
     }
     progress(Progress::StepsDone);
-    Ok(result(&report, cpu, req.curve, sharing, differences))
+    let mut r = result(&report, cpu, req.curve, sharing, differences);
+    r.cost.basis.clone_from(&req.budget_basis);
+    Ok(r)
 }
 
 /// The result of a walk on `cpu`.

@@ -23,6 +23,9 @@ pub struct ContentionRequest {
     pub topology: Option<PathBuf>,
     /// Time and memory the measurement may take.
     pub budget: Budget,
+    /// How the budget was chosen, for the plan ([`super::budget_here`]; `None`: not
+    /// said).
+    pub budget_basis: Option<String>,
 }
 
 impl Default for ContentionRequest {
@@ -31,6 +34,7 @@ impl Default for ContentionRequest {
             size: None,
             topology: None,
             budget: super::DEFAULT_BUDGET,
+            budget_basis: None,
         }
     }
 }
@@ -52,6 +56,8 @@ fn planned(
         };
         plan = contention_plan_with(&topo, &opts, req.budget);
     }
+    plan.basis.clone_from(&req.budget_basis);
+    super::size_within_budget(&plan, "--size", req.size)?;
     Ok((topo, note, opts, plan))
 }
 
@@ -59,7 +65,8 @@ fn planned(
 ///
 /// # Errors
 ///
-/// The errors of loading the topology ([`crate::load::topology_or_os`]).
+/// The errors of loading the topology ([`crate::load::topology_or_os`]);
+/// [`MachineError::OverBudget`] for a `size` whose plan needs more than the memory budget.
 pub fn plan(req: &ContentionRequest) -> Result<CostPlan, MachineError> {
     planned(req).map(|(_, _, _, plan)| plan)
 }

@@ -7,6 +7,7 @@ use topoprobe_measure::cache::check::size_text;
 use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_measure::memory::plan::{plan_memory, MemPlan};
 use topoprobe_measure::memory::{self, LatencyResult, MemOptions, MemReport};
+use topoprobe_measure::pages::HugePages;
 use topoprobe_measure::plan::Shape;
 use topoprobe_measure::timer::Timer;
 use topoprobe_model::results::memory::{LocalNode, MemoryLatencyRow, MemoryResult, MemoryRow};
@@ -38,6 +39,9 @@ pub struct MemRequest {
     /// Also the node × node matrices, the read/write mixes, the saturating thread counts
     /// and the loaded-latency curves (give it [`memory::full_plan::FULL_BUDGET`]).
     pub full: bool,
+    /// How the budget was chosen, for the plan ([`super::budget_here`]; `None`: not
+    /// said).
+    pub budget_basis: Option<String>,
 }
 
 impl Default for MemRequest {
@@ -52,6 +56,7 @@ impl Default for MemRequest {
             topology: None,
             budget: memory::DEFAULT_BUDGET,
             full: false,
+            budget_basis: None,
         }
     }
 }
@@ -146,12 +151,16 @@ fn prepare(
 /// # Errors
 ///
 /// [`MachineError::Request`] for a working set below [`memory::MIN_SIZE`] or above the
-/// memory available now, or more threads than a socket has; the errors of loading the
+/// memory available now, or more threads than a socket has; [`MachineError::OverBudget`]
+/// for a working set whose plan needs more than the memory budget; the errors of loading the
 /// topology ([`crate::load::topology_or_os`]: without a description, the OS's view is
 /// measured and the result's notes say so).
 pub fn plan(req: &MemRequest) -> Result<CostPlan, MachineError> {
     let (_, shape, opts) = prepare(req, None)?;
-    Ok(plan_memory(&shape, &opts).cost())
+    let mut cost = plan_memory(&shape, &opts).cost();
+    cost.basis.clone_from(&req.budget_basis);
+    super::size_within_budget(&cost, "--size", req.size)?;
+    Ok(cost)
 }
 
 /// Measures memory on this machine, reporting the plan and its steps to `progress`.
@@ -167,11 +176,13 @@ pub fn measure(
     let (note, shape, mut opts) = prepare(req, None)?;
     opts.ghz = Timer::calibrate().cycle_ghz();
     let mut plan: MemPlan = plan_memory(&shape, &opts);
+    super::size_within_budget(&plan.cost(), "--size", req.size)?;
     progress(Progress::Plan(&plan.cost()));
     let report = memory::run_plan(&shape, &mut plan, &opts, |s| progress(Progress::Step(s)))
         .map_err(MachineError::measuring("measuring memory"))?;
     progress(Progress::StepsDone);
     let mut r = result(&report, &opts, shape.largest_llc());
+    r.cost.basis.clone_from(&req.budget_basis);
     r.notes.extend(note);
     r.hmat = firmware_figures(&r);
     Ok(r)
@@ -257,6 +268,19 @@ fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
             });
         }
     }
+    // Whether the huge pages were granted, said as `cache` says it (one verdict).
+    let huge_share = r
+        .latency
+        .iter()
+        .filter_map(|l| l.huge_share)
+        .min_by(f64::total_cmp);
+    let mut notes = r.notes.clone();
+    if huge_share.is_some() {
+        notes.extend(
+            HugePages::of_share(huge_share, "latency buffer")
+                .note("latency buffer", "its latency includes 4 KiB page walks"),
+        );
+    }
     MemoryResult {
         results,
         latency: r
@@ -269,6 +293,7 @@ fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
                 huge_pages_ns: l.huge_ns,
                 small_pages_ns: l.small_ns,
                 scattered_ns: l.scattered_ns,
+                huge_pages_share: l.huge_share,
             })
             .collect(),
         local_nodes: r
@@ -280,6 +305,7 @@ fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
         working_set_bytes: r.latency_bytes,
         working_set: latency_method(r),
         evicted: r.evicted,
+        huge_pages_share: huge_share,
         bandwidth_working_set_bytes: (!opts.latency_only).then_some(r.bandwidth_bytes),
         non_temporal: r.non_temporal,
         last_level_cache_bytes: llc,
@@ -288,7 +314,7 @@ fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
         pairs_total: r.pairs.1,
         ghz: opts.ghz,
         warnings: r.warnings.clone(),
-        notes: r.notes.clone(),
+        notes,
         cost: r.cost.clone(),
         hmat: Vec::new(),
         detail: detail(r),
@@ -326,6 +352,7 @@ mod tests {
                 small_ns: None,
                 scattered_ns: None,
                 waited: None,
+                huge_share: None,
             }],
             bandwidth: Vec::new(),
             local_nodes: vec![(0, 0)],
@@ -354,14 +381,30 @@ mod tests {
         );
         assert_eq!(r.results[0].latency_ns, Some(7.0));
         assert_eq!(r.bandwidth_working_set_bytes, None);
-        let evicted = result(
-            &MemReport {
-                evicted: true,
-                ..report
-            },
-            &opts,
-            Some(32 << 20),
-        );
+        let mut report = MemReport {
+            evicted: true,
+            ..report
+        };
+        let evicted = result(&report, &opts, Some(32 << 20));
         assert!(evicted.memory_reached);
+        assert_eq!(
+            evicted.huge_pages_share, None,
+            "no share read: nothing said"
+        );
+        // The share of the buffer on huge pages is said, as `cache` says it.
+        report.latency[0].huge_share = Some(0.2);
+        let refused = result(&report, &opts, Some(32 << 20));
+        assert_eq!(refused.huge_pages_share, Some(0.2));
+        assert!(
+            refused.notes.iter().any(|n| n
+                == "huge pages were not used (the kernel backed only 20% of the latency buffer \
+                    with huge pages): its latency includes 4 KiB page walks"),
+            "{:?}",
+            refused.notes
+        );
+        report.latency[0].huge_share = Some(1.0);
+        let granted = result(&report, &opts, Some(32 << 20));
+        assert_eq!(granted.huge_pages_share, Some(1.0));
+        assert!(granted.notes.is_empty(), "{:?}", granted.notes);
     }
 }

@@ -32,6 +32,65 @@ pub mod power;
 /// The budget of a measuring command by default: 15 s and 512 MiB.
 pub const DEFAULT_BUDGET: Budget = Budget::new(15.0, 512 << 20);
 
+/// The budget of a run whose default is `default` on this machine: the default memory
+/// grows with the last-level cache, within a share of the memory available now
+/// ([`topoprobe_measure::plan::scaled_memory`]); the time is kept. Returns the sentence
+/// that says how the memory budget was chosen, for the plan ([`CostPlan::basis`]).
+#[must_use]
+pub fn budget_here(default: Budget) -> (Budget, String) {
+    let llc =
+        os_view().and_then(|os| topoprobe_measure::plan::Shape::from_os(&os, &[]).largest_llc());
+    let (bytes, basis) = topoprobe_measure::plan::scaled_memory(
+        default.bytes,
+        llc,
+        topoprobe_measure::os::available_bytes(),
+    );
+    (Budget::new(default.seconds, bytes), basis)
+}
+
+/// The memory a plan needs at once: its largest step's buffers and the process besides
+/// ([`topoprobe_measure::plan::PROCESS_BYTES`]), in whole MiB: the memory budget that would
+/// fit it.
+#[must_use]
+pub fn memory_needed(plan: &CostPlan) -> u64 {
+    let mib = topoprobe_measure::plan::MIB;
+    plan.peak_bytes()
+        .saturating_add(topoprobe_measure::plan::PROCESS_BYTES)
+        .div_ceil(mib)
+        .saturating_mul(mib)
+}
+
+/// Checks that a plan made for a size the user gave (`option` `size`, `--size 1G`) keeps
+/// within its memory budget: an explicit size is bounded by the budget as a planned one
+/// is, and refused with the budget that would fit.
+///
+/// # Errors
+///
+/// [`MachineError::OverBudget`] (a usage error) naming the size, what it needs and the
+/// `--max-memory` that would fit.
+pub fn size_within_budget(
+    plan: &CostPlan,
+    option: &str,
+    size: Option<u64>,
+) -> Result<(), MachineError> {
+    let Some(size) = size else {
+        return Ok(());
+    };
+    let need = memory_needed(plan);
+    if need <= plan.budget.bytes {
+        return Ok(());
+    }
+    let text = topoprobe_measure::cache::check::size_text;
+    Err(MachineError::OverBudget(format!(
+        "{option} {} needs {} of memory at once (its largest step's buffers and the process), \
+         over the {} memory budget: give --max-memory {}M or more, or a smaller {option}",
+        text(size),
+        text(need),
+        text(plan.budget.bytes),
+        need >> 20
+    )))
+}
+
 /// Reports `plan` and its first step to `progress`.
 fn started(plan: &CostPlan, progress: &mut dyn FnMut(Progress<'_>)) {
     progress(Progress::Plan(plan));

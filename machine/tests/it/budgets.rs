@@ -620,3 +620,98 @@ fn memory_only_nodes_are_targets_never_initiators() {
         }
     )));
 }
+
+/// The last-level cache is walked past wherever the machine can afford it: with the
+/// default memory budget scaled to the machine (3 × the cache, within 5% of the memory
+/// available now), `cache` and `infer` plan their walk beyond twice a 0.3, 1 and 1.5 GiB
+/// L3, each within its time budget, and the plan says how the memory budget was chosen.
+#[test]
+fn the_llc_walk_passes_a_large_last_level_cache_with_the_scaled_budget() {
+    use topoprobe_measure::plan::scaled_memory;
+    for llc in [300 * MIB, GIB, 1536 * MIB] {
+        let m = Machine {
+            name: format!("16 cores, {} MiB L3", llc / MIB),
+            os: os_view(&regular(1, 16, 2), 1, llc, 1),
+        };
+        let shape = m.shape();
+        let available = Some(256 * GIB);
+        // `cache`: the command's default, scaled.
+        let (bytes, basis) = scaled_memory(COMMAND.bytes, shape.largest_llc(), available);
+        assert_eq!(bytes, 3 * llc + PROCESS_BYTES, "{}: {basis}", m.name);
+        let budget = Budget::new(COMMAND.seconds, bytes);
+        let c = cache::plan_caches(
+            &shape.cache_levels,
+            true,
+            &CacheOptions {
+                budget,
+                ..CacheOptions::default()
+            },
+        );
+        within(&c.cost(), budget, &format!("{}: cache", m.name));
+        assert!(
+            c.max_bytes >= 2 * llc,
+            "{}: cache walks to {} MiB: {:?}",
+            m.name,
+            c.max_bytes / MIB,
+            c.notes
+        );
+        // Today's fixed budget stops short of it and says the OS's size is kept.
+        let fixed = cache::plan_caches(
+            &shape.cache_levels,
+            true,
+            &CacheOptions {
+                budget: COMMAND,
+                ..CacheOptions::default()
+            },
+        );
+        assert!(fixed.max_bytes < 2 * llc, "{}", m.name);
+        assert!(
+            fixed.notes.iter().any(|n| n.contains("unchecked")),
+            "{}: {:?}",
+            m.name,
+            fixed.notes
+        );
+        // `infer` with its default plugins: its memory budget scaled the same way. Its
+        // time is kept: within 10 s the walk passes twice a 300 MiB L3; past that it
+        // stops where the time runs out and says so, and a longer budget walks past.
+        let wanted = in_order(&plugins::parse(plugins::DEFAULT).unwrap());
+        let default = default_budget(&wanted);
+        let (bytes, _) = scaled_memory(default.bytes, shape.largest_llc(), available);
+        for seconds in [default.seconds, 30.0] {
+            let budget = Budget::new(seconds, bytes);
+            let plan = plan_measurement(
+                &shape,
+                Some(&m.os),
+                &wanted,
+                Sampling::default(),
+                Repetitions::default(),
+                budget,
+                true,
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", m.name));
+            within(&plan.cost, budget, &format!("{}: infer", m.name));
+            let walk = plan
+                .cost
+                .steps
+                .iter()
+                .find(|s| s.what.starts_with("caches: walk"))
+                .unwrap_or_else(|| panic!("{}: no walk", m.name));
+            let short_of_time = plan
+                .cost
+                .left_out
+                .iter()
+                .any(|n| n.starts_with("the walk stops at") && n.contains("s budget"));
+            assert!(
+                walk.bytes >= 2 * llc || (llc > 300 * MIB && seconds < 30.0 && short_of_time),
+                "{}: infer in {seconds} s walks to {} MiB:\n{}",
+                m.name,
+                walk.bytes / MIB,
+                topoprobe_view::cost::render(&plan.cost)
+            );
+        }
+    }
+    // Little memory available: the budget stays within 5% of it, never below the default.
+    let (bytes, basis) = scaled_memory(COMMAND.bytes, Some(1536 * MIB), Some(16 * GIB));
+    assert_eq!(bytes, 16 * GIB / 20 / MIB * MIB, "{basis}");
+    assert!(basis.contains("5% of the 16 GiB available now"), "{basis}");
+}

@@ -340,16 +340,12 @@ pub fn section(
                 .into(),
         );
     }
-    match huge {
-        HugePages::Granted { fraction } if *fraction < 0.9 => notes.push(format!(
-            "only {:.0}% of the array was on huge pages: TLB misses may remain in the curve",
-            fraction * 100.0
-        )),
-        HugePages::Granted { .. } => {}
-        HugePages::Unavailable(reason) => notes.push(format!(
-            "huge pages were not used ({reason}): TLB misses and cache capacity are not told apart, and a rise at a TLB's reach can look like a level"
-        )),
-    }
+    let without = if huge.granted() {
+        "TLB misses may remain in the curve"
+    } else {
+        "TLB misses and cache capacity are not told apart, and a rise at a TLB's reach can look like a level"
+    };
+    notes.extend(huge.note("array", without));
     for t in tlb {
         notes.push(format!(
             "TLB: on 4 KiB pages the walk costs more than on huge pages from {} on (+{:.1} ns per access): the TLB's reach with 4 KiB pages is about {} ({} entries); not a cache",

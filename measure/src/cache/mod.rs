@@ -90,7 +90,8 @@ impl Default for CacheOptions {
 impl CacheOptions {
     /// The quick measurement of a description's default plugins: huge pages only (no TLB
     /// curve), arrays up to twice the largest cache the OS reports (at least 32 MiB, at
-    /// most 1 GiB), two rounds of up to 32768 accesses per size.
+    /// most [`MAX_WALK_BYTES`]; the memory budget bounds it), two rounds of up to 32768
+    /// accesses per size.
     #[must_use]
     pub fn quick(cpu: u32, os: Option<&OsView>) -> Self {
         Self {
@@ -99,7 +100,7 @@ impl CacheOptions {
                 largest_os_cache(os, None)
                     .unwrap_or(0)
                     .saturating_mul(2)
-                    .clamp(32 << 20, 1 << 30),
+                    .clamp(32 << 20, MAX_WALK_BYTES),
             ),
             pages: Pages::Huge,
             rounds: 2,
@@ -121,17 +122,8 @@ pub enum CacheError {
     Buffer(#[from] BufferError),
 }
 
-/// How the walk's pages came out.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HugePages {
-    /// Huge pages were asked for; `fraction` of the array had them.
-    Granted {
-        /// Share of the array on huge pages, 0 to 1.
-        fraction: f64,
-    },
-    /// Huge pages were not used, and why.
-    Unavailable(String),
-}
+/// How the walk's pages came out (one verdict for every probe: [`crate::pages`]).
+pub use crate::pages::HugePages;
 
 /// The measured curves, the levels found in them and the cache section they make.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,14 +164,21 @@ pub fn largest_os_cache(os: Option<&OsView>, cpu: Option<u32>) -> Option<u64> {
         .max()
 }
 
+/// The largest array a walk is asked for, whatever the cache: a walk's arrays are bounded
+/// by its memory budget (which grows with the last-level cache, see
+/// [`crate::plan::scaled_memory`]), not by a fixed size, so that a 1.5 GiB L3 is walked
+/// past where the machine can afford it.
+pub const MAX_WALK_BYTES: u64 = 64 << 30;
+
 /// Largest array walked when not given: four times the largest cache the OS reports, at
-/// least 64 MiB and at most 1 GiB (64 MiB when the OS reports none).
+/// least 64 MiB and at most [`MAX_WALK_BYTES`] (64 MiB when the OS reports none); the
+/// memory budget bounds it in the plan.
 #[must_use]
 pub fn default_max(os: Option<&OsView>) -> u64 {
     largest_os_cache(os, None)
         .unwrap_or(0)
         .saturating_mul(4)
-        .clamp(64 << 20, 1 << 30)
+        .clamp(64 << 20, MAX_WALK_BYTES)
 }
 
 /// The sizes walked, none above `max`: 4 KiB steps offset by 2 KiB up to 256 KiB (the L1
@@ -295,7 +294,7 @@ pub fn plan_caches(levels: &[u64], huge_pages: bool, opts: &CacheOptions) -> Cac
         largest
             .unwrap_or(0)
             .saturating_mul(4)
-            .clamp(64 << 20, 1 << 30)
+            .clamp(64 << 20, MAX_WALK_BYTES)
     });
     let room = budget.bytes.saturating_sub(PROCESS_BYTES).max(1 << 20);
     let mut max = wanted.min(room);
@@ -413,10 +412,7 @@ fn sweep(
                 },
             )?;
             buf.touch();
-            let fraction = huge.then(|| {
-                buf.huge_page_bytes()
-                    .map_or(0.0, |b| b as f64 / buf.len_bytes() as f64)
-            });
+            let fraction = huge.then(|| crate::pages::share_of(&buf).unwrap_or(0.0));
             let mut cycle = traverse::Cycle::new(buf.words_mut(), 0x5eed ^ u64::from(cpu));
             let mut out = Vec::with_capacity(sizes.len());
             for &bytes in sizes {
@@ -511,15 +507,9 @@ pub fn measure_caches(os: Option<&OsView>, opts: &CacheOptions) -> Result<CacheR
     let mut huge_curve = None;
     if want_huge && thp {
         let (curve, fraction) = planned_sweep(opts, &mut plan, 0, true, &mut notes)?;
-        let fraction = fraction.unwrap_or(0.0);
-        if fraction >= 0.5 {
-            huge_pages = HugePages::Granted { fraction };
+        huge_pages = HugePages::of_share(fraction, "array");
+        if huge_pages.granted() {
             huge_curve = Some(curve);
-        } else {
-            huge_pages = HugePages::Unavailable(format!(
-                "the kernel backed only {:.0}% of the array with huge pages",
-                fraction * 100.0
-            ));
         }
     }
     let small = if huge_curve.is_none() || plan.pages == Pages::Both {

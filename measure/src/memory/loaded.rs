@@ -10,12 +10,18 @@
 //! the vCPUs, the chase waited for its CPU ([`WAIT_SHARE`]), or the loaders' bandwidth fell
 //! at a shorter delay ([`BANDWIDTH_FALL`]), the curve is flagged as not trustworthy.
 //!
+//! No point is timed before every loader has touched its buffer ([`sweep_with`]): a loader
+//! still faulting in fresh memory reads nothing, and a curve timed meanwhile reads 0 GB/s
+//! at the idle latency. Each loader counts its own bytes: a point at which one read nothing
+//! is said, and a curve whose loaders read nothing is marked unavailable
+//! ([`empty_load`]); [`super::plausible`] checks the curve against the run's other figures.
+//!
 //! The chase defeats the prefetchers by its random order (they cannot be turned off
 //! without root); the loaders stream sequentially, so the prefetchers help them as they
 //! help any streaming program.
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
@@ -113,12 +119,33 @@ pub fn steal_ticks() -> Option<u64> {
     line.split_whitespace().nth(8)?.parse().ok()
 }
 
+/// What a loader is given besides its buffer and vector unit: the delay to read at
+/// (iterations per [`BLOCK_LINES`] lines; `u32::MAX` parks it), its own byte counter, and
+/// when to stop.
+#[derive(Debug, Clone, Copy)]
+pub struct LoaderControl<'a> {
+    /// The delay of the point being measured (`u32::MAX`: parked, no reading).
+    pub delay: &'a AtomicU32,
+    /// The bytes this loader has read so far (it adds to it as it reads).
+    pub bytes: &'a AtomicU64,
+    /// Set when the sweep is over.
+    pub stop: &'a AtomicBool,
+}
+
+/// A loader: reads its buffer (already touched) as its [`LoaderControl`] says, counting
+/// the bytes it reads, until told to stop. The sweep's loaders run [`load`]; a test may
+/// give [`sweep_with`] another (one that reads nothing, to see the curve flagged).
+pub type Loader = fn(&Buffer, Isa, LoaderControl<'_>);
+
 /// One loader: reads its buffer line by line with `delay` iterations of a loop per
 /// [`BLOCK_LINES`] lines, spread evenly between the lines (the vector read kernel at
-/// delay 0), adding the bytes read to `bytes`, until `stop`; parked while the delay is
-/// [`PARKED`]. Pausing after every line, not after a burst of lines, keeps the loaders'
-/// requests as evenly spaced as multiload's.
-fn load(buf: &Buffer, isa: Isa, delay: &AtomicU32, bytes: &AtomicU64, stop: &AtomicBool) {
+/// delay 0, with the widest unit the CPU has that the chunk suits), adding the bytes
+/// read to its counter after every chunk, until `stop`; parked while the delay is
+/// `u32::MAX`. Pausing after every line, not after a burst of lines, keeps the loaders'
+/// requests as evenly spaced as multiload's. The bytes counted are the bytes the loop
+/// read whatever the kernel: the count does not depend on the instruction set.
+pub fn load(buf: &Buffer, isa: Isa, control: LoaderControl<'_>) {
+    let LoaderControl { delay, bytes, stop } = control;
     let words = buf.words();
     let chunk = CHUNK_LINES * 8;
     let mut acc = 0u64;
@@ -256,13 +283,76 @@ fn chase_ns(buf: &Buffer, slots: usize, evict: bool) -> f64 {
     crate::stats::median(&chase::timed_rounds(buf, how)).unwrap_or(f64::NAN)
 }
 
-/// Runs the sweep; the curve's socket, node and locality are left for the caller (0, the
-/// sweep's node, true).
+/// Runs the sweep with the loaders of [`load`]; the curve's socket, node and locality are
+/// left for the caller (0, the sweep's node, true).
 ///
 /// # Errors
 ///
 /// [`MemError`] when a thread cannot be pinned or a buffer allocated or bound.
 pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
+    sweep_with(s, load)
+}
+
+/// Ticks of the sweep's wait for its loaders to be ready (their buffers touched).
+const READY_POLL: Duration = Duration::from_millis(1);
+
+/// A sentence on the loaders of `cpus` (by index in `loaders`) that read nothing at the
+/// points `silent` lists (`(delay, loader indices)`), or `None` when every loader read at
+/// every loaded point.
+fn silent_loaders(loaders: &[u32], silent: &[(u32, Vec<usize>)]) -> Option<String> {
+    let mut by_cpu: Vec<(u32, Vec<u32>)> = Vec::new();
+    for (delay, idle) in silent {
+        for &i in idle {
+            let cpu = loaders.get(i).copied().unwrap_or(u32::MAX);
+            match by_cpu.iter_mut().find(|(c, _)| *c == cpu) {
+                Some((_, ds)) => ds.push(*delay),
+                None => by_cpu.push((cpu, vec![*delay])),
+            }
+        }
+    }
+    if by_cpu.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = by_cpu
+        .iter()
+        .map(|(cpu, ds)| {
+            let ds: Vec<String> = ds.iter().map(u32::to_string).collect();
+            format!("CPU {cpu} at delay {}", ds.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "not trustworthy: a loader read nothing while the chase was timed ({}): those \
+         points' bandwidths miss its share (it was not running: other programs held its CPU)",
+        parts.join("; ")
+    ))
+}
+
+/// Why a curve is not a measurement from its own points alone: loaded points whose
+/// loaders together read nothing (none ran, or none was counted), so that the latencies
+/// are idle ones and the bandwidths zero.
+#[must_use]
+pub fn empty_load(points: &[LoadedPoint]) -> Option<String> {
+    let loaded: Vec<&LoadedPoint> = points.iter().filter(|p| p.delay.is_some()).collect();
+    if loaded.is_empty() || loaded.iter().any(|p| p.gbps > 0.0) {
+        return None;
+    }
+    Some(format!(
+        "the loaders read nothing at any of the {} loaded points (delay 0 included): no load \
+         was applied, and the latencies beside them are idle ones",
+        loaded.len()
+    ))
+}
+
+/// [`sweep`] with loaders running `loader`. Every loader touches its buffer before the
+/// sweep measures anything (the chase waits until all are ready, however slow the first
+/// touch of fresh memory is), and each counts its own bytes: a point at which a loader
+/// read nothing is said, and a curve whose loaders read nothing at all is marked
+/// unavailable ([`LoadedCurve::unavailable`]), never printed as a measurement.
+///
+/// # Errors
+///
+/// [`MemError`] when a thread cannot be pinned or a buffer allocated or bound.
+pub fn sweep_with(s: &Sweep, loader: Loader) -> Result<LoadedCurve, MemError> {
     // Huge pages for the chase, as for the idle latency, and for the loaders, whose
     // streams then cross no 4 KiB page boundary.
     let placement = PagePlacement {
@@ -278,16 +368,26 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
         .iter()
         .map(|_| CachePadded::new(AtomicU64::new(0)))
         .collect();
+    // Loaders whose buffer is touched (or that failed): the chase waits for all of them.
+    let settled = AtomicUsize::new(0);
     let steal_before = steal_ticks();
     let started = Instant::now();
-    let (mut points, idle_again, chase_waited) = std::thread::scope(|scope| {
+    let (mut points, idle_again, chase_waited, silent) = std::thread::scope(|scope| {
         let loaders: Vec<_> = s
             .loaders
             .iter()
             .zip(&counts)
             .map(|(&cpu, bytes)| {
-                let (delay, stop) = (&delay, &stop);
+                let control = LoaderControl {
+                    delay: &delay,
+                    bytes,
+                    stop: &stop,
+                };
+                let settled = &settled;
                 scope.spawn(move || -> Result<(), MemError> {
+                    // Counted as settled however this thread ends, so the chase never
+                    // waits for a loader that failed.
+                    let settle = Settle(settled);
                     let ready = pin_current_thread(cpu)
                         .map_err(MemError::from)
                         .and_then(|()| {
@@ -295,91 +395,101 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
                             b.words_mut().fill(1);
                             Ok(b)
                         });
-                    match ready {
-                        Ok(buf) => {
-                            load(&buf, s.isa, delay, bytes, stop);
-                            Ok(())
-                        }
-                        Err(e) => Err(e),
-                    }
+                    drop(settle);
+                    let buf = ready?;
+                    loader(&buf, s.isa, control);
+                    Ok(())
                 })
             })
             .collect();
         let chased = scope
-            .spawn(
-                || -> Result<(Vec<LoadedPoint>, f64, Option<f64>), MemError> {
-                    pin_current_thread(s.chase_cpu)?;
-                    let waiting = WaitClock::start();
-                    let mut buf = Buffer::new(s.chase_bytes as usize, placement)?;
-                    buf.touch();
-                    let slots = chase::link_cycle(
-                        &mut buf,
-                        chase::ChaseOrder::PageLocal,
-                        0x10ad ^ u64::from(s.chase_cpu),
-                    );
-                    let total = || {
-                        counts
-                            .iter()
-                            .map(|c| c.load(Ordering::Relaxed))
-                            .sum::<u64>()
-                    };
-                    let measure = |d: u32| -> LoadedPoint {
-                        delay.store(d, Ordering::Relaxed);
-                        if d != PARKED {
-                            std::thread::sleep(SETTLE);
-                        }
-                        let (b0, t0) = (total(), Instant::now());
-                        // The lowest of the laps: other programs' traffic only adds latency.
-                        let ns = (0..POINT_LAPS)
-                            .map(|_| chase_ns(&buf, slots, s.evict))
-                            .fold(f64::INFINITY, f64::min);
-                        let (b1, t1) = (total(), Instant::now());
-                        let seconds = t1.duration_since(t0).as_secs_f64().max(1e-9);
-                        LoadedPoint {
-                            delay: (d != PARKED).then_some(d),
-                            gbps: if d == PARKED {
-                                0.0
-                            } else {
-                                (b1 - b0) as f64 / seconds / 1e9
-                            },
-                            latency_ns: ns,
-                        }
-                    };
-                    let mut points = vec![measure(PARKED)];
-                    if !s.loaders.is_empty() {
-                        for &d in &s.delays {
-                            points.push(measure(d));
-                        }
-                        for _ in 0..REFINED_POINTS {
-                            let Some(d) = refine_delay(&points) else {
-                                break;
-                            };
-                            let p = measure(d);
-                            let at = points
-                                .iter()
-                                .position(|q| q.delay.is_some_and(|x| x < d))
-                                .unwrap_or(points.len());
-                            points.insert(at, p);
-                        }
-                        // A spike is measured again; the lower of the two stays, with the
-                        // loaders' bandwidth of the same measurement.
-                        let mut repeated = Vec::new();
-                        for _ in 0..REPEATED_POINTS {
-                            let Some(i) = spike(&points, &repeated) else {
-                                break;
-                            };
-                            repeated.push(i);
-                            let again = measure(points[i].delay.unwrap_or(PARKED));
-                            if again.latency_ns < points[i].latency_ns {
-                                points[i] = again;
-                            }
+            .spawn(|| -> Result<SweepRun, MemError> {
+                pin_current_thread(s.chase_cpu)?;
+                let waiting = WaitClock::start();
+                let mut buf = Buffer::new(s.chase_bytes as usize, placement)?;
+                buf.touch();
+                let slots = chase::link_cycle(
+                    &mut buf,
+                    chase::ChaseOrder::PageLocal,
+                    0x10ad ^ u64::from(s.chase_cpu),
+                );
+                // No point is timed before every loader has touched its buffer: a loader
+                // still faulting in fresh memory reads nothing, and its curve would be
+                // the idle latency at 0 GB/s.
+                while settled.load(Ordering::Acquire) < s.loaders.len() {
+                    std::thread::sleep(READY_POLL);
+                }
+                let each =
+                    || -> Vec<u64> { counts.iter().map(|c| c.load(Ordering::Relaxed)).collect() };
+                // Per loaded point: its delay and the loaders that read nothing during it.
+                let mut silent: Vec<(u32, Vec<usize>)> = Vec::new();
+                let mut measure = |d: u32| -> LoadedPoint {
+                    delay.store(d, Ordering::Relaxed);
+                    if d != PARKED {
+                        std::thread::sleep(SETTLE);
+                    }
+                    let (b0, t0) = (each(), Instant::now());
+                    // The lowest of the laps: other programs' traffic only adds latency.
+                    let ns = (0..POINT_LAPS)
+                        .map(|_| chase_ns(&buf, slots, s.evict))
+                        .fold(f64::INFINITY, f64::min);
+                    let (b1, t1) = (each(), Instant::now());
+                    let seconds = t1.duration_since(t0).as_secs_f64().max(1e-9);
+                    let read: Vec<u64> = b1
+                        .iter()
+                        .zip(&b0)
+                        .map(|(a, b)| a.saturating_sub(*b))
+                        .collect();
+                    if d != PARKED {
+                        let idle: Vec<usize> = (0..read.len()).filter(|&i| read[i] == 0).collect();
+                        if !idle.is_empty() {
+                            silent.push((d, idle));
                         }
                     }
-                    let again = measure(PARKED).latency_ns;
-                    // The share of the sweep the chase waited for its CPU.
-                    Ok((points, again, waiting.share()))
-                },
-            )
+                    LoadedPoint {
+                        delay: (d != PARKED).then_some(d),
+                        gbps: if d == PARKED {
+                            0.0
+                        } else {
+                            read.iter().sum::<u64>() as f64 / seconds / 1e9
+                        },
+                        latency_ns: ns,
+                    }
+                };
+                let mut points = vec![measure(PARKED)];
+                if !s.loaders.is_empty() {
+                    for &d in &s.delays {
+                        points.push(measure(d));
+                    }
+                    for _ in 0..REFINED_POINTS {
+                        let Some(d) = refine_delay(&points) else {
+                            break;
+                        };
+                        let p = measure(d);
+                        let at = points
+                            .iter()
+                            .position(|q| q.delay.is_some_and(|x| x < d))
+                            .unwrap_or(points.len());
+                        points.insert(at, p);
+                    }
+                    // A spike is measured again; the lower of the two stays, with the
+                    // loaders' bandwidth of the same measurement.
+                    let mut repeated = Vec::new();
+                    for _ in 0..REPEATED_POINTS {
+                        let Some(i) = spike(&points, &repeated) else {
+                            break;
+                        };
+                        repeated.push(i);
+                        let again = measure(points[i].delay.unwrap_or(PARKED));
+                        if again.latency_ns < points[i].latency_ns {
+                            points[i] = again;
+                        }
+                    }
+                }
+                let again = measure(PARKED).latency_ns;
+                // The share of the sweep the chase waited for its CPU.
+                Ok((points, again, waiting.share(), silent))
+            })
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
         stop.store(true, Ordering::Relaxed);
@@ -422,6 +532,10 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
         ));
     }
     warnings.extend(bandwidth_fall(&points));
+    let unavailable = empty_load(&points);
+    if unavailable.is_none() {
+        warnings.extend(silent_loaders(&s.loaders, &silent));
+    }
     if s.loaders.len() < 2 {
         warnings.push(format!(
             "{} loader{}: the curve may stop short of the node's saturation",
@@ -435,11 +549,30 @@ pub fn sweep(s: &Sweep) -> Result<LoadedCurve, MemError> {
         local: true,
         chase_cpu: s.chase_cpu,
         loaders: s.loaders.clone(),
-        knee: knee(&points),
+        knee: if unavailable.is_none() {
+            knee(&points)
+        } else {
+            None
+        },
         points,
         idle_again_ns: Some(idle_again),
         warnings,
+        unavailable,
     })
+}
+
+/// What the chase's thread of a sweep returns: the points, the idle latency measured
+/// again, the share of the sweep it waited for its CPU, and the loaders silent at each
+/// loaded point.
+type SweepRun = (Vec<LoadedPoint>, f64, Option<f64>, Vec<(u32, Vec<usize>)>);
+
+/// Counts a loader as settled when dropped (its buffer ready, or its thread failed).
+struct Settle<'a>(&'a AtomicUsize);
+
+impl Drop for Settle<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
 }
 
 #[cfg(test)]
@@ -558,6 +691,68 @@ mod tests {
         ];
         assert_eq!(spike(&rising, &[]), None);
         assert_eq!(spike(&rising[..1], &[]), None);
+    }
+
+    /// A loader that reads nothing and counts nothing until told to stop.
+    fn reads_nothing(_: &Buffer, _: Isa, c: LoaderControl<'_>) {
+        while !c.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_sweep_whose_loader_reads_nothing_is_not_a_measurement() {
+        let cpus = topoprobe_sys::affinity::allowed_cpus()
+            .expect("cpus")
+            .to_vec();
+        let c = sweep_with(
+            &Sweep {
+                chase_cpu: cpus[0],
+                loaders: vec![*cpus.last().expect("a CPU")],
+                node: None,
+                chase_bytes: 1 << 20,
+                loader_bytes: 1 << 20,
+                evict: false,
+                isa: Isa::Portable,
+                delays: vec![8, 0],
+            },
+            reads_nothing,
+        )
+        .unwrap();
+        let reason = c.unavailable.as_deref().expect("flagged");
+        assert!(reason.starts_with("the loaders read nothing"), "{reason}");
+        assert_eq!(c.knee, None);
+        // The points stay as read, each loaded one at 0 GB/s.
+        assert!(c.points.iter().filter(|p| p.delay.is_some()).count() >= 2);
+        assert!(c.points.iter().all(|p| p.gbps == 0.0));
+    }
+
+    #[test]
+    fn a_curve_whose_loaded_points_read_nothing_is_empty() {
+        let flat = [
+            at(None, 0.0, 113.0),
+            at(Some(4096), 0.0, 114.0),
+            at(Some(0), 0.0, 115.0),
+        ];
+        assert!(empty_load(&flat).is_some());
+        let idle_only = [at(None, 0.0, 113.0)];
+        assert_eq!(empty_load(&idle_only), None);
+        let rising = [
+            at(None, 0.0, 113.0),
+            at(Some(4096), 0.0, 114.0),
+            at(Some(0), 14.4, 180.0),
+        ];
+        assert_eq!(empty_load(&rising), None);
+    }
+
+    #[test]
+    fn silent_loaders_are_named_with_their_delays() {
+        assert_eq!(silent_loaders(&[1, 2], &[]), None);
+        let w = silent_loaders(&[1, 2], &[(64, vec![1]), (16, vec![0, 1])]).expect("said");
+        assert!(
+            w.contains("CPU 2 at delay 64, 16; CPU 1 at delay 16"),
+            "{w}"
+        );
     }
 
     #[test]

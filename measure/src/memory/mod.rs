@@ -26,6 +26,7 @@ pub mod matrix;
 pub mod mixes;
 pub mod pace;
 pub mod plan;
+pub mod plausible;
 pub mod steps;
 
 use std::time::Instant;
@@ -141,6 +142,10 @@ pub struct LatencyResult {
     /// The largest share of its chases' time the chase waited for its CPU (other programs
     /// held it), 0 to 1; `None` where the kernel does not say.
     pub waited: Option<f64>,
+    /// Share of the huge-page chase's buffer the kernel backed with huge pages, 0 to 1
+    /// ([`crate::pages::share_of`]; `None` when huge pages were not asked for or
+    /// `/proc/self/smaps` cannot be read).
+    pub huge_share: Option<f64>,
 }
 
 impl LatencyResult {
@@ -224,7 +229,9 @@ pub fn latency(
     evict: bool,
     scattered: bool,
 ) -> Result<LatencyResult, MemError> {
-    let run = |huge: bool, order: chase::ChaseOrder| -> Result<(f64, Option<f64>), MemError> {
+    // ns per load, the share of the time waited for the CPU, the share on huge pages.
+    type Run = (f64, Option<f64>, Option<f64>);
+    let run = |huge: bool, order: chase::ChaseOrder| -> Result<Run, MemError> {
         std::thread::scope(|s| {
             s.spawn(|| {
                 topoprobe_sys::affinity::pin_current_thread(cpu)?;
@@ -236,6 +243,11 @@ pub fn latency(
                     },
                 )?;
                 buf.touch();
+                let share = if huge {
+                    crate::pages::share_of(&buf)
+                } else {
+                    None
+                };
                 let slots = chase::link_cycle(&mut buf, order, 0x5eed ^ u64::from(cpu));
                 let how = if evict {
                     ChaseRounds::within_one_lap(slots, LATENCY_ROUNDS, LATENCY_MAX_STEPS)
@@ -252,6 +264,7 @@ pub fn latency(
                 Ok((
                     crate::stats::median(&ns).unwrap_or(f64::NAN),
                     waiting.share(),
+                    share,
                 ))
             })
             .join()
@@ -282,6 +295,7 @@ pub fn latency(
         small_ns: small.map(|r| r.0),
         scattered_ns: scattered.map(|r| r.0),
         waited: most_waited(runs.iter().flatten().map(|r| r.1)),
+        huge_share: huge.and_then(|r| r.2),
     })
 }
 
@@ -663,6 +677,8 @@ pub fn run_plan(
     }
     report.node_matrix = matrix;
     report.cost = plan.cost();
+    // Every figure against the others of this run: one that cannot be right is flagged.
+    plausible::check(&mut report);
     Ok(report)
 }
 

@@ -13,8 +13,10 @@ use std::time::Instant;
 
 use crate::plan::Rates;
 
-/// Bytes first touched by the calibration at most.
-const TOUCH_BYTES: usize = 4 << 20;
+/// Bytes first touched by the calibration at most: a fresh mapping of its own (not memory
+/// the allocator may have touched already), as large as the latency buffer, so that the
+/// rate is the first touch of fresh pages the real buffers will pay.
+const TOUCH_BYTES: usize = 64 << 20;
 /// Seconds the calibration's first touch may take at most (the rate is read from the pages
 /// touched by then).
 const TOUCH_SECONDS: f64 = 0.04;
@@ -147,34 +149,54 @@ pub fn calibrate(cpus: &[u32]) -> Speed {
     speed
 }
 
-/// First touch of up to [`TOUCH_BYTES`] (s/GiB), a streaming read over what was touched
-/// (GB/s) and a dependent chase over it (ns per load).
+/// First touch of up to [`TOUCH_BYTES`] of a fresh mapping (s/GiB), one streaming read
+/// pass over what was touched after evicting it from the caches (GB/s of memory, where
+/// lines can be evicted) and a dependent chase over it (ns per load).
 fn touch_stream_chase() -> (f64, f64, f64) {
+    use topoprobe_sys::buffer::{Buffer, PagePlacement};
     const PAGE: usize = 4096;
-    let mut v: Vec<u64> = Vec::new();
-    if v.try_reserve_exact(TOUCH_BYTES / 8).is_err() {
-        let a = Rates::ASSUMED;
+    let a = Rates::ASSUMED;
+    let placement = PagePlacement {
+        node: None,
+        huge_pages: Some(false),
+    };
+    let Ok(mut buf) = Buffer::new(TOUCH_BYTES, placement) else {
         return (a.touch_s_per_gib, a.thread_gbps, a.memory_ns);
-    }
+    };
     let t = Instant::now();
     let mut touched = 0;
-    while touched < TOUCH_BYTES / 8 {
-        // 64 pages at a time, each written once: the kernel faults them in.
-        for _ in 0..64 {
-            if touched >= TOUCH_BYTES / 8 {
+    {
+        let words = buf.words_mut();
+        while touched < words.len() {
+            // 64 pages at a time, each written once: the kernel faults them in.
+            for _ in 0..64 {
+                if touched >= words.len() {
+                    break;
+                }
+                words[touched] = touched as u64;
+                touched += PAGE / 8;
+            }
+            if t.elapsed().as_secs_f64() > TOUCH_SECONDS {
                 break;
             }
-            v.push(touched as u64);
-            v.resize(touched + PAGE / 8, 0);
-            touched += PAGE / 8;
         }
-        if t.elapsed().as_secs_f64() > TOUCH_SECONDS {
-            break;
-        }
+        touched = touched.min(words.len());
     }
-    let touch = t.elapsed().as_secs_f64() / (touched * 8) as f64 * (1u64 << 30) as f64;
+    let touch = t.elapsed().as_secs_f64() / (touched * 8).max(1) as f64 * (1u64 << 30) as f64;
+    let v = &mut buf.words_mut()[..touched];
+    // One pass of the read kernel over the touched pages, evicted first where lines can
+    // be: the rate of memory, not of a cache that holds the few MiB touched.
+    if topoprobe_sys::counter::can_flush() {
+        topoprobe_sys::counter::flush_lines(v);
+    }
     let t = Instant::now();
-    let sum: u64 = v.iter().fold(0u64, |a, &x| a.wrapping_add(x));
+    let sum = super::kernels::run(
+        super::kernel_kinds::Kernel::Read,
+        super::kernel_kinds::Isa::detect(),
+        false,
+        v,
+        &mut [],
+    );
     std::hint::black_box(sum);
     let gbps = (v.len() * 8) as f64 / t.elapsed().as_secs_f64().max(1e-9) / 1e9;
     // A chase with a stride of 4 KiB + 64 B through the touched pages.

@@ -32,6 +32,10 @@ pub use super::steps::{MemPlan, MemWork};
 pub const LATENCY_BYTES: u64 = 64 << 20;
 /// Working set below which regular stores are not measured: this many last-level caches.
 pub const WRITE_FACTOR: u64 = 4;
+/// The least a planned latency buffer (evicted) or bandwidth working set shrinks to on a
+/// machine too slow for the planned ones (an evicted chase still reaches memory, reads
+/// need no size once evicted, and writes then use non-temporal stores).
+pub const SHRUNK_BYTES: u64 = 16 << 20;
 
 /// Bytes rounded down to whole MiB (at least one).
 fn whole_mib(bytes: u64) -> u64 {
@@ -144,10 +148,62 @@ pub fn plan_memory_at(shape: &Shape, opts: &MemOptions, speed: &Speed) -> MemPla
             ));
         }
     }
-    let bandwidth_bytes = match opts.size {
+    let mut bandwidth_bytes = match opts.size {
         Some(s) => s,
         None => cap(working_set(llc)),
     };
+    // With `--full`, the default steps take at most what a default run has (and a quarter
+    // of the budget): the rest is for the full steps.
+    let base_seconds = if opts.full {
+        budget
+            .seconds
+            .min(super::DEFAULT_BUDGET.seconds)
+            .min(budget.seconds / 4.0)
+    } else {
+        budget.seconds
+    };
+    // Planned at this machine's measured speed (a fresh guest's first touch of tens of
+    // MB/s), the first latency and bandwidth steps, which always run, must fit half of the
+    // time: the planned buffers shrink, evicted ones down to a floor that still reaches
+    // memory, and the notes say so.
+    let mut latency_bytes = latency_bytes;
+    if opts.size.is_none() && *speed != Speed::assumed() {
+        let pages = 1 + usize::from(opts.scattered);
+        let first = |lat: u64, bw: u64| {
+            latency_seconds(&r, lat, evicts, pages)
+                + if opts.latency_only {
+                    0.0
+                } else {
+                    bandwidth_seconds_at(&r, bw, 1, 3, speed)
+                }
+        };
+        let (lat0, bw0) = (latency_bytes, bandwidth_bytes);
+        let lat_floor = if evicts { SHRUNK_BYTES } else { latency_bytes };
+        while first(latency_bytes, bandwidth_bytes) > base_seconds / 2.0
+            && (latency_bytes > lat_floor || bandwidth_bytes > SHRUNK_BYTES)
+        {
+            if latency_bytes > lat_floor {
+                latency_bytes = whole_mib((latency_bytes / 2).max(lat_floor));
+            }
+            if bandwidth_bytes > SHRUNK_BYTES {
+                bandwidth_bytes = whole_mib((bandwidth_bytes / 2).max(SHRUNK_BYTES));
+            }
+        }
+        if (latency_bytes, bandwidth_bytes) != (lat0, bw0) {
+            notes.push(format!(
+                "buffers planned at this machine's speed (first touch {:.0} MB/s, {:.1} GB/s a \
+                 thread): latency {} instead of {}, bandwidth {} instead of {}, so that the \
+                 first measurements fit the {} budget",
+                (1u64 << 30) as f64 / r.touch_s_per_gib / 1e6,
+                r.thread_gbps,
+                mib(latency_bytes),
+                mib(lat0),
+                mib(bandwidth_bytes),
+                mib(bw0),
+                crate::plan::secs(budget.seconds)
+            ));
+        }
+    }
     let non_temporal = opts.non_temporal.unwrap_or_else(|| {
         let short = llc.is_some_and(|l| bandwidth_bytes < WRITE_FACTOR * l);
         if short && !opts.latency_only {
@@ -258,16 +314,6 @@ pub fn plan_memory_at(shape: &Shape, opts: &MemOptions, speed: &Speed) -> MemPla
     // later, cheaper one may still fit.
     let mut spent = 0.0;
     let total_steps = steps.len();
-    // With `--full`, the default steps take at most what a default run has (and a quarter
-    // of the budget): the rest is for the full steps.
-    let base_seconds = if opts.full {
-        budget
-            .seconds
-            .min(super::DEFAULT_BUDGET.seconds)
-            .min(budget.seconds / 4.0)
-    } else {
-        budget.seconds
-    };
     steps.retain(|st| {
         let keep = st.required || spent + st.cost.seconds <= base_seconds;
         if keep {
@@ -333,6 +379,81 @@ pub fn plan_memory_at(shape: &Shape, opts: &MemOptions, speed: &Speed) -> MemPla
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{NodeShape, SocketShape, MIB};
+
+    /// One socket of 16 contexts, one node, a 480 MiB L3.
+    fn guest() -> Shape {
+        Shape {
+            sockets: vec![SocketShape {
+                cpus: (0..16).collect(),
+                cores: 16,
+                llc_bytes: Some(480 * MIB),
+                local_node: Some(0),
+            }],
+            nodes: vec![NodeShape {
+                id: 0,
+                distances: vec![10],
+                memory_bytes: Some(32 << 30),
+                cpus: (0..16).collect(),
+            }],
+            cache_levels: vec![48 << 10, 2 * MIB, 480 * MIB],
+            free_bytes: Some(24 << 30),
+            can_flush: true,
+            huge_pages: true,
+            power_unavailable: None,
+        }
+    }
+
+    /// A fresh guest whose first touch runs at 40 MB/s: the plan made at its speed
+    /// shrinks its buffers so that the steps that always run fit, and says so; at the
+    /// assumed speed the buffers are the usual ones.
+    #[test]
+    fn a_slow_first_touch_shrinks_the_planned_buffers_to_fit_the_time() {
+        let opts = MemOptions::default();
+        let usual = plan_memory(&guest(), &opts);
+        assert_eq!(usual.latency_bytes, LATENCY_BYTES);
+        let fresh = Speed {
+            touch_s_per_gib: 1.0 / 0.04,
+            thread_gbps: 5.0,
+            chase_ns: 130.0,
+            thread_start_s: 1e-4,
+            parallel: f64::INFINITY,
+            seconds: 0.1,
+        };
+        let slow = plan_memory_at(&guest(), &opts, &fresh);
+        assert!(slow.latency_bytes < usual.latency_bytes, "{slow:?}");
+        assert!(slow.bandwidth_bytes < usual.bandwidth_bytes, "{slow:?}");
+        assert!(slow.latency_bytes >= SHRUNK_BYTES && slow.bandwidth_bytes >= SHRUNK_BYTES);
+        assert!(
+            slow.non_temporal,
+            "writes under 4 × the L3 use non-temporal stores"
+        );
+        assert!(
+            slow.notes
+                .iter()
+                .any(|n| n
+                    .starts_with("buffers planned at this machine's speed (first touch 43 MB/s")),
+            "{:?}",
+            slow.notes
+        );
+        let required: f64 = slow
+            .steps
+            .iter()
+            .filter(|s| s.required)
+            .map(|s| s.cost.seconds)
+            .sum();
+        assert!(required <= opts.budget.seconds, "{required}");
+        // An explicit size is the user's: it is kept, however slow the machine.
+        let sized = plan_memory_at(
+            &guest(),
+            &MemOptions {
+                size: Some(256 * MIB),
+                ..opts
+            },
+            &fresh,
+        );
+        assert_eq!(sized.latency_bytes, 256 * MIB);
+    }
 
     #[test]
     fn the_pairs_a_budget_leaves_out_are_named_by_node() {

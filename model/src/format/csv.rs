@@ -160,7 +160,7 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
     if let Some((short, fields)) = short_row {
         if let Some((a, b)) = (0..n)
             .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
-            .find(|&(a, b)| m.get(a, b).is_some())
+            .find(|&(a, b)| m.has(a, b))
         {
             return Err(err(
                 a + 1,
@@ -177,15 +177,15 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
     // Mirror one-sided entries (triangle-only files, partial measurements).
     for a in 0..n {
         for b in a + 1..n {
-            match (m.get(a, b), m.get(b, a)) {
-                (Some(x), None) => m.set(b, a, Some(x)),
-                (None, Some(y)) => m.set(a, b, Some(y)),
+            match (m.has(a, b), m.has(b, a)) {
+                (true, false) => m.set(b, a, m.get(a, b)),
+                (false, true) => m.set(a, b, m.get(b, a)),
                 _ => {}
             }
         }
     }
     for a in 0..n {
-        if m.row(a).iter().all(Option::is_none) {
+        if m.row(a).all(|v| v.is_none()) {
             return Err(err(
                 a + 1,
                 format!(
@@ -284,7 +284,7 @@ pub fn write_matrix(m: &LatencyMatrix, w: &mut impl Write) -> std::io::Result<()
     let mut line = String::new();
     for a in 0..m.len() {
         line.clear();
-        for (b, v) in m.row(a).iter().enumerate() {
+        for (b, v) in m.row(a).enumerate() {
             if b > 0 {
                 line.push(',');
             }
@@ -440,13 +440,24 @@ mod tests {
         let m = LatencyMatrix::from_fn(3, |a, b| match (a, b) {
             (0, 1) | (1, 0) => Some(0.1),
             (0, 2) => Some(1e-7),
-            (2, 0) => Some(123_456_789.5),
+            (2, 0) => Some(1_234.5),
             _ => None,
         });
         let mut out = Vec::new();
         write_matrix(&m, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert_eq!(text, ",0.1,0.0000001\n0.1,,\n123456789.5,,\n");
+        assert_eq!(text, ",0.1,0.0000001\n0.1,,\n1234.5,,\n");
         assert_eq!(parse(&text).unwrap(), m);
+        // A table keeps 5 significant digits (its stated resolution).
+        let long = LatencyMatrix::from_fn(2, |_, _| Some(123_456_789.5));
+        assert_eq!(long.get(0, 1), Some(123_460_000.0));
+        assert_eq!(
+            LatencyMatrix::from_fn(2, |_, _| Some(123.456)).get(1, 0),
+            Some(123.46)
+        );
+        assert_eq!(
+            LatencyMatrix::from_fn(2, |_, _| Some(21.3)).get(1, 0),
+            Some(21.3)
+        );
     }
 }

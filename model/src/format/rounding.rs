@@ -9,11 +9,12 @@
 //!   runs on is at least 0.1 %, so a fifth digit would only be noise;
 //! - `-0` is written `0`; a number that is not finite (never produced) would be `null`.
 //!
-//! A description file is data that other tools exchange: a latency matrix or a libmctop
-//! file read into it keeps the digits its source gave. Its figures keep
-//! [`DESCRIPTION_DIGITS`] significant digits, which removes the tails of binary
-//! arithmetic (`9.002793525000001` → `9.002793525`) and `-0`, and nothing a source wrote
-//! ([`to_description_json`]).
+//! A description file is data that other tools exchange: a libmctop file read into it
+//! keeps the digits its source gave. Its figures keep [`DESCRIPTION_DIGITS`] significant
+//! digits, which removes the tails of binary arithmetic (`9.002793525000001` →
+//! `9.002793525`) and `-0`, and nothing a source wrote ([`to_description_json`]). Its
+//! latency tables, N² entries, are held and written with 5 significant digits, one row
+//! per line ([`crate::matrix`]: a 4096-context description must stay readable).
 
 use serde::Serialize;
 use serde_json::{Number, Value};
@@ -90,7 +91,80 @@ pub fn to_rounded_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde
 ///
 /// As [`to_rounded_json`].
 pub fn to_description_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
-    to_json_with(value, DESCRIPTION_DIGITS)
+    // Written as it is serialized, never as a tree of values: the latency tables of 4096
+    // contexts are 16.7 million entries each (one line per row, see
+    // `crate::matrix::TABLE_DIGITS`), which a tree would hold at 32 bytes an entry.
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(
+        &mut out,
+        Rounding {
+            pretty: serde_json::ser::PrettyFormatter::new(),
+            digits: DESCRIPTION_DIGITS,
+        },
+    );
+    value.serialize(&mut ser)?;
+    out.push(b'\n');
+    // serde_json writes UTF-8 only.
+    String::from_utf8(out).map_err(|e| serde_json::Error::io(std::io::Error::other(e)))
+}
+
+/// serde_json's pretty formatter with every fractional number rounded to `digits`
+/// significant digits as it is written ([`round_to`]).
+struct Rounding<'a> {
+    pretty: serde_json::ser::PrettyFormatter<'a>,
+    digits: i32,
+}
+
+impl serde_json::ser::Formatter for Rounding<'_> {
+    fn write_f64<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        value: f64,
+    ) -> std::io::Result<()> {
+        serde_json::ser::CompactFormatter.write_f64(writer, round_to(value, self.digits))
+    }
+    fn write_f32<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        value: f32,
+    ) -> std::io::Result<()> {
+        self.write_f64(writer, f64::from(value))
+    }
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.pretty.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.pretty.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.pretty.end_object_value(w)
+    }
 }
 
 /// Pretty-printed JSON with `digits` significant digits.

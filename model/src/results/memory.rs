@@ -47,6 +47,11 @@ pub struct MemoryLatencyRow {
     /// latency plus TLB misses, page walks and DRAM page changes, when measured.
     #[serde(default)]
     pub scattered_ns: Option<f64>,
+    /// Share of the huge-page chase's buffer the kernel backed with huge pages, 0 to 1
+    /// (`AnonHugePages` of `/proc/self/smaps`; absent where huge pages were not asked for
+    /// or the share could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub huge_pages_share: Option<f64>,
 }
 
 /// A socket's local node by measurement (lowest latency).
@@ -75,6 +80,11 @@ pub struct MemoryResult {
     pub working_set: String,
     /// Whether the latency buffer was evicted from every cache before its chase.
     pub evicted: bool,
+    /// Whether the huge pages the latency chase asked for were granted: the least share
+    /// of its buffers the kernel backed with them, 0 to 1 (absent where huge pages were
+    /// not asked for, or the share could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub huge_pages_share: Option<f64>,
     /// Bandwidth working set of all threads together, bytes (`null` with
     /// `--latency-only`).
     pub bandwidth_working_set_bytes: Option<u64>,

@@ -229,6 +229,24 @@ pub struct LoadedCurve {
     /// stole time from the vCPUs, a single loader).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Why the curve is not a measurement, when it is not: its figures are implausible
+    /// against themselves or against the other figures of the same run (the loaders read
+    /// nothing while the saturation step read GB/s, latency under load below idle). The
+    /// points are kept as read, for diagnosis; views print this reason instead of them,
+    /// and the knee is `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+impl LoadedCurve {
+    /// Marks the curve as not a measurement, for `reason` (the first reason stays): its
+    /// knee is dropped and views print the reason instead of the points.
+    pub fn set_unavailable(&mut self, reason: impl Into<String>) {
+        if self.unavailable.is_none() {
+            self.unavailable = Some(reason.into());
+        }
+        self.knee = None;
+    }
 }
 
 /// The knee of a loaded-latency curve: the bandwidth at which the chase's latency first
@@ -368,6 +386,7 @@ mod tests {
                 points,
                 idle_again_ns: Some(101.0),
                 warnings: vec!["1 loader".into()],
+                unavailable: None,
             }],
             cache_to_cache: None,
         };

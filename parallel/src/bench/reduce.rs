@@ -35,6 +35,15 @@ pub const MAX_BYTES: u64 = 1 << 34;
 pub const MAX_THREADS: usize = 4096;
 
 impl Config {
+    /// Bytes the experiment holds at once, planned before anything is allocated: every
+    /// worker's vector, and the tree's sum kept while the flat reduction's vectors are
+    /// made.
+    #[must_use]
+    pub fn peak_bytes(&self) -> u64 {
+        self.bytes
+            .saturating_mul(self.threads.saturating_add(1) as u64)
+    }
+
     /// Checks the limits (before any work: nothing is measured).
     ///
     /// # Errors

@@ -59,6 +59,14 @@ impl Config {
         check_runs(self.runs)
     }
 
+    /// Bytes the experiment holds at once, planned before anything is allocated: the
+    /// keys, the copy being sorted and the sort's scratch array, each [`Config::bytes`]
+    /// (the u32 keys' arrays are freed before the u64 keys').
+    #[must_use]
+    pub fn peak_bytes(&self) -> u64 {
+        self.bytes.saturating_mul(3)
+    }
+
     /// Number of sorts the configuration runs (for progress).
     #[must_use]
     pub fn measurements(&self) -> usize {

@@ -253,6 +253,7 @@ fn four_sockets() -> Topology {
                 idle_again_ns: None,
                 knee: None,
                 warnings: Vec::new(),
+                unavailable: None,
             }],
             ..topoprobe_model::MemoryDetail::default()
         },

@@ -85,9 +85,14 @@ impl Rendered for MemoryResult {
 
     fn text(&self) -> String {
         let mut out = String::new();
+        // Whether the huge pages asked for were granted, from /proc/self/smaps.
+        let huge = match self.huge_pages_share {
+            Some(s) => format!("huge pages ({:.0}% of the buffer granted)", s * 100.0),
+            None => "huge pages".into(),
+        };
         let _ = writeln!(
             out,
-            "memory latency ({}; huge pages, and scattered over the buffer on 4 KiB pages)",
+            "memory latency ({}; {huge}, and scattered over the buffer on 4 KiB pages)",
             self.working_set
         );
         for l in &self.latency {
@@ -232,12 +237,14 @@ mod tests {
                 huge_pages_ns: Some(95.5),
                 small_pages_ns: None,
                 scattered_ns: None,
+                huge_pages_share: Some(1.0),
             }],
             local_nodes: vec![LocalNode { socket: 0, node: 0 }],
             isa: "avx2".into(),
             working_set_bytes: 1 << 20,
             working_set: "random chase in 256 KiB windows over 1 MiB in its steady state".into(),
             evicted: false,
+            huge_pages_share: Some(1.0),
             bandwidth_working_set_bytes: None,
             non_temporal: false,
             last_level_cache_bytes: Some(32 << 20),
@@ -279,6 +286,7 @@ mod tests {
     fn a_latency_only_result_warns_and_counts_in_the_singular() {
         let t = result().text();
         assert!(t.contains("  socket 0 (CPU 0) -> node 0: 95.5 ns\n"), "{t}");
+        assert!(t.contains("huge pages (100% of the buffer granted)"), "{t}");
         assert!(!t.contains("memory bandwidth"), "{t}");
         assert!(t.contains("warning: the chase's 1 MiB"), "{t}");
         assert!(t.contains("measured 1 of 1 socket -> node pair; "), "{t}");
@@ -286,6 +294,7 @@ mod tests {
         assert_eq!(c.lines().nth(1), Some("0,0,1,95.50,,,,,,"));
         let j = crate::results::json(&result()).unwrap();
         assert!(j.contains("\"memory_reached\": false"), "{j}");
+        assert!(j.contains("\"huge_pages_share\": 1"), "{j}");
         assert!(j.contains("\"read_gbps\": null"), "{j}");
         // The `--full` fields are left out of a default run's JSON.
         assert!(

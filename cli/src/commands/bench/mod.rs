@@ -47,6 +47,40 @@ impl BenchCommon {
     }
 }
 
+/// Checks, before anything is allocated, that an experiment holding `peak` bytes at once
+/// (its plan: `what` says of what) keeps within the memory budget: `--max-memory`, else
+/// half of the memory available now (`MemAvailable`). Refused (exit 2) with the budget
+/// that would fit.
+fn within_memory(max_memory: Option<u64>, peak: u64, what: &str) -> Result<()> {
+    let text = topoprobe_model::size_text;
+    let (budget, whose) = match max_memory {
+        Some(b) => (b, "--max-memory".to_string()),
+        None => match topoprobe_measure::os::available_bytes() {
+            Some(a) => (
+                a / 2,
+                format!("the default: half of the {} available now", text(a)),
+            ),
+            None => return Ok(()),
+        },
+    };
+    let mib = topoprobe_measure::plan::MIB;
+    let need = peak
+        .saturating_add(topoprobe_measure::plan::PROCESS_BYTES)
+        .div_ceil(mib)
+        .saturating_mul(mib);
+    if need <= budget {
+        return Ok(());
+    }
+    Err(Usage(format!(
+        "{what} need {} at once with the process, over the memory budget of {} ({whose}): \
+         give --max-memory {}M or more, or a smaller --size",
+        text(need),
+        text(budget),
+        need >> 20
+    ))
+    .into())
+}
+
 /// A bar counting measurements on standard error (drawn only on a terminal).
 fn bar(what: &str, total: usize) -> ProgressBar {
     let bar = ProgressBar::new(total as u64);

@@ -23,6 +23,15 @@ pub(crate) fn run(args: &ReduceArgs) -> Result<()> {
     config(args, 1).check().map_err(parallel_error)?;
     let topo = args.common.load()?;
     let config = config(args, topo.num_contexts());
+    super::within_memory(
+        args.max_memory,
+        config.peak_bytes(),
+        &format!(
+            "--size {} for {} workers: every worker's vector and the tree's sum",
+            topoprobe_model::size_text(config.bytes),
+            config.threads
+        ),
+    )?;
     let s = spinner("reduce");
     let report = reduce::run(&topo, &config).map_err(parallel_error)?;
     s.finish_and_clear();

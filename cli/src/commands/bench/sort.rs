@@ -22,6 +22,14 @@ pub(crate) fn run(args: &SortArgs) -> Result<()> {
     config(args, 1).check().map_err(parallel_error)?;
     let topo = args.common.load()?;
     let config = config(args, topo.num_contexts());
+    super::within_memory(
+        args.max_memory,
+        config.peak_bytes(),
+        &format!(
+            "--size {}: the keys, their copy being sorted and the sort's scratch array",
+            topoprobe_model::size_text(config.bytes)
+        ),
+    )?;
     let progress = bar("sort", config.measurements());
     let report = sort::run(&topo, &config, &mut |done, _| {
         progress.set_position(done as u64);
