@@ -28,7 +28,8 @@ use std::collections::BTreeMap;
 
 use topoprobe_model::format::plural;
 use topoprobe_model::{
-    format_cpu_list, LatencyMatrix, LatencyUnit, Origin, OsView, Parent, Topology, Warning,
+    format_cpu_list, LatencyMatrix, LatencyUnit, Origin, OsView, Parent, Provenance, Topology,
+    Warning,
 };
 
 use crate::assemble::{Shared, SharedComponent};
@@ -36,6 +37,7 @@ use crate::levels::MIN_GAP;
 use crate::roles::smt::SMT_MAX_NS;
 use crate::roles::sockets::SOCKET_MIN_NS;
 use crate::table::{quantile, Table};
+use crate::{Collected, FlaggedPair, InferOptions};
 
 /// No cache-line transfer between two hardware contexts of a real machine takes this
 /// long (ns): the slowest links of 8-socket machines stay well under it. When the fastest
@@ -402,27 +404,8 @@ fn label_rows(ids: &[u32], sets: &[Vec<u32>]) -> Vec<usize> {
 /// provenance, spread and warnings of `topo` kept; `None` when the structure cannot be
 /// built.
 fn os_structure(topo: &Topology, view: &OsView, ids: &[u32]) -> Option<Topology> {
-    let mut anchored = view.structure().ok()?;
-    // The structure's rows are the CPUs in ascending order; the table's, `ids`.
-    let row_of: BTreeMap<u32, usize> = ids.iter().enumerate().map(|(r, &c)| (c, r)).collect();
-    let order: Vec<usize> = anchored
-        .contexts()
-        .iter()
-        .map(|c| row_of.get(&c.os_id).copied())
-        .collect::<Option<_>>()?;
-    if order.len() != ids.len() {
-        return None;
-    }
-    let permute =
-        |m: &LatencyMatrix| LatencyMatrix::from_fn(order.len(), |a, b| m.get(order[a], order[b]));
-    let raw = permute(&topo.latency_tables().raw);
-    let table = Table::new(&raw).ok()?;
-    let shared = Shared::new(&table, &chains(&anchored));
-    let (normalized, levels) = shared.normalized();
-    anchored.set_latencies(raw, normalized, levels).ok()?;
-    if let Some(spread) = &topo.latency_tables().spread {
-        anchored.set_spread(permute(spread)).ok()?;
-    }
+    let tables = topo.latency_tables();
+    let mut anchored = with_latencies(view, ids, &tables.raw, tables.spread.as_ref())?;
     *anchored.provenance_mut() = topo.provenance().clone();
     anchored.provenance_mut().parameters.insert(
         "structure".into(),
@@ -442,6 +425,101 @@ fn os_structure(topo: &Topology, view: &OsView, ids: &[u32]) -> Option<Topology>
         .cloned()
         .collect();
     Some(anchored)
+}
+
+/// The OS's structure of CPUs `ids` (`view` restricted to them) with the latencies `raw`
+/// and `spread` (rows: `ids`), reordered to the structure's rows, and levels made from
+/// them; `None` when the structure cannot be built or `raw` holds no usable latency.
+fn with_latencies(
+    view: &OsView,
+    ids: &[u32],
+    raw: &LatencyMatrix,
+    spread: Option<&LatencyMatrix>,
+) -> Option<Topology> {
+    let mut anchored = view.structure().ok()?;
+    // The structure's rows are the CPUs in ascending order; the table's, `ids`.
+    let row_of: BTreeMap<u32, usize> = ids.iter().enumerate().map(|(r, &c)| (c, r)).collect();
+    let order: Vec<usize> = anchored
+        .contexts()
+        .iter()
+        .map(|c| row_of.get(&c.os_id).copied())
+        .collect::<Option<_>>()?;
+    if order.len() != ids.len() || raw.len() != ids.len() {
+        return None;
+    }
+    let permute =
+        |m: &LatencyMatrix| LatencyMatrix::from_fn(order.len(), |a, b| m.get(order[a], order[b]));
+    let raw = permute(raw);
+    let table = Table::with_unmeasured(&raw).ok()?;
+    let shared = Shared::new(&table, &chains(&anchored));
+    let (normalized, levels) = shared.normalized();
+    anchored.set_latencies(raw, normalized, levels).ok()?;
+    if let Some(spread) = spread {
+        anchored.set_spread(permute(spread)).ok()?;
+    }
+    Some(anchored)
+}
+
+/// The description of a table the inference cannot read because some of its contexts have
+/// no latency at all (a loaded machine on which the budget ran out before they were
+/// measured, or whose pairs the probe gave up on): the OS's structure of CPUs
+/// `opts.os_ids` (the table's rows) with the latencies that were measured, a
+/// `structure_from_os` warning naming the CPUs without any, and the pairs the probe gave
+/// up on. `None` without CPU numbers,
+/// when a CPU is unknown to the OS, when the structure cannot be built or when no
+/// latency was measured at all.
+#[must_use]
+pub fn os_structure_of_partial(
+    table: &Collected,
+    os: &OsView,
+    opts: &InferOptions,
+) -> Option<Topology> {
+    let latency = &table.latency;
+    let ids = opts.os_ids.as_deref()?;
+    if ids.len() != latency.len() || ids.iter().any(|c| os.cpu(*c).is_none()) {
+        return None;
+    }
+    let view = os.restricted(ids, None);
+    let silent: Vec<u32> = (0..latency.len())
+        .filter(|&a| (0..latency.len()).all(|b| latency.between(a, b).is_none()))
+        .map(|a| ids[a])
+        .collect();
+    if silent.is_empty() {
+        return None;
+    }
+    let mut topo = with_latencies(&view, ids, latency, Some(&table.spread))?;
+    let mut provenance = Provenance::new(opts.source.clone());
+    provenance
+        .parameters
+        .insert("units".into(), opts.units.to_string());
+    provenance.parameters.insert(
+        "structure".into(),
+        format!(
+            "from the OS (CPUs {}); CPUs {} have no measured latency",
+            format_cpu_list(ids),
+            format_cpu_list(&silent)
+        ),
+    );
+    *topo.provenance_mut() = provenance;
+    topo.set_machine(opts.machine.clone());
+    topo.validation_mut().warnings.push(Warning::new(
+        "structure_from_os",
+        format!(
+            "{} no measured latency to any other CPU, so the latencies cannot place {}: \
+             the OS's structure is kept (cores, groups and sockets as the OS lists them, \
+             with the latencies that were measured)",
+            match silent.len() {
+                1 => format!("CPU {} has", format_cpu_list(&silent)),
+                _ => format!("CPUs {} have", format_cpu_list(&silent)),
+            },
+            if silent.len() == 1 { "it" } else { "them" }
+        ),
+    ));
+    let given_up: Vec<&FlaggedPair> = table.given_up().collect();
+    if !given_up.is_empty() {
+        crate::uncertain::record_given_up(&mut topo, &given_up, Some(ids));
+    }
+    Some(topo)
 }
 
 /// Each context's chain of components from its core up to its socket.

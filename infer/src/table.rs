@@ -57,7 +57,28 @@ impl Table {
     /// latency (or one below [`RESOLUTION_FRACTION`] of the largest) is below the resolution of the timer that
     /// measured it: it is read as one timer step (the step of a coarse timer, or the finest
     /// spacing of the other values).
+    ///
+    /// # Errors
+    ///
+    /// [`InferError::TooSmall`] under two contexts, [`InferError::Unmeasured`] for a
+    /// context with no latency to any other, [`InferError::BadValue`] for a latency out of
+    /// range or a table without any non-zero latency.
     pub(crate) fn new(m: &LatencyMatrix) -> Result<Self, InferError> {
+        Self::build(m, true)
+    }
+
+    /// [`Table::new`] of a table in which some contexts may have no latency at all (their
+    /// rows stay NaN): for attaching what was measured to a structure found elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// As [`Table::new`], but never [`InferError::Unmeasured`].
+    pub(crate) fn with_unmeasured(m: &LatencyMatrix) -> Result<Self, InferError> {
+        Self::build(m, false)
+    }
+
+    /// The table of `m`; `every_context`: a context without latency is an error.
+    fn build(m: &LatencyMatrix, every_context: bool) -> Result<Self, InferError> {
         let n = m.len();
         if n < 2 {
             return Err(InferError::TooSmall(n));
@@ -128,7 +149,7 @@ impl Table {
         }
         zeros.sort_unstable();
         crate::timing::stage("   symmetrize", &mut clock);
-        if let Some(a) = measured.iter().position(|&m| !m) {
+        if let Some(a) = measured.iter().position(|&m| !m).filter(|_| every_context) {
             return Err(InferError::Unmeasured(a));
         }
         let mut sorted: Vec<f64> = upper(&lat, n).filter(|&v| v > 0.0).collect();

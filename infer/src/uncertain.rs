@@ -292,7 +292,7 @@ fn record_noisy(topo: &mut Topology, noisy: &[&FlaggedPair], check: &Check, ids:
 }
 
 /// The warning on the pairs the probe gave up on.
-fn record_given_up(topo: &mut Topology, pairs: &[&FlaggedPair], ids: Option<&[u32]>) {
+pub(crate) fn record_given_up(topo: &mut Topology, pairs: &[&FlaggedPair], ids: Option<&[u32]>) {
     let of = if ids.is_some() { " of CPUs" } else { "" };
     let message = format!(
         "{} pair{}{of} could not be measured and {} missing from the table: {}",

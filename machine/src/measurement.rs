@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use topoprobe_infer::InferOptions;
+use topoprobe_infer::{InferError, InferOptions};
 use topoprobe_measure::os;
 use topoprobe_measure::pair::PairProbe;
 use topoprobe_measure::plan::Shape;
@@ -278,6 +278,33 @@ pub(crate) struct Context {
     pub(crate) free: Box<dyn Fn(u32) -> Option<u64>>,
 }
 
+/// The description of the measured table: the inference, held against the OS's structure
+/// where there is one. Where the latencies say nothing (an emulated or oversubscribed
+/// guest, a flat table) the OS's structure stands, flagged, and a difference needs a
+/// latency gap; where some CPUs have no latency at all (the budget ran out on a loaded
+/// machine before they were measured), the OS's structure stands with the latencies that
+/// were measured.
+///
+/// # Errors
+///
+/// [`MachineError::Infer`] when the table cannot be inferred and there is no OS structure
+/// of its CPUs to fall back on.
+fn infer_or_os(
+    table: &topoprobe_infer::Collected,
+    opts: &InferOptions,
+    os_view: Option<&OsView>,
+) -> Result<Topology, MachineError> {
+    match (table.infer(opts), os_view) {
+        (Ok(topo), Some(v)) => Ok(topoprobe_infer::anchor::anchor_to_os(topo, v)),
+        (Ok(topo), None) => Ok(topo),
+        (Err(e @ InferError::Unmeasured(_)), Some(v)) => {
+            topoprobe_infer::anchor::os_structure_of_partial(table, v, opts)
+                .ok_or(MachineError::Infer(e))
+        }
+        (Err(e), _) => Err(MachineError::Infer(e)),
+    }
+}
+
 /// The measurement itself, on whatever probes it is given (the live ones, or scripted ones
 /// in tests): the table, the SMT probe, the inference with the OS's hints, the OS's nodes
 /// and differences, the plugins, and, when watching, the reference pairs between phases,
@@ -374,15 +401,7 @@ pub(crate) fn measure_with(
         progress(Progress::Step(&step.what));
     }
     let inference_started = Instant::now();
-    let mut topo = table
-        .collected
-        .infer(&infer_opts)
-        .map_err(MachineError::Infer)?;
-    // Where the latencies say nothing (an emulated or oversubscribed guest, a flat
-    // table), the OS's structure stands, flagged; a difference needs a latency gap.
-    if let Some(v) = os_view {
-        topo = topoprobe_infer::anchor::anchor_to_os(topo, v);
-    }
+    let mut topo = infer_or_os(&table.collected, &infer_opts, os_view)?;
     let inference_spent = inference_started.elapsed().as_secs_f64();
     // The end's reserve at this machine's pace: saving the description is table work as
     // the inference is.

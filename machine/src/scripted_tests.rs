@@ -440,3 +440,38 @@ fn a_noisy_pair_is_never_a_reference_pair() {
     let kept = refs(&crate::stability::Monitor::for_table(&c, &cpus));
     assert!(!kept.is_empty() && !kept.contains(&(0, 1)), "{kept:?}");
 }
+
+#[test]
+fn a_cpu_left_without_any_latency_keeps_the_os_structure_flagged() {
+    // Two clusters by their latencies, one package of eight cores by the OS; the probe never
+    // gets an answer from CPU 2 (a vCPU the host starved until the budget ran out).
+    let m = two_clusters();
+    for full in [true, false] {
+        let mut probe = injected(MatrixProbe::new(&m), &[]);
+        probe.given_up = Box::new(|a, b| a == 2 || b == 2);
+        let topo = measure_probe(&mut probe, full).expect("the run succeeds");
+        // The OS's structure: eight cores of one package, no groups the latencies made.
+        assert_eq!(
+            (topo.num_contexts(), topo.num_cores(), topo.groups().len()),
+            (8, 8, 0),
+            "full {full}"
+        );
+        let w = warning(&topo, "structure_from_os").expect("the fallback is said");
+        assert!(
+            w.starts_with("CPU 2 has no measured latency to any other CPU"),
+            "full {full}: {w}"
+        );
+        assert!(warning(&topo, "pairs_given_up").is_some(), "full {full}");
+        // What was measured is kept, what was not stays missing.
+        let raw = &topo.latency_tables().raw;
+        assert_eq!(raw.between(0, 1), Some(40.0), "full {full}");
+        assert!((0..8).all(|b| raw.between(2, b).is_none()), "full {full}");
+        assert!(topo.provenance().parameters["structure"].contains("CPUs 2 have no measured"));
+        // It is a description like any other: saved and read back whole.
+        let json = topoprobe_model::format::json::to_json_string(&topo);
+        let back = topoprobe_model::format::json::from_json_str(&json, std::path::Path::new("t"))
+            .expect("read back");
+        assert_eq!(back.num_cores(), 8);
+        assert!((0..8).all(|b| back.latency_tables().raw.between(2, b).is_none()));
+    }
+}
