@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Builds the seed corpus of every fuzz target (fuzz/seeds/<target>/) from the shared data
-(../shared/data), the repository's data/ and the test fixtures, and the templates of the
-description generator (fuzz/templates/, committed: rewritten only with --templates). Usage:
+"""Builds the curated seeds of every fuzz target (fuzz/seeds/<target>/, committed and replayed
+by `cargo test -p topoprobe-fuzz`) from the shared data (../shared/data), the repository's
+data/ and the test fixtures, and the templates of the description generator
+(fuzz/templates/, committed: rewritten only with --templates). The JSON seeds are written by
+the binary: target/debug/topoprobe, or the one named by $TOPOPROBE. Usage:
 scripts/fuzz-seeds.py [--templates] [SHARED_DATA_DIR]; see docs/FUZZING.md."""
 import glob, io, json, os, shutil, subprocess, sys, tarfile
 
@@ -35,7 +37,7 @@ for p in glob.glob(os.path.join(shared, "latency", "matrices", "*.csv")) + glob.
 put("csv", "lower.csv", ",,\n40,,\n90,91,\n")
 
 # JSON descriptions: inferred from two small matrices by the binary, and the bad examples.
-exe = os.path.join(root, "target", "debug", "topoprobe")
+exe = os.environ.get("TOPOPROBE") or os.path.join(root, "target", "debug", "topoprobe")
 for m in ["kc-i3-4150.csv", "hy-apple-m1pro-10c.csv"]:
     p = os.path.join(shared, "latency", "matrices", m)
     if os.path.exists(exe) and os.path.exists(p):
@@ -86,8 +88,8 @@ if "--templates" in sys.argv:
 
 # json_gen: each template unedited, and with one edit of each kind (byte 0: template |
 # policy << 2; then op, node (16 bits, big-endian), arg per edit; see
-# fuzz/src/json_gen.rs). The reproducers aimed at named nodes are in fuzz/corpus/json_gen/
-# (fuzz/tests/reproducers.rs), and scripts/fuzz.sh adds them to these seeds.
+# fuzz/src/json_gen.rs). The reproducers aimed at named nodes are in fuzz/regressions/json_gen/
+# (fuzz/tests/it/reproducers.rs), and scripts/fuzz.sh starts from them beside these seeds.
 for t in range(4):
     put("json_gen", f"template{t}", bytes([t]))
     for op, arg in [(0, 8), (0, 20), (1, 9), (2, 1), (3, 100)]:

@@ -1,6 +1,7 @@
 //! The corpus files that reproduce the defects fuzzing is meant to find (issue 27, rows 2,
-//! 3 and 4, and what the generators found since), kept by name in `corpus/<target>/`
-//! beside the minimized queue, so that `tests/replay.rs` runs them through their targets.
+//! 3 and 4, and what the generators found since), kept by name in `regressions/<target>/`,
+//! so that `tests/it/replay.rs` runs them through their targets (and `scripts/fuzz.sh`
+//! starts every campaign from them).
 //! Against the code before each fix, each of them fails its target: an assertion on the
 //! OS numbers, on the memory held while reading, or, for the CPU lists, AFL's time limit
 //! (`-t 2000`: a billion CPUs set one by one take seconds).
@@ -10,7 +11,7 @@
 //! limit), and capture archives cut on a 512-byte boundary (read as a tree with files
 //! missing before the end marker was required).
 //!
-//! `cargo test -p topoprobe-fuzz --test reproducers -- --ignored` writes them again.
+//! `cargo test -p topoprobe-fuzz -- --ignored write_reproducers` writes them again.
 
 use std::path::{Path, PathBuf};
 
@@ -248,23 +249,23 @@ fn small_capture() -> Vec<u8> {
     b.into_inner().expect("a tar archive")
 }
 
-/// The corpus file of a reproducer.
+/// The regression file of a reproducer.
 fn path(r: &Reproducer) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("corpus")
+        .join("regressions")
         .join(r.target)
         .join(r.name)
 }
 
 #[test]
-fn reproducers_are_in_the_corpus() {
+fn reproducers_are_in_the_regressions() {
     for r in reproducers() {
         let p = path(&r);
         let found = std::fs::read(&p).unwrap_or_default();
         assert!(
             found == r.bytes,
             "{} differs from its reproducer: write it with `cargo test -p topoprobe-fuzz \
-             --test reproducers -- --ignored`",
+             -- --ignored write_reproducers`",
             p.display()
         );
     }
@@ -316,11 +317,11 @@ fn reproducers_stand_for_what_they_are_named() {
     assert_eq!(g.naive_work, 1000 << 20);
 }
 
-/// Writes the reproducers into the corpus.
+/// Writes the reproducers into `regressions/`.
 #[test]
-#[ignore = "writes fuzz/corpus"]
+#[ignore = "writes fuzz/regressions"]
 fn write_reproducers() {
     for r in reproducers() {
-        std::fs::write(path(&r), &r.bytes).expect("writing the corpus");
+        std::fs::write(path(&r), &r.bytes).expect("writing a regression");
     }
 }
