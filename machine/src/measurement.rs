@@ -15,13 +15,17 @@ use topoprobe_model::{
     Source, Topology, Warning,
 };
 
-use crate::deadlines::{Clock, WallClock, STEP_SLACK};
+use crate::deadlines::{Clock, WallClock};
 use crate::hints;
 use crate::pairs::{self, MeasuredTable, Repetitions, Sampling};
 use crate::plan::{self as planning, MeasurePlan};
 use crate::plugins::{self, Plugin};
 use crate::stability::{self, Monitor};
 use crate::{description, stamp, MachineError, Progress};
+
+mod watch;
+
+use watch::{Checks, SmtRecord};
 
 /// SMT candidate pairs tested at most.
 const SMT_PAIRS: usize = 3;
@@ -326,12 +330,113 @@ pub(crate) fn measure_with(
     progress(Progress::Plan(&plan.cost));
     let os_view = ctx.os.as_ref().ok();
     let hint = os_view.map(|os| pairs::sibling_hint(os, cpus));
+    let (table, plan) = collect_pairs(plan, start, opts.sampling, hint, clock, probe, progress)?;
+    let plan = &plan;
+    let pairs_peak = topoprobe_sys::usage::peak_resident_bytes();
+    let monitor = ctx
+        .watch
+        .then(|| Monitor::for_table(&table.collected, cpus));
+    let mut checks = Checks::new(monitor, plan);
+    checks.check(probe, "after pairs");
+    progress(Progress::Step("SMT probe"));
+    let smt_started = Instant::now();
+    let smt_time = plan
+        .smt_share
+        .min((plan.plugins_end - clock.now()).max(0.0));
+    let smt_first = smt_probe(&table, cpus, smt_time, clock, smt)?;
+    let mut smt_run = SmtRecord {
+        notes: smt_first.notes.clone(),
+        tests: smt_first.tests,
+        spent: smt_started.elapsed().as_secs_f64(),
+    };
+    checks.check(probe, "smt");
+
+    let os_hints = os_view.map(|v| hints::os_hints(v, cpus));
+    let infer_opts = infer_options(opts, cpus, os_view, &smt_run.tests, os_hints);
+    if let Some(step) = plan.cost.steps.iter().find(|s| s.probe == "inference") {
+        progress(Progress::Step(&step.what));
+    }
+    let inference_started = Instant::now();
+    let mut topo = infer_or_os(&table.collected, &infer_opts, os_view)?;
+    let inference_spent = inference_started.elapsed().as_secs_f64();
+    // The end's reserve at this machine's pace: saving the description is table work as
+    // the inference is.
+    let inference_planned = planned_seconds(plan, "inference");
+    let (plugins_end, end) = plan.ends(inference_spent / inference_planned);
+    let inference_peak = topoprobe_sys::usage::peak_resident_bytes();
+    topo.set_spread(table.collected.spread.clone())?;
+    record(&mut topo, opts, cpus, &table, &smt_run.tests);
+    record_os(&mut topo, ctx, os_hints)?;
+    let plugin_costs = {
+        let mut between = |p: Progress<'_>| {
+            if let Progress::Plugin(name) = p {
+                checks.check(probe, name);
+            }
+            progress(p);
+        };
+        plugins(&mut topo, plugins_end, &mut between)?
+    };
+    if checks.watching() {
+        checks.check(probe, "end");
+        if let Some(w) = checks.left_out_warning() {
+            topo.validation_mut().warnings.push(w);
+        }
+        let mut findings = checks.findings(&topo);
+        let left = end - clock.now();
+        if !smt_run.tests.is_empty() && left > 0.0 {
+            let seconds = plan.smt_share.min(left);
+            findings.extend(smt_run.again(&table, cpus, seconds, clock, smt, os_view)?);
+        } else if !smt_run.tests.is_empty() {
+            smt_run.notes.push(format!(
+                "smt: not run again at the end (whether the host moved the vCPUs between \
+                 cores is not known): the budget's {:.1} s were spent",
+                end
+            ));
+        }
+        if let Some(saved) = &ctx.saved {
+            findings.extend(stability::compare_saved(saved, &topo));
+        }
+        checks.record_references(&mut topo);
+        stability::apply(&mut topo, &findings);
+    }
+    let cost = spent_cost(
+        plan,
+        &[
+            ("latency", table.elapsed.as_secs_f64(), pairs_peak),
+            ("smt", smt_run.spent, pairs_peak),
+            ("inference", inference_spent, inference_peak),
+            ("stability", checks.spent, None),
+        ],
+        plugin_costs,
+    );
+    record_cost(&mut topo, cost, smt_run.notes);
+    stamp(&mut topo, Instant::now());
+    let p = topo.provenance_mut();
+    // The time of the run as the budget counts it (from the process's start for a command).
+    p.duration_s = Some(clock.now());
+    p.parameters
+        .insert("start_seconds".into(), format!("{start:.3}"));
+    Ok((topo, table))
+}
+
+/// The latency pairs, within the pairs' share of the time left at `start` (seconds on
+/// `clock`), their progress reported; returns the table and the plan as its first
+/// measurements calibrated it, with the pairs left out for time.
+fn collect_pairs(
+    plan: &MeasurePlan,
+    start: f64,
+    sampling: Sampling,
+    hint: Option<Vec<Vec<usize>>>,
+    clock: &dyn Clock,
+    probe: &mut dyn PairLatency,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<(MeasuredTable, MeasurePlan), MachineError> {
     // The pairs' share of the time actually left (the start was spent on the clock).
     let mut pairs_plan = plan.pairs.clone();
     pairs_plan.room = plan.pairs_room_at(start);
     let (table, pairs_plan) = pairs::collect_within(
         probe,
-        opts.sampling,
+        sampling,
         hint,
         &pairs_plan,
         clock,
@@ -342,40 +447,20 @@ pub(crate) fn measure_with(
     // The plan as its first measurements calibrated it, with the pairs left out for time.
     let mut plan = plan.clone();
     plan.set_pairs(pairs_plan);
-    let plan = &plan;
     progress(Progress::PairsDone);
-    let pairs_peak = topoprobe_sys::usage::peak_resident_bytes();
-    let mut stability_spent = 0.0;
-    let mut monitor = ctx
-        .watch
-        .then(|| Monitor::for_table(&table.collected, cpus));
-    // The checks keep to their planned time (with a step's slack) or a small share of the
-    // budget, whichever is more: on a loaded machine a pair takes many times its plan, and
-    // the rest of the run must not pay for it.
-    let stability_allowance = (STEP_SLACK * planned_seconds(plan, "stability"))
-        .max(STABILITY_BUDGET_SHARE * plan.cost.budget.seconds);
-    let mut stability_left_out = 0;
-    let mut check = |m: &mut Monitor, probe: &mut dyn PairLatency, phase: &str, spent: &mut f64| {
-        let t = Instant::now();
-        stability_left_out += m.check_within(probe, phase, stability_allowance - *spent);
-        *spent += t.elapsed().as_secs_f64();
-    };
-    if let Some(m) = monitor.as_mut() {
-        check(m, probe, "after pairs", &mut stability_spent);
-    }
-    progress(Progress::Step("SMT probe"));
-    let smt_started = Instant::now();
-    let smt_time = plan
-        .smt_share
-        .min((plan.plugins_end - clock.now()).max(0.0));
-    let smt_first = smt_probe(&table, cpus, smt_time, clock, smt)?;
-    let mut smt_notes = smt_first.notes.clone();
-    let smt_tests = smt_first.tests;
-    let mut smt_spent = smt_started.elapsed().as_secs_f64();
-    if let Some(m) = monitor.as_mut() {
-        check(m, probe, "smt", &mut stability_spent);
-    }
+    Ok((table, plan))
+}
 
+/// The inference's options: the hints of `opts` with what the measurement knows — the
+/// source, units, CPU numbers and machine, SMT as the probe's `smt_tests` found it and the
+/// OS's package count as the socket hint, where `opts` gives neither.
+fn infer_options(
+    opts: &MeasureOptions,
+    cpus: &[u32],
+    os_view: Option<&OsView>,
+    smt_tests: &[SmtTest],
+    os_hints: Option<hints::OsHints>,
+) -> InferOptions {
     let mut infer_opts = opts.hints.clone();
     infer_opts.source = Source::Measured;
     // The probe reports nanoseconds (units describe matrix files).
@@ -390,26 +475,23 @@ pub(crate) fn measure_with(
         infer_opts.smt = Some(smt_tests.iter().any(SmtTest::shares_core));
         infer_opts.smt_origin = Origin::Measured;
     }
-    let os_hints = os_view.map(|v| hints::os_hints(v, cpus));
     if infer_opts.sockets.is_none() {
         if let Some(k) = os_hints.and_then(|h| h.sockets) {
             infer_opts.sockets = Some(k);
             infer_opts.sockets_origin = Origin::Os;
         }
     }
-    if let Some(step) = plan.cost.steps.iter().find(|s| s.probe == "inference") {
-        progress(Progress::Step(&step.what));
-    }
-    let inference_started = Instant::now();
-    let mut topo = infer_or_os(&table.collected, &infer_opts, os_view)?;
-    let inference_spent = inference_started.elapsed().as_secs_f64();
-    // The end's reserve at this machine's pace: saving the description is table work as
-    // the inference is.
-    let inference_planned = planned_seconds(plan, "inference");
-    let (plugins_end, end) = plan.ends(inference_spent / inference_planned);
-    let inference_peak = topoprobe_sys::usage::peak_resident_bytes();
-    topo.set_spread(table.collected.spread.clone())?;
-    record(&mut topo, opts, cpus, &table, &smt_tests);
+    infer_opts
+}
+
+/// Records what the OS says in `topo`: its package and NUMA node counts, its memory nodes
+/// and its differences from the measured structure, or a warning when its view could not
+/// be read.
+fn record_os(
+    topo: &mut Topology,
+    ctx: &Context,
+    os_hints: Option<hints::OsHints>,
+) -> Result<(), MachineError> {
     if let Some(h) = os_hints {
         let p = &mut topo.provenance_mut().parameters;
         if let Some(s) = h.sockets {
@@ -421,89 +503,21 @@ pub(crate) fn measure_with(
     }
     match &ctx.os {
         Ok(v) => {
-            apply_os_nodes(&mut topo, v, &*ctx.free)?;
-            topoprobe_infer::compare::record_os_differences(&mut topo, v);
+            apply_os_nodes(topo, v, &*ctx.free)?;
+            topoprobe_infer::compare::record_os_differences(topo, v);
         }
         Err(e) => topo.validation_mut().warnings.push(Warning::new(
             "os_view",
             format!("unavailable: the OS view could not be read ({e}); no comparison was made"),
         )),
     }
-    let plugin_costs = {
-        let mut between = |p: Progress<'_>| {
-            if let (Progress::Plugin(name), Some(m)) = (p, monitor.as_mut()) {
-                check(m, probe, name, &mut stability_spent);
-            }
-            progress(p);
-        };
-        plugins(&mut topo, plugins_end, &mut between)?
-    };
-    if let Some(m) = monitor.as_mut() {
-        check(m, probe, "end", &mut stability_spent);
-        if stability_left_out > 0 {
-            topo.validation_mut().warnings.push(Warning::new(
-                "budget",
-                format!(
-                    "stability: {stability_left_out} re-measurements of the reference pairs \
-                     left out: the checks had spent their {stability_allowance:.2} s (a loaded \
-                     machine slows every pair)"
-                ),
-            ));
-        }
-        let mut findings = m.findings(&topo);
-        let left = end - clock.now();
-        if !smt_tests.is_empty() && left > 0.0 {
-            let again_started = Instant::now();
-            let again = smt_probe(&table, cpus, plan.smt_share.min(left), clock, smt)?;
-            smt_spent += again_started.elapsed().as_secs_f64();
-            smt_notes.extend(
-                again
-                    .notes
-                    .iter()
-                    .map(|n| format!("{n} (again at the end)")),
-            );
-            findings.extend(stability::smt_findings(&smt_tests, &again.tests, os_view));
-        } else if !smt_tests.is_empty() {
-            smt_notes.push(format!(
-                "smt: not run again at the end (whether the host moved the vCPUs between \
-                 cores is not known): the budget's {:.1} s were spent",
-                end
-            ));
-        }
-        if let Some(saved) = &ctx.saved {
-            findings.extend(stability::compare_saved(saved, &topo));
-        }
-        let checks: Vec<String> = m
-            .references()
-            .iter()
-            .map(|r| {
-                let v: Vec<String> = r
-                    .checks
-                    .iter()
-                    .map(|c| match &c.ns {
-                        Ok(ns) => format!("{ns:.1}"),
-                        Err(_) => "failed".into(),
-                    })
-                    .collect();
-                format!("{}-{}: {} ns", r.cpus.0, r.cpus.1, v.join(" "))
-            })
-            .collect();
-        topo.provenance_mut()
-            .parameters
-            .insert("reference_pairs".into(), checks.join("; "));
-        stability::apply(&mut topo, &findings);
-    }
-    let mut cost = spent_cost(
-        plan,
-        &[
-            ("latency", table.elapsed.as_secs_f64(), pairs_peak),
-            ("smt", smt_spent, pairs_peak),
-            ("inference", inference_spent, inference_peak),
-            ("stability", stability_spent, None),
-        ],
-        plugin_costs,
-    );
-    cost.left_out.extend(smt_notes);
+    Ok(())
+}
+
+/// Records `cost` in `topo`'s provenance, its left-out notes with `notes` (the SMT
+/// probe's) as budget warnings, each warning once.
+fn record_cost(topo: &mut Topology, mut cost: CostPlan, notes: Vec<String>) {
+    cost.left_out.extend(notes);
     for note in &cost.left_out {
         topo.validation_mut()
             .warnings
@@ -515,18 +529,7 @@ pub(crate) fn measure_with(
     topo.validation_mut()
         .warnings
         .retain(|w| seen.insert((w.kind.clone(), w.message.clone())));
-    stamp(&mut topo, Instant::now());
-    let p = topo.provenance_mut();
-    // The time of the run as the budget counts it (from the process's start for a command).
-    p.duration_s = Some(clock.now());
-    p.parameters
-        .insert("start_seconds".into(), format!("{start:.3}"));
-    Ok((topo, table))
 }
-
-/// The share of the whole budget the stability checks may take when their plan is smaller
-/// (a loaded or slow machine measures each pair many times slower than planned).
-const STABILITY_BUDGET_SHARE: f64 = 0.05;
 
 /// The seconds the plan gives its step of `probe` (0 when it has none).
 fn planned_seconds(plan: &MeasurePlan, probe: &str) -> f64 {

@@ -28,7 +28,6 @@ use crossbeam_utils::CachePadded;
 use topoprobe_model::{knee, LoadedCurve, LoadedPoint};
 use topoprobe_sys::affinity::pin_current_thread;
 use topoprobe_sys::buffer::{Buffer, PagePlacement};
-use topoprobe_sys::usage::WaitClock;
 
 use super::WAIT_SHARE;
 
@@ -36,6 +35,8 @@ use super::chase::{self, ChaseRounds, LATENCY_MAX_STEPS, LATENCY_ROUNDS, STEADY_
 use super::kernel_kinds::{Isa, Kernel};
 use super::kernels;
 use super::MemError;
+
+mod points;
 
 /// Delay loop iterations per block of [`BLOCK_LINES`] lines a loader reads, spread evenly
 /// between its lines, from light load to none (0 runs the vector read kernel). On the AMD
@@ -384,112 +385,16 @@ pub fn sweep_with(s: &Sweep, loader: Loader) -> Result<LoadedCurve, MemError> {
                     stop: &stop,
                 };
                 let settled = &settled;
-                scope.spawn(move || -> Result<(), MemError> {
-                    // Counted as settled however this thread ends, so the chase never
-                    // waits for a loader that failed.
-                    let settle = Settle(settled);
-                    let ready = pin_current_thread(cpu)
-                        .map_err(MemError::from)
-                        .and_then(|()| {
-                            let mut b = Buffer::new(s.loader_bytes as usize, placement)?;
-                            b.words_mut().fill(1);
-                            Ok(b)
-                        });
-                    drop(settle);
-                    let buf = ready?;
-                    loader(&buf, s.isa, control);
-                    Ok(())
-                })
+                scope.spawn(move || run_loader(s, cpu, placement, control, settled, loader))
             })
             .collect();
+        let side = points::ChaseSide {
+            delay: &delay,
+            counts: &counts,
+            settled: &settled,
+        };
         let chased = scope
-            .spawn(|| -> Result<SweepRun, MemError> {
-                pin_current_thread(s.chase_cpu)?;
-                let waiting = WaitClock::start();
-                let mut buf = Buffer::new(s.chase_bytes as usize, placement)?;
-                buf.touch();
-                let slots = chase::link_cycle(
-                    &mut buf,
-                    chase::ChaseOrder::PageLocal,
-                    0x10ad ^ u64::from(s.chase_cpu),
-                );
-                // No point is timed before every loader has touched its buffer: a loader
-                // still faulting in fresh memory reads nothing, and its curve would be
-                // the idle latency at 0 GB/s.
-                while settled.load(Ordering::Acquire) < s.loaders.len() {
-                    std::thread::sleep(READY_POLL);
-                }
-                let each =
-                    || -> Vec<u64> { counts.iter().map(|c| c.load(Ordering::Relaxed)).collect() };
-                // Per loaded point: its delay and the loaders that read nothing during it.
-                let mut silent: Vec<(u32, Vec<usize>)> = Vec::new();
-                let mut measure = |d: u32| -> LoadedPoint {
-                    delay.store(d, Ordering::Relaxed);
-                    if d != PARKED {
-                        std::thread::sleep(SETTLE);
-                    }
-                    let (b0, t0) = (each(), Instant::now());
-                    // The lowest of the laps: other programs' traffic only adds latency.
-                    let ns = (0..POINT_LAPS)
-                        .map(|_| chase_ns(&buf, slots, s.evict))
-                        .fold(f64::INFINITY, f64::min);
-                    let (b1, t1) = (each(), Instant::now());
-                    let seconds = t1.duration_since(t0).as_secs_f64().max(1e-9);
-                    let read: Vec<u64> = b1
-                        .iter()
-                        .zip(&b0)
-                        .map(|(a, b)| a.saturating_sub(*b))
-                        .collect();
-                    if d != PARKED {
-                        let idle: Vec<usize> = (0..read.len()).filter(|&i| read[i] == 0).collect();
-                        if !idle.is_empty() {
-                            silent.push((d, idle));
-                        }
-                    }
-                    LoadedPoint {
-                        delay: (d != PARKED).then_some(d),
-                        gbps: if d == PARKED {
-                            0.0
-                        } else {
-                            read.iter().sum::<u64>() as f64 / seconds / 1e9
-                        },
-                        latency_ns: ns,
-                    }
-                };
-                let mut points = vec![measure(PARKED)];
-                if !s.loaders.is_empty() {
-                    for &d in &s.delays {
-                        points.push(measure(d));
-                    }
-                    for _ in 0..REFINED_POINTS {
-                        let Some(d) = refine_delay(&points) else {
-                            break;
-                        };
-                        let p = measure(d);
-                        let at = points
-                            .iter()
-                            .position(|q| q.delay.is_some_and(|x| x < d))
-                            .unwrap_or(points.len());
-                        points.insert(at, p);
-                    }
-                    // A spike is measured again; the lower of the two stays, with the
-                    // loaders' bandwidth of the same measurement.
-                    let mut repeated = Vec::new();
-                    for _ in 0..REPEATED_POINTS {
-                        let Some(i) = spike(&points, &repeated) else {
-                            break;
-                        };
-                        repeated.push(i);
-                        let again = measure(points[i].delay.unwrap_or(PARKED));
-                        if again.latency_ns < points[i].latency_ns {
-                            points[i] = again;
-                        }
-                    }
-                }
-                let again = measure(PARKED).latency_ns;
-                // The share of the sweep the chase waited for its CPU.
-                Ok((points, again, waiting.share(), silent))
-            })
+            .spawn(move || side.run(s, placement))
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
         stop.store(true, Ordering::Relaxed);
@@ -511,18 +416,7 @@ pub fn sweep_with(s: &Sweep, loader: Loader) -> Result<LoadedCurve, MemError> {
     if let Some(first) = points.first_mut() {
         first.latency_ns = first.latency_ns.min(idle_again);
     }
-    if let (Some(a), Some(b)) = (steal_before, steal_ticks()) {
-        let ticks_per_s = 100.0;
-        let cpus = (s.loaders.len() + 1) as f64;
-        let share = (b.saturating_sub(a)) as f64
-            / (started.elapsed().as_secs_f64() * ticks_per_s * cpus).max(1e-9);
-        if share > STEAL_SHARE {
-            warnings.push(format!(
-                "not trustworthy: the host stole {:.0}% of the vCPUs' time during the sweep",
-                share * 100.0
-            ));
-        }
-    }
+    warnings.extend(steal_warning(steal_before, s.loaders.len() + 1, started));
     if let Some(share) = chase_waited.filter(|&w| w > WAIT_SHARE) {
         warnings.push(format!(
             "not trustworthy: the chase waited {:.0}% of the sweep for CPU {} (other programs \
@@ -558,6 +452,53 @@ pub fn sweep_with(s: &Sweep, loader: Loader) -> Result<LoadedCurve, MemError> {
         idle_again_ns: Some(idle_again),
         warnings,
         unavailable,
+    })
+}
+
+/// One loader's thread of sweep `s`: pinned to `cpu`, its buffer made and touched (then
+/// counted in `settled`, as it is when this fails), it runs `loader` under `control`
+/// until the sweep stops it.
+///
+/// # Errors
+///
+/// [`MemError`] when the thread cannot be pinned or its buffer allocated or bound.
+fn run_loader(
+    s: &Sweep,
+    cpu: u32,
+    placement: PagePlacement,
+    control: LoaderControl<'_>,
+    settled: &AtomicUsize,
+    loader: Loader,
+) -> Result<(), MemError> {
+    // Counted as settled however this thread ends, so the chase never waits for a loader
+    // that failed.
+    let settle = Settle(settled);
+    let ready = pin_current_thread(cpu)
+        .map_err(MemError::from)
+        .and_then(|()| {
+            let mut b = Buffer::new(s.loader_bytes as usize, placement)?;
+            b.words_mut().fill(1);
+            Ok(b)
+        });
+    drop(settle);
+    let buf = ready?;
+    loader(&buf, s.isa, control);
+    Ok(())
+}
+
+/// The warning that the host stole more than [`STEAL_SHARE`] of the time of the sweep's
+/// `cpus` since `started` (steal ticks `before` it, and now), when both counts are known.
+fn steal_warning(before: Option<u64>, cpus: usize, started: Instant) -> Option<String> {
+    let (a, b) = (before?, steal_ticks()?);
+    let ticks_per_s = 100.0;
+    let cpus = cpus as f64;
+    let share = (b.saturating_sub(a)) as f64
+        / (started.elapsed().as_secs_f64() * ticks_per_s * cpus).max(1e-9);
+    (share > STEAL_SHARE).then(|| {
+        format!(
+            "not trustworthy: the host stole {:.0}% of the vCPUs' time during the sweep",
+            share * 100.0
+        )
     })
 }
 

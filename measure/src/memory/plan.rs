@@ -121,220 +121,44 @@ pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
 /// [`plan_memory`] on a machine of `speed` (measured by [`super::pace::calibrate`]).
 #[must_use]
 pub fn plan_memory_at(shape: &Shape, opts: &MemOptions, speed: &Speed) -> MemPlan {
-    let r = speed.rates();
     let budget = opts.budget;
-    let buffers = budget
-        .bytes
-        .saturating_sub(PROCESS_BYTES)
-        .max(MIN_WORKING_SET / 4);
-    let free_cap = shape.free_bytes.map(|f| whole_mib(f / 4));
-    let cap = |b: u64| whole_mib(b.min(buffers).min(free_cap.unwrap_or(u64::MAX)));
     let llc = shape.largest_llc();
     let mut notes = Vec::new();
     let evicts = shape.can_flush;
-    let latency_bytes = match opts.size {
-        Some(s) => s,
-        None if evicts => cap(LATENCY_BYTES),
-        None => cap(working_set(llc)),
-    };
-    let mut warnings = Vec::new();
-    if !evicts {
-        if let Some(l) = llc.filter(|&l| latency_bytes < 2 * l) {
-            warnings.push(format!(
-                "latency: lines cannot be evicted on this machine and the chase's {} is less \
-                 than twice the {} last-level cache: part of its loads hit the cache",
-                mib(latency_bytes),
-                mib(l)
-            ));
-        }
-    }
-    let mut bandwidth_bytes = match opts.size {
-        Some(s) => s,
-        None => cap(working_set(llc)),
-    };
-    // With `--full`, the default steps take at most what a default run has (and a quarter
-    // of the budget): the rest is for the full steps.
-    let base_seconds = if opts.full {
-        budget
-            .seconds
-            .min(super::DEFAULT_BUDGET.seconds)
-            .min(budget.seconds / 4.0)
-    } else {
-        budget.seconds
-    };
-    // Planned at this machine's measured speed (a fresh guest's first touch of tens of
-    // MB/s), the first latency and bandwidth steps, which always run, must fit half of the
-    // time: the planned buffers shrink, evicted ones down to a floor that still reaches
-    // memory, and the notes say so.
-    let mut latency_bytes = latency_bytes;
-    if opts.size.is_none() && *speed != Speed::assumed() {
-        let pages = 1 + usize::from(opts.scattered);
-        let first = |lat: u64, bw: u64| {
-            latency_seconds(&r, lat, evicts, pages)
-                + if opts.latency_only {
-                    0.0
-                } else {
-                    bandwidth_seconds_at(&r, bw, 1, 3, speed)
-                }
-        };
-        let (lat0, bw0) = (latency_bytes, bandwidth_bytes);
-        let lat_floor = if evicts { SHRUNK_BYTES } else { latency_bytes };
-        while first(latency_bytes, bandwidth_bytes) > base_seconds / 2.0
-            && (latency_bytes > lat_floor || bandwidth_bytes > SHRUNK_BYTES)
-        {
-            if latency_bytes > lat_floor {
-                latency_bytes = whole_mib((latency_bytes / 2).max(lat_floor));
-            }
-            if bandwidth_bytes > SHRUNK_BYTES {
-                bandwidth_bytes = whole_mib((bandwidth_bytes / 2).max(SHRUNK_BYTES));
-            }
-        }
-        if (latency_bytes, bandwidth_bytes) != (lat0, bw0) {
-            notes.push(format!(
-                "buffers planned at this machine's speed (first touch {:.0} MB/s, {:.1} GB/s a \
-                 thread): latency {} instead of {}, bandwidth {} instead of {}, so that the \
-                 first measurements fit the {} budget",
-                (1u64 << 30) as f64 / r.touch_s_per_gib / 1e6,
-                r.thread_gbps,
-                mib(latency_bytes),
-                mib(lat0),
-                mib(bandwidth_bytes),
-                mib(bw0),
-                crate::plan::secs(budget.seconds)
-            ));
-        }
-    }
-    let non_temporal = opts.non_temporal.unwrap_or_else(|| {
-        let short = llc.is_some_and(|l| bandwidth_bytes < WRITE_FACTOR * l);
-        if short && !opts.latency_only {
-            notes.push(format!(
-                "write and copy use non-temporal stores: the {} bandwidth working set cannot \
-                 exceed {WRITE_FACTOR} × the {} last-level cache within the {} memory budget, \
-                 and regular stores would leave their writes in the cache",
-                mib(bandwidth_bytes),
-                mib(llc.unwrap_or(0)),
-                mib(budget.bytes)
-            ));
-        }
-        short
-    });
-    // The page-local chase, and the scattered one beside it.
-    let pages = 1 + usize::from(opts.scattered);
-    let lat_seconds = latency_seconds(&r, latency_bytes, evicts, pages);
+    let (latency_bytes, bandwidth_bytes) = planned_sizes(shape, opts);
+    let warnings: Vec<String> = cached_chase_warning(evicts, llc, latency_bytes)
+        .into_iter()
+        .collect();
+    let base_seconds = default_steps_seconds(opts);
+    let (latency_bytes, bandwidth_bytes) = shrunk_to_speed(
+        opts,
+        speed,
+        evicts,
+        base_seconds,
+        (latency_bytes, bandwidth_bytes),
+        &mut notes,
+    );
+    let non_temporal = opts
+        .non_temporal
+        .unwrap_or_else(|| short_working_set(opts, llc, bandwidth_bytes, &mut notes));
     let (pairs, representatives) = ordered_pairs(shape);
-    let numa = shape.nodes.len() > 1;
     let node_id = |n: usize| shape.nodes.get(n).map_or(0, |x| x.id);
-    // Per pair: its latency steps, then its bandwidth steps.
-    let mut per_pair: Vec<(Vec<MemStep>, Vec<MemStep>)> = Vec::new();
-    for &(s, n) in &pairs {
-        let (mut latencies, mut bandwidths) = (Vec::new(), Vec::new());
-        let socket = &shape.sockets[s];
-        let node = node_id(n);
-        let contexts: Vec<u32> = if opts.all_contexts {
-            socket.cpus.clone()
-        } else {
-            socket.cpus.iter().take(1).copied().collect()
-        };
-        for cpu in contexts {
-            latencies.push(MemStep {
-                work: MemWork::Latency {
-                    cpu,
-                    socket: s,
-                    node,
-                    bind: numa,
-                },
-                cost: CostStep::new(
-                    "mem",
-                    format!("latency CPU {cpu} -> node {node}"),
-                    latency_bytes + (latency_bytes / SLOT_BYTES as u64) * 4,
-                    (LATENCY_ROUNDS * pages) as u64,
-                    lat_seconds,
-                ),
-                required: false,
-            });
-        }
-        if opts.latency_only {
-            per_pair.push((latencies, bandwidths));
-            continue;
-        }
-        let many = opts
-            .threads
-            .unwrap_or(socket.cpus.len())
-            .clamp(1, socket.cpus.len().max(1));
-        let mut counts = vec![1];
-        if many > 1 {
-            counts.push(many);
-        }
-        for t in counts {
-            bandwidths.push(MemStep {
-                work: MemWork::Bandwidth {
-                    socket: s,
-                    node,
-                    bind: numa,
-                    cpus: socket.cpus.iter().take(t).copied().collect(),
-                },
-                cost: CostStep::new(
-                    "mem",
-                    format!(
-                        "bandwidth socket {s} -> node {node}, {}",
-                        topoprobe_model::format::plural(t, "thread")
-                    ),
-                    bandwidth_bytes,
-                    (3 * EXPECTED_ROUNDS) as u64,
-                    bandwidth_seconds_at(&r, bandwidth_bytes, t, 3, speed),
-                ),
-                required: false,
-            });
-        }
-        per_pair.push((latencies, bandwidths));
-    }
-    // The class representatives' latencies, then their bandwidths, then the same for the
-    // other pairs: with little time, every class gets its latency before any pair gets
-    // more. The first latency and the first bandwidth run whatever the budget.
-    let mut steps: Vec<MemStep> = Vec::new();
-    let mut rest = per_pair.split_off(representatives.min(per_pair.len()));
-    for group in [&mut per_pair, &mut rest] {
-        for (latencies, _) in group.iter_mut() {
-            steps.append(latencies);
-        }
-        for (_, bandwidths) in group.iter_mut() {
-            steps.append(bandwidths);
-        }
-    }
-    if let Some(first) = steps.first_mut() {
-        first.required = true;
-    }
-    if let Some(first) = steps
-        .iter_mut()
-        .find(|x| matches!(x.work, MemWork::Bandwidth { .. }))
-    {
-        first.required = true;
-    }
-    // Keep the steps in order while they fit; a step that does not fit is left out and a
-    // later, cheaper one may still fit.
-    let mut spent = 0.0;
-    let total_steps = steps.len();
-    steps.retain(|st| {
-        let keep = st.required || spent + st.cost.seconds <= base_seconds;
-        if keep {
-            spent += st.cost.seconds;
-        }
-        keep
-    });
-    let measured: Vec<(usize, u32)> = {
-        let mut v: Vec<(usize, u32)> = steps
-            .iter()
-            .filter_map(|st| match &st.work {
-                MemWork::Latency { socket, node, .. } | MemWork::Bandwidth { socket, node, .. } => {
-                    Some((*socket, *node))
-                }
-                _ => None,
-            })
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+    let pair_steps = PairSteps {
+        shape,
+        opts,
+        speed,
+        latency_bytes,
+        bandwidth_bytes,
+        evicts,
     };
+    let per_pair: Vec<(Vec<MemStep>, Vec<MemStep>)> = pairs
+        .iter()
+        .map(|&(s, n)| pair_steps.of(s, node_id(n)))
+        .collect();
+    let mut steps = in_run_order(per_pair, representatives);
+    let total_steps = steps.len();
+    let spent = keep_within(&mut steps, base_seconds);
+    let measured = measured_pairs(&steps);
     if steps.len() < total_steps {
         let mut classes: Vec<u32> = pairs.iter().map(|&(s, n)| shape.distance(s, n)).collect();
         classes.sort_unstable();
@@ -374,6 +198,290 @@ pub fn plan_memory_at(shape: &Shape, opts: &MemOptions, speed: &Speed) -> MemPla
         super::full_plan::add_full_steps(shape, opts, &mut plan, spent);
     }
     plan
+}
+
+/// The latency buffer and the bandwidth working set, bytes: as `opts` gives them, else
+/// planned within the memory budget and a quarter of the free memory — the latency buffer
+/// [`LATENCY_BYTES`] where lines can be evicted and the cache-sized working set where
+/// they cannot, the working set cache-sized ([`working_set`]).
+fn planned_sizes(shape: &Shape, opts: &MemOptions) -> (u64, u64) {
+    let buffers = opts
+        .budget
+        .bytes
+        .saturating_sub(PROCESS_BYTES)
+        .max(MIN_WORKING_SET / 4);
+    let free_cap = shape.free_bytes.map(|f| whole_mib(f / 4));
+    let cap = |b: u64| whole_mib(b.min(buffers).min(free_cap.unwrap_or(u64::MAX)));
+    let llc = shape.largest_llc();
+    let latency_bytes = match opts.size {
+        Some(s) => s,
+        None if shape.can_flush => cap(LATENCY_BYTES),
+        None => cap(working_set(llc)),
+    };
+    let bandwidth_bytes = match opts.size {
+        Some(s) => s,
+        None => cap(working_set(llc)),
+    };
+    (latency_bytes, bandwidth_bytes)
+}
+
+/// The warning that part of the chase's loads hit the cache: lines cannot be evicted
+/// (`evicts` false) and the latency buffer is less than twice the last-level cache.
+fn cached_chase_warning(evicts: bool, llc: Option<u64>, latency_bytes: u64) -> Option<String> {
+    if evicts {
+        return None;
+    }
+    let l = llc.filter(|&l| latency_bytes < 2 * l)?;
+    Some(format!(
+        "latency: lines cannot be evicted on this machine and the chase's {} is less \
+         than twice the {} last-level cache: part of its loads hit the cache",
+        mib(latency_bytes),
+        mib(l)
+    ))
+}
+
+/// Seconds the default steps may take: the whole budget, or with `--full` at most what a
+/// default run has (and a quarter of the budget): the rest is for the full steps.
+fn default_steps_seconds(opts: &MemOptions) -> f64 {
+    let budget = opts.budget;
+    if opts.full {
+        budget
+            .seconds
+            .min(super::DEFAULT_BUDGET.seconds)
+            .min(budget.seconds / 4.0)
+    } else {
+        budget.seconds
+    }
+}
+
+/// The planned `(latency, bandwidth)` buffers at this machine's measured `speed` (a fresh
+/// guest's first touch of tens of MB/s): the first latency and bandwidth steps, which
+/// always run, must fit half of `base_seconds`, so the planned buffers shrink, evicted
+/// ones down to a floor that still reaches memory, and a note in `notes` says so. Sizes
+/// `opts` gives, and plans at the assumed speed, are kept.
+fn shrunk_to_speed(
+    opts: &MemOptions,
+    speed: &Speed,
+    evicts: bool,
+    base_seconds: f64,
+    (mut latency_bytes, mut bandwidth_bytes): (u64, u64),
+    notes: &mut Vec<String>,
+) -> (u64, u64) {
+    if opts.size.is_some() || *speed == Speed::assumed() {
+        return (latency_bytes, bandwidth_bytes);
+    }
+    let r = speed.rates();
+    let pages = 1 + usize::from(opts.scattered);
+    let first = |lat: u64, bw: u64| {
+        latency_seconds(&r, lat, evicts, pages)
+            + if opts.latency_only {
+                0.0
+            } else {
+                bandwidth_seconds_at(&r, bw, 1, 3, speed)
+            }
+    };
+    let (lat0, bw0) = (latency_bytes, bandwidth_bytes);
+    let lat_floor = if evicts { SHRUNK_BYTES } else { latency_bytes };
+    while first(latency_bytes, bandwidth_bytes) > base_seconds / 2.0
+        && (latency_bytes > lat_floor || bandwidth_bytes > SHRUNK_BYTES)
+    {
+        if latency_bytes > lat_floor {
+            latency_bytes = whole_mib((latency_bytes / 2).max(lat_floor));
+        }
+        if bandwidth_bytes > SHRUNK_BYTES {
+            bandwidth_bytes = whole_mib((bandwidth_bytes / 2).max(SHRUNK_BYTES));
+        }
+    }
+    if (latency_bytes, bandwidth_bytes) != (lat0, bw0) {
+        notes.push(format!(
+            "buffers planned at this machine's speed (first touch {:.0} MB/s, {:.1} GB/s a \
+             thread): latency {} instead of {}, bandwidth {} instead of {}, so that the \
+             first measurements fit the {} budget",
+            (1u64 << 30) as f64 / r.touch_s_per_gib / 1e6,
+            r.thread_gbps,
+            mib(latency_bytes),
+            mib(lat0),
+            mib(bandwidth_bytes),
+            mib(bw0),
+            crate::plan::secs(opts.budget.seconds)
+        ));
+    }
+    (latency_bytes, bandwidth_bytes)
+}
+
+/// Whether write and copy use non-temporal stores when `opts` does not say: where the
+/// bandwidth working set is less than [`WRITE_FACTOR`] × the last-level cache `llc`
+/// (regular stores would leave their writes in the cache), said in `notes` when bandwidth
+/// is measured.
+fn short_working_set(
+    opts: &MemOptions,
+    llc: Option<u64>,
+    bandwidth_bytes: u64,
+    notes: &mut Vec<String>,
+) -> bool {
+    let short = llc.is_some_and(|l| bandwidth_bytes < WRITE_FACTOR * l);
+    if short && !opts.latency_only {
+        notes.push(format!(
+            "write and copy use non-temporal stores: the {} bandwidth working set cannot \
+             exceed {WRITE_FACTOR} × the {} last-level cache within the {} memory budget, \
+             and regular stores would leave their writes in the cache",
+            mib(bandwidth_bytes),
+            mib(llc.unwrap_or(0)),
+            mib(opts.budget.bytes)
+        ));
+    }
+    short
+}
+
+/// What the steps of every socket -> node pair are planned with.
+struct PairSteps<'a> {
+    /// The machine.
+    shape: &'a Shape,
+    /// What the probe is asked.
+    opts: &'a MemOptions,
+    /// The machine's speed the steps are costed at.
+    speed: &'a Speed,
+    /// Latency buffer, bytes.
+    latency_bytes: u64,
+    /// Bandwidth working set of all threads together, bytes.
+    bandwidth_bytes: u64,
+    /// Whether the latency buffer is evicted before its chase.
+    evicts: bool,
+}
+
+impl PairSteps<'_> {
+    /// The steps of socket `s` to `node` (OS number): its latencies, from one context
+    /// (every one with `all_contexts`), and its bandwidths, with one thread and with the
+    /// socket's many (none with `latency_only`).
+    fn of(&self, s: usize, node: u32) -> (Vec<MemStep>, Vec<MemStep>) {
+        let (opts, shape) = (self.opts, self.shape);
+        let r = self.speed.rates();
+        let numa = shape.nodes.len() > 1;
+        // The page-local chase, and the scattered one beside it.
+        let pages = 1 + usize::from(opts.scattered);
+        let lat_seconds = latency_seconds(&r, self.latency_bytes, self.evicts, pages);
+        let (mut latencies, mut bandwidths) = (Vec::new(), Vec::new());
+        let socket = &shape.sockets[s];
+        let contexts: Vec<u32> = if opts.all_contexts {
+            socket.cpus.clone()
+        } else {
+            socket.cpus.iter().take(1).copied().collect()
+        };
+        for cpu in contexts {
+            latencies.push(MemStep {
+                work: MemWork::Latency {
+                    cpu,
+                    socket: s,
+                    node,
+                    bind: numa,
+                },
+                cost: CostStep::new(
+                    "mem",
+                    format!("latency CPU {cpu} -> node {node}"),
+                    self.latency_bytes + (self.latency_bytes / SLOT_BYTES as u64) * 4,
+                    (LATENCY_ROUNDS * pages) as u64,
+                    lat_seconds,
+                ),
+                required: false,
+            });
+        }
+        if opts.latency_only {
+            return (latencies, bandwidths);
+        }
+        let many = opts
+            .threads
+            .unwrap_or(socket.cpus.len())
+            .clamp(1, socket.cpus.len().max(1));
+        let mut counts = vec![1];
+        if many > 1 {
+            counts.push(many);
+        }
+        for t in counts {
+            bandwidths.push(MemStep {
+                work: MemWork::Bandwidth {
+                    socket: s,
+                    node,
+                    bind: numa,
+                    cpus: socket.cpus.iter().take(t).copied().collect(),
+                },
+                cost: CostStep::new(
+                    "mem",
+                    format!(
+                        "bandwidth socket {s} -> node {node}, {}",
+                        topoprobe_model::format::plural(t, "thread")
+                    ),
+                    self.bandwidth_bytes,
+                    (3 * EXPECTED_ROUNDS) as u64,
+                    bandwidth_seconds_at(&r, self.bandwidth_bytes, t, 3, self.speed),
+                ),
+                required: false,
+            });
+        }
+        (latencies, bandwidths)
+    }
+}
+
+/// The steps of `per_pair` (each pair's latencies and bandwidths) in the order they run:
+/// the class representatives' latencies (the first `representatives` pairs), then their
+/// bandwidths, then the same for the other pairs: with little time, every class gets its
+/// latency before any pair gets more. The first latency and the first bandwidth run
+/// whatever the budget.
+fn in_run_order(
+    mut per_pair: Vec<(Vec<MemStep>, Vec<MemStep>)>,
+    representatives: usize,
+) -> Vec<MemStep> {
+    let mut steps: Vec<MemStep> = Vec::new();
+    let mut rest = per_pair.split_off(representatives.min(per_pair.len()));
+    for group in [&mut per_pair, &mut rest] {
+        for (latencies, _) in group.iter_mut() {
+            steps.append(latencies);
+        }
+        for (_, bandwidths) in group.iter_mut() {
+            steps.append(bandwidths);
+        }
+    }
+    if let Some(first) = steps.first_mut() {
+        first.required = true;
+    }
+    if let Some(first) = steps
+        .iter_mut()
+        .find(|x| matches!(x.work, MemWork::Bandwidth { .. }))
+    {
+        first.required = true;
+    }
+    steps
+}
+
+/// Keeps the steps in order while they fit `seconds`; a step that does not fit is left
+/// out and a later, cheaper one may still fit (a required one always stays). Returns the
+/// seconds the kept steps are planned to take.
+fn keep_within(steps: &mut Vec<MemStep>, seconds: f64) -> f64 {
+    let mut spent = 0.0;
+    steps.retain(|st| {
+        let keep = st.required || spent + st.cost.seconds <= seconds;
+        if keep {
+            spent += st.cost.seconds;
+        }
+        keep
+    });
+    spent
+}
+
+/// The socket -> node pairs (node by OS number) `steps` measure latency or bandwidth of,
+/// sorted.
+fn measured_pairs(steps: &[MemStep]) -> Vec<(usize, u32)> {
+    let mut v: Vec<(usize, u32)> = steps
+        .iter()
+        .filter_map(|st| match &st.work {
+            MemWork::Latency { socket, node, .. } | MemWork::Bandwidth { socket, node, .. } => {
+                Some((*socket, *node))
+            }
+            _ => None,
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 #[cfg(test)]
