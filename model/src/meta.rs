@@ -427,8 +427,8 @@ impl<'de> Deserialize<'de> for WarningKind {
 /// A warning attached to a description.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Warning {
-    /// Short machine-readable kind (`home_node`, `asymmetric`, `quantized`, ...).
-    pub kind: String,
+    /// What the warning is about.
+    pub kind: WarningKind,
     /// What a person should know.
     pub message: String,
 }
@@ -436,9 +436,9 @@ pub struct Warning {
 impl Warning {
     /// A warning of the given kind.
     #[must_use]
-    pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(kind: WarningKind, message: impl Into<String>) -> Self {
         Self {
-            kind: kind.into(),
+            kind,
             message: message.into(),
         }
     }
@@ -516,7 +516,7 @@ mod tests {
 
     #[test]
     fn a_warning_is_written_with_its_kind_name() {
-        let w = Warning::new("noisy_pairs", "2 pairs kept");
+        let w = Warning::new(WarningKind::NoisyPairs, "2 pairs kept");
         let json = serde_json::to_string(&w).expect("serializes");
         assert_eq!(json, r#"{"kind":"noisy_pairs","message":"2 pairs kept"}"#);
         assert_eq!(serde_json::from_str::<Warning>(&json).expect("reads"), w);
@@ -526,7 +526,9 @@ mod tests {
     fn an_unknown_kind_is_kept_and_written_back_unchanged() {
         let json = r#"{"kind":"some_future_kind","message":"from a newer topoprobe"}"#;
         let w: Warning = serde_json::from_str(json).expect("an unknown kind is read");
-        assert_eq!(w.kind, "some_future_kind");
+        assert_eq!(w.kind, WarningKind::Other("some_future_kind".into()));
+        assert_eq!(w.kind.as_str(), "some_future_kind");
+        assert_eq!(w.kind.to_string(), "some_future_kind");
         assert_eq!(serde_json::to_string(&w).expect("serializes"), json);
         let v: Validation = serde_json::from_str(&format!(r#"{{"warnings":[{json}]}}"#))
             .expect("a validation with an unknown kind is read");
