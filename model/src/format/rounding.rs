@@ -14,7 +14,7 @@
 //! digits, which removes the tails of binary arithmetic (`9.002793525000001` →
 //! `9.002793525`) and `-0`, and nothing a source wrote ([`to_description_json`]). Its
 //! latency tables, N² entries, are held and written with 5 significant digits, one row
-//! per line ([`crate::matrix`]: a 4096-context description must stay readable).
+//! per line ([`crate::TABLE_DIGITS`]: a 4096-context description must stay readable).
 
 use serde::Serialize;
 use serde_json::{Number, Value};
