@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use topoprobe_model::format::write_atomic;
 use topoprobe_model::results::matrix::MatrixResult;
-use topoprobe_model::Topology;
+use topoprobe_model::{Topology, WarningKind};
 use topoprobe_view::results::matrix::{flagged_block, notes_file};
 
 use crate::args::{ReportOutput, ResultFormat};
 use crate::output::is_stdout;
 
 /// The validation warnings about flagged pairs.
-const WARNING_KINDS: [&str; 2] = ["noisy_pairs", "pairs_given_up"];
+const WARNING_KINDS: [WarningKind; 2] = [WarningKind::NoisyPairs, WarningKind::PairsGivenUp];
 
 /// Where the notes of a matrix written to `path` go: `path` with `.notes` added
 /// (`m.csv.notes`).
@@ -90,9 +90,13 @@ pub(crate) fn say_flagged_pairs(topo: &Topology) {
         .validation()
         .warnings
         .iter()
-        .filter(|w| WARNING_KINDS.contains(&w.kind.as_str()))
+        .filter(|w| WARNING_KINDS.contains(&w.kind))
     {
-        eprintln!("topoprobe: {}: {}", w.kind.replace('_', " "), w.message);
+        eprintln!(
+            "topoprobe: {}: {}",
+            w.kind.as_str().replace('_', " "),
+            w.message
+        );
     }
 }
 

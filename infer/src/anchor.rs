@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use topoprobe_model::format::plural;
 use topoprobe_model::{
     format_cpu_list, LatencyMatrix, LatencyUnit, Origin, OsView, Parent, Provenance, Topology,
-    Warning,
+    Warning, WarningKind,
 };
 
 use crate::assemble::{Shared, SharedComponent};
@@ -50,18 +50,18 @@ const FASTEST_SHARE: f64 = 0.05;
 
 /// The kinds of warning the inference gives about the structure it found (not about the
 /// measurement): left out when the OS's structure replaces it.
-const STRUCTURE_KINDS: [&str; 11] = [
-    "profile_pairs",
-    "weak_groups",
-    "far_cores",
-    "odd_cores",
-    "core",
-    "hint_contradicted",
-    "groups_from_os",
-    "inverted_group",
-    "profile_groups",
-    "home_node",
-    "flat",
+const STRUCTURE_KINDS: [WarningKind; 11] = [
+    WarningKind::ProfilePairs,
+    WarningKind::WeakGroups,
+    WarningKind::FarCores,
+    WarningKind::OddCores,
+    WarningKind::Core,
+    WarningKind::HintContradicted,
+    WarningKind::GroupsFromOs,
+    WarningKind::InvertedGroup,
+    WarningKind::ProfileGroups,
+    WarningKind::HomeNode,
+    WarningKind::Flat,
 ];
 
 /// Quantiles compared across a boundary: the fast end of the separated pairs against the
@@ -120,7 +120,7 @@ pub fn anchor_to_os(topo: Topology, os: &OsView) -> Topology {
         for quote in kept {
             topo.validation_mut()
                 .warnings
-                .push(Warning::new("differs_from_os", quote));
+                .push(Warning::new(WarningKind::DiffersFromOs, quote));
         }
         return topo;
     }
@@ -135,7 +135,7 @@ pub fn anchor_to_os(topo: Topology, os: &OsView) -> Topology {
             anchored
                 .validation_mut()
                 .warnings
-                .push(Warning::new("structure_from_os", message));
+                .push(Warning::new(WarningKind::StructureFromOs, message));
             anchored
         }
         None => topo,
@@ -421,7 +421,7 @@ fn os_structure(topo: &Topology, view: &OsView, ids: &[u32]) -> Option<Topology>
         .validation()
         .warnings
         .iter()
-        .filter(|w| !STRUCTURE_KINDS.contains(&w.kind.as_str()))
+        .filter(|w| !STRUCTURE_KINDS.contains(&w.kind))
         .cloned()
         .collect();
     Some(anchored)
@@ -503,7 +503,7 @@ pub fn os_structure_of_partial(
     *topo.provenance_mut() = provenance;
     topo.set_machine(opts.machine.clone());
     topo.validation_mut().warnings.push(Warning::new(
-        "structure_from_os",
+        WarningKind::StructureFromOs,
         format!(
             "{} no measured latency to any other CPU, so the latencies cannot place {}: \
              the OS's structure is kept (cores, groups and sockets as the OS lists them, \

@@ -20,7 +20,7 @@
 use std::collections::BTreeSet;
 
 use topoprobe_model::{
-    LatencyMatrix, LevelConfidence, StructureLevel, Topology, Unresolved, Warning,
+    LatencyMatrix, LevelConfidence, StructureLevel, Topology, Unresolved, Warning, WarningKind,
 };
 
 use crate::flagged::{pair_name, FlaggedPair, PairFlag};
@@ -285,7 +285,7 @@ fn record_noisy(topo: &mut Topology, noisy: &[&FlaggedPair], check: &Check, ids:
     );
     let v = topo.validation_mut();
     v.warnings
-        .push(Warning::new("noisy_pairs", message.trim_end()));
+        .push(Warning::new(WarningKind::NoisyPairs, message.trim_end()));
     topo.provenance_mut()
         .parameters
         .insert("pairs_noisy".into(), noisy.len().to_string());
@@ -303,7 +303,7 @@ pub(crate) fn record_given_up(topo: &mut Topology, pairs: &[&FlaggedPair], ids: 
     );
     topo.validation_mut()
         .warnings
-        .push(Warning::new("pairs_given_up", message));
+        .push(Warning::new(WarningKind::PairsGivenUp, message));
     topo.provenance_mut()
         .parameters
         .insert("pairs_given_up".into(), pairs.len().to_string());

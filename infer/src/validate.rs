@@ -2,6 +2,7 @@
 
 use topoprobe_model::{
     ContextId, LevelConfidence, Member, StructureLevel, Topology, Unresolved, Validation, Warning,
+    WarningKind,
 };
 
 use crate::options::InferOptions;
@@ -145,7 +146,7 @@ struct Warnings(Vec<Warning>);
 
 impl Warnings {
     /// Adds a warning of `kind`.
-    fn add(&mut self, kind: &str, msg: String) {
+    fn add(&mut self, kind: WarningKind, msg: String) {
         self.0.push(Warning::new(kind, msg));
     }
 }
@@ -207,7 +208,7 @@ fn measurement_warnings(
 ) {
     if t.asymmetry > 0.05 {
         warnings.add(
-            "asymmetric",
+            WarningKind::Asymmetric,
             format!(
                 "the two directions of a pair differ by up to {:.0}%; each pair was symmetrized by the mean of both directions",
                 100.0 * t.asymmetry
@@ -222,7 +223,7 @@ fn measurement_warnings(
             .map(|(a, b)| format!("({a}, {b})"))
             .collect();
         warnings.add(
-            "below_resolution",
+            WarningKind::BelowResolution,
             format!(
                 "{} pairs read as 0 ({}{}): below the resolution of the timer that measured them; \
                  each was taken as one timer step, {}, and its latency does not count where an \
@@ -235,11 +236,11 @@ fn measurement_warnings(
         );
     }
     if !outliers.is_empty() {
-        warnings.add("outlier", outlier_message(outliers, opts));
+        warnings.add(WarningKind::Outlier, outlier_message(outliers, opts));
     }
     if t.missing_pairs > outliers.len() {
         warnings.add(
-            "missing",
+            WarningKind::Missing,
             format!(
                 "{} of {} pairs have no latency; their normalized latency is their component's",
                 t.missing_pairs - outliers.len(),
@@ -249,7 +250,7 @@ fn measurement_warnings(
     }
     if let Some(q) = quant {
         warnings.add(
-            "quantized",
+            WarningKind::Quantized,
             format!(
                 "latencies come in steps of {} ({:.1}% of the median): the timer is coarse, so levels closer than that cannot be told apart",
                 lat(q.step, opts),
@@ -295,31 +296,31 @@ fn dropped_set_warnings(warnings: &mut Warnings, dropped: &[Dropped]) {
     for (reason, kind, what) in [
         (
             DropReason::ProfilePair,
-            "profile_pairs",
+            WarningKind::ProfilePairs,
             "sets of only two parts have identical latency profiles without a latency gap ({}), \
              as two cores on one mesh stop do: not reported as groups",
         ),
         (
             DropReason::OutlierPair,
-            "outlier",
+            WarningKind::Outlier,
             "pairs are faster than the rest but their latency profiles differ ({}): treated as \
              outlier measurements",
         ),
         (
             DropReason::WeakContrast,
-            "weak_groups",
+            WarningKind::WeakGroups,
             "candidate groups differ from the rest of their parent by less than the noise and \
              the timer resolve ({}): not reported as groups",
         ),
         (
             DropReason::FarCores,
-            "far_cores",
+            WarningKind::FarCores,
             "candidate groups are only the rest of their parent beside one or two far cores \
              ({}): those cores are far from the others, not a group boundary",
         ),
         (
             DropReason::OddCores,
-            "odd_cores",
+            WarningKind::OddCores,
             "candidate groups are only the rest of their parent beside a few cores that each \
              see some other part of the machine in their own way ({}), as slow blocks between \
              chiplets make them: not reported as groups",
@@ -339,11 +340,11 @@ fn dropped_set_warnings(warnings: &mut Warnings, dropped: &[Dropped]) {
 /// contradict (followed, or not applicable): said whatever the format.
 fn role_warnings(warnings: &mut Warnings, roles: &Roles) {
     for note in &roles.core_notes {
-        warnings.add("core", note.clone());
+        warnings.add(WarningKind::Core, note.clone());
     }
     for d in [&roles.smt, &roles.socket] {
         if let Some(c) = &d.contradiction {
-            warnings.add("hint_contradicted", c.clone());
+            warnings.add(WarningKind::HintContradicted, c.clone());
         }
     }
 }
@@ -361,7 +362,7 @@ fn os_groups(topo: &Topology) -> Vec<usize> {
 fn os_group_warning(warnings: &mut Warnings, from_os: &[usize]) {
     if !from_os.is_empty() {
         warnings.add(
-            "groups_from_os",
+            WarningKind::GroupsFromOs,
             format!(
                 "groups {} are the operating system's cache-sharing sets: their latency barely sets them apart",
                 from_os.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
@@ -390,7 +391,7 @@ fn resolution_warning(warnings: &mut Warnings, res: Resolution) {
         if noise_note.is_empty() { "" } else { "; " },
     );
     if res.limit >= RESOLUTION_WARN {
-        warnings.add("resolution", resolution);
+        warnings.add(WarningKind::Resolution, resolution);
     }
 }
 
@@ -426,7 +427,7 @@ fn group_warnings(
         let outside = median(&mut t.between(&mine, &rest));
         if inside > outside * 1.05 {
             warnings.add(
-                "inverted_group",
+                WarningKind::InvertedGroup,
                 format!(
                     "group {}: its cores communicate more slowly with each other ({}) than with the rest of their parent ({}), as Intel E-core clusters do; found from identical latency profiles",
                     g.id.0,
@@ -438,7 +439,7 @@ fn group_warnings(
     }
     if !profile_only.is_empty() {
         warnings.add(
-            "profile_groups",
+            WarningKind::ProfileGroups,
             format!(
                 "groups {} were found from identical latency profiles only: their internal latency does not set them apart",
                 profile_only.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
@@ -461,7 +462,7 @@ fn socket_warnings(warnings: &mut Warnings, t: &Table, topo: &Topology, opts: &I
             let outside = median(&mut t.between(&mine, &rest));
             if inside >= 0.9 * outside {
                 warnings.add(
-                    "home_node",
+                    WarningKind::HomeNode,
                     format!(
                         "socket {}: latency between its parts ({}) is as high as to other sockets ({}), as with the home-node effect of AMD servers; the socket was found from identical latency profiles",
                         s.id.0,
@@ -476,7 +477,7 @@ fn socket_warnings(warnings: &mut Warnings, t: &Table, topo: &Topology, opts: &I
             if let Some(l) = s.latency {
                 if l.count >= 3 && l.max > 1.5 * l.min {
                     warnings.add(
-                        "flat",
+                        WarningKind::Flat,
                         format!(
                             "socket {} has no group structure: latencies between its cores spread from {} to {} without a gap (a mesh or a ring)",
                             s.id.0,

@@ -12,7 +12,7 @@ use topoprobe_measure::plan::Shape;
 use topoprobe_measure::smt::{self, SmtProbe, SmtRun, SmtTest};
 use topoprobe_model::{
     format_cpu_list, Budget, CostPlan, LatencyUnit, NodeId, Origin, OsView, PairLatency, SocketId,
-    Source, Topology, Warning,
+    Source, Topology, Warning, WarningKind,
 };
 
 use crate::deadlines::{Clock, WallClock};
@@ -236,7 +236,7 @@ fn record_probe(topo: &mut Topology, probe: &PairProbe) {
         .insert("pairs_retried".to_string(), probe.retried().to_string());
     if let Some(worst) = probe.ramps().iter().copied().reduce(f64::max) {
         topo.validation_mut().warnings.push(Warning::new(
-            "frequency_ramp",
+            WarningKind::FrequencyRamp,
             format!(
                 "{} pairs started up to {:.0}% slower during warm-up (DVFS ramp); they were measured after it",
                 probe.ramps().len(),
@@ -507,7 +507,7 @@ fn record_os(
             topoprobe_infer::compare::record_os_differences(topo, v);
         }
         Err(e) => topo.validation_mut().warnings.push(Warning::new(
-            "os_view",
+            WarningKind::OsView,
             format!("unavailable: the OS view could not be read ({e}); no comparison was made"),
         )),
     }
@@ -521,7 +521,7 @@ fn record_cost(topo: &mut Topology, mut cost: CostPlan, notes: Vec<String>) {
     for note in &cost.left_out {
         topo.validation_mut()
             .warnings
-            .push(Warning::new("budget", note.clone()));
+            .push(Warning::new(WarningKind::Budget, note.clone()));
     }
     topo.provenance_mut().cost = Some(cost);
     // Two steps may say the same (the memory notes of two plugins): once is enough.

@@ -8,7 +8,7 @@ use topoprobe_measure::plan::{mib, Shape};
 use topoprobe_measure::power::{self, PowerOptions};
 use topoprobe_model::{
     Access, Budget, CacheSection, CostPlan, LatencyUnit, MemoryBandwidth, MemoryLatency,
-    MemorySection, OsView, SocketId, Threads, Topology, Warning,
+    MemorySection, OsView, SocketId, Threads, Topology, Warning, WarningKind,
 };
 
 use crate::deadlines::{share_of_time_left, Clock, WallClock, STEP_SLACK};
@@ -163,7 +163,7 @@ fn memory_warnings(report: &MemReport) -> Vec<Warning> {
         if report.cost.left_out.contains(n) || out.iter().any(|w| &w.message == n) {
             continue;
         }
-        out.push(Warning::new("memory", n.clone()));
+        out.push(Warning::new(WarningKind::Memory, n.clone()));
     }
     out
 }
@@ -339,7 +339,7 @@ pub fn run_within(
                 for n in &report.notes {
                     topo.validation_mut()
                         .warnings
-                        .push(Warning::new("cache", n.clone()));
+                        .push(Warning::new(WarningKind::Cache, n.clone()));
                 }
                 topo.set_caches(Some(report.section));
                 report.cost
@@ -351,7 +351,9 @@ pub fn run_within(
                         progress(Progress::Step(&first.what));
                     }
                     for (_, found) in measure_sharing(topo, os, &mut section, &opts)? {
-                        let warning = found.warning.map(|w| Warning::new("shared_caches", w));
+                        let warning = found
+                            .warning
+                            .map(|w| Warning::new(WarningKind::SharedCaches, w));
                         topo.validation_mut().warnings.extend(warning);
                     }
                     topo.set_caches(Some(section));
@@ -359,7 +361,7 @@ pub fn run_within(
                 for n in &p.left_out {
                     topo.validation_mut()
                         .warnings
-                        .push(Warning::new("shared_caches", n.clone()));
+                        .push(Warning::new(WarningKind::SharedCaches, n.clone()));
                 }
                 spent_in_one(&mut p, started);
                 p
@@ -425,14 +427,14 @@ pub fn run_within(
                         for n in &plan.notes {
                             topo.validation_mut()
                                 .warnings
-                                .push(Warning::new("power", n.clone()));
+                                .push(Warning::new(WarningKind::Power, n.clone()));
                         }
                     }
                     Err(e) => match e.unavailable_reason() {
-                        Some(reason) => topo
-                            .validation_mut()
-                            .warnings
-                            .push(Warning::new("power", format!("unavailable: {reason}"))),
+                        Some(reason) => topo.validation_mut().warnings.push(Warning::new(
+                            WarningKind::Power,
+                            format!("unavailable: {reason}"),
+                        )),
                         None => return Err(failed(Plugin::Power)(e)),
                     },
                 }

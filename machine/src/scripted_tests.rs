@@ -8,7 +8,7 @@ use std::rc::Rc;
 use topoprobe_measure::smt::{SmtRun, SmtTest};
 use topoprobe_model::{
     LatencyMatrix, MatrixProbe, OsCpu, OsView, PairLatency, PairSample, ProbeError, StructureLevel,
-    Topology,
+    Topology, WarningKind,
 };
 
 use topoprobe_infer::sim::Injected;
@@ -108,7 +108,7 @@ fn unstable_messages(topo: &Topology) -> Vec<String> {
     topo.validation()
         .warnings
         .iter()
-        .filter(|w| w.kind == "unstable_topology")
+        .filter(|w| w.kind == WarningKind::UnstableTopology)
         .map(|w| w.message.clone())
         .collect()
 }
@@ -315,7 +315,7 @@ fn measure_probe(probe: &mut dyn PairLatency, full: bool) -> Result<Topology, Ma
     Ok(topo)
 }
 
-fn warning<'t>(topo: &'t Topology, kind: &str) -> Option<&'t str> {
+fn warning(topo: &Topology, kind: WarningKind) -> Option<&str> {
     topo.validation()
         .warnings
         .iter()
@@ -336,7 +336,7 @@ fn a_noisy_pair_is_flagged_and_the_run_succeeds() {
             (8, 2),
             "full {full}"
         );
-        let w = warning(&topo, "noisy_pairs").expect("noisy pairs warned");
+        let w = warning(&topo, WarningKind::NoisyPairs).expect("noisy pairs warned");
         assert!(
             w.starts_with("1 pair of CPUs kept")
                 && w.contains("(1, 2) spread 50.0% above the 14.0% limit after 5 batches")
@@ -373,7 +373,7 @@ fn a_pair_measured_only_through_noise_lowers_the_confidence() {
     let inner = Scripted { latency, calls };
     let mut probe = injected(inner, &[(0, 1)]);
     let topo = measure_probe(&mut probe, true).expect("the run succeeds");
-    let w = warning(&topo, "noisy_pairs").expect("warned");
+    let w = warning(&topo, WarningKind::NoisyPairs).expect("warned");
     assert!(
         w.contains("CPUs 0, 1 were measured through noisy pairs only"),
         "{w}"
@@ -393,7 +393,7 @@ fn a_pair_given_up_is_missing_and_flagged_and_nothing_measured_fails() {
     let mut probe = injected(MatrixProbe::new(&m), &[]);
     probe.given_up = Box::new(|a, b| (a, b) == (2, 5));
     let topo = measure_probe(&mut probe, true).expect("the run succeeds");
-    let w = warning(&topo, "pairs_given_up").expect("warned");
+    let w = warning(&topo, WarningKind::PairsGivenUp).expect("warned");
     assert!(
         w.contains("1 pair of CPUs could not be measured")
             && w.contains("(2, 5) the partner thread did not answer"),
@@ -456,12 +456,15 @@ fn a_cpu_left_without_any_latency_keeps_the_os_structure_flagged() {
             (8, 8, 0),
             "full {full}"
         );
-        let w = warning(&topo, "structure_from_os").expect("the fallback is said");
+        let w = warning(&topo, WarningKind::StructureFromOs).expect("the fallback is said");
         assert!(
             w.starts_with("CPU 2 has no measured latency to any other CPU"),
             "full {full}: {w}"
         );
-        assert!(warning(&topo, "pairs_given_up").is_some(), "full {full}");
+        assert!(
+            warning(&topo, WarningKind::PairsGivenUp).is_some(),
+            "full {full}"
+        );
         // What was measured is kept, what was not stays missing.
         let raw = &topo.latency_tables().raw;
         assert_eq!(raw.between(0, 1), Some(40.0), "full {full}");

@@ -16,7 +16,7 @@ use topoprobe_infer::Collected;
 use topoprobe_measure::smt::SmtTest;
 use topoprobe_model::{
     ContextId, LatencyMatrix, OsView, PairLatency, Role, StructureLevel, Topology, Unresolved,
-    Warning,
+    Warning, WarningKind,
 };
 
 /// Reference pairs kept at most.
@@ -416,8 +416,10 @@ pub fn apply(topo: &mut Topology, findings: &[Finding]) {
     }
     let v = topo.validation_mut();
     for f in findings {
-        v.warnings
-            .push(Warning::new("unstable_topology", f.message.clone()));
+        v.warnings.push(Warning::new(
+            WarningKind::UnstableTopology,
+            f.message.clone(),
+        ));
     }
     let mut levels: Vec<StructureLevel> = findings.iter().map(|f| f.level).collect();
     levels.sort();
@@ -458,7 +460,7 @@ pub fn is_unstable(topo: &Topology) -> bool {
     topo.validation()
         .warnings
         .iter()
-        .any(|w| w.kind == "unstable_topology")
+        .any(|w| w.kind == WarningKind::UnstableTopology)
 }
 
 #[cfg(test)]

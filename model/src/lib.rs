@@ -61,7 +61,7 @@ pub use matrix::{
 };
 pub use meta::{
     Fact, Facts, LevelConfidence, Machine, Origin, OsDifference, Provenance, Source,
-    StructureLevel, Unresolved, Validation, Warning,
+    StructureLevel, Unresolved, Validation, Warning, WarningKind,
 };
 pub use os_view::{
     format_cpu_list, parse_cpu_list, parse_cpu_mask, CacheType, CoreKey, CpuKind, CpuListError,

@@ -246,11 +246,189 @@ pub struct Unresolved {
     pub reason: String,
 }
 
+/// Declares [`WarningKind`] from one list of variants and their names in descriptions, so
+/// that the enum, [`WarningKind::KNOWN`], [`WarningKind::as_str`] and
+/// [`WarningKind::from_name`] cannot disagree.
+macro_rules! warning_kinds {
+    ($($(#[doc = $doc:literal])+ $variant:ident = $name:literal,)+) => {
+        /// What a [`Warning`] is about. In a description (JSON) each kind is written as its
+        /// name ([`WarningKind::as_str`]): `snake_case`, as listed with each variant.
+        ///
+        /// Descriptions written by other versions of topoprobe may carry names this version
+        /// does not know: they are read as [`WarningKind::Other`] and written back
+        /// unchanged.
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum WarningKind {
+            $($(#[doc = $doc])+ $variant,)+
+            /// A kind this version does not know (from a description written by another
+            /// version), kept with its name as read. [`WarningKind::from_name`] never makes
+            /// one of a known name.
+            Other(String),
+        }
+
+        impl WarningKind {
+            /// Every kind this version knows, in declaration order (all but
+            /// [`WarningKind::Other`]).
+            pub const KNOWN: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The kind's name in descriptions and JSON output (`noisy_pairs`).
+            #[must_use]
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(Self::$variant => $name,)+
+                    Self::Other(name) => name,
+                }
+            }
+
+            /// The kind named `name`: a known kind, or [`WarningKind::Other`] keeping the
+            /// name.
+            #[must_use]
+            pub fn from_name(name: &str) -> Self {
+                match name {
+                    $($name => Self::$variant,)+
+                    other => Self::Other(other.to_owned()),
+                }
+            }
+        }
+    };
+}
+
+warning_kinds! {
+    /// The two directions of some pair differ by more than 5 %; each pair was symmetrized
+    /// by the mean of both (inference).
+    Asymmetric = "asymmetric",
+    /// Some pairs read as 0, below the resolution of the timer that measured them, and were
+    /// taken as one timer step (inference).
+    BelowResolution = "below_resolution",
+    /// Some pairs were left out as outlier measurements: far off their level, or faster than
+    /// the rest with latency profiles that differ (inference).
+    Outlier = "outlier",
+    /// Some pairs have no latency (inference).
+    Missing = "missing",
+    /// The latencies come in steps of a coarse timer, so levels closer than a step cannot be
+    /// told apart (inference).
+    Quantized = "quantized",
+    /// Sets of only two parts with identical latency profiles and no latency gap (two cores
+    /// on one mesh stop) were not reported as groups (inference; about its structure).
+    ProfilePairs = "profile_pairs",
+    /// Candidate groups that differ from the rest of their parent by less than the noise and
+    /// the timer resolve were not reported as groups (inference; about its structure).
+    WeakGroups = "weak_groups",
+    /// Candidate groups that are only the rest of their parent beside one or two far cores
+    /// were not reported as groups (inference; about its structure).
+    FarCores = "far_cores",
+    /// Candidate groups that are only the rest of their parent beside a few odd cores (slow
+    /// blocks between chiplets) were not reported as groups (inference; about its
+    /// structure).
+    OddCores = "odd_cores",
+    /// A note on single cores: garbled siblings taken as one core, or the operating system's
+    /// siblings followed (inference; about its structure).
+    Core = "core",
+    /// The latencies clearly contradict a hint given on the command line (`--sockets`,
+    /// `--smt`) (inference; about its structure).
+    HintContradicted = "hint_contradicted",
+    /// Some groups are the operating system's cache-sharing sets, which the latencies barely
+    /// set apart (inference; about its structure).
+    GroupsFromOs = "groups_from_os",
+    /// The noise or the timer hides groups whose latency profiles differ by less than some
+    /// share (inference).
+    Resolution = "resolution",
+    /// A group whose cores communicate more slowly with each other than with the rest of
+    /// their parent, as Intel E-core clusters do (inference; about its structure).
+    InvertedGroup = "inverted_group",
+    /// Some groups were found from identical latency profiles only (inference; about its
+    /// structure).
+    ProfileGroups = "profile_groups",
+    /// A socket whose parts are as far apart as other sockets, as with the home-node effect
+    /// of AMD servers (inference; about its structure).
+    HomeNode = "home_node",
+    /// A socket without group structure whose latencies spread widely without a gap (a mesh
+    /// or a ring) (inference; about its structure).
+    Flat = "flat",
+    /// Pairs kept although the spread of their samples stayed above the limit, and whether
+    /// they decide a level (inference of a measured table).
+    NoisyPairs = "noisy_pairs",
+    /// Pairs the probe gave up on, missing from the table (inference of a measured table).
+    PairsGivenUp = "pairs_given_up",
+    /// The measured structure stands although the operating system's differs: the sets of
+    /// both and the latency gap that backs it (holding the inference against the OS).
+    DiffersFromOs = "differs_from_os",
+    /// The latencies do not support a structure other than the operating system's, or some
+    /// CPUs have no measured latency: the OS's structure is kept with the measured latencies
+    /// (holding the inference against the OS).
+    StructureFromOs = "structure_from_os",
+    /// Pairs started slower during the probe's warm-up (a DVFS ramp) and were measured after
+    /// it (live measurement).
+    FrequencyRamp = "frequency_ramp",
+    /// The operating system's view could not be read, so no comparison with it was made
+    /// (live measurement).
+    OsView = "os_view",
+    /// What the time budget left out: steps skipped or cut short, stability re-measurements
+    /// not made (live measurement).
+    Budget = "budget",
+    /// A note or warning of the memory measurement (live measurement).
+    Memory = "memory",
+    /// A note of the cache measurement (live measurement).
+    Cache = "cache",
+    /// A shared-cache measurement that disagrees with the operating system, or what its
+    /// plan left out (live measurement).
+    SharedCaches = "shared_caches",
+    /// A note of the power measurement, or why power could not be measured (live
+    /// measurement).
+    Power = "power",
+    /// The topology changed while it was measured (a virtual machine whose vCPUs moved, a
+    /// saved description that no longer matches): one per finding (live measurement).
+    UnstableTopology = "unstable_topology",
+}
+
+impl fmt::Display for WarningKind {
+    /// Writes the kind's name, as in descriptions ([`WarningKind::as_str`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for WarningKind {
+    type Err = std::convert::Infallible;
+
+    /// The kind named `s` ([`WarningKind::from_name`]); never fails.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self::from_name(s))
+    }
+}
+
+impl Serialize for WarningKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for WarningKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// Reads a kind from any string, borrowed or not.
+        struct Name;
+
+        impl serde::de::Visitor<'_> for Name {
+            type Value = WarningKind;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the name of a warning kind")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(WarningKind::from_name(v))
+            }
+        }
+
+        deserializer.deserialize_str(Name)
+    }
+}
+
 /// A warning attached to a description.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Warning {
-    /// Short machine-readable kind (`home_node`, `asymmetric`, `quantized`, ...).
-    pub kind: String,
+    /// What the warning is about.
+    pub kind: WarningKind,
     /// What a person should know.
     pub message: String,
 }
@@ -258,9 +436,9 @@ pub struct Warning {
 impl Warning {
     /// A warning of the given kind.
     #[must_use]
-    pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(kind: WarningKind, message: impl Into<String>) -> Self {
         Self {
-            kind: kind.into(),
+            kind,
             message: message.into(),
         }
     }
@@ -308,5 +486,58 @@ impl Validation {
     #[must_use]
     pub fn is_resolved(&self) -> bool {
         self.unresolved.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_kind_round_trips_by_its_name() {
+        for kind in WarningKind::KNOWN {
+            let name = kind.as_str();
+            assert!(
+                !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{name:?} is not snake_case"
+            );
+            assert_eq!(kind.to_string(), name);
+            assert_eq!(&WarningKind::from_name(name), kind);
+            let json = serde_json::to_string(kind).expect("serializes");
+            assert_eq!(json, format!("\"{name}\""));
+            let back: WarningKind = serde_json::from_str(&json).expect("deserializes");
+            assert_eq!(&back, kind);
+        }
+        let mut names: Vec<&str> = WarningKind::KNOWN.iter().map(WarningKind::as_str).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), WarningKind::KNOWN.len(), "names differ");
+    }
+
+    #[test]
+    fn a_warning_is_written_with_its_kind_name() {
+        let w = Warning::new(WarningKind::NoisyPairs, "2 pairs kept");
+        let json = serde_json::to_string(&w).expect("serializes");
+        assert_eq!(json, r#"{"kind":"noisy_pairs","message":"2 pairs kept"}"#);
+        assert_eq!(serde_json::from_str::<Warning>(&json).expect("reads"), w);
+    }
+
+    #[test]
+    fn an_unknown_kind_is_kept_and_written_back_unchanged() {
+        let json = r#"{"kind":"some_future_kind","message":"from a newer topoprobe"}"#;
+        let w: Warning = serde_json::from_str(json).expect("an unknown kind is read");
+        assert_eq!(w.kind, WarningKind::Other("some_future_kind".into()));
+        assert_eq!(w.kind.as_str(), "some_future_kind");
+        assert_eq!(w.kind.to_string(), "some_future_kind");
+        assert_eq!(serde_json::to_string(&w).expect("serializes"), json);
+        let v: Validation = serde_json::from_str(&format!(r#"{{"warnings":[{json}]}}"#))
+            .expect("a validation with an unknown kind is read");
+        assert_eq!(v.warnings, vec![w]);
+    }
+
+    #[test]
+    fn a_kind_must_be_a_string() {
+        assert!(serde_json::from_str::<WarningKind>("3").is_err());
+        assert!(serde_json::from_str::<WarningKind>("null").is_err());
     }
 }

@@ -296,7 +296,7 @@ fn summary(topo: &Topology, s: &mut String) -> std::fmt::Result {
             writeln!(
                 s,
                 "<li data-kind=\"{}\">{}</li>",
-                e(&w.kind),
+                e(w.kind.as_str()),
                 cpu_text(&w.message)
             )?;
         }

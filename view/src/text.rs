@@ -765,6 +765,7 @@ mod tests {
     use super::*;
     use topoprobe_model::{
         ContextId, Evidence, LatencyMatrix, LatencyUnit, TopologyBuilder, Validation, Warning,
+        WarningKind,
     };
 
     fn two_sockets() -> Topology {
@@ -795,7 +796,8 @@ mod tests {
         });
         b.latencies(m.clone(), m);
         let mut v = Validation::default();
-        v.warnings.push(Warning::new("quantized", "coarse timer"));
+        v.warnings
+            .push(Warning::new(WarningKind::Quantized, "coarse timer"));
         b.validation(v);
         b.build().unwrap()
     }

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use topoprobe_infer::infer_mct;
 use topoprobe_machine::{measure_this_machine, plan_only, plugins, stamp, MeasureOptions};
 use topoprobe_model::format::mct;
-use topoprobe_model::Topology;
+use topoprobe_model::{Topology, WarningKind};
 
 use crate::args::{Format, InferArgs};
 use crate::error::Usage;
@@ -65,7 +65,7 @@ fn measure(args: &InferArgs) -> Result<()> {
         .validation()
         .warnings
         .iter()
-        .filter(|w| w.kind == "unstable_topology")
+        .filter(|w| w.kind == WarningKind::UnstableTopology)
     {
         eprintln!("topoprobe: unstable topology: {}", w.message);
     }

@@ -12,6 +12,7 @@ use crate::common;
 use assert_cmd::Command;
 use common::data;
 use serde_json::Value;
+use topoprobe_model::WarningKind;
 
 /// Runs `infer --from-matrix FILE ARGS...`, asserts success, returns standard output.
 fn infer(file: &str, args: &[&str]) -> String {
@@ -36,7 +37,7 @@ fn contradictions(json: &str) -> Vec<String> {
         .as_array()
         .expect("warnings")
         .iter()
-        .filter(|w| w["kind"] == "hint_contradicted")
+        .filter(|w| w["kind"] == WarningKind::HintContradicted.as_str())
         .map(|w| w["message"].as_str().expect("message").to_string())
         .collect()
 }

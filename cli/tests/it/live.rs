@@ -7,6 +7,7 @@ use crate::common;
 use common::run_in as run;
 use serde_json::Value;
 use std::path::Path;
+use topoprobe_model::WarningKind;
 
 /// The CPUs this test process may use.
 fn cpus() -> Vec<u32> {
@@ -54,9 +55,10 @@ fn infer_measures_this_machine_and_saves_the_description() {
     // figure of the hardware.
     if lat >= 100_000.0 {
         let flagged = v["provenance"]["parameters"]["pairs_noisy"] == "1"
-            || v["validation"]["warnings"]
-                .as_array()
-                .is_some_and(|w| w.iter().any(|w| w["kind"] == "noisy_pairs"));
+            || v["validation"]["warnings"].as_array().is_some_and(|w| {
+                w.iter()
+                    .any(|w| w["kind"] == WarningKind::NoisyPairs.as_str())
+            });
         assert!(flagged, "{lat} ns kept unflagged: {}", v["validation"]);
         eprintln!("loaded machine: the pair measured {lat} ns, flagged noisy");
     }
@@ -324,7 +326,7 @@ fn a_noisy_pair_is_flagged_and_every_command_exits_0() {
     let warnings = v["validation"]["warnings"].as_array().expect("warnings");
     let w = warnings
         .iter()
-        .find(|w| w["kind"] == "noisy_pairs")
+        .find(|w| w["kind"] == WarningKind::NoisyPairs.as_str())
         .expect("noisy_pairs warning");
     assert!(
         w["message"]

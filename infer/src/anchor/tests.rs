@@ -49,7 +49,7 @@ fn measured(topo: &Topology) -> (usize, usize, bool) {
     (topo.num_sockets(), topo.num_cores(), topo.has_smt())
 }
 
-fn warning<'a>(topo: &'a Topology, kind: &str) -> Option<&'a str> {
+fn warning(topo: &Topology, kind: WarningKind) -> Option<&str> {
     topo.validation()
         .warnings
         .iter()
@@ -72,7 +72,7 @@ fn an_emulated_guest_keeps_the_os_structure() {
     assert_ne!(measured(&inferred), (4, 16, true));
     let anchored = anchor_to_os(inferred, &os);
     assert_eq!(measured(&anchored), (4, 16, true));
-    let why = warning(&anchored, "structure_from_os").expect("flagged");
+    let why = warning(&anchored, WarningKind::StructureFromOs).expect("flagged");
     assert!(why.contains("scheduler"), "{why}");
     // The measured latencies stay, attached to the OS's levels.
     assert_eq!(anchored.latency_tables().raw.get(0, 1), m.get(0, 1));
@@ -101,7 +101,7 @@ fn packages_closer_than_a_link_are_one_socket() {
     assert_eq!(inferred.num_sockets(), 1);
     let anchored = anchor_to_os(inferred, &os);
     assert_eq!(measured(&anchored), (1, 16, false));
-    let quote = warning(&anchored, "differs_from_os").expect("quoted");
+    let quote = warning(&anchored, WarningKind::DiffersFromOs).expect("quoted");
     assert!(quote.contains("chip-to-chip"), "{quote}");
 }
 
@@ -114,7 +114,7 @@ fn a_noisy_table_does_not_remove_a_socket() {
     let inferred = infer(&m, &InferOptions::default()).unwrap();
     let anchored = anchor_to_os(inferred, &os);
     assert_eq!(measured(&anchored), (2, 16, false));
-    let why = warning(&anchored, "structure_from_os").expect("flagged");
+    let why = warning(&anchored, WarningKind::StructureFromOs).expect("flagged");
     assert!(
         why.contains("cannot tell") || why.contains("but pairs across"),
         "{why}"
@@ -131,7 +131,7 @@ fn siblings_slower_than_smt_are_separate_cores() {
     assert!(!inferred.has_smt());
     let anchored = anchor_to_os(inferred, &os);
     assert_eq!(measured(&anchored), (1, 8, false));
-    let quote = warning(&anchored, "differs_from_os").expect("quoted");
+    let quote = warning(&anchored, WarningKind::DiffersFromOs).expect("quoted");
     assert!(quote.contains("SMT siblings (20 ns)"), "{quote}");
 }
 
@@ -150,8 +150,8 @@ fn a_clear_gap_overrides_the_os() {
     assert_eq!(inferred.num_sockets(), 2);
     let anchored = anchor_to_os(inferred, &os);
     assert_eq!(measured(&anchored), (2, 8, false));
-    assert!(warning(&anchored, "structure_from_os").is_none());
-    let quote = warning(&anchored, "differs_from_os").expect("quoted");
+    assert!(warning(&anchored, WarningKind::StructureFromOs).is_none());
+    let quote = warning(&anchored, WarningKind::DiffersFromOs).expect("quoted");
     assert!(
         quote.contains("2 sockets inferred (0-3 | 4-7) where the OS lists 1 package (0-7)"),
         "{quote}"
@@ -213,7 +213,7 @@ fn a_lone_slow_core_is_not_a_socket() {
     assert_eq!(inferred.num_sockets(), 2);
     let anchored = anchor_to_os(inferred, &os);
     assert_eq!(measured(&anchored), (1, 8, true));
-    let why = warning(&anchored, "structure_from_os").expect("flagged");
+    let why = warning(&anchored, WarningKind::StructureFromOs).expect("flagged");
     assert!(why.contains("sockets: 2 sockets inferred"), "{why}");
 }
 

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use topoprobe_infer::{infer, InferError, InferOptions};
-use topoprobe_model::{LatencyMatrix, LatencyUnit};
+use topoprobe_model::{LatencyMatrix, LatencyUnit, WarningKind};
 
 #[test]
 fn too_small_tables_are_errors() {
@@ -54,7 +54,7 @@ fn a_zero_latency_is_below_resolution_with_a_warning() {
             .validation()
             .warnings
             .iter()
-            .find(|w| w.kind == "below_resolution")
+            .find(|w| w.kind == WarningKind::BelowResolution)
             .unwrap_or_else(|| panic!("{zero}: a warning names the zero"));
         assert!(w.message.contains("(0, 1)"), "{}", w.message);
         assert_eq!(topo.num_contexts(), 4);

@@ -6,7 +6,7 @@ use crate::common;
 
 use common::{corpus_ids, excluded, matrix, truth, wrong_levels};
 use topoprobe_infer::{infer, InferOptions};
-use topoprobe_model::{Role, StructureLevel};
+use topoprobe_model::{Role, StructureLevel, WarningKind};
 
 #[test]
 fn every_machine_is_inferred_correctly() {
@@ -69,7 +69,7 @@ fn results_are_complete_and_consistent() {
 
 #[test]
 fn hard_cases_carry_the_expected_explanations() {
-    let kinds = |id: &str| -> Vec<String> {
+    let kinds = |id: &str| -> Vec<WarningKind> {
         infer(&matrix(id), &InferOptions::default())
             .expect("inference")
             .validation()
@@ -78,11 +78,11 @@ fn hard_cases_carry_the_expected_explanations() {
             .map(|w| w.kind.clone())
             .collect()
     };
-    assert!(kinds("nv-2x-epyc-7742").contains(&"home_node".to_string()));
-    assert!(kinds("nv-i9-12900k").contains(&"inverted_group".to_string()));
-    assert!(kinds("hy-apple-m1pro-10c").contains(&"asymmetric".to_string()));
-    assert!(kinds("nv-graviton2").contains(&"flat".to_string()));
-    assert!(kinds("nv-graviton2").contains(&"quantized".to_string()));
+    assert!(kinds("nv-2x-epyc-7742").contains(&WarningKind::HomeNode));
+    assert!(kinds("nv-i9-12900k").contains(&WarningKind::InvertedGroup));
+    assert!(kinds("hy-apple-m1pro-10c").contains(&WarningKind::Asymmetric));
+    assert!(kinds("nv-graviton2").contains(&WarningKind::Flat));
+    assert!(kinds("nv-graviton2").contains(&WarningKind::Quantized));
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use topoprobe_infer::sim::{platforms, CrossSocket, MachineSpec, Noise, Numbering, Unit};
 use topoprobe_infer::{infer, InferOptions};
-use topoprobe_model::{Origin, StructureLevel, Topology};
+use topoprobe_model::{Origin, StructureLevel, Topology, WarningKind};
 
 /// A one-socket desktop of two dies of 4 SMT2 cores (16 contexts, siblings `i` and
 /// `i + 8`): SMT 7.5 ns, 20 ns inside a die, 80 ns between the dies (a Ryzen 9 5950X
@@ -34,7 +34,7 @@ fn contradictions(topo: &Topology) -> Vec<String> {
     topo.validation()
         .warnings
         .iter()
-        .filter(|w| w.kind == "hint_contradicted")
+        .filter(|w| w.kind == WarningKind::HintContradicted)
         .map(|w| w.message.clone())
         .collect()
 }

@@ -6,7 +6,7 @@
 use topoprobe_infer::sim::{platforms, Injected, MachineSpec, Noise, SimProbe};
 use topoprobe_infer::sparse::{collect_sparse, SparseOptions};
 use topoprobe_infer::{collect_full, infer, Collected, InferError, InferOptions, PairFlag};
-use topoprobe_model::{LatencyMatrix, MatrixProbe, StructureLevel, Topology};
+use topoprobe_model::{LatencyMatrix, MatrixProbe, StructureLevel, Topology, WarningKind};
 
 /// A simulated machine with a little noise.
 fn sim(spec: &MachineSpec, seed: u64) -> (MachineSpec, SimProbe) {
@@ -15,7 +15,7 @@ fn sim(spec: &MachineSpec, seed: u64) -> (MachineSpec, SimProbe) {
     (spec, probe)
 }
 
-fn warning<'t>(topo: &'t Topology, kind: &str) -> Option<&'t str> {
+fn warning(topo: &Topology, kind: WarningKind) -> Option<&str> {
     topo.validation()
         .warnings
         .iter()
@@ -49,7 +49,7 @@ fn a_noisy_pair_is_flagged_in_a_full_collection_and_decides_nothing() {
     spec.truth()
         .check(&topo)
         .expect("the structure of the other pairs");
-    let w = warning(&topo, "noisy_pairs").expect("warned");
+    let w = warning(&topo, WarningKind::NoisyPairs).expect("warned");
     assert!(
         w.starts_with("1 pair kept although the spread")
             && w.contains("(1, 6) spread 40.0% above the 14.0% limit after 5 batches")
@@ -69,7 +69,7 @@ fn cpu_numbers_name_the_noisy_pairs() {
         ..spec.infer_options()
     };
     let topo = c.infer(&opts).expect("inferred");
-    let w = warning(&topo, "noisy_pairs").expect("warned");
+    let w = warning(&topo, WarningKind::NoisyPairs).expect("warned");
     assert!(
         w.starts_with("1 pair of CPUs kept") && w.contains("(100, 103)"),
         "{w}"
@@ -108,7 +108,7 @@ fn a_level_that_rests_on_noisy_pairs_is_unresolved_with_low_confidence() {
         .find(|u| u.level == StructureLevel::Core && u.reason.starts_with("decided by noisy"))
         .expect("unresolved core level");
     assert!(u.reason.contains("8 cores instead of 6"), "{}", u.reason);
-    let w = warning(&topo, "noisy_pairs").expect("warned");
+    let w = warning(&topo, WarningKind::NoisyPairs).expect("warned");
     assert!(w.contains("Without them the core level differs"), "{w}");
 }
 
@@ -139,7 +139,7 @@ fn a_busy_context_is_flagged_in_a_sparse_collection_and_the_structure_found() {
         spec.truth()
             .check(&topo)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        assert!(warning(&topo, "noisy_pairs").is_some());
+        assert!(warning(&topo, WarningKind::NoisyPairs).is_some());
     }
 }
 
@@ -154,7 +154,7 @@ fn a_noisy_reading_confirmed_by_a_quiet_one_is_not_flagged() {
     assert!(c.flagged.is_empty(), "{:?}", c.flagged);
     let topo = c.infer(&spec.infer_options()).expect("inferred");
     spec.truth().check(&topo).expect("structure");
-    assert!(warning(&topo, "noisy_pairs").is_none());
+    assert!(warning(&topo, WarningKind::NoisyPairs).is_none());
 }
 
 #[test]
@@ -166,7 +166,7 @@ fn pairs_given_up_are_missing_and_flagged_and_nothing_measured_fails() {
     assert_eq!(c.given_up().count(), 1);
     assert_eq!(c.latency.get(2, 7), None);
     let topo = c.infer(&spec.infer_options()).expect("inferred");
-    let w = warning(&topo, "pairs_given_up").expect("warned");
+    let w = warning(&topo, WarningKind::PairsGivenUp).expect("warned");
     assert!(
         w.contains("1 pair could not be measured")
             && w.contains("(2, 7) the partner thread stalled"),

@@ -8,7 +8,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use topoprobe_infer::{infer, InferOptions};
-use topoprobe_model::{LatencyMatrix, LatencyUnit};
+use topoprobe_model::{LatencyMatrix, LatencyUnit, WarningKind};
 
 /// Machines whose structure is clearly visible (not the weak-cluster or tiny ones).
 const CLEAR: [&str; 7] = [
@@ -119,7 +119,7 @@ fn one_outlier_pair_does_not_invent_a_level() {
                 topo.validation()
                     .warnings
                     .iter()
-                    .any(|w| w.kind == "outlier"),
+                    .any(|w| w.kind == WarningKind::Outlier),
                 "{id}: the outlier pair {pair:?} x{factor} is reported"
             );
         }
@@ -193,7 +193,7 @@ fn a_coarse_timer_is_detected_and_tolerated() {
             topo.validation()
                 .warnings
                 .iter()
-                .any(|w| w.kind == "quantized"),
+                .any(|w| w.kind == WarningKind::Quantized),
             "{id}: quantization reported"
         );
     }

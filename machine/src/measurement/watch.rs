@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use topoprobe_measure::smt::SmtTest;
-use topoprobe_model::{OsView, PairLatency, Topology, Warning};
+use topoprobe_model::{OsView, PairLatency, Topology, Warning, WarningKind};
 
 use super::{planned_seconds, smt_probe, SmtFn};
 use crate::deadlines::{Clock, STEP_SLACK};
@@ -66,7 +66,7 @@ impl Checks {
     pub(super) fn left_out_warning(&self) -> Option<Warning> {
         (self.left_out > 0).then(|| {
             Warning::new(
-                "budget",
+                WarningKind::Budget,
                 format!(
                     "stability: {} re-measurements of the reference pairs left out: the \
                      checks had spent their {:.2} s (a loaded machine slows every pair)",
