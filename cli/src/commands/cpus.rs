@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde_json::json;
+use topoprobe_model::results::cpus::{CpuSetResult, ObjectCount, ObjectIndexes};
 use topoprobe_place::cpuset::{render, Inventory, ObjectType, Resolved};
 
 use crate::args::{CpusArgs, CpusFormat};
@@ -100,22 +100,24 @@ pub(crate) fn run(args: &CpusArgs) -> Result<()> {
     };
     let out = match format {
         CpusFormat::Json => {
-            let mut v = json!({
-                "expression": text,
-                "topology": source.text(),
-                "cpus": resolved.cpus,
-                "order": resolved.order,
-                "list": render::list(&resolved.cpus),
-                "mask": render::mask(&resolved.cpus),
-                "hwloc": render::hwloc(&resolved.cpus),
-                "likwid": render::ordered(&resolved.order),
-            });
-            if let Some((ty, n)) = number_of {
-                v["number_of"] = json!({ "type": ty.name(), "count": n });
-            }
-            if let Some((ty, ids)) = &intersect {
-                v["intersect"] = json!({ "type": ty.name(), "indexes": ids });
-            }
+            let v = CpuSetResult {
+                expression: text.clone(),
+                topology: source.text(),
+                cpus: resolved.cpus.clone(),
+                order: resolved.order.clone(),
+                list: render::list(&resolved.cpus),
+                mask: render::mask(&resolved.cpus),
+                hwloc: render::hwloc(&resolved.cpus),
+                likwid: render::ordered(&resolved.order),
+                number_of: number_of.map(|(ty, count)| ObjectCount {
+                    kind: ty.name().to_string(),
+                    count,
+                }),
+                intersect: intersect.as_ref().map(|(ty, ids)| ObjectIndexes {
+                    kind: ty.name().to_string(),
+                    indexes: ids.clone(),
+                }),
+            };
             topoprobe_view::results::json(&v).context("rendering the CPU set as JSON")?
         }
         _ if number_of.is_some() => number_of.map(|(_, n)| n.to_string()).unwrap_or_default(),

@@ -66,6 +66,23 @@ pub(crate) fn file_arguments() -> Result<()> {
     output::write_stdout(lines.as_bytes())
 }
 
+/// One argument that takes a file or folder, as [`file_arguments`] prints it.
+#[derive(serde::Serialize)]
+struct FileArgument<'a> {
+    /// The command's words.
+    command: &'a [String],
+    /// The argument's id.
+    arg: &'a str,
+    /// Its flag, long if it has one (none for a positional argument).
+    flag: Option<String>,
+    /// Its value hint, as clap names it.
+    hint: String,
+    /// Whether topoprobe writes it.
+    output: bool,
+    /// The long flags of the command.
+    flags: &'a [String],
+}
+
 /// [`file_arguments`] for `cmd`, whose words are `path`, and its commands.
 fn each_command(cmd: &clap::Command, path: &mut Vec<String>, lines: &mut String) {
     use clap::ValueHint;
@@ -93,15 +110,15 @@ fn each_command(cmd: &clap::Command, path: &mut Vec<String>, lines: &mut String)
             .map(|l| format!("--{l}"))
             .or_else(|| arg.get_short().map(|s| format!("-{s}")));
         let output = id == "output" || (path.last().map(String::as_str) == Some("manpages"));
-        let line = serde_json::json!({
-            "command": path,
-            "arg": id,
-            "flag": flag,
-            "hint": format!("{hint:?}"),
-            "output": output,
-            "flags": flags,
-        });
-        lines.push_str(&line.to_string());
+        let line = FileArgument {
+            command: path,
+            arg: id,
+            flag,
+            hint: format!("{hint:?}"),
+            output,
+            flags: &flags,
+        };
+        lines.push_str(&serde_json::to_string(&line).unwrap_or_default());
         lines.push('\n');
     }
     for sub in cmd.get_subcommands() {

@@ -493,7 +493,17 @@ fn cpus_speaks_the_output_language() {
     assert_eq!(json["cpus"], serde_json::json!([19, 39]));
     assert_eq!(json["order"], serde_json::json!([19, 39]));
     assert_eq!(json["intersect"]["indexes"], serde_json::json!([1]));
+    assert_eq!(json["intersect"]["type"], "package");
     assert_eq!(json["hwloc"], "0x00000080,0x00080000");
+    assert!(json.get("number_of").is_none(), "{json}");
+    let json: serde_json::Value =
+        serde_json::from_str(&cpus(&["--json", "-N", "core", "pu:0-3"])).expect("JSON");
+    assert_eq!(
+        json["number_of"],
+        serde_json::json!({ "type": "core", "count": 2 })
+    );
+    // hwloc's logical PUs 0-3 are the two threads of cores 0 and 1.
+    assert_eq!(json["likwid"], "0,20,1,21");
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("s.json");
     let _ = cpus(&["S0:0", "-o", arg(&file)]);

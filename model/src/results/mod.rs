@@ -9,6 +9,7 @@ pub mod bench;
 pub mod cache;
 pub mod cache_to_cache;
 pub mod contention;
+pub mod cpus;
 pub mod heatmap;
 pub mod latency;
 pub mod matrix;
