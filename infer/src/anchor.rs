@@ -481,7 +481,7 @@ pub fn os_structure_of_partial(
     }
     let view = os.restricted(ids, None);
     let silent: Vec<u32> = (0..latency.len())
-        .filter(|&a| (0..latency.len()).all(|b| latency.between(a, b).is_none()))
+        .filter(|&a| !crate::uncertain::has_latency(latency, a))
         .map(|a| ids[a])
         .collect();
     if silent.is_empty() {

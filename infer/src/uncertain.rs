@@ -75,7 +75,7 @@ pub(crate) fn infer_flagged(c: &Collected, opts: &InferOptions) -> Result<Topolo
 }
 
 /// Whether row `x` of `m` has any latency.
-fn has_latency(m: &LatencyMatrix, x: usize) -> bool {
+pub(crate) fn has_latency(m: &LatencyMatrix, x: usize) -> bool {
     (0..m.len()).any(|y| y != x && (m.get(x, y).is_some() || m.get(y, x).is_some()))
 }
 
