@@ -163,12 +163,16 @@ fn touch_stream_chase() -> (f64, f64, f64) {
     let Ok(mut buf) = Buffer::new(TOUCH_BYTES, placement) else {
         return (a.touch_s_per_gib, a.thread_gbps, a.memory_ns);
     };
-    let t = Instant::now();
+    let started = Instant::now();
     let mut touched = 0;
+    // Seconds per page of each window of 64 pages.
+    let mut windows: Vec<f64> = Vec::new();
     {
         let words = buf.words_mut();
         while touched < words.len() {
             // 64 pages at a time, each written once: the kernel faults them in.
+            let t = Instant::now();
+            let from = touched;
             for _ in 0..64 {
                 if touched >= words.len() {
                     break;
@@ -176,44 +180,70 @@ fn touch_stream_chase() -> (f64, f64, f64) {
                 words[touched] = touched as u64;
                 touched += PAGE / 8;
             }
-            if t.elapsed().as_secs_f64() > TOUCH_SECONDS {
+            let pages = (touched - from).div_ceil(PAGE / 8).max(1);
+            windows.push(t.elapsed().as_secs_f64() / pages as f64);
+            if started.elapsed().as_secs_f64() > TOUCH_SECONDS {
                 break;
             }
         }
         touched = touched.min(words.len());
     }
-    let touch = t.elapsed().as_secs_f64() / (touched * 8).max(1) as f64 * (1u64 << 30) as f64;
+    let touch = crate::stats::median(&windows)
+        .map_or(a.touch_s_per_gib, |s| s / PAGE as f64 * (1u64 << 30) as f64);
     let v = &mut buf.words_mut()[..touched];
-    // One pass of the read kernel over the touched pages, evicted first where lines can
-    // be: the rate of memory, not of a cache that holds the few MiB touched.
+    let gbps = stream_rate(v);
+    let ns = chase_ns(v);
+    (touch, gbps, ns)
+}
+
+/// Parts of the calibration's stream and blocks of its chase, each timed alone: a
+/// preemption of the calibration's thread (a busy machine, a vCPU the host moves) slows
+/// one of them, and the figure is read from the others.
+const TIMED_PARTS: usize = 8;
+
+/// The streaming read rate of `v` (GB/s of memory, where lines can be evicted): the read
+/// kernel over each of [`TIMED_PARTS`] parts, evicted first, and the fastest part's rate.
+fn stream_rate(v: &mut [u64]) -> f64 {
     if topoprobe_sys::counter::can_flush() {
         topoprobe_sys::counter::flush_lines(v);
     }
-    let t = Instant::now();
-    let sum = super::kernels::run(
-        super::kernel_kinds::Kernel::Read,
-        super::kernel_kinds::Isa::detect(),
-        false,
-        v,
-        &mut [],
-    );
-    std::hint::black_box(sum);
-    let gbps = (v.len() * 8) as f64 / t.elapsed().as_secs_f64().max(1e-9) / 1e9;
-    // A chase with a stride of 4 KiB + 64 B through the touched pages.
+    let part = v.len().div_ceil(TIMED_PARTS).max(1);
+    let isa = super::kernel_kinds::Isa::detect();
+    v.chunks_mut(part)
+        .map(|p| {
+            let t = Instant::now();
+            let sum =
+                super::kernels::run(super::kernel_kinds::Kernel::Read, isa, false, p, &mut []);
+            std::hint::black_box(sum);
+            (p.len() * 8) as f64 / t.elapsed().as_secs_f64().max(1e-9) / 1e9
+        })
+        .fold(0.0, f64::max)
+}
+
+/// ns per load of a dependent chase with a stride of 4 KiB + 64 B through `v`: the
+/// fastest of [`TIMED_PARTS`] blocks of loads (a preemption only ever adds time).
+fn chase_ns(v: &mut [u64]) -> f64 {
+    const PAGE: usize = 4096;
     let n = v.len();
+    if n == 0 {
+        return Rates::ASSUMED.memory_ns;
+    }
     let step = PAGE / 8 + 8;
     for (i, x) in v.iter_mut().enumerate() {
         *x = ((i + step) % n) as u64;
     }
-    let loads = 20_000.min(n);
-    let t = Instant::now();
+    let loads = (20_000 / TIMED_PARTS).min(n).max(1);
     let mut at = 0usize;
-    for _ in 0..loads {
-        at = v[at] as usize;
-    }
-    std::hint::black_box(at);
-    let ns = t.elapsed().as_secs_f64() * 1e9 / loads.max(1) as f64;
-    (touch, gbps, ns)
+    (0..TIMED_PARTS)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..loads {
+                at = v[at] as usize;
+            }
+            std::hint::black_box(at);
+            t.elapsed().as_secs_f64() * 1e9 / loads as f64
+        })
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// How many of threads pinned to `cpus` run at once: each spins for [`SPIN_SECONDS`]

@@ -512,6 +512,42 @@ mod tests {
         }
     }
 
+    /// On a machine where one thread runs at a time (a time-shared guest), the `--full`
+    /// steps are planned for their threads taking turns: the loaded-latency chase shares
+    /// its CPU with its loaders, and the mixes' threads stream one after another.
+    #[test]
+    fn a_time_shared_machine_plans_the_full_steps_for_threads_taking_turns() {
+        let opts = MemOptions {
+            full: true,
+            budget: super::super::full_plan::FULL_BUDGET,
+            ..MemOptions::default()
+        };
+        let speed = |parallel| Speed {
+            touch_s_per_gib: 0.5,
+            thread_gbps: 10.0,
+            chase_ns: 130.0,
+            thread_start_s: 1e-4,
+            parallel,
+            seconds: 0.1,
+        };
+        let seconds_of = |p: &MemPlan, what: &str| -> f64 {
+            p.steps
+                .iter()
+                .filter(|s| s.cost.what.starts_with(what))
+                .map(|s| s.cost.seconds)
+                .sum()
+        };
+        let ordinary = plan_memory_at(&guest(), &opts, &speed(f64::INFINITY));
+        let shared = plan_memory_at(&guest(), &opts, &speed(1.0));
+        for what in ["loaded latency", "read/write mixes"] {
+            let (a, b) = (seconds_of(&ordinary, what), seconds_of(&shared, what));
+            assert!(
+                a > 0.0 && b > 1.5 * a,
+                "{what}: {a} s ordinary, {b} s time-shared"
+            );
+        }
+    }
+
     /// A fresh guest whose first touch runs at 40 MB/s: the plan made at its speed
     /// shrinks its buffers so that the steps that always run fit, and says so; at the
     /// assumed speed the buffers are the usual ones.

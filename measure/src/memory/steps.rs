@@ -201,12 +201,8 @@ pub(super) fn latency_seconds(r: &Rates, bytes: u64, evicts: bool, pages: usize)
 }
 
 /// Seconds of one bandwidth step: `threads` threads first touch `bytes`, stream once
-/// untimed, then run `kernels` kernels of [`EXPECTED_ROUNDS`] evicted passes each.
-pub(super) fn bandwidth_seconds(r: &Rates, bytes: u64, threads: usize, kernels: usize) -> f64 {
-    bandwidth_seconds_at(r, bytes, threads, kernels, &Speed::assumed())
-}
-
-/// [`bandwidth_seconds`] on a machine of `speed`: only so many of the threads run at once
+/// untimed, then run `kernels` kernels of [`EXPECTED_ROUNDS`] evicted passes each, on a
+/// machine of `speed`: only so many of the threads run at once
 /// ([`Speed::effective_threads`]).
 pub(super) fn bandwidth_seconds_at(
     r: &Rates,
