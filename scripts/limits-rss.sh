@@ -83,8 +83,8 @@ entries("longname.tar.gz", ["cap/" + "n" * 4097])
 entries("entries.tar.gz", (f"cap/f{i}" for i in range(1_000_001)))
 capture("bigtotal.tar.gz", [16 * 2**20] * 17)
 PY
-# A file just over 256 MiB (sparse: no disk used).
-truncate -s $((256 * 1024 * 1024 + 1)) "$dir/huge.json"
+# A file just over 1 GiB (sparse: no disk used).
+truncate -s $((1024 * 1024 * 1024 + 1)) "$dir/huge.json"
 # A sysfs tree whose `online` file is over 16 MiB.
 mkdir -p "$dir/sys/sys/devices/system/cpu"
 truncate -s $((16 * 1024 * 1024 + 1)) "$dir/sys/sys/devices/system/cpu/online"
@@ -105,7 +105,7 @@ row() { # what, limit, input size, command...
 # /usr/bin/time writes its figure after the command's own standard error.
 echo "| input | limit | input size | peak RSS | result |"
 echo "|---|---|---|---|---|"
-row "a file" "256 MiB" "$dir/huge.json" "$bin" show --topology "$dir/huge.json"
+row "a file" "1 GiB" "$dir/huge.json" "$bin" show --topology "$dir/huge.json"
 row "contexts of a description" "4096" "$dir/contexts.json" "$bin" show --topology "$dir/contexts.json"
 row "nodes of a description" "1024" "$dir/nodes.json" "$bin" show --topology "$dir/nodes.json"
 row "a latency row of a description" "4096 entries" "$dir/row.json" "$bin" show --topology "$dir/row.json"

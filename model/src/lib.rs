@@ -57,7 +57,8 @@ pub use cost::{seconds_text, Budget, CostPlan, CostStep};
 pub use error::ModelError;
 pub use ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
 pub use matrix::{
-    median_sorted, round_significant, LatencyMatrix, LatencySummary, MatrixShapeError, TABLE_DIGITS,
+    median_sorted, round_significant, LatencyMatrix, LatencySummary, MatrixShapeError,
+    MAX_ENTRY_CHARS, TABLE_DIGITS,
 };
 pub use meta::{
     Fact, Facts, LevelConfidence, Machine, Origin, OsDifference, Provenance, Source,

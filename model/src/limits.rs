@@ -4,7 +4,7 @@
 //!
 //! | limit | value | applies to |
 //! |---|---|---|
-//! | [`MAX_FILE_BYTES`] | 256 MiB | every file read (matrix CSV, `.mct`, JSON description, standard input) |
+//! | [`MAX_FILE_BYTES`] | 1 GiB | every file read (matrix CSV, `.mct`, hwloc XML, JSON description, standard input): more than any file topoprobe writes at these limits ([`MAX_DESCRIPTION_WRITTEN_BYTES`], [`MAX_MATRIX_WRITTEN_BYTES`], [`MAX_MCT_WRITTEN_BYTES`], [`MAX_XML_WRITTEN_BYTES`]) |
 //! | [`MAX_CONTEXTS`] | 4096 | hardware contexts of a matrix, a `.mct` file or a description |
 //! | [`MAX_NODES`] | 1024 | memory nodes (`#Nodes` of a `.mct` file, the nodes of a description) |
 //! | [`MAX_CPU`](crate::MAX_CPU) | 1 048 575 | the largest CPU number of a CPU list or mask |
@@ -20,10 +20,53 @@
 //! | [`MAX_XML_DEPTH`] | 256 | nesting of an hwloc XML file's elements |
 //! | [`MAX_XML_ELEMENT_ATTRIBUTES`] | 64 | attributes of one element of an hwloc XML file |
 
-/// The largest file (or standard input) a reader accepts: 256 MiB. A full `.mct` file of
-/// 4096 contexts takes about 235 MB; the 512-context matrices of today's largest machines
-/// take 2 MB.
-pub const MAX_FILE_BYTES: u64 = 256 << 20;
+/// The largest file (or standard input) a reader accepts: 1 GiB, more than the largest
+/// file topoprobe itself writes at the limits of this module, so that every file it
+/// writes is read back: a description of 4096 contexts whose three latency tables are at
+/// their widest takes at most [`MAX_DESCRIPTION_WRITTEN_BYTES`] (822 MB). The 512-context
+/// files of today's largest machines take a few MB. A description is parsed as it is read;
+/// the other readers (matrix CSV, `.mct`, hwloc XML, standard input) hold the text whole.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// Bytes of one row of a latency table as written at [`MAX_CONTEXTS`] at most: every entry
+/// at its widest ([`MAX_ENTRY_CHARS`](crate::MAX_ENTRY_CHARS)) with its separator,
+/// the row's brackets, indentation and line end.
+pub const MAX_TABLE_ROW_BYTES: u64 = MAX_CONTEXTS as u64 * (crate::MAX_ENTRY_CHARS as u64 + 1) + 16;
+
+/// The most bytes a description topoprobe writes may take: its latency tables (raw,
+/// normalized and spread: 3 of [`MAX_CONTEXTS`] rows of [`MAX_TABLE_ROW_BYTES`]), and 256
+/// MiB for the rest (contexts, nodes and their distances, caches, memory, warnings: a few
+/// tens of MB at the limits).
+pub const MAX_DESCRIPTION_WRITTEN_BYTES: u64 =
+    3 * MAX_CONTEXTS as u64 * MAX_TABLE_ROW_BYTES + (256 << 20);
+
+/// The most bytes a matrix CSV topoprobe writes may take: [`MAX_CONTEXTS`] rows of at most
+/// [`MAX_TABLE_ROW_BYTES`].
+pub const MAX_MATRIX_WRITTEN_BYTES: u64 = MAX_CONTEXTS as u64 * MAX_TABLE_ROW_BYTES;
+
+/// Bytes of one line of a `.mct` file's latency or memory-latency table at most: two
+/// indexes padded to 4 characters, a whole number of cycles up to
+/// [`MAX_LATENCY`](crate::format::csv::MAX_LATENCY) (13 digits), the spaces and the line end.
+pub const MAX_MCT_LINE_BYTES: u64 = 4 + 1 + 4 + 1 + 13 + 1;
+
+/// The most bytes a `.mct` file topoprobe writes may take: a line for every pair of
+/// contexts and for every context and node, and 64 MiB for the header, the caches,
+/// bandwidths and power.
+pub const MAX_MCT_WRITTEN_BYTES: u64 = MAX_MCT_LINE_BYTES
+    * (MAX_CONTEXTS as u64 * MAX_CONTEXTS as u64 + MAX_CONTEXTS as u64 * MAX_NODES as u64)
+    + (64 << 20);
+
+/// The most bytes an hwloc XML file topoprobe writes may take: the latency matrix as
+/// `distances2` values (whole picoseconds up to 10¹⁵ for a table in ns: 16 digits and a
+/// space), one row an element, and 256 MiB for the objects and memory attributes.
+pub const MAX_XML_WRITTEN_BYTES: u64 =
+    MAX_CONTEXTS as u64 * (MAX_CONTEXTS as u64 * 17 + 64) + (256 << 20);
+
+const _: () = assert!(MAX_DESCRIPTION_WRITTEN_BYTES <= MAX_FILE_BYTES);
+const _: () = assert!(MAX_MATRIX_WRITTEN_BYTES <= MAX_FILE_BYTES);
+const _: () = assert!(MAX_MCT_WRITTEN_BYTES <= MAX_FILE_BYTES);
+const _: () = assert!(MAX_XML_WRITTEN_BYTES <= MAX_FILE_BYTES);
+const _: () = assert!(MAX_CONTEXTS as u64 <= MAX_XML_ELEMENTS as u64 / 4);
 
 /// The most hardware contexts a topology may have: 4096, eight times the largest machine
 /// of the measured data (a latency matrix of 4096 contexts takes 256 MiB of memory).

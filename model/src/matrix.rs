@@ -7,8 +7,9 @@
 //! digits (`21.3`, `123.45`) reads back exactly as written, a longer one is rounded
 //! (`123.456` is `123.46`). The table holds what a description file writes (one row per
 //! line, each entry with the same digits), so that what a reader derives from the tables
-//! is what the writer derived, and the tables of 4096 contexts stay within the 256 MiB a
-//! reader accepts.
+//! is what the writer derived. An entry is written in at most [`MAX_ENTRY_CHARS`]
+//! characters, so that what topoprobe writes at the 4096-context limit is read back
+//! ([`crate::limits`]).
 
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -22,6 +23,32 @@ const POW10: [f64; 23] = [
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
+/// The most characters a table entry is written with, by a description (JSON) or a
+/// matrix CSV: an entry of [`TABLE_DIGITS`] significant digits in decimal where that takes
+/// at most this many (`123.45`, `16777216.0`), else in exponent form (`1.2346e-38`,
+/// `9.8765e11`), which never takes more. The readers' limits on files are sized from it
+/// ([`crate::limits`]).
+pub const MAX_ENTRY_CHARS: usize = 10;
+
+/// Appends table entry `x` (already rounded to [`TABLE_DIGITS`] digits) to `out` in at
+/// most [`MAX_ENTRY_CHARS`] characters: its decimal form (with `.0` after a whole number
+/// when `point`, as JSON floats are written) where that is short enough, else its exponent
+/// form.
+pub(crate) fn push_entry(out: &mut String, x: f64, point: bool) {
+    use std::fmt::Write as _;
+    let start = out.len();
+    // Writing into a String cannot fail.
+    if point && x.fract() == 0.0 && x.abs() < 1e15 {
+        let _ = write!(out, "{x:.1}");
+    } else {
+        let _ = write!(out, "{x}");
+    }
+    if out.len() - start > MAX_ENTRY_CHARS {
+        out.truncate(start);
+        let _ = write!(out, "{x:e}");
+    }
+}
+
 /// `x` rounded to `digits` significant decimal digits (never past what an `f64` resolves;
 /// non-finite values, and integers up to 2²⁴, which an `f32` holds exactly, unchanged).
 #[must_use]
@@ -31,17 +58,18 @@ pub fn round_significant(x: f64, digits: i32) -> f64 {
     }
     let e = x.abs().log10().floor() as i32;
     let k = digits - 1 - e;
-    if k >= 0 {
-        match POW10.get(k as usize) {
-            Some(&p) => (x * p).round() / p,
-            None => x,
-        }
+    let scaled = if k >= 0 {
+        POW10.get(k as usize).map(|&p| (x * p).round() / p)
     } else {
-        match POW10.get((-k) as usize) {
-            Some(&p) => (x / p).round() * p,
-            None => x,
-        }
-    }
+        POW10.get((-k) as usize).map(|&p| (x / p).round() * p)
+    };
+    // Past the powers an `f64` holds exactly (below about 10⁻¹⁸, above 10²⁶): through the
+    // exponent form, which rounds to the digits correctly at any magnitude.
+    scaled.unwrap_or_else(|| {
+        format!("{x:.prec$e}", prec = (digits - 1).max(0) as usize)
+            .parse()
+            .unwrap_or(x)
+    })
 }
 
 /// A stored entry as the value it stands for: the `f32` widened to the decimal of
@@ -388,7 +416,6 @@ impl LatencyMatrix {
     /// Row `a` as one line of JSON (`[null,50.5,…]`), each entry with [`TABLE_DIGITS`]
     /// significant digits.
     fn row_json(&self, a: usize) -> String {
-        use std::fmt::Write as _;
         let mut s = String::with_capacity(self.n * 8 + 2);
         s.push('[');
         for (b, v) in self.values[a * self.n..(a + 1) * self.n].iter().enumerate() {
@@ -398,12 +425,7 @@ impl LatencyMatrix {
             if v.is_nan() {
                 s.push_str("null");
             } else {
-                let x = round_significant(f64::from(*v), TABLE_DIGITS);
-                if x.fract() == 0.0 && x.abs() < 1e15 {
-                    let _ = write!(s, "{x:.1}");
-                } else {
-                    let _ = write!(s, "{x}");
-                }
+                push_entry(&mut s, round_significant(f64::from(*v), TABLE_DIGITS), true);
             }
         }
         s.push(']');

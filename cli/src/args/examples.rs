@@ -6,7 +6,7 @@ pub(crate) const TOP: &str = "Examples:
   topoprobe show --topology m.json                 show a saved description
   topoprobe place --policy rr_core -n 8            where 8 threads go
 
-Inputs are limited (files 256 MiB, 4096 contexts, 1024 nodes): see docs/LIMITS.md.
+Inputs are limited (files 1 GiB, 4096 contexts, 1024 nodes): see docs/LIMITS.md.
 Exit status: 0 success, 1 runtime failure, 2 usage error.";
 
 /// `infer`.

@@ -33,7 +33,6 @@
 //! assert_eq!(String::from_utf8(out).unwrap(), ",40,90\n40,,91\n90,91,\n");
 //! ```
 
-use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
@@ -274,7 +273,8 @@ fn other_format(text: &str) -> Option<String> {
 
 /// Writes a matrix as CSV: one line per row, every line with N fields, empty on the
 /// diagonal and for missing entries, values in their shortest form that reads back to the
-/// same `f64`. [`parse_matrix`] reads the output back to an equal matrix unless an entry
+/// same `f64`, in exponent form where the decimal would take more than
+/// [`MAX_ENTRY_CHARS`](crate::MAX_ENTRY_CHARS) characters. [`parse_matrix`] reads the output back to an equal matrix unless an entry
 /// `(a, b)` is present while `(b, a)` is missing (the reader mirrors it).
 ///
 /// # Errors
@@ -289,8 +289,7 @@ pub fn write_matrix(m: &LatencyMatrix, w: &mut impl Write) -> std::io::Result<()
                 line.push(',');
             }
             if let Some(v) = v {
-                // Writing into a String cannot fail.
-                let _ = write!(line, "{v}");
+                crate::matrix::push_entry(&mut line, v, false);
             }
         }
         line.push('\n');

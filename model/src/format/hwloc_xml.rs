@@ -258,7 +258,9 @@ impl Writer<'_> {
                 text.len()
             );
         }
-        for chunk in d.values.chunks(16) {
+        // One row of the matrix an element: 4096 elements at the context limit, where
+        // chunks of 16 made a million, more than a reader accepts (`MAX_XML_ELEMENTS`).
+        for chunk in d.values.chunks(d.os_ids.len().max(1)) {
             let text: String = chunk.iter().map(|v| format!("{v} ")).collect();
             let _ = writeln!(
                 self.out,

@@ -284,7 +284,7 @@ fn endless_and_huge_inputs_are_refused_early() {
     let (line, message) = parse_error(csv::read_matrix(&big));
     assert_eq!(line, 0);
     assert!(
-        message.contains("256 MiB") && message.contains("LIMITS"),
+        message.contains("1 GiB") && message.contains("LIMITS"),
         "{message}"
     );
     let e = csv::read_matrix(&big).unwrap_err().to_string();

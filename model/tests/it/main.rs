@@ -8,3 +8,4 @@ mod formats;
 mod hardening;
 mod hwloc_xml;
 mod queries;
+mod written_at_the_limits;
