@@ -66,6 +66,12 @@
 #define TP_POLICY_RR_SCALE 11
 
 /*
+ SCATTER: one context per core, as far apart as the tree allows (sockets, then groups
+ at every level, then cores); the second contexts last.
+ */
+#define TP_POLICY_SCATTER 12
+
+/*
  Major version of the library (of the header's copy: compare with [`tp_version`] at run
  time). The shared library's SONAME carries it: `libtopoprobe.so.0`.
  */

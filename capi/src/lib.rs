@@ -46,6 +46,9 @@ pub const TP_POLICY_RR_CORE: c_int = 9;
 pub const TP_POLICY_POWER: c_int = 10;
 /// RR_SCALE: RR_CORE up to bandwidth saturation per socket (needs bandwidth measurements).
 pub const TP_POLICY_RR_SCALE: c_int = 11;
+/// SCATTER: one context per core, as far apart as the tree allows (sockets, then groups
+/// at every level, then cores); the second contexts last.
+pub const TP_POLICY_SCATTER: c_int = 12;
 
 /// Major version of the library (of the header's copy: compare with [`tp_version`] at run
 /// time). The shared library's SONAME carries it: `libtopoprobe.so.0`.
@@ -846,6 +849,7 @@ mod tests {
             TP_POLICY_RR_CORE,
             TP_POLICY_POWER,
             TP_POLICY_RR_SCALE,
+            TP_POLICY_SCATTER,
         ];
         for (c, p) in consts.into_iter().zip(Policy::ALL) {
             assert_eq!(c as u32, p.code(), "{p}");

@@ -118,6 +118,39 @@ impl SocketCores {
 /// Cores of a socket or group in tree order: members sorted P-cores first, then by their
 /// lowest context; groups are walked depth first, so a group's cores are consecutive.
 fn tree_cores(topo: &Topology, c: Component, kinds: Option<&[CoreKind]>, out: &mut Vec<CoreId>) {
+    for m in sorted_members(topo, c, kinds) {
+        match m {
+            Component::Core(core) => out.push(core),
+            Component::Group(_) => tree_cores(topo, m, kinds, out),
+            Component::Context(_) | Component::Socket(_) => {}
+        }
+    }
+}
+
+/// Cores of a socket or group spread as far apart as its tree allows: round robin over its
+/// members (in [`sorted_members`] order), each group's cores in this same order.
+fn scatter_cores(topo: &Topology, c: Component) -> Vec<CoreId> {
+    let lists: Vec<Vec<CoreId>> = sorted_members(topo, c, None)
+        .into_iter()
+        .filter_map(|m| match m {
+            Component::Core(core) => Some(vec![core]),
+            Component::Group(_) => Some(scatter_cores(topo, m)),
+            Component::Context(_) | Component::Socket(_) => None,
+        })
+        .collect();
+    interleave(&lists)
+}
+
+/// The first item of every list, then the second of every list that has one, ...
+fn interleave<T: Copy>(lists: &[Vec<T>]) -> Vec<T> {
+    let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+    (0..longest)
+        .flat_map(|r| lists.iter().filter_map(move |l| l.get(r).copied()))
+        .collect()
+}
+
+/// The members of a socket or group, P-cores first, then by their lowest context.
+fn sorted_members(topo: &Topology, c: Component, kinds: Option<&[CoreKind]>) -> Vec<Component> {
     let mut members = topo.members_of(c);
     let key = |m: &Component| {
         let ctxs = topo.contexts_of(*m);
@@ -131,13 +164,7 @@ fn tree_cores(topo: &Topology, c: Component, kinds: Option<&[CoreKind]>, out: &m
         (efficiency, ctxs.first().copied())
     };
     members.sort_by_key(key);
-    for m in members {
-        match m {
-            Component::Core(core) => out.push(core),
-            Component::Group(_) => tree_cores(topo, m, kinds, out),
-            Component::Context(_) | Component::Socket(_) => {}
-        }
-    }
+    members
 }
 
 /// The usable contexts after the CPU and kind filters, and the message naming the filters.
@@ -599,6 +626,7 @@ fn policy_contexts(
         Policy::BalanceCore => balance_core(&socks[..by_cores()], n),
         Policy::RrHwc | Policy::RrCore => rr(socks, n, policy == Policy::RrHwc),
         Policy::RrScale => rr_scale(topo, socks, n)?,
+        Policy::Scatter => scatter(topo, socks, n),
         Policy::Power => {
             let ids: Vec<SocketId> = socks.iter().map(|s| s.id).collect();
             let costs = power_costs(topo, &ids)?;
@@ -663,6 +691,31 @@ fn rr(socks: &[SocketCores], n: usize, by_hwc: bool) -> Vec<ContextId> {
     let mut out = Vec::with_capacity(n);
     round_robin(&seqs, &caps, n, &mut out, &mut vec![0; seqs.len()]);
     out
+}
+
+/// SCATTER: every socket's usable cores in [`scatter_cores`] order, the sockets dealt
+/// round robin; the first contexts of all of them, then the second contexts...; the first
+/// `n`.
+fn scatter(topo: &Topology, socks: &[SocketCores], n: usize) -> Vec<ContextId> {
+    let per_socket: Vec<Vec<&Vec<ContextId>>> = socks
+        .iter()
+        .map(|s| {
+            scatter_cores(topo, Component::Socket(s.id))
+                .into_iter()
+                .filter_map(|core| {
+                    s.cores
+                        .iter()
+                        .find(|ctxs| ctxs.first().and_then(|&x| topo.core_of(x)) == Some(core))
+                })
+                .collect()
+        })
+        .collect();
+    let cores = interleave(&per_socket);
+    let depth = cores.iter().map(|c| c.len()).max().unwrap_or(0);
+    (0..depth)
+        .flat_map(|k| cores.iter().filter_map(move |c| c.get(k).copied()))
+        .take(n)
+        .collect()
 }
 
 /// RR_SCALE: `n` threads dealt round-robin over the sockets up to each one's saturation

@@ -43,6 +43,11 @@ pub enum Policy {
     /// [`Policy::RrCore`], with at most as many threads per socket as saturate its local
     /// memory bandwidth first (needs the bandwidth section).
     RrScale,
+    /// One thread a core, as far apart as the tree allows: round robin over the sockets,
+    /// inside each over its groups at every level (dies, CCXs, clusters), then over their
+    /// cores; the second contexts once every core has one (`KMP_AFFINITY=scatter`,
+    /// `hwloc-distrib`). Threads that share no cache get the most of every cache.
+    Scatter,
     /// An explicit list of CPUs (`run --pin 3,1,2`, like `likwid-pin -c`): thread `i` on
     /// the `i`-th CPU of [`Request::cpus`](crate::Request::cpus), in its order. Not one of
     /// the paper's policies: it is not in [`Policy::ALL`], has no C API number and no
@@ -52,7 +57,7 @@ pub enum Policy {
 
 impl Policy {
     /// Every policy, in the paper's order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::None,
         Self::Sequential,
         Self::ConHwc,
@@ -65,6 +70,7 @@ impl Policy {
         Self::RrCore,
         Self::Power,
         Self::RrScale,
+        Self::Scatter,
     ];
 
     /// The policy's name as written on the command line and in the C API (`CON_HWC`, ...).
@@ -83,6 +89,7 @@ impl Policy {
             Self::RrCore => "RR_CORE",
             Self::Power => "POWER",
             Self::RrScale => "RR_SCALE",
+            Self::Scatter => "SCATTER",
             Self::List => "LIST",
         }
     }
@@ -127,6 +134,7 @@ impl Policy {
             Self::RrCore => "round robin over the sockets, each filled as CON_CORE_HWC",
             Self::Power => "each thread where it adds the least estimated power: second contexts, then new cores, then new sockets",
             Self::RrScale => "as RR_CORE, with per-socket thread counts that just saturate local bandwidth first",
+            Self::Scatter => "one context per core, spread as far apart as the tree allows: round robin over the sockets, then over each one's groups at every level, then their cores; the second contexts last",
             Self::List => "thread i on the i-th CPU of an explicit list, in its order",
         }
     }

@@ -26,8 +26,8 @@ pub(crate) fn skip_bits(s: &str) -> Result<u128, String> {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct PlacementArgs {
     /// Placement policy: none, sequential, con_hwc, con_core_hwc, con_core, balance_hwc,
-    /// balance_core_hwc, balance_core, rr_hwc, rr_core, power, rr_scale (case and - or _
-    /// do not matter).
+    /// balance_core_hwc, balance_core, rr_hwc, rr_core, power, rr_scale, scatter (case and -
+    /// or _ do not matter).
     #[arg(long, value_name = "POLICY", value_parser = policy, required_unless_present = "pin", conflicts_with = "pin")]
     pub(crate) policy: Option<Policy>,
     /// Thread i on the i-th CPU of this list, in its order (`3,1,2`; ranges `4-7`; a CPU

@@ -507,3 +507,59 @@ fn exports() {
         Some("false")
     );
 }
+
+/// 2 sockets × 2 groups (CCXs) × 2 cores × 2 contexts, contexts numbered socket by
+/// socket, group by group, core by core.
+fn two_sockets_of_two_ccxs() -> Topology {
+    let mut b = TopologyBuilder::new((0..16).collect(), LatencyUnit::Ns);
+    for s in 0..2 {
+        let mut groups = Vec::new();
+        for g in 0..2 {
+            let cores: Vec<Member> = (0..2)
+                .map(|c| {
+                    let first = s * 8 + g * 4 + c * 2;
+                    Member::Core(b.core(vec![ContextId(first), ContextId(first + 1)]))
+                })
+                .collect();
+            groups.push(Member::Group(
+                b.group(cores, topoprobe_model::Evidence::Given),
+            ));
+        }
+        b.socket(groups);
+    }
+    let lat = LatencyMatrix::from_fn(16, |i, j| {
+        Some(match (i / 8 == j / 8, i / 4 == j / 4, i / 2 == j / 2) {
+            (_, _, true) => 10.0,
+            (_, true, _) => 30.0,
+            (true, _, _) => 90.0,
+            _ => 200.0,
+        })
+    });
+    b.latencies(lat.clone(), lat);
+    b.build().expect("a valid topology")
+}
+
+#[test]
+fn scatter_spreads_over_sockets_then_groups_then_cores() {
+    let t = two_sockets_of_two_ccxs();
+    // One context a core: sockets alternate, inside each the groups alternate.
+    assert_eq!(
+        order(&t, &Request::new(Policy::Scatter)),
+        vec![0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15]
+    );
+    assert_eq!(order(&t, &req(Policy::Scatter, 3)), vec![0, 8, 4]);
+    // Within the CPUs given: one socket, its two groups alternating.
+    assert_eq!(
+        order(
+            &t,
+            &Request {
+                cpus: Some((0..8).collect()),
+                ..req(Policy::Scatter, 4)
+            }
+        ),
+        vec![0, 4, 2, 6]
+    );
+    // RR_CORE fills a socket's cores in tree order: two threads of a socket share a CCX.
+    assert_eq!(order(&t, &req(Policy::RrCore, 4)), vec![0, 8, 2, 10]);
+    assert_eq!("scatter".parse::<Policy>().expect("named"), Policy::Scatter);
+}
