@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_measure::{cache, memory};
+use topoprobe_model::results::latency::PingPongWait;
 
 use super::parsers::{parse_size, plugin_list, positive, seconds};
 use super::{Hints, Output};
@@ -244,7 +246,7 @@ pub(crate) struct LatencyArgs {
     /// transfer per hop, as core-to-core-latency), `load` spins on loads then swaps (a
     /// transfer and an invalidation per hop: the probe's first form, for comparison).
     #[arg(long, value_enum, default_value = "cas")]
-    pub(crate) wait: WaitArg,
+    pub(crate) wait: PingPongWait,
     #[command(flatten)]
     pub(crate) planning: Planning,
     #[command(flatten)]
@@ -340,25 +342,6 @@ fn memory_size(s: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
-/// How each side of the ping-pong waits (`topoprobe latency --wait`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum WaitArg {
-    /// Retry the compare-and-swap.
-    Cas,
-    /// Spin on loads, then swap.
-    Load,
-}
-
-/// Vector units the bandwidth kernels may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum IsaArg {
-    /// AVX-512.
-    Avx512,
-    /// AVX2.
-    Avx2,
-    /// Plain loops (SSE2 / NEON by the compiler).
-    Portable,
-}
 /// `topoprobe mem`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MemArgs {
@@ -388,7 +371,7 @@ pub(crate) struct MemArgs {
     pub(crate) full: bool,
     /// Vector unit of the bandwidth kernels (default: the widest the CPU has).
     #[arg(long, value_enum)]
-    pub(crate) isa: Option<IsaArg>,
+    pub(crate) isa: Option<Isa>,
     /// Topology giving the sockets (default: this machine's description).
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,

@@ -21,8 +21,8 @@ mod views;
 
 pub(crate) use cpus::{CpusArgs, CpusFormat};
 pub(crate) use measuring::{
-    CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
-    ReportOutput, ResultFormat, WaitArg,
+    CacheArgs, ContentionArgs, InferArgs, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
+    ReportOutput, ResultFormat,
 };
 pub(crate) use os::OsArgs;
 pub(crate) use packaging::{CompletionsArgs, FileArgumentsArgs, ManpagesArgs};

@@ -5,10 +5,13 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use anyhow::Context;
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 use topoprobe_place::{CoreKind, Policy};
+use topoprobe_view::results::placement::Form;
 use topoprobe_view::results::Rendered;
 
 use super::parsers::{kind, pin_list, policy, skip_mask, PinList};
@@ -56,51 +59,57 @@ pub(crate) struct PlacementArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
 }
-/// Output forms of a placement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Output forms of a placement: the forms other tools take ([`Form`], whose documentation
+/// is their help), and JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PlaceFormat {
-    /// CPU numbers in placement order, comma-separated.
-    List,
-    /// Hexadecimal CPU mask.
-    Mask,
-    /// A `taskset -c LIST` prefix (binds the whole process to the set: the order is lost).
-    Taskset,
-    /// A `numactl --physcpubind=LIST [--membind=NODES]` prefix (binds the whole process to
-    /// the set: the order is lost).
-    Numactl,
-    /// OMP_NUM_THREADS, OMP_PLACES and OMP_PROC_BIND, one NAME=value per line.
-    Omp,
-    /// A `likwid-pin -c LIST` prefix.
-    Likwid,
-    /// A `hwloc-bind --physical pu:N ...` prefix (binds the whole process to the set: the
-    /// order is lost).
-    Hwloc,
-    /// An Open MPI rankfile: rank i on the i-th CPU (physical numbers).
-    Rankfile,
-    /// Slurm's `--cpu-bind=map_cpu:LIST` (rank i on the i-th CPU).
-    Slurm,
-    /// Slurm's `--cpu-bind=mask_cpu:MASKS` (one mask per rank).
-    SlurmMask,
-    /// Intel MPI's `I_MPI_PIN_PROCESSOR_LIST=LIST`.
-    IntelMpi,
-    /// GNU OpenMP's `GOMP_CPU_AFFINITY=LIST` (thread i on the i-th CPU).
-    Gomp,
-    /// Intel/LLVM OpenMP's `KMP_AFFINITY=granularity=fine,explicit,proclist=[LIST]`.
-    Kmp,
-    /// MPICH's `-bind-to user:LIST` (rank i on the i-th CPU).
-    Mpich,
+    /// A form another tool takes.
+    Form(Form),
     /// The placement, every thread's place, the summary and the OpenMP environment, as
     /// JSON.
     Json,
 }
 
+impl ValueEnum for PlaceFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: LazyLock<Vec<PlaceFormat>> = LazyLock::new(|| {
+            let forms = Form::value_variants()
+                .iter()
+                .copied()
+                .map(PlaceFormat::Form);
+            forms.chain([PlaceFormat::Json]).collect()
+        });
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            Self::Form(form) => form.to_possible_value(),
+            Self::Json => Some(PossibleValue::new("json").help(
+                "The placement, every thread's place, the summary and the OpenMP environment, \
+                 as JSON",
+            )),
+        }
+    }
+}
+
+impl PlaceFormat {
+    /// The form of a placement it names (`None`: JSON).
+    pub(crate) const fn form(self) -> Option<Form> {
+        match self {
+            Self::Form(form) => Some(form),
+            Self::Json => None,
+        }
+    }
+}
+
 impl Formats for PlaceFormat {
-    const DEFAULT: Self = Self::List;
+    const DEFAULT: Self = Self::Form(Form::List);
     const JSON: Self = Self::Json;
     fn of_kind(kind: Kind) -> Option<Self> {
         match kind {
             Kind::Json => Some(Self::Json),
-            Kind::Text => Some(Self::List),
+            Kind::Text => Some(Self::DEFAULT),
             _ => None,
         }
     }

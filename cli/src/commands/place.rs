@@ -10,27 +10,6 @@ use topoprobe_view::results::Rendered;
 use crate::args::{PlaceArgs, PlaceFormat};
 use crate::output::{check_target, choose, write_to, Kind};
 
-/// The form a `--format` names (`None`: JSON).
-const fn form(f: PlaceFormat) -> Option<Form> {
-    Some(match f {
-        PlaceFormat::List => Form::List,
-        PlaceFormat::Mask => Form::Mask,
-        PlaceFormat::Taskset => Form::Taskset,
-        PlaceFormat::Numactl => Form::Numactl,
-        PlaceFormat::Omp => Form::Omp,
-        PlaceFormat::Likwid => Form::Likwid,
-        PlaceFormat::Hwloc => Form::Hwloc,
-        PlaceFormat::Rankfile => Form::Rankfile,
-        PlaceFormat::Slurm => Form::Slurm,
-        PlaceFormat::SlurmMask => Form::SlurmMask,
-        PlaceFormat::IntelMpi => Form::IntelMpi,
-        PlaceFormat::Gomp => Form::Gomp,
-        PlaceFormat::Kmp => Form::Kmp,
-        PlaceFormat::Mpich => Form::Mpich,
-        PlaceFormat::Json => return None,
-    })
-}
-
 /// The output format: as [`choose`], except that a `.txt` file takes any of the text
 /// forms (`--format rankfile -o ranks.txt`).
 fn format(args: &PlaceArgs) -> Result<PlaceFormat> {
@@ -59,14 +38,14 @@ pub(crate) fn run(args: &PlaceArgs) -> Result<()> {
         crate::inputs::Use::Plan,
     )?;
     let placement = topoprobe_place::place(&topo, &req)?;
-    let text = match form(format) {
+    let text = match format.form() {
         Some(f) => render(&placement, f),
         None => topoprobe_view::results::json(&placement).context("rendering the placement")?,
     };
     if !args.quiet {
         eprint!("{}", placement.text());
         let ordered = placement.pinned && !placement.contexts.is_sorted();
-        if ordered && form(format).is_some_and(Form::loses_order) {
+        if ordered && format.form().is_some_and(Form::loses_order) {
             eprintln!(
                 "topoprobe: note: this form binds the whole process to the set {}: which thread \
                  runs where is lost; --format likwid, gomp, kmp, omp or mpich keep the order",
