@@ -11,6 +11,7 @@ use topoprobe_model::results::latency::PingPongWait;
 use super::parsers::{parse_size, plugin_list, positive, seconds};
 use super::{Hints, Output};
 use crate::error::Usage;
+use crate::output::{Formats, Kind, OutputArgs};
 
 /// How to measure this machine.
 #[derive(Debug, Clone, Default, Args)]
@@ -176,14 +177,8 @@ pub(crate) struct InferArgs {
 /// `topoprobe matrix`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MatrixArgs {
-    /// Output format: a table, JSON, or CSV (N lines of N values in ns, diagonal empty:
-    /// core-to-core-latency's layout, full square); default: from the extension of -o
-    /// (.csv, .json, .txt), else the table.
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<MatrixFormat>,
-    /// Shorthand for `--format json` (with --plan: the plan as JSON).
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: OutputArgs<MatrixFormat>,
     /// Same as `--format csv` (kept for scripts).
     #[arg(long, hide = true, conflicts_with_all = ["format", "json"])]
     pub(crate) csv: bool,
@@ -191,13 +186,6 @@ pub(crate) struct MatrixArgs {
     pub(crate) measure: Measure,
     #[command(flatten)]
     pub(crate) planning: Planning,
-    /// Write to FILE (atomically) instead of standard output; `-` is standard output.
-    /// Noisy pairs (spread above the limit after every retry) are kept and flagged: `*` in
-    /// the table, `flagged` in the JSON; with CSV, a `# noisy pairs` block on standard
-    /// error and the notes file FILE.notes (one tab-separated line per flagged pair; an
-    /// older FILE.notes is removed when none is).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
 }
 
 /// Output forms of `matrix`.
@@ -212,11 +200,33 @@ pub(crate) enum MatrixFormat {
     Csv,
 }
 
+impl Formats for MatrixFormat {
+    const DEFAULT: Self = Self::Text;
+    const JSON: Self = Self::Json;
+    const FORMAT_HELP: &'static str = "Output format: a table, JSON, or CSV (N lines of N \
+        values in ns, diagonal empty: core-to-core-latency's layout, full square); default: \
+        from the extension of -o (.csv, .json, .txt), else the table";
+    const JSON_HELP: &'static str = "Shorthand for `--format json` (with --plan: the plan as JSON)";
+    const OUTPUT_HELP: &'static str = "Write to FILE (atomically) instead of standard output; \
+        `-` is standard output. Noisy pairs (spread above the limit after every retry) are \
+        kept and flagged: `*` in the table, `flagged` in the JSON; with CSV, a `# noisy pairs` \
+        block on standard error and the notes file FILE.notes (one tab-separated line per \
+        flagged pair; an older FILE.notes is removed when none is)";
+    fn of_kind(kind: Kind) -> Option<Self> {
+        match kind {
+            Kind::Text => Some(Self::Text),
+            Kind::Json => Some(Self::Json),
+            Kind::Csv => Some(Self::Csv),
+            _ => None,
+        }
+    }
+}
+
 impl MatrixArgs {
     /// Where the matrix goes and in which format, as every result's (`--csv` is
     /// `--format csv`).
     pub(crate) fn report(&self) -> ReportOutput {
-        let format = match (self.format, self.csv) {
+        let format = match (self.output.format, self.csv) {
             (Some(MatrixFormat::Text), _) => Some(ResultFormat::Text),
             (Some(MatrixFormat::Json), _) => Some(ResultFormat::Json),
             (Some(MatrixFormat::Csv), _) | (None, true) => Some(ResultFormat::Csv),
@@ -224,8 +234,8 @@ impl MatrixArgs {
         };
         ReportOutput {
             format,
-            json: self.json,
-            output: self.output.clone(),
+            json: self.output.json,
+            output: self.output.output.clone(),
         }
     }
 }
@@ -458,20 +468,7 @@ impl Measure {
 }
 
 /// Where a command's result goes, and in which format.
-#[derive(Debug, Clone, Default, Args)]
-pub(crate) struct ReportOutput {
-    /// Output format (default: from the extension of -o FILE — .json, .csv, .txt — else
-    /// text).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<ResultFormat>,
-    /// Shorthand for `--format json`.
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
-    /// Write to FILE (atomically; its directory must exist) instead of standard output;
-    /// `-` is standard output.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
-}
+pub(crate) type ReportOutput = OutputArgs<ResultFormat>;
 
 /// Formats of a command's result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -483,4 +480,19 @@ pub(crate) enum ResultFormat {
     Json,
     /// CSV, for results that are tables.
     Csv,
+}
+
+impl Formats for ResultFormat {
+    const DEFAULT: Self = Self::Text;
+    const JSON: Self = Self::Json;
+    const FORMAT_HELP: &'static str =
+        "Output format (default: from the extension of -o FILE — .json, .csv, .txt — else text)";
+    fn of_kind(kind: Kind) -> Option<Self> {
+        match kind {
+            Kind::Text => Some(Self::Text),
+            Kind::Json => Some(Self::Json),
+            Kind::Csv => Some(Self::Csv),
+            _ => None,
+        }
+    }
 }

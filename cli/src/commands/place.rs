@@ -10,27 +10,28 @@ use topoprobe_view::results::Rendered;
 use crate::args::{PlaceArgs, PlaceFormat};
 use crate::output::{check_target, choose, write_to, Kind};
 
-/// The output format: as [`choose`], except that a `.txt` file takes any of the text
-/// forms (`--format rankfile -o ranks.txt`).
+/// The output format: as every command's ([`crate::output::OutputArgs::format`]), except
+/// that a `.txt` file takes any of the text forms (`--format rankfile -o ranks.txt`).
 fn format(args: &PlaceArgs) -> Result<PlaceFormat> {
-    let text_file = args
+    let out = &args.output;
+    let text_file = out
         .output
         .as_deref()
         .and_then(Kind::of_path)
         .is_some_and(|k| k == Kind::Text);
-    let given_text = args.format.is_some_and(|f| f != PlaceFormat::Json);
-    let path = args
-        .output
-        .as_deref()
-        .filter(|_| !(text_file && given_text));
-    Ok(choose(args.format, args.json, path)?)
+    let given_text = out.format.is_some_and(|f| f != PlaceFormat::Json);
+    if text_file && given_text {
+        // The file's extension chooses nothing: the given form stands.
+        return Ok(choose(out.format, out.json, None)?);
+    }
+    Ok(out.format()?)
 }
 
 /// Runs the command.
 pub(crate) fn run(args: &PlaceArgs) -> Result<()> {
     let format = format(args)?;
     let inputs: Vec<&Path> = args.placement.topology.as_deref().into_iter().collect();
-    check_target(args.output.as_deref(), &inputs)?;
+    check_target(args.output.output.as_deref(), &inputs)?;
     let (topo, req) = args.placement.request()?;
     crate::inputs::check_here(
         &topo,
@@ -53,5 +54,5 @@ pub(crate) fn run(args: &PlaceArgs) -> Result<()> {
             );
         }
     }
-    write_to(args.output.as_deref(), text.as_bytes())
+    write_to(args.output.output.as_deref(), text.as_bytes())
 }
