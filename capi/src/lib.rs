@@ -18,6 +18,7 @@ use std::path::Path;
 use topoprobe_machine::{measure_and_save, plugins, MachineError, MeasureOptions};
 use topoprobe_model::{ContextId, Topology};
 use topoprobe_place::{Placement, Policy, Pool, Request, ThreadInfo};
+use topoprobe_sys::CpuSet;
 
 pub mod locks;
 pub mod omp;
@@ -287,7 +288,11 @@ unsafe fn measure_options(o: &TpMeasureOptions) -> Result<MeasureOptions, Machin
     // SAFETY: the caller's strings are NULL or NUL-terminated.
     let (cpus, list, save_to) =
         unsafe { (text_arg(o.cpus), text_arg(o.plugins), text_arg(o.save_to)) };
-    opts.cpus = cpus;
+    if let Some(list) = cpus {
+        let set = CpuSet::parse_list(&list)
+            .map_err(|e| MachineError::Cpus(format!("--cpus {list}: {e}")))?;
+        opts.cpus = Some(set);
+    }
     if let Some(list) = list {
         opts.plugins = plugins::parse(&list)?;
     }

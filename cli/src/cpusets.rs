@@ -6,8 +6,9 @@
 
 use anyhow::{Context, Result};
 use topoprobe_model::format::elided;
-use topoprobe_model::{format_cpu_list, Topology};
+use topoprobe_model::Topology;
 use topoprobe_place::cpuset::{CpuSetError, CpuSetExpr, Inventory, Resolved};
+use topoprobe_sys::CpuSet;
 
 use crate::error::Usage;
 
@@ -131,18 +132,18 @@ pub(crate) fn on_this_machine(flag: &str, text: &str) -> Result<Vec<u32>> {
     Ok(some(flag, text, resolved)?)
 }
 
-/// `--cpus` of a command that measures this machine, as the Linux list the measurement
-/// takes, after checking that this process may run on every CPU it names.
+/// `--cpus` of a command that measures this machine, as the set the measurement takes,
+/// after checking that this process may run on every CPU it names.
 ///
 /// # Errors
 ///
 /// As [`on_this_machine`]; a usage error naming the CPUs this process may not use.
-pub(crate) fn measured(cpus: Option<&str>) -> Result<Option<String>> {
+pub(crate) fn measured(cpus: Option<&str>) -> Result<Option<CpuSet>> {
     let Some(text) = cpus else {
         return Ok(None);
     };
     let cpus = on_this_machine("--cpus", text)?;
     topoprobe_machine::pairs::check_available(&cpus)
         .map_err(|e| e.typed(&format!("--cpus {}", elided(text))))?;
-    Ok(Some(format_cpu_list(&cpus)))
+    Ok(Some(cpus.into_iter().collect()))
 }

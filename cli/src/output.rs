@@ -14,7 +14,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clap::ValueEnum;
 use topoprobe_model::format::{hwloc_xml, json, mct, tsv, write_atomic};
 use topoprobe_model::{SocketId, Topology};
 use topoprobe_view::color::{use_color, ColorWhen};
@@ -27,127 +26,9 @@ use topoprobe_view::text::{self, TextOptions};
 use crate::args::{Format, Output, ReportOutput, ResultFormat};
 use crate::error::Usage;
 
-/// Every kind of file a command writes, as its extension names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// `.txt`, `.text`
-    Text,
-    /// `.json`
-    Json,
-    /// `.csv`
-    Csv,
-    /// `.tsv`
-    Tsv,
-    /// `.mct`
-    Mct,
-    /// `.dot`, `.gv`
-    Dot,
-    /// `.xml`
-    Xml,
-    /// `.html`, `.htm`
-    Html,
-    /// `.svg`
-    Svg,
-    /// `.png`
-    Png,
-}
+mod choice;
 
-impl Kind {
-    /// The kind a file's extension names, if any.
-    pub(crate) fn of_path(path: &Path) -> Option<Self> {
-        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        Some(match ext.as_str() {
-            "txt" | "text" => Self::Text,
-            "json" => Self::Json,
-            "csv" => Self::Csv,
-            "tsv" => Self::Tsv,
-            "mct" => Self::Mct,
-            "dot" | "gv" => Self::Dot,
-            "xml" => Self::Xml,
-            "html" | "htm" => Self::Html,
-            "svg" => Self::Svg,
-            "png" => Self::Png,
-            _ => return None,
-        })
-    }
-}
-
-/// The formats one command writes.
-pub(crate) trait Formats: Copy + PartialEq + ValueEnum {
-    /// The format when neither `--format` nor the file's extension chooses one.
-    const DEFAULT: Self;
-    /// What `--json` means.
-    const JSON: Self;
-    /// The format a kind of file means for this command, if it writes that kind.
-    fn of_kind(kind: Kind) -> Option<Self>;
-}
-
-/// The name of a format on the command line (`hwloc-xml`, `json`…).
-pub(crate) fn name_of<F: ValueEnum>(f: &F) -> String {
-    f.to_possible_value()
-        .map_or_else(|| "?".to_string(), |v| v.get_name().to_string())
-}
-
-/// The names of every format of `F`, as "a, b or c".
-fn names_of<F: Formats>() -> String {
-    let names: Vec<String> = F::value_variants().iter().map(name_of).collect();
-    match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-        Some((last, _)) => last.clone(),
-        None => String::new(),
-    }
-}
-
-/// Whether `path` means standard output (`-o -`).
-pub(crate) fn is_stdout(path: Option<&Path>) -> bool {
-    path.is_none_or(|p| p.as_os_str() == "-")
-}
-
-/// The format of a command's output: `--json`, else `--format`, else the extension of the
-/// `-o` file, else `F::DEFAULT`.
-///
-/// # Errors
-///
-/// A usage error when the file's extension names a format this command does not write,
-/// or a different one than `--format`/`--json`.
-pub(crate) fn choose<F: Formats>(
-    given: Option<F>,
-    json: bool,
-    path: Option<&Path>,
-) -> Result<F, Usage> {
-    let given = if json { Some(F::JSON) } else { given };
-    let file = path.filter(|p| !is_stdout(Some(p)));
-    let by_ext = match file.and_then(|p| Kind::of_path(p).map(|k| (p, k))) {
-        Some((p, kind)) => match F::of_kind(kind) {
-            Some(f) => Some(f),
-            None => {
-                return Err(Usage(format!(
-                    "-o {}: the extension names a format this command does not write \
-                     (it writes {}): name the file for one of them, or drop the extension",
-                    p.display(),
-                    names_of::<F>()
-                )))
-            }
-        },
-        None => None,
-    };
-    match (given, by_ext) {
-        (Some(g), Some(e)) if g != e => Err(Usage(format!(
-            "{} conflicts with -o {}, whose extension means {}: drop one, or name the file \
-             to match",
-            if json {
-                "--json".to_string()
-            } else {
-                format!("--format {}", name_of(&g))
-            },
-            file.unwrap_or_else(|| Path::new("")).display(),
-            name_of(&e)
-        ))),
-        (Some(g), _) => Ok(g),
-        (None, Some(e)) => Ok(e),
-        (None, None) => Ok(F::DEFAULT),
-    }
-}
+pub(crate) use choice::{choose, is_stdout, name_of, Formats, Kind, OutputArgs};
 
 /// Checks, before any work, that a result can be written to `path`: its directory exists,
 /// and it is none of the command's input files (`-o same.csv` would destroy the input).
@@ -214,38 +95,6 @@ pub(crate) fn write_to(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     }
 }
 
-impl Formats for Format {
-    const DEFAULT: Self = Self::Text;
-    const JSON: Self = Self::Json;
-    fn of_kind(kind: Kind) -> Option<Self> {
-        Some(match kind {
-            Kind::Text => Self::Text,
-            Kind::Json => Self::Json,
-            Kind::Csv => Self::Csv,
-            Kind::Tsv => Self::Tsv,
-            Kind::Mct => Self::Mct,
-            Kind::Dot => Self::Dot,
-            Kind::Xml => Self::HwlocXml,
-            // The graphs of `--format dot`, rendered by Graphviz.
-            Kind::Svg | Kind::Png => Self::Dot,
-            Kind::Html => return None,
-        })
-    }
-}
-
-impl Formats for ResultFormat {
-    const DEFAULT: Self = Self::Text;
-    const JSON: Self = Self::Json;
-    fn of_kind(kind: Kind) -> Option<Self> {
-        match kind {
-            Kind::Text => Some(Self::Text),
-            Kind::Json => Some(Self::Json),
-            Kind::Csv => Some(Self::Csv),
-            _ => None,
-        }
-    }
-}
-
 /// Renders a topology in a format; `ghz` converts ns into the cycles of a `.mct` file,
 /// `text` says how to render the text view.
 pub(crate) fn render(
@@ -292,9 +141,10 @@ pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()
     write_to(path, &bytes)
 }
 
-impl Output {
-    /// Checks the request before measuring: the format, that the `-o` file's directory
-    /// exists, and that it is none of `inputs`.
+impl<F: Formats> OutputArgs<F> {
+    /// Checks the request before any work: the format, and that the `-o` file's directory
+    /// exists and is none of `inputs` (a measurement is not thrown away at the end for a
+    /// typing error, an input is not overwritten).
     ///
     /// # Errors
     ///
@@ -304,48 +154,9 @@ impl Output {
         self.format()?;
         check_target(self.output.as_deref(), inputs)
     }
-
-    /// The chosen format (see [`choose`]).
-    ///
-    /// # Errors
-    ///
-    /// A usage error when the extension of the file names another format.
-    pub(crate) fn format(&self) -> Result<Format, Usage> {
-        choose(self.format, self.json, self.output.as_deref())
-    }
 }
 
 impl ReportOutput {
-    /// The chosen format (see [`choose`]).
-    ///
-    /// # Errors
-    ///
-    /// A usage error when the extension of the file names another format.
-    pub(crate) fn format(&self) -> Result<ResultFormat, Usage> {
-        choose(self.format, self.json, self.output.as_deref())
-    }
-
-    /// Whether the result is to be JSON.
-    ///
-    /// # Errors
-    ///
-    /// As [`ReportOutput::format`].
-    pub(crate) fn is_json(&self) -> Result<bool, Usage> {
-        Ok(self.format()? == ResultFormat::Json)
-    }
-
-    /// Checks the request before measuring: the format, and that the `-o` file's directory
-    /// exists and is none of `inputs` (a measurement is not thrown away at the end for a
-    /// typing error).
-    ///
-    /// # Errors
-    ///
-    /// A usage error for conflicting formats; an error naming a missing directory.
-    pub(crate) fn check(&self, inputs: &[&Path]) -> Result<()> {
-        self.format()?;
-        check_target(self.output.as_deref(), inputs)
-    }
-
     /// [`ReportOutput::check`], and that a result of type `R` has the chosen format
     /// (`--format csv` is refused for a result that is not a table).
     ///

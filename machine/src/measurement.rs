@@ -14,6 +14,7 @@ use topoprobe_model::{
     format_cpu_list, Budget, CostPlan, LatencyUnit, NodeId, Origin, OsView, PairLatency, SocketId,
     Source, Topology, Warning, WarningKind,
 };
+use topoprobe_sys::CpuSet;
 
 use crate::deadlines::{Clock, WallClock};
 use crate::hints;
@@ -33,9 +34,9 @@ const SMT_PAIRS: usize = 3;
 /// What [`measure_this_machine`] measures and how.
 #[derive(Debug, Clone)]
 pub struct MeasureOptions {
-    /// CPUs to measure, in Linux list syntax (`0-7,16-23`); `None`: every CPU this process
-    /// may run on.
-    pub cpus: Option<String>,
+    /// CPUs to measure (each must be available to this process); `None`: every CPU this
+    /// process may run on.
+    pub cpus: Option<CpuSet>,
     /// How much to repeat each pair.
     pub repetitions: Repetitions,
     /// Which pairs to measure.
@@ -583,7 +584,7 @@ pub fn measure_this_machine(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Measurement, MachineError> {
     let clock = WallClock::since(opts.started.unwrap_or_else(Instant::now));
-    let cpus = pairs::select_cpus(opts.cpus.as_deref())?;
+    let cpus = pairs::select_cpus(opts.cpus.as_ref())?;
     if cpus.len() < 2 {
         return Err(MachineError::Cpus(format!(
             "measuring a topology needs at least two CPUs; this process may use only {} (see --cpus and taskset)",
@@ -690,7 +691,7 @@ pub fn plan_this_machine(
 /// As [`measure_this_machine`] before it measures: unusable CPUs, `--full` pairs over
 /// the budget.
 pub fn plan_only(opts: &MeasureOptions) -> Result<MeasurePlan, MachineError> {
-    let cpus = pairs::select_cpus(opts.cpus.as_deref())?;
+    let cpus = pairs::select_cpus(opts.cpus.as_ref())?;
     let os_view = os::current().ok();
     let guest = os::is_virtual_machine(Path::new("/")).unwrap_or(false);
     let watch = opts.watch_stability.unwrap_or(guest);

@@ -7,10 +7,8 @@ use topoprobe_infer::sparse::{collect_sparse, SparseOptions};
 use topoprobe_infer::{collect_full, Collected};
 use topoprobe_measure::pair::{PairProbe, ProbeConfig};
 use topoprobe_measure::timer::Timer;
-use topoprobe_model::{
-    format_cpu_list, parse_cpu_list, OsView, PairLatency, PairReading, PairSample, ProbeError,
-};
-use topoprobe_sys::affinity;
+use topoprobe_model::{format_cpu_list, OsView, PairLatency, PairReading, PairSample, ProbeError};
+use topoprobe_sys::{affinity, CpuSet};
 
 use crate::deadlines::Clock;
 use crate::pair_plan::PairPlan;
@@ -18,24 +16,22 @@ use crate::MachineError;
 
 pub use crate::pair_plan::{Repetitions, Sampling};
 
-/// The CPUs to measure: `list` (Linux list syntax; each CPU must be available to this
-/// process), or every CPU this process may run on.
+/// The CPUs to measure (ascending): `cpus` (each must be available to this process), or
+/// every CPU this process may run on.
 ///
 /// # Errors
 ///
-/// [`MachineError::Cpus`] when the list is malformed, empty or names a CPU this process
-/// cannot run on; [`MachineError::Affinity`] when the affinity mask cannot be read.
-pub fn select_cpus(list: Option<&str>) -> Result<Vec<u32>, MachineError> {
+/// [`MachineError::Cpus`] when the set is empty or names a CPU this process cannot run
+/// on; [`MachineError::Affinity`] when the affinity mask cannot be read.
+pub fn select_cpus(cpus: Option<&CpuSet>) -> Result<Vec<u32>, MachineError> {
     let allowed = affinity::allowed_cpus()
         .map_err(MachineError::Affinity)?
         .to_vec();
-    let Some(list) = list else {
+    let Some(set) = cpus else {
         return Ok(allowed);
     };
-    let mut cpus =
-        parse_cpu_list(list).map_err(|e| MachineError::Cpus(format!("--cpus {list}: {e}")))?;
-    cpus.sort_unstable();
-    cpus.dedup();
+    let cpus = set.to_vec();
+    let list = format_cpu_list(&cpus);
     let missing: Vec<u32> = cpus
         .iter()
         .copied()
@@ -305,13 +301,15 @@ mod tests {
         assert!(!all.is_empty());
         let first = all[0];
         assert_eq!(
-            select_cpus(Some(&format!("{first},{first}"))).unwrap(),
+            select_cpus(Some(&CpuSet::from([first, first]))).unwrap(),
             [first]
         );
-        let e = select_cpus(Some("100000")).unwrap_err().to_string();
+        let e = select_cpus(Some(&CpuSet::from([100_000])))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("CPU 100000 is not available"), "{e}");
-        let e = select_cpus(Some("x")).unwrap_err().to_string();
-        assert!(e.contains("--cpus x:"), "{e}");
+        let e = select_cpus(Some(&CpuSet::new())).unwrap_err().to_string();
+        assert!(e.contains("names no CPU"), "{e}");
         check_available(&[first]).expect("an allowed CPU");
         let e = check_available(&[first, 100_000]).unwrap_err();
         assert!(e.is_usage());

@@ -41,13 +41,23 @@ pub enum Backoff<'a> {
 }
 
 /// The kind of a backoff, as named in output (`none`, `fixed`, `educated`).
+///
+/// With the `clap` feature it is a command-line value (`topoprobe bench locks
+/// --backoffs`): the first paragraph of each variant's documentation is its help there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum BackoffKind {
+    /// No backoff.
+    ///
     /// [`Backoff::None`].
     None,
+    /// Crossbeam's fixed constants.
+    ///
     /// [`Backoff::Fixed`].
     Fixed,
+    /// Waits from the measured latencies.
+    ///
     /// [`Backoff::Educated`].
     Educated,
 }

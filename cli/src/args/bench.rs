@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use topoprobe_place::Policy;
+use topoprobe_sync::{BackoffKind, LockKind};
 
 use super::parsers::{policy, seconds};
 use super::ReportOutput;
@@ -57,34 +58,6 @@ pub(crate) struct BenchCommon {
     pub(crate) report: ReportOutput,
 }
 
-/// Lock kinds on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum LockArg {
-    /// Test-and-set.
-    Tas,
-    /// Test-and-test-and-set.
-    Ttas,
-    /// Ticket lock.
-    Ticket,
-    /// MCS queue lock.
-    Mcs,
-    /// CLH queue lock.
-    Clh,
-    /// Cohort lock over the measured sockets or groups.
-    Cohort,
-}
-
-/// Backoffs on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum BackoffArg {
-    /// No backoff.
-    None,
-    /// Crossbeam's fixed constants.
-    Fixed,
-    /// Waits from the measured latencies.
-    Educated,
-}
-
 /// `topoprobe bench locks`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct LocksArgs {
@@ -113,10 +86,10 @@ pub(crate) struct LocksArgs {
     pub(crate) runs: usize,
     /// Only these lock kinds (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "KINDS")]
-    pub(crate) kinds: Vec<LockArg>,
+    pub(crate) kinds: Vec<LockKind>,
     /// Only these backoffs (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "BACKOFFS")]
-    pub(crate) backoffs: Vec<BackoffArg>,
+    pub(crate) backoffs: Vec<BackoffKind>,
     /// Leave out the std, parking_lot and spin mutexes.
     #[arg(long)]
     pub(crate) no_baselines: bool,

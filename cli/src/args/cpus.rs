@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use topoprobe_place::cpuset::ObjectType;
 
-use crate::output::{Formats, Kind};
+use crate::output::{Formats, Kind, OutputArgs};
 
 /// Parses an object type (`core`, `package`, `l3cache`...).
 fn object_type(s: &str) -> Result<ObjectType, String> {
@@ -30,6 +30,8 @@ pub(crate) enum CpusFormat {
 impl Formats for CpusFormat {
     const DEFAULT: Self = Self::List;
     const JSON: Self = Self::Json;
+    const FORMAT_HELP: &'static str =
+        "Output form (default: from the extension of -o FILE, .json or .txt, else list)";
     fn of_kind(kind: Kind) -> Option<Self> {
         match kind {
             Kind::Text => Some(Self::List),
@@ -62,14 +64,6 @@ pub(crate) struct CpusArgs {
     /// operating system's view of this machine.
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
-    /// Output form (default: from the extension of -o FILE, .json or .txt, else list).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<CpusFormat>,
-    /// Shorthand for `--format json`.
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
-    /// Write to FILE (atomically; its directory must exist) instead of standard output;
-    /// `-` is standard output.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) output: OutputArgs<CpusFormat>,
 }

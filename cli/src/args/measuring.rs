@@ -4,11 +4,14 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_measure::{cache, memory};
+use topoprobe_model::results::latency::PingPongWait;
 
 use super::parsers::{parse_size, plugin_list, positive, seconds};
 use super::{Hints, Output};
 use crate::error::Usage;
+use crate::output::{Formats, Kind, OutputArgs};
 
 /// How to measure this machine.
 #[derive(Debug, Clone, Default, Args)]
@@ -174,14 +177,8 @@ pub(crate) struct InferArgs {
 /// `topoprobe matrix`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MatrixArgs {
-    /// Output format: a table, JSON, or CSV (N lines of N values in ns, diagonal empty:
-    /// core-to-core-latency's layout, full square); default: from the extension of -o
-    /// (.csv, .json, .txt), else the table.
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<MatrixFormat>,
-    /// Shorthand for `--format json` (with --plan: the plan as JSON).
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: OutputArgs<MatrixFormat>,
     /// Same as `--format csv` (kept for scripts).
     #[arg(long, hide = true, conflicts_with_all = ["format", "json"])]
     pub(crate) csv: bool,
@@ -189,13 +186,6 @@ pub(crate) struct MatrixArgs {
     pub(crate) measure: Measure,
     #[command(flatten)]
     pub(crate) planning: Planning,
-    /// Write to FILE (atomically) instead of standard output; `-` is standard output.
-    /// Noisy pairs (spread above the limit after every retry) are kept and flagged: `*` in
-    /// the table, `flagged` in the JSON; with CSV, a `# noisy pairs` block on standard
-    /// error and the notes file FILE.notes (one tab-separated line per flagged pair; an
-    /// older FILE.notes is removed when none is).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
 }
 
 /// Output forms of `matrix`.
@@ -210,11 +200,33 @@ pub(crate) enum MatrixFormat {
     Csv,
 }
 
+impl Formats for MatrixFormat {
+    const DEFAULT: Self = Self::Text;
+    const JSON: Self = Self::Json;
+    const FORMAT_HELP: &'static str = "Output format: a table, JSON, or CSV (N lines of N \
+        values in ns, diagonal empty: core-to-core-latency's layout, full square); default: \
+        from the extension of -o (.csv, .json, .txt), else the table";
+    const JSON_HELP: &'static str = "Shorthand for `--format json` (with --plan: the plan as JSON)";
+    const OUTPUT_HELP: &'static str = "Write to FILE (atomically) instead of standard output; \
+        `-` is standard output. Noisy pairs (spread above the limit after every retry) are \
+        kept and flagged: `*` in the table, `flagged` in the JSON; with CSV, a `# noisy pairs` \
+        block on standard error and the notes file FILE.notes (one tab-separated line per \
+        flagged pair; an older FILE.notes is removed when none is)";
+    fn of_kind(kind: Kind) -> Option<Self> {
+        match kind {
+            Kind::Text => Some(Self::Text),
+            Kind::Json => Some(Self::Json),
+            Kind::Csv => Some(Self::Csv),
+            _ => None,
+        }
+    }
+}
+
 impl MatrixArgs {
     /// Where the matrix goes and in which format, as every result's (`--csv` is
     /// `--format csv`).
     pub(crate) fn report(&self) -> ReportOutput {
-        let format = match (self.format, self.csv) {
+        let format = match (self.output.format, self.csv) {
             (Some(MatrixFormat::Text), _) => Some(ResultFormat::Text),
             (Some(MatrixFormat::Json), _) => Some(ResultFormat::Json),
             (Some(MatrixFormat::Csv), _) | (None, true) => Some(ResultFormat::Csv),
@@ -222,8 +234,8 @@ impl MatrixArgs {
         };
         ReportOutput {
             format,
-            json: self.json,
-            output: self.output.clone(),
+            json: self.output.json,
+            output: self.output.output.clone(),
         }
     }
 }
@@ -244,7 +256,7 @@ pub(crate) struct LatencyArgs {
     /// transfer per hop, as core-to-core-latency), `load` spins on loads then swaps (a
     /// transfer and an invalidation per hop: the probe's first form, for comparison).
     #[arg(long, value_enum, default_value = "cas")]
-    pub(crate) wait: WaitArg,
+    pub(crate) wait: PingPongWait,
     #[command(flatten)]
     pub(crate) planning: Planning,
     #[command(flatten)]
@@ -340,25 +352,6 @@ fn memory_size(s: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
-/// How each side of the ping-pong waits (`topoprobe latency --wait`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum WaitArg {
-    /// Retry the compare-and-swap.
-    Cas,
-    /// Spin on loads, then swap.
-    Load,
-}
-
-/// Vector units the bandwidth kernels may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum IsaArg {
-    /// AVX-512.
-    Avx512,
-    /// AVX2.
-    Avx2,
-    /// Plain loops (SSE2 / NEON by the compiler).
-    Portable,
-}
 /// `topoprobe mem`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MemArgs {
@@ -388,7 +381,7 @@ pub(crate) struct MemArgs {
     pub(crate) full: bool,
     /// Vector unit of the bandwidth kernels (default: the widest the CPU has).
     #[arg(long, value_enum)]
-    pub(crate) isa: Option<IsaArg>,
+    pub(crate) isa: Option<Isa>,
     /// Topology giving the sockets (default: this machine's description).
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
@@ -475,20 +468,7 @@ impl Measure {
 }
 
 /// Where a command's result goes, and in which format.
-#[derive(Debug, Clone, Default, Args)]
-pub(crate) struct ReportOutput {
-    /// Output format (default: from the extension of -o FILE — .json, .csv, .txt — else
-    /// text).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<ResultFormat>,
-    /// Shorthand for `--format json`.
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
-    /// Write to FILE (atomically; its directory must exist) instead of standard output;
-    /// `-` is standard output.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
-}
+pub(crate) type ReportOutput = OutputArgs<ResultFormat>;
 
 /// Formats of a command's result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -500,4 +480,19 @@ pub(crate) enum ResultFormat {
     Json,
     /// CSV, for results that are tables.
     Csv,
+}
+
+impl Formats for ResultFormat {
+    const DEFAULT: Self = Self::Text;
+    const JSON: Self = Self::Json;
+    const FORMAT_HELP: &'static str =
+        "Output format (default: from the extension of -o FILE — .json, .csv, .txt — else text)";
+    fn of_kind(kind: Kind) -> Option<Self> {
+        match kind {
+            Kind::Text => Some(Self::Text),
+            Kind::Json => Some(Self::Json),
+            Kind::Csv => Some(Self::Csv),
+            _ => None,
+        }
+    }
 }

@@ -2,8 +2,6 @@
 //! value parsers ([`parsers`]). Command modules read these types; nothing here measures or
 //! loads anything.
 
-use std::path::PathBuf;
-
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use topoprobe_infer::InferOptions;
 use topoprobe_model::LatencyUnit;
@@ -16,18 +14,20 @@ mod os;
 mod packaging;
 pub(crate) mod parsers;
 mod placing;
+mod topology;
 mod tuning;
 mod views;
 
 pub(crate) use cpus::{CpusArgs, CpusFormat};
 pub(crate) use measuring::{
-    CacheArgs, ContentionArgs, InferArgs, IsaArg, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
-    ReportOutput, ResultFormat, WaitArg,
+    CacheArgs, ContentionArgs, InferArgs, LatencyArgs, MatrixArgs, MemArgs, PowerArgs,
+    ReportOutput, ResultFormat,
 };
 pub(crate) use os::OsArgs;
 pub(crate) use packaging::{CompletionsArgs, FileArgumentsArgs, ManpagesArgs};
 pub(crate) use parsers::PinList;
 pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
+pub(crate) use topology::{Format, Output};
 pub(crate) use tuning::{AutopinArgs, BalanceArgs};
 pub(crate) use views::{HeatmapArgs, HeatmapFormat, Input, ReportArgs, ReportFormat, ShowArgs};
 
@@ -156,29 +156,6 @@ pub(crate) enum YesNo {
     No,
 }
 
-/// Output formats of a topology.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// The latency matrix as CSV (what `topoprobe matrix` writes).
-    Csv,
-    /// The text view: a tree with the latency of every level.
-    Text,
-    /// The JSON description (topoprobe/1).
-    Json,
-    /// The partition TSV (cpu, core, socket, node, groups).
-    Tsv,
-    /// libmctop's .mct format.
-    Mct,
-    /// Graphviz graphs: intra-socket and cross-socket (render with --svg or --png).
-    Dot,
-    /// hwloc v2 XML, with caches, the latency matrix as distances and the memory
-    /// latency and bandwidth as memory attributes (lstopo --input FILE.xml).
-    HwlocXml,
-    /// A shell script that adds the latency matrix and memory figures to lstopo's own
-    /// XML of the measured machine with hwloc-annotate (sh FILE.sh IN.xml OUT.xml).
-    HwlocAnnotate,
-}
-
 /// Hints for inference: every one is optional, and the output says which values were given.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Hints {
@@ -208,20 +185,4 @@ impl Hints {
             ..InferOptions::default()
         }
     }
-}
-
-/// Where and how to write a topology.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct Output {
-    /// Output format (default: from the extension of -o FILE — .json, .csv, .tsv, .mct,
-    /// .dot, .xml, .txt — else text).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<Format>,
-    /// Shorthand for `--format json`.
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
-    /// Write to FILE (atomically; its directory must exist) instead of standard output;
-    /// `-` is standard output.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
 }

@@ -4,16 +4,18 @@
 //! output).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::LazyLock;
 
 use anyhow::Context;
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 use topoprobe_place::{CoreKind, Policy};
+use topoprobe_view::results::placement::Form;
 use topoprobe_view::results::Rendered;
 
 use super::parsers::{kind, pin_list, policy, skip_mask, PinList};
-use crate::error::Usage;
-use crate::output::{check_target, choose, write_to, Formats, Kind};
+use crate::output::{write_to, Formats, Kind, OutputArgs};
 
 /// Parses a `--skip` mask (hexadecimal, `0x1`) into its bits.
 pub(crate) fn skip_bits(s: &str) -> Result<u128, String> {
@@ -56,51 +58,59 @@ pub(crate) struct PlacementArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) topology: Option<PathBuf>,
 }
-/// Output forms of a placement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Output forms of a placement: the forms other tools take ([`Form`], whose documentation
+/// is their help), and JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PlaceFormat {
-    /// CPU numbers in placement order, comma-separated.
-    List,
-    /// Hexadecimal CPU mask.
-    Mask,
-    /// A `taskset -c LIST` prefix (binds the whole process to the set: the order is lost).
-    Taskset,
-    /// A `numactl --physcpubind=LIST [--membind=NODES]` prefix (binds the whole process to
-    /// the set: the order is lost).
-    Numactl,
-    /// OMP_NUM_THREADS, OMP_PLACES and OMP_PROC_BIND, one NAME=value per line.
-    Omp,
-    /// A `likwid-pin -c LIST` prefix.
-    Likwid,
-    /// A `hwloc-bind --physical pu:N ...` prefix (binds the whole process to the set: the
-    /// order is lost).
-    Hwloc,
-    /// An Open MPI rankfile: rank i on the i-th CPU (physical numbers).
-    Rankfile,
-    /// Slurm's `--cpu-bind=map_cpu:LIST` (rank i on the i-th CPU).
-    Slurm,
-    /// Slurm's `--cpu-bind=mask_cpu:MASKS` (one mask per rank).
-    SlurmMask,
-    /// Intel MPI's `I_MPI_PIN_PROCESSOR_LIST=LIST`.
-    IntelMpi,
-    /// GNU OpenMP's `GOMP_CPU_AFFINITY=LIST` (thread i on the i-th CPU).
-    Gomp,
-    /// Intel/LLVM OpenMP's `KMP_AFFINITY=granularity=fine,explicit,proclist=[LIST]`.
-    Kmp,
-    /// MPICH's `-bind-to user:LIST` (rank i on the i-th CPU).
-    Mpich,
+    /// A form another tool takes.
+    Form(Form),
     /// The placement, every thread's place, the summary and the OpenMP environment, as
     /// JSON.
     Json,
 }
 
+impl ValueEnum for PlaceFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: LazyLock<Vec<PlaceFormat>> = LazyLock::new(|| {
+            let forms = Form::value_variants()
+                .iter()
+                .copied()
+                .map(PlaceFormat::Form);
+            forms.chain([PlaceFormat::Json]).collect()
+        });
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            Self::Form(form) => form.to_possible_value(),
+            Self::Json => Some(PossibleValue::new("json").help(
+                "The placement, every thread's place, the summary and the OpenMP environment, \
+                 as JSON",
+            )),
+        }
+    }
+}
+
+impl PlaceFormat {
+    /// The form of a placement it names (`None`: JSON).
+    pub(crate) const fn form(self) -> Option<Form> {
+        match self {
+            Self::Form(form) => Some(form),
+            Self::Json => None,
+        }
+    }
+}
+
 impl Formats for PlaceFormat {
-    const DEFAULT: Self = Self::List;
+    const DEFAULT: Self = Self::Form(Form::List);
     const JSON: Self = Self::Json;
+    const FORMAT_HELP: &'static str =
+        "Output form (default: from the extension of -o FILE, .json or .txt, else list)";
     fn of_kind(kind: Kind) -> Option<Self> {
         match kind {
             Kind::Json => Some(Self::Json),
-            Kind::Text => Some(Self::List),
+            Kind::Text => Some(Self::DEFAULT),
             _ => None,
         }
     }
@@ -111,16 +121,8 @@ impl Formats for PlaceFormat {
 pub(crate) struct PlaceArgs {
     #[command(flatten)]
     pub(crate) placement: PlacementArgs,
-    /// Output form (default: from the extension of -o FILE, .json or .txt, else list).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<PlaceFormat>,
-    /// Shorthand for `--format json`.
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
-    /// Write to FILE (atomically; its directory must exist) instead of standard output;
-    /// `-` is standard output.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) output: OutputArgs<PlaceFormat>,
     /// Do not print the summary on standard error.
     #[arg(short, long)]
     pub(crate) quiet: bool,
@@ -138,6 +140,11 @@ pub(crate) enum ReportFormat {
 impl Formats for ReportFormat {
     const DEFAULT: Self = Self::Text;
     const JSON: Self = Self::Json;
+    const FORMAT_HELP: &'static str =
+        "Format of the report (default: from the extension of -o FILE, .json or .txt, else text)";
+    const OUTPUT_HELP: &'static str = "Write the report to FILE (atomically; its directory \
+        must exist) instead of standard error; `-` is standard output (after the output of \
+        the program run, if any)";
     fn of_kind(kind: Kind) -> Option<Self> {
         match kind {
             Kind::Text => Some(Self::Text),
@@ -149,42 +156,12 @@ impl Formats for ReportFormat {
 
 /// Where the report of a command that runs a program goes: standard error unless `-o`
 /// says otherwise, since the program's own output is on standard output.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct SideReport {
-    /// Format of the report (default: from the extension of -o FILE, .json or .txt, else
-    /// text).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<ReportFormat>,
-    /// Shorthand for `--format json`.
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
-    /// Write the report to FILE (atomically; its directory must exist) instead of standard
-    /// error; `-` is standard output (after the output of the program run, if any).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
-}
+pub(crate) type SideReport = OutputArgs<ReportFormat>;
 
 impl SideReport {
     /// Whether any option asked for the report.
     pub(crate) const fn asked(&self) -> bool {
         self.format.is_some() || self.json || self.output.is_some()
-    }
-
-    /// The chosen format (see [`choose`]).
-    fn chosen(&self) -> Result<ReportFormat, Usage> {
-        choose(self.format, self.json, self.output.as_deref())
-    }
-
-    /// Checks, before the program runs, the format and that the `-o` file can be written
-    /// and is none of `inputs`.
-    ///
-    /// # Errors
-    ///
-    /// A usage error for conflicting formats or an output that is an input; an error
-    /// naming a missing directory.
-    pub(crate) fn check(&self, inputs: &[&Path]) -> anyhow::Result<()> {
-        self.chosen()?;
-        check_target(self.output.as_deref(), inputs)
     }
 
     /// Writes `result` where the report goes: the `-o` file (`-`: standard output), else
@@ -194,7 +171,7 @@ impl SideReport {
     ///
     /// When the result cannot be rendered or written.
     pub(crate) fn emit<R: Rendered>(&self, result: &R) -> anyhow::Result<()> {
-        let text = match self.chosen()? {
+        let text = match self.format()? {
             ReportFormat::Text => result.text(),
             ReportFormat::Json => {
                 topoprobe_view::results::json(result).context("rendering the report as JSON")?

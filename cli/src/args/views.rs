@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::{Hints, Output};
+use crate::error::Usage;
+use crate::output::{Formats, Kind, OutputArgs};
 
 /// `topoprobe show`.
 #[derive(Debug, Clone, Args)]
@@ -67,23 +69,14 @@ pub(crate) struct Input {
 pub(crate) struct HeatmapArgs {
     #[command(flatten)]
     pub(crate) input: Input,
-    /// Output format (default: from the extension of -o FILE — .svg, .png, .json — else
-    /// svg).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<HeatmapFormat>,
-    /// Shorthand for `--format json`: the ordered matrix, its levels and their colours.
-    #[arg(long, conflicts_with_all = ["format", "svg", "png"])]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: OutputArgs<HeatmapFormat>,
     /// Shorthand for `--format svg`.
-    #[arg(long, conflicts_with_all = ["format", "png"])]
+    #[arg(long, conflicts_with_all = ["format", "json", "png"])]
     pub(crate) svg: bool,
     /// Shorthand for `--format png` (rendered with resvg).
-    #[arg(long, conflicts_with = "format")]
+    #[arg(long, conflicts_with_all = ["format", "json"])]
     pub(crate) png: bool,
-    /// Write to FILE (atomically; its directory must exist) instead of standard output;
-    /// `-` is standard output.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
 }
 
 /// What `topoprobe heatmap` writes.
@@ -97,14 +90,41 @@ pub(crate) enum HeatmapFormat {
     Json,
 }
 
+impl Formats for HeatmapFormat {
+    const DEFAULT: Self = Self::Svg;
+    const JSON: Self = Self::Json;
+    const FORMAT_HELP: &'static str =
+        "Output format (default: from the extension of -o FILE — .svg, .png, .json — else svg)";
+    const JSON_HELP: &'static str =
+        "Shorthand for `--format json`: the ordered matrix, its levels and their colours";
+    fn of_kind(kind: Kind) -> Option<Self> {
+        match kind {
+            Kind::Svg => Some(Self::Svg),
+            Kind::Png => Some(Self::Png),
+            Kind::Json => Some(Self::Json),
+            _ => None,
+        }
+    }
+}
+
 impl HeatmapArgs {
-    /// The format `--svg` or `--png` asks for, if either is given.
-    pub(crate) fn flag(&self) -> Option<HeatmapFormat> {
-        match (self.svg, self.png) {
+    /// The chosen format: as every command's ([`OutputArgs::format`]), `--svg` and `--png`
+    /// standing for `--format svg` and `--format png`.
+    ///
+    /// # Errors
+    ///
+    /// A usage error when the extension of the file names another format.
+    pub(crate) fn format(&self) -> Result<HeatmapFormat, Usage> {
+        let flag = match (self.svg, self.png) {
             (true, _) => Some(HeatmapFormat::Svg),
             (_, true) => Some(HeatmapFormat::Png),
-            _ => self.format,
+            _ => self.output.format,
+        };
+        OutputArgs {
+            format: flag,
+            ..self.output.clone()
         }
+        .format()
     }
 }
 
@@ -113,16 +133,8 @@ impl HeatmapArgs {
 pub(crate) struct ReportArgs {
     #[command(flatten)]
     pub(crate) input: Input,
-    /// Output format (default: from the extension of -o FILE — .html, .json — else html).
-    #[arg(long, value_enum)]
-    pub(crate) format: Option<ReportFormat>,
-    /// Shorthand for `--format json`: the description the page shows.
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
-    /// Write to FILE (atomically; its directory must exist) instead of standard output;
-    /// `-` is standard output.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) output: OutputArgs<ReportFormat>,
 }
 
 /// What `topoprobe report` writes.
@@ -132,6 +144,21 @@ pub(crate) enum ReportFormat {
     Html,
     /// The JSON description the page shows (topoprobe/1).
     Json,
+}
+
+impl Formats for ReportFormat {
+    const DEFAULT: Self = Self::Html;
+    const JSON: Self = Self::Json;
+    const FORMAT_HELP: &'static str =
+        "Output format (default: from the extension of -o FILE — .html, .json — else html)";
+    const JSON_HELP: &'static str = "Shorthand for `--format json`: the description the page shows";
+    fn of_kind(kind: Kind) -> Option<Self> {
+        match kind {
+            Kind::Html => Some(Self::Html),
+            Kind::Json => Some(Self::Json),
+            _ => None,
+        }
+    }
 }
 
 impl From<ColorWhen> for topoprobe_view::color::ColorWhen {

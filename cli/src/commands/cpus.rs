@@ -11,7 +11,7 @@ use topoprobe_place::cpuset::{render, Inventory, ObjectType, Resolved};
 use crate::args::{CpusArgs, CpusFormat};
 use crate::cpusets;
 use crate::error::Usage;
-use crate::output::{check_target, choose, name_of, write_to};
+use crate::output::{check_target, name_of, write_to};
 
 /// Where the objects came from.
 enum Source {
@@ -66,7 +66,7 @@ fn touched(inv: &Inventory, ty: ObjectType, flag: &str, r: &Resolved) -> Result<
 
 /// Runs the command.
 pub(crate) fn run(args: &CpusArgs) -> Result<()> {
-    let format = choose(args.format, args.json, args.output.as_deref())?;
+    let format = args.output.format()?;
     if (args.number_of.is_some() || args.intersect.is_some())
         && !matches!(format, CpusFormat::List | CpusFormat::Json)
     {
@@ -77,7 +77,7 @@ pub(crate) fn run(args: &CpusArgs) -> Result<()> {
         .into());
     }
     let inputs: Vec<&Path> = args.topology.as_deref().into_iter().collect();
-    check_target(args.output.as_deref(), &inputs)?;
+    check_target(args.output.output.as_deref(), &inputs)?;
     let text = args.expr.join(" ");
     let expr = cpusets::parse("", &text)?;
     let (inv, source) = inventory(args.topology.as_deref())?;
@@ -131,5 +131,5 @@ pub(crate) fn run(args: &CpusArgs) -> Result<()> {
     if !out.ends_with('\n') {
         out.push('\n');
     }
-    write_to(args.output.as_deref(), out.as_bytes())
+    write_to(args.output.output.as_deref(), out.as_bytes())
 }

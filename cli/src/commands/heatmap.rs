@@ -6,25 +6,12 @@ use topoprobe_view::heatmap;
 use topoprobe_view::picture::svg_to_png;
 
 use crate::args::{HeatmapArgs, HeatmapFormat};
-use crate::output::{choose, write_to, Formats, Kind};
-
-impl Formats for HeatmapFormat {
-    const DEFAULT: Self = Self::Svg;
-    const JSON: Self = Self::Json;
-    fn of_kind(kind: Kind) -> Option<Self> {
-        match kind {
-            Kind::Svg => Some(Self::Svg),
-            Kind::Png => Some(Self::Png),
-            Kind::Json => Some(Self::Json),
-            _ => None,
-        }
-    }
-}
+use crate::output::write_to;
 
 /// Runs the command.
 pub(crate) fn run(args: &HeatmapArgs) -> Result<()> {
-    let out = args.output.as_deref();
-    let format = choose(args.flag(), args.json, out)?;
+    let out = args.output.output.as_deref();
+    let format = args.format()?;
     args.input.check_output(out)?;
     let topo = args.input.load()?;
     let bytes = match format {

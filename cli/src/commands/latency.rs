@@ -4,9 +4,9 @@
 
 use anyhow::Result;
 use topoprobe_machine::probes::{self, latency};
-use topoprobe_model::results::latency::{PairLatencyResult, PingPongWait};
+use topoprobe_model::results::latency::PairLatencyResult;
 
-use crate::args::{LatencyArgs, WaitArg};
+use crate::args::LatencyArgs;
 
 /// Runs the command.
 pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
@@ -15,10 +15,7 @@ pub(crate) fn run(args: &LatencyArgs) -> Result<()> {
         a: args.a,
         b: args.b,
         repetitions: args.repetitions.into(),
-        wait: match args.wait {
-            WaitArg::Cas => PingPongWait::Cas,
-            WaitArg::Load => PingPongWait::Load,
-        },
+        wait: args.wait,
         smt: args.smt,
         budget: args.planning.budget(probes::DEFAULT_BUDGET),
     };

@@ -3,10 +3,9 @@
 use anyhow::Result;
 use topoprobe_machine::probes::memory;
 use topoprobe_machine::Progress;
-use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_model::results::memory::MemoryResult;
 
-use crate::args::{IsaArg, MemArgs};
+use crate::args::MemArgs;
 use crate::progress::MeasureProgress;
 
 /// Runs the command.
@@ -23,11 +22,7 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
         all_contexts: args.all,
         non_temporal: args.nt.then_some(true),
         latency_only: args.latency_only,
-        isa: args.isa.map(|i| match i {
-            IsaArg::Avx512 => Isa::Avx512,
-            IsaArg::Avx2 => Isa::Avx2,
-            IsaArg::Portable => Isa::Portable,
-        }),
+        isa: args.isa,
         topology: args.topology.clone(),
         budget,
         full: args.full,

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use topoprobe_view::results::os_view::OsReport;
+use topoprobe_model::results::os::OsReport;
 
 use crate::args::OsArgs;
 

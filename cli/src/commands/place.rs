@@ -10,48 +10,28 @@ use topoprobe_view::results::Rendered;
 use crate::args::{PlaceArgs, PlaceFormat};
 use crate::output::{check_target, choose, write_to, Kind};
 
-/// The form a `--format` names (`None`: JSON).
-const fn form(f: PlaceFormat) -> Option<Form> {
-    Some(match f {
-        PlaceFormat::List => Form::List,
-        PlaceFormat::Mask => Form::Mask,
-        PlaceFormat::Taskset => Form::Taskset,
-        PlaceFormat::Numactl => Form::Numactl,
-        PlaceFormat::Omp => Form::Omp,
-        PlaceFormat::Likwid => Form::Likwid,
-        PlaceFormat::Hwloc => Form::Hwloc,
-        PlaceFormat::Rankfile => Form::Rankfile,
-        PlaceFormat::Slurm => Form::Slurm,
-        PlaceFormat::SlurmMask => Form::SlurmMask,
-        PlaceFormat::IntelMpi => Form::IntelMpi,
-        PlaceFormat::Gomp => Form::Gomp,
-        PlaceFormat::Kmp => Form::Kmp,
-        PlaceFormat::Mpich => Form::Mpich,
-        PlaceFormat::Json => return None,
-    })
-}
-
-/// The output format: as [`choose`], except that a `.txt` file takes any of the text
-/// forms (`--format rankfile -o ranks.txt`).
+/// The output format: as every command's ([`crate::output::OutputArgs::format`]), except
+/// that a `.txt` file takes any of the text forms (`--format rankfile -o ranks.txt`).
 fn format(args: &PlaceArgs) -> Result<PlaceFormat> {
-    let text_file = args
+    let out = &args.output;
+    let text_file = out
         .output
         .as_deref()
         .and_then(Kind::of_path)
         .is_some_and(|k| k == Kind::Text);
-    let given_text = args.format.is_some_and(|f| f != PlaceFormat::Json);
-    let path = args
-        .output
-        .as_deref()
-        .filter(|_| !(text_file && given_text));
-    Ok(choose(args.format, args.json, path)?)
+    let given_text = out.format.is_some_and(|f| f != PlaceFormat::Json);
+    if text_file && given_text {
+        // The file's extension chooses nothing: the given form stands.
+        return Ok(choose(out.format, out.json, None)?);
+    }
+    Ok(out.format()?)
 }
 
 /// Runs the command.
 pub(crate) fn run(args: &PlaceArgs) -> Result<()> {
     let format = format(args)?;
     let inputs: Vec<&Path> = args.placement.topology.as_deref().into_iter().collect();
-    check_target(args.output.as_deref(), &inputs)?;
+    check_target(args.output.output.as_deref(), &inputs)?;
     let (topo, req) = args.placement.request()?;
     crate::inputs::check_here(
         &topo,
@@ -59,14 +39,14 @@ pub(crate) fn run(args: &PlaceArgs) -> Result<()> {
         crate::inputs::Use::Plan,
     )?;
     let placement = topoprobe_place::place(&topo, &req)?;
-    let text = match form(format) {
+    let text = match format.form() {
         Some(f) => render(&placement, f),
         None => topoprobe_view::results::json(&placement).context("rendering the placement")?,
     };
     if !args.quiet {
         eprint!("{}", placement.text());
         let ordered = placement.pinned && !placement.contexts.is_sorted();
-        if ordered && form(format).is_some_and(Form::loses_order) {
+        if ordered && format.form().is_some_and(Form::loses_order) {
             eprintln!(
                 "topoprobe: note: this form binds the whole process to the set {}: which thread \
                  runs where is lost; --format likwid, gomp, kmp, omp or mpich keep the order",
@@ -74,5 +54,5 @@ pub(crate) fn run(args: &PlaceArgs) -> Result<()> {
             );
         }
     }
-    write_to(args.output.as_deref(), text.as_bytes())
+    write_to(args.output.output.as_deref(), text.as_bytes())
 }

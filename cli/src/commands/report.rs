@@ -9,24 +9,12 @@ use topoprobe_view::graphviz::{self, NO_GRAPHVIZ};
 use topoprobe_view::report::{self, PlacementExample, ReportInputs};
 
 use crate::args::{ReportArgs, ReportFormat};
-use crate::output::{choose, write_to, Formats, Kind};
-
-impl Formats for ReportFormat {
-    const DEFAULT: Self = Self::Html;
-    const JSON: Self = Self::Json;
-    fn of_kind(kind: Kind) -> Option<Self> {
-        match kind {
-            Kind::Html => Some(Self::Html),
-            Kind::Json => Some(Self::Json),
-            _ => None,
-        }
-    }
-}
+use crate::output::write_to;
 
 /// Runs the command.
 pub(crate) fn run(args: &ReportArgs) -> Result<()> {
-    let out = args.output.as_deref();
-    let format = choose(args.format, args.json, out)?;
+    let out = args.output.output.as_deref();
+    let format = args.output.format()?;
     args.input.check_output(out)?;
     let topo = args.input.load()?;
     if format == ReportFormat::Json {

@@ -4,6 +4,7 @@
 use topoprobe_infer::{Collected, PairFlag};
 use topoprobe_model::results::matrix::{FlaggedPair, MatrixResult, PairFlagKind};
 use topoprobe_model::{Budget, CostPlan};
+use topoprobe_sys::CpuSet;
 
 use crate::pair_plan::{plan_pairs, PairPlan};
 use crate::pairs::{collect, pair_probe_with, select_cpus, sibling_hint, Repetitions, Sampling};
@@ -12,8 +13,8 @@ use crate::{MachineError, Progress};
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatrixRequest {
-    /// The CPUs, in Linux list syntax (`None`: every CPU this process may use).
-    pub cpus: Option<String>,
+    /// The CPUs (`None`: every CPU this process may use).
+    pub cpus: Option<CpuSet>,
     /// How much to repeat the measurement of a pair.
     pub repetitions: Repetitions,
     /// Which pairs to measure.
@@ -35,7 +36,7 @@ impl Default for MatrixRequest {
 
 /// The CPUs and the plan of their pairs.
 fn planned(req: &MatrixRequest) -> Result<(Vec<u32>, PairPlan, CostPlan), MachineError> {
-    let cpus = select_cpus(req.cpus.as_deref())?;
+    let cpus = select_cpus(req.cpus.as_ref())?;
     if cpus.len() < 2 {
         return Err(MachineError::Cpus(format!(
             "a latency matrix needs at least two CPUs; this process may use only {} (see \
@@ -182,7 +183,7 @@ mod tests {
     fn one_cpu_is_not_a_matrix() {
         let first = select_cpus(None).expect("cpus")[0];
         let e = plan(&MatrixRequest {
-            cpus: Some(first.to_string()),
+            cpus: Some(CpuSet::from([first])),
             ..MatrixRequest::default()
         })
         .unwrap_err();

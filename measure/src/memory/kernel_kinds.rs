@@ -16,13 +16,23 @@ pub enum Kernel {
 }
 
 /// The instruction set a kernel runs with.
+///
+/// With the `clap` feature it is a command-line value (`topoprobe mem --isa`): the first
+/// paragraph of each variant's documentation is its help there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Isa {
-    /// 512-bit AVX-512 loads and stores.
+    /// AVX-512.
+    ///
+    /// 512-bit loads and stores.
     Avx512,
-    /// 256-bit AVX2 loads and stores.
+    /// AVX2.
+    ///
+    /// 256-bit loads and stores.
     Avx2,
-    /// Plain loops the compiler vectorizes (SSE2 on x86_64, NEON on aarch64).
+    /// Plain loops (SSE2 / NEON by the compiler).
+    ///
+    /// Loops the compiler vectorizes (SSE2 on x86_64, NEON on aarch64).
     Portable,
 }
 

@@ -2,14 +2,22 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How each side of the ping-pong waited for its turn.
+/// How each side of the ping-pong waits for its turn.
+///
+/// With the `clap` feature it is a command-line value (`topoprobe latency --wait`): the
+/// first paragraph of each variant's documentation is its help there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum PingPongWait {
-    /// Retried the compare-and-swap: one line transfer per hop.
+    /// Retry the compare-and-swap.
+    ///
+    /// One line transfer per hop.
     #[default]
     Cas,
-    /// Spun on loads, then swapped: a transfer and an invalidation per hop.
+    /// Spin on loads, then swap.
+    ///
+    /// A transfer and an invalidation per hop.
     Load,
 }
 

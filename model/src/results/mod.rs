@@ -14,5 +14,6 @@ pub mod heatmap;
 pub mod latency;
 pub mod matrix;
 pub mod memory;
+pub mod os;
 pub mod placement;
 pub mod power;

@@ -40,21 +40,37 @@ use crate::backoff::Wait;
 use crate::error::SyncError;
 
 /// The lock algorithms.
+///
+/// With the `clap` feature it is a command-line value (`topoprobe bench locks --kinds`):
+/// the first paragraph of each variant's documentation is its help there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum LockKind {
-    /// Test-and-set: `swap` until it returns free.
+    /// Test-and-set.
+    ///
+    /// `swap` until it returns free.
     Tas,
-    /// Test-and-test-and-set: read until free, then `swap`.
+    /// Test-and-test-and-set.
+    ///
+    /// Read until free, then `swap`.
     Ttas,
-    /// Ticket lock: FIFO by a counter, everybody reads one line.
+    /// Ticket lock.
+    ///
+    /// FIFO by a counter, everybody reads one line.
     Ticket,
-    /// MCS queue lock: each waiter spins on its own node.
+    /// MCS queue lock.
+    ///
+    /// Each waiter spins on its own node.
     Mcs,
-    /// CLH queue lock: each waiter spins on its predecessor's node.
+    /// CLH queue lock.
+    ///
+    /// Each waiter spins on its predecessor's node.
     Clh,
-    /// Cohort lock: a ticket lock per socket (or group) and a global ticket lock, the
-    /// global one passed within a cohort up to a bound.
+    /// Cohort lock over the measured sockets or groups.
+    ///
+    /// A ticket lock per socket (or group) and a global ticket lock, the global one passed
+    /// within a cohort up to a bound.
     Cohort,
 }
 

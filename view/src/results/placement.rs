@@ -14,42 +14,71 @@ use topoprobe_model::{format_cpu_list, seconds_text};
 use super::Rendered;
 
 /// The forms of a placement for other tools.
+///
+/// With the `clap` feature it is a command-line value (`topoprobe place --format`): the
+/// first paragraph of each variant's documentation is its help there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Form {
-    /// CPU numbers in placement order, comma-separated: `0,20,1,21`.
+    /// CPU numbers in placement order, comma-separated.
+    ///
+    /// `0,20,1,21`.
     List,
-    /// The CPU set as a hexadecimal mask (`taskset` without `-c`): `0x3` for CPUs 0 and 1.
+    /// Hexadecimal CPU mask.
+    ///
+    /// The CPU set as a mask (`taskset` without `-c`): `0x3` for CPUs 0 and 1.
     Mask,
-    /// A `taskset` command prefix: `taskset -c 0-1,20-21`.
+    /// A `taskset -c LIST` prefix (binds the whole process to the set: the order is lost).
+    ///
+    /// `taskset -c 0-1,20-21`.
     Taskset,
-    /// A `numactl` command prefix: `numactl --physcpubind=0-1 --membind=0` (the memory
-    /// binding only when the nodes are known).
+    /// A `numactl --physcpubind=LIST [--membind=NODES]` prefix (binds the whole process to
+    /// the set: the order is lost).
+    ///
+    /// `numactl --physcpubind=0-1 --membind=0` (the memory binding only when the nodes are
+    /// known).
     Numactl,
+    /// OMP_NUM_THREADS, OMP_PLACES and OMP_PROC_BIND, one NAME=value per line.
+    ///
     /// OpenMP's environment, one `NAME=value` per line (`env $(...) prog` takes them).
     Omp,
-    /// A `likwid-pin` command prefix pinning threads in placement order:
-    /// `likwid-pin -c 0,20,1`.
+    /// A `likwid-pin -c LIST` prefix.
+    ///
+    /// Pins threads in placement order: `likwid-pin -c 0,20,1`.
     Likwid,
-    /// A `hwloc-bind` command prefix by operating-system numbers:
-    /// `hwloc-bind --physical pu:0 pu:1` (append `-- prog`).
+    /// A `hwloc-bind --physical pu:N ...` prefix (binds the whole process to the set: the
+    /// order is lost).
+    ///
+    /// By operating-system numbers: `hwloc-bind --physical pu:0 pu:1` (append `-- prog`).
     Hwloc,
-    /// An Open MPI rankfile placing rank `i` on the `i`-th CPU (physical numbers) of the
-    /// described host (`localhost` when unknown), after comment lines giving the `mpirun`
-    /// options it needs.
+    /// An Open MPI rankfile: rank i on the i-th CPU (physical numbers).
+    ///
+    /// Of the described host (`localhost` when unknown), after comment lines giving the
+    /// `mpirun` options it needs.
     Rankfile,
-    /// Slurm's `--cpu-bind=map_cpu:0,20,1,21` (decimal CPU numbers, rank `i` on the
-    /// `i`-th).
+    /// Slurm's `--cpu-bind=map_cpu:LIST` (rank i on the i-th CPU).
+    ///
+    /// Decimal CPU numbers: `--cpu-bind=map_cpu:0,20,1,21`.
     Slurm,
-    /// Slurm's `--cpu-bind=mask_cpu:0x1,0x100000` (one mask per rank in placement order).
+    /// Slurm's `--cpu-bind=mask_cpu:MASKS` (one mask per rank).
+    ///
+    /// In placement order: `--cpu-bind=mask_cpu:0x1,0x100000`.
     SlurmMask,
-    /// Intel MPI's `I_MPI_PIN_PROCESSOR_LIST=0,20,1,21`.
+    /// Intel MPI's `I_MPI_PIN_PROCESSOR_LIST=LIST`.
+    ///
+    /// `I_MPI_PIN_PROCESSOR_LIST=0,20,1,21`.
     IntelMpi,
-    /// GNU OpenMP's `GOMP_CPU_AFFINITY=0,20,1,21` (thread `i` on the `i`-th CPU).
+    /// GNU OpenMP's `GOMP_CPU_AFFINITY=LIST` (thread i on the i-th CPU).
+    ///
+    /// `GOMP_CPU_AFFINITY=0,20,1,21`.
     Gomp,
-    /// Intel and LLVM OpenMP's
+    /// Intel/LLVM OpenMP's `KMP_AFFINITY=granularity=fine,explicit,proclist=[LIST]`.
+    ///
     /// `KMP_AFFINITY=granularity=fine,explicit,proclist=[0,20,1,21]`.
     Kmp,
-    /// MPICH's (Hydra's) `-bind-to user:0,20,1,21` (rank `i` on the `i`-th CPU).
+    /// MPICH's `-bind-to user:LIST` (rank i on the i-th CPU).
+    ///
+    /// Hydra's `-bind-to user:0,20,1,21`.
     Mpich,
 }
 

@@ -7,7 +7,7 @@ use topoprobe_sync::bench::locks::{self, Config, LocksReport};
 use topoprobe_sync::{BackoffKind, LockKind};
 
 use super::{bar, sync_error};
-use crate::args::bench::{BackoffArg, LockArg, LocksArgs};
+use crate::args::bench::LocksArgs;
 
 /// The experiment's configuration; `contexts` threads unless `--threads` says.
 fn config(args: &LocksArgs, contexts: usize) -> Config {
@@ -22,12 +22,12 @@ fn config(args: &LocksArgs, contexts: usize) -> Config {
         kinds: if args.kinds.is_empty() {
             LockKind::ALL.to_vec()
         } else {
-            args.kinds.iter().map(|&k| kind(k)).collect()
+            args.kinds.clone()
         },
         backoffs: if args.backoffs.is_empty() {
             vec![BackoffKind::None, BackoffKind::Fixed, BackoffKind::Educated]
         } else {
-            args.backoffs.iter().map(|&b| backoff(b)).collect()
+            args.backoffs.clone()
         },
         baselines: !args.no_baselines,
     }
@@ -46,23 +46,4 @@ pub(crate) fn run(args: &LocksArgs) -> Result<()> {
     .map_err(sync_error)?;
     progress.finish_and_clear();
     args.common.report.emit(&report)
-}
-
-fn kind(k: LockArg) -> LockKind {
-    match k {
-        LockArg::Tas => LockKind::Tas,
-        LockArg::Ttas => LockKind::Ttas,
-        LockArg::Ticket => LockKind::Ticket,
-        LockArg::Mcs => LockKind::Mcs,
-        LockArg::Clh => LockKind::Clh,
-        LockArg::Cohort => LockKind::Cohort,
-    }
-}
-
-fn backoff(b: BackoffArg) -> BackoffKind {
-    match b {
-        BackoffArg::None => BackoffKind::None,
-        BackoffArg::Fixed => BackoffKind::Fixed,
-        BackoffArg::Educated => BackoffKind::Educated,
-    }
 }
