@@ -45,7 +45,18 @@ fn infer_measures_this_machine_and_saves_the_description() {
     assert_eq!(v["provenance"]["parameters"]["pairs_measured"], "1");
     let expected = topoprobe_model::format_cpu_list(&[c[0], c[1]]);
     assert_eq!(v["provenance"]["parameters"]["cpus"], expected.as_str());
-    assert_eq!(v["facts"]["smt"]["origin"], "measured");
+    // The SMT probe ran and decided SMT (its slowdowns recorded); on a machine too loaded
+    // for the probe's share of the time it is left out, and SMT is then the latencies'
+    // inference, never said to be measured.
+    let smt_probe = v["provenance"]["parameters"]["smt_probe"]
+        .as_str()
+        .unwrap_or_default();
+    if smt_probe.is_empty() {
+        assert_eq!(v["facts"]["smt"]["origin"], "inferred", "{}", v["provenance"]);
+        eprintln!("loaded machine: the SMT probe was left out");
+    } else {
+        assert_eq!(v["facts"]["smt"]["origin"], "measured", "{smt_probe}");
+    }
     assert_eq!(v["contexts"].as_array().map(Vec::len), Some(2));
     let lat = v["latency"]["raw"][0][1].as_f64().expect("latency");
     assert!(lat > 0.0 && lat.is_finite(), "{lat}");
