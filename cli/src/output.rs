@@ -288,8 +288,41 @@ pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()
         color: use_color(ColorWhen::Auto, is_stdout(path)),
         verbose: false,
     };
+    if format == Format::Json {
+        // Written as it is made: the description of a large machine is hundreds of MB.
+        return write_to_with(path, |w| json::write_json(topo, w));
+    }
     let bytes = render(topo, format, ghz, text)?;
     write_to(path, &bytes)
+}
+
+/// [`write_to`] of what `write` writes, as it goes.
+///
+/// # Errors
+///
+/// As [`write_to`], and the errors of `write`.
+fn write_to_with(
+    path: Option<&Path>,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    match path {
+        Some(path) if !is_stdout(Some(path)) => {
+            let regular = std::fs::metadata(path).map_or(true, |m| m.is_file());
+            topoprobe_model::format::write_atomic_with(path, write)?;
+            if regular {
+                eprintln!("topoprobe: wrote {}", path.display());
+            }
+            Ok(())
+        }
+        _ => {
+            let mut stdout = std::io::stdout().lock();
+            match write(&mut stdout).and_then(|()| stdout.flush()) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                Err(e) => Err(e).context("writing to standard output"),
+            }
+        }
+    }
 }
 
 impl Output {
