@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use topoprobe_model::format::{hwloc_xml, json, mct, tsv, write_atomic};
+use topoprobe_model::format::{hwloc_xml, json, mct, tsv};
 use topoprobe_model::{SocketId, Topology};
 use topoprobe_view::color::{use_color, ColorWhen};
 use topoprobe_view::dot;
@@ -67,12 +67,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 ///
 /// Fails when standard output cannot be written for another reason.
 pub(crate) fn write_stdout(bytes: &[u8]) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(e).context("writing to standard output"),
-    }
+    write_to_with(None, |w| w.write_all(bytes))
 }
 
 /// Writes to `path` (atomically for a regular file, directly into a terminal, pipe or
@@ -82,17 +77,7 @@ pub(crate) fn write_stdout(bytes: &[u8]) -> Result<()> {
 ///
 /// Fails when the file or standard output cannot be written.
 pub(crate) fn write_to(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
-    match path {
-        Some(path) if !is_stdout(Some(path)) => {
-            let regular = std::fs::metadata(path).map_or(true, |m| m.is_file());
-            write_atomic(path, bytes)?;
-            if regular {
-                eprintln!("topoprobe: wrote {}", path.display());
-            }
-            Ok(())
-        }
-        _ => write_stdout(bytes),
-    }
+    write_to_with(path, |w| w.write_all(bytes))
 }
 
 /// Renders a topology in a format; `ghz` converts ns into the cycles of a `.mct` file,
@@ -137,8 +122,44 @@ pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()
         color: use_color(ColorWhen::Auto, is_stdout(path)),
         verbose: false,
     };
+    if format == Format::Json {
+        // Written as it is made: the description of a large machine is hundreds of MB.
+        return write_to_with(path, |w| json::write_json(topo, w));
+    }
     let bytes = render(topo, format, ghz, text)?;
     write_to(path, &bytes)
+}
+
+/// Writes what `write` writes, as it goes, to `path` (atomically for a regular file,
+/// directly into a terminal, pipe or device), or to standard output when there is no path
+/// or it is `-`; a closed pipe on standard output is not an error.
+///
+/// # Errors
+///
+/// Fails when the file or standard output cannot be written, and with the errors of
+/// `write`.
+fn write_to_with(
+    path: Option<&Path>,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    match path {
+        Some(path) if !is_stdout(Some(path)) => {
+            let regular = std::fs::metadata(path).map_or(true, |m| m.is_file());
+            topoprobe_model::format::write_atomic_with(path, write)?;
+            if regular {
+                eprintln!("topoprobe: wrote {}", path.display());
+            }
+            Ok(())
+        }
+        _ => {
+            let mut stdout = std::io::stdout().lock();
+            match write(&mut stdout).and_then(|()| stdout.flush()) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                Err(e) => Err(e).context("writing to standard output"),
+            }
+        }
+    }
 }
 
 impl<F: Formats> OutputArgs<F> {

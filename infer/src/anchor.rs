@@ -452,7 +452,7 @@ fn with_latencies(
     let raw = permute(raw);
     let table = Table::with_unmeasured(&raw).ok()?;
     let shared = Shared::new(&table, &chains(&anchored));
-    let (normalized, levels) = shared.normalized();
+    let (normalized, levels) = shared.normalized(&table);
     anchored.set_latencies(raw, normalized, levels).ok()?;
     if let Some(spread) = spread {
         anchored.set_spread(permute(spread)).ok()?;

@@ -123,14 +123,23 @@ fn add_parts(
 
 /// The smallest shared component of every pair, with the latencies of the pairs of each
 /// component and its latency level.
+///
+/// The component of a pair is found from the two contexts' chains when it is asked for,
+/// and the latencies of a component are read from the table when they are needed, so
+/// that nothing here grows with the number of pairs.
 #[derive(Debug, Clone)]
 pub(crate) struct Shared {
     n: usize,
-    /// The dense id of every pair's smallest shared component (row-major; the diagonal is
-    /// meaningless).
-    pair: Vec<u32>,
-    /// The measured latencies of the pairs of each component.
-    pub(crate) values: Vec<Vec<f64>>,
+    /// Every context's chain of dense component ids, outermost (its socket) first.
+    ids: Vec<Vec<u32>>,
+    /// Every context's socket.
+    socket_of: Vec<usize>,
+    /// The number of sockets.
+    sockets: usize,
+    /// The dense id of the component across each pair of sockets (`sockets`², row-major).
+    pair_id: Vec<u32>,
+    /// The number of measured latencies of the pairs of each component.
+    pub(crate) counts: Vec<usize>,
     /// The median latency of each component (a component without any measured pair takes
     /// the median of the components of its role); NaN when none of its role has any.
     pub(crate) median: Vec<f64>,
@@ -174,42 +183,32 @@ impl Shared {
                 pair_id[b * sockets + a] = id;
             }
         }
-        let mut pair = vec![u32::MAX; n * n];
-        let mut values: Vec<Vec<f64>> = vec![Vec::new(); components.len()];
+        let mut shared = Self {
+            n,
+            ids,
+            socket_of,
+            sockets,
+            pair_id,
+            counts: Vec::new(),
+            median: Vec::new(),
+            level: Vec::new(),
+            levels: Vec::new(),
+        };
         // Whether a component is the smallest shared one of some pair (a core of one
         // context never is).
         let mut used = vec![false; components.len()];
         for a in 0..n {
             for b in a + 1..n {
-                let (ca, cb) = (&ids[a], &ids[b]);
-                let id = if socket_of[a] != socket_of[b] || ca.is_empty() || cb.is_empty() {
-                    pair_id[socket_of[a] * sockets + socket_of[b]]
-                } else {
-                    let mut last = ca[0];
-                    for (x, y) in ca.iter().zip(cb) {
-                        if x != y {
-                            break;
-                        }
-                        last = *x;
-                    }
-                    last
-                };
-                pair[a * n + b] = id;
-                pair[b * n + a] = id;
-                if id == u32::MAX {
-                    continue;
-                }
-                used[id as usize] = true;
-                let v = t.get(a, b);
-                if !v.is_nan() {
-                    values[id as usize].push(v);
+                let id = shared.id(a, b);
+                if id != u32::MAX {
+                    used[id as usize] = true;
                 }
             }
         }
-        let mut median: Vec<f64> = values
-            .iter()
-            .map(|v| crate::table::median(&mut v.clone()))
-            .collect();
+        let (mut median, counts) =
+            crate::select::medians(components.len(), &|f: &mut dyn FnMut(usize, f64)| {
+                shared.each_pair(t, &mut |_, _, id, v| f(id, v));
+            });
         // A component without any measured pair (its pairs missing or rejected as outliers)
         // takes the median of the components of the same role.
         for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
@@ -226,51 +225,102 @@ impl Shared {
                 }
             }
         }
-        let levels = level_groups(&components, &median, &values, n);
+        let levels = level_groups(&components, &median, &counts, n);
         let mut level = vec![usize::MAX; components.len()];
         for (i, (_, members)) in levels.iter().enumerate() {
             for &c in members {
                 level[c] = i;
             }
         }
-        Self {
-            n,
-            pair,
-            values,
-            median,
-            level,
-            levels,
+        shared.counts = counts;
+        shared.median = median;
+        shared.level = level;
+        shared.levels = levels;
+        shared
+    }
+
+    /// The dense id of the smallest shared component of `a` and `b` (`a != b`), `u32::MAX`
+    /// when there is none.
+    #[inline]
+    fn id(&self, a: usize, b: usize) -> u32 {
+        let (ca, cb) = (&self.ids[a], &self.ids[b]);
+        if self.socket_of[a] != self.socket_of[b] || ca.is_empty() || cb.is_empty() {
+            self.pair_id[self.socket_of[a] * self.sockets + self.socket_of[b]]
+        } else {
+            let mut last = ca[0];
+            for (x, y) in ca.iter().zip(cb) {
+                if x != y {
+                    break;
+                }
+                last = *x;
+            }
+            last
+        }
+    }
+
+    /// Calls `f(a, b, component, latency)` for every measured pair `a < b` that has a
+    /// shared component, in row order.
+    fn each_pair(&self, t: &Table, f: &mut dyn FnMut(usize, usize, usize, f64)) {
+        for a in 0..self.n {
+            for (b, &v) in (a + 1..self.n).zip(t.upper_row(a)) {
+                if v.is_nan() {
+                    continue;
+                }
+                let id = self.id(a, b);
+                if id != u32::MAX {
+                    f(a, b, id as usize, v);
+                }
+            }
         }
     }
 
     /// The dense id of the smallest shared component of `a` and `b` (`a != b`).
     #[inline]
     pub(crate) fn of(&self, a: usize, b: usize) -> usize {
-        self.pair[a * self.n + b] as usize
+        self.id(a, b) as usize
     }
 
     /// The normalized table (every pair replaced by the median latency of its smallest
     /// shared component) and the latency levels (per role, medians closer than
-    /// [`MIN_GAP`] merged), with summaries over the measured pairs.
-    pub(crate) fn normalized(&self) -> (LatencyMatrix, Vec<LatencyLevel>) {
+    /// [`MIN_GAP`] merged), with summaries over the measured pairs of `t`.
+    pub(crate) fn normalized(&self, t: &Table) -> (LatencyMatrix, Vec<LatencyLevel>) {
         let n = self.n;
         let normalized = LatencyMatrix::from_fn(n, |a, b| {
-            let m = self.median[self.of(a, b)];
+            let id = self.id(a, b);
+            let m = self.median.get(id as usize).copied().unwrap_or(f64::NAN);
             (!m.is_nan()).then_some(m)
+        });
+        let levels = self.levels.len();
+        let mut min = vec![f64::INFINITY; levels];
+        let mut max = vec![f64::NEG_INFINITY; levels];
+        let of_level = |id: usize| self.level.get(id).copied().filter(|&l| l < levels);
+        self.each_pair(t, &mut |_, _, id, v| {
+            if let Some(l) = of_level(id) {
+                min[l] = min[l].min(v);
+                max[l] = max[l].max(v);
+            }
+        });
+        let (median, count) = crate::select::medians(levels, &|f: &mut dyn FnMut(usize, f64)| {
+            self.each_pair(t, &mut |_, _, id, v| {
+                if let Some(l) = of_level(id) {
+                    f(l, v);
+                }
+            });
         });
         let levels = self
             .levels
             .iter()
-            .filter_map(|(role, members)| {
-                let all: Vec<f64> = members
-                    .iter()
-                    .flat_map(|&c| self.values[c].iter().copied())
-                    .collect();
-                LatencySummary::of(all).map(|latency| LatencyLevel {
-                    id: 0,
-                    role: *role,
-                    latency,
-                })
+            .enumerate()
+            .filter(|&(l, _)| count[l] > 0)
+            .map(|(l, (role, _))| LatencyLevel {
+                id: 0,
+                role: *role,
+                latency: LatencySummary {
+                    min: min[l],
+                    median: median[l],
+                    max: max[l],
+                    count: count[l],
+                },
             })
             .collect();
         (normalized, levels)
@@ -283,7 +333,7 @@ impl Shared {
 fn level_groups(
     components: &[SharedComponent],
     median: &[f64],
-    values: &[Vec<f64>],
+    counts: &[usize],
     n: usize,
 ) -> Vec<(Role, Vec<usize>)> {
     let min_pairs = (n / 8).max(2);
@@ -305,7 +355,7 @@ fn level_groups(
                 start = i + 1;
             }
         }
-        let pairs = |g: &[(f64, usize)]| -> usize { g.iter().map(|k| values[k.1].len()).sum() };
+        let pairs = |g: &[(f64, usize)]| -> usize { g.iter().map(|k| counts[k.1]).sum() };
         while groups.len() > 1 {
             let Some(small) = (0..groups.len()).find(|&i| pairs(&groups[i]) < min_pairs) else {
                 break;

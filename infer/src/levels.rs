@@ -24,24 +24,30 @@ pub(crate) struct LatencyClass {
 
 /// Clusters `sorted` (pair latencies, ascending) for a machine of `n` contexts.
 /// `min_gap` is the ratio a boundary needs (at least [`MIN_GAP`]).
-pub(crate) fn classes(sorted: &[f64], n: usize, min_gap: f64) -> Vec<LatencyClass> {
-    let start = sorted.partition_point(|&v| v <= 0.0);
+pub(crate) fn classes<T: Copy + Into<f64>>(
+    sorted: &[T],
+    n: usize,
+    min_gap: f64,
+) -> Vec<LatencyClass> {
+    let start = sorted.partition_point(|&v| v.into() <= 0.0);
     let x = &sorted[start..];
     if x.is_empty() {
         return Vec::new();
     }
+    let x = |i: usize| -> f64 { x[i].into() };
+    let len = sorted.len() - start;
     let log_gap = min_gap.max(MIN_GAP).ln();
     let min_count = (n / 8).max(2);
     // Segments [start, end] (inclusive) split at large gaps.
     let mut segs: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
-    for i in 0..x.len() - 1 {
-        if (x[i + 1] / x[i]).ln() >= log_gap {
+    for i in 0..len - 1 {
+        if (x(i + 1) / x(i)).ln() >= log_gap {
             segs.push((start, i));
             start = i + 1;
         }
     }
-    segs.push((start, x.len() - 1));
+    segs.push((start, len - 1));
     // Merge too-small segments into the neighbour across the smaller gap.
     loop {
         if segs.len() < 2 {
@@ -52,12 +58,12 @@ pub(crate) fn classes(sorted: &[f64], n: usize, min_gap: f64) -> Vec<LatencyClas
         };
         let (a, b) = segs[k];
         let gap_left = if k > 0 {
-            (x[a] / x[segs[k - 1].1]).ln()
+            (x(a) / x(segs[k - 1].1)).ln()
         } else {
             f64::INFINITY
         };
         let gap_right = if k + 1 < segs.len() {
-            (x[segs[k + 1].0] / x[b]).ln()
+            (x(segs[k + 1].0) / x(b)).ln()
         } else {
             f64::INFINITY
         };
@@ -70,12 +76,18 @@ pub(crate) fn classes(sorted: &[f64], n: usize, min_gap: f64) -> Vec<LatencyClas
     }
     segs.into_iter()
         .map(|(a, b)| {
-            let s = &x[a..=b];
+            let count = b - a + 1;
+            // As `topoprobe_model::median_sorted` of the segment.
+            let median = if count % 2 == 1 {
+                x(a + count / 2)
+            } else {
+                (x(a + count / 2 - 1) + x(a + count / 2)) / 2.0
+            };
             LatencyClass {
-                lo: s[0],
-                hi: s[s.len() - 1],
-                median: topoprobe_model::median_sorted(s),
-                count: s.len(),
+                lo: x(a),
+                hi: x(b),
+                median,
+                count,
             }
         })
         .collect()

@@ -53,6 +53,7 @@ mod pipeline;
 mod profiles;
 mod quantize;
 mod roles;
+mod select;
 mod significance;
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -135,7 +136,9 @@ fn infer_table(
     timing::stage("start", &mut clock);
     let table = table::Table::new(&matrix)?;
     timing::stage("table", &mut clock);
-    let (t, mut a, outliers) = pipeline::analyse_robustly(table, opts);
+    let (mut t, mut a, outliers) = pipeline::analyse_robustly(table, opts);
+    // The rest reads pairs, never the sorted values.
+    t.release_sorted();
 
     let mut b = TopologyBuilder::new(os_ids, opts.units);
     let chain = assemble::structure(&a.tree, &a.roles, &mut b);
@@ -144,7 +147,7 @@ fn infer_table(
         Some(s) => s,
         None => assemble::Shared::new(&t, &chain),
     };
-    let (normalized, levels) = shared.normalized();
+    let (normalized, levels) = shared.normalized(&t);
     timing::stage("normalize", &mut clock);
     let mut provenance = Provenance::new(opts.source.clone());
     provenance

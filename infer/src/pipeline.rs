@@ -9,7 +9,7 @@ use crate::profiles;
 use crate::quantize::Quantization;
 use crate::roles::{self, Roles};
 use crate::significance;
-use crate::table::Table;
+use crate::table::{Sorted, Table};
 use crate::threshold;
 use crate::tree::{self, ComponentTree, Dropped};
 
@@ -39,7 +39,10 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
     let mut clock = std::time::Instant::now();
     let quant = t.quant;
     let min_gap = levels::MIN_GAP.max(quant.map_or(0.0, |q| 1.0 + 2.0 * q.relative));
-    let classes = levels::classes(&t.sorted, t.n, min_gap);
+    let classes = match &t.sorted {
+        Sorted::Exact(v) => levels::classes(v, t.n, min_gap),
+        Sorted::Single(v) => levels::classes(v, t.n, min_gap),
+    };
     let thresholds = levels::thresholds(&classes);
     crate::timing::stage("classes", &mut clock);
     let components = threshold::components(t, &thresholds);
@@ -62,8 +65,7 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         t,
         opts,
         thresholds: &thresholds,
-        profile_distance: (profiles.first_round.len() == t.n * t.n)
-            .then_some(profiles.first_round.as_slice()),
+        profile_distance: profiles.first_round.as_ref(),
     };
     let (mut roles, mut choice) = roles::assign(&cx, &tree, None);
     if !roles.pairs.is_empty() {
@@ -136,7 +138,7 @@ pub(crate) fn analyse(t: &Table, opts: &InferOptions) -> Analysis {
         .iter()
         .filter(|c| {
             c.members.len() == 2
-                && profiles::confirmed_by_profiles(&profiles, t.n, c.members[0], c.members[1])
+                && profiles::confirmed_by_profiles(&profiles, c.members[0], c.members[1])
         })
         .map(|c| (c.members[0], c.members[1]))
         .collect();
@@ -274,69 +276,74 @@ pub(crate) fn outliers(t: &Table, a: &Analysis, shared: &assemble::Shared) -> Ve
         fast_partner[x] = y;
         fast_partner[y] = x;
     }
-    let mut by_level: Vec<Vec<(f64, u32, u32)>> = vec![Vec::new(); shared.levels.len()];
-    for x in 0..t.n {
-        for y in x + 1..t.n {
-            let v = t.get(x, y);
-            if v.is_nan()
-                || (confirmed[x] != usize::MAX && confirmed[x] == confirmed[y])
-                || fast_partner[x] == y
-            {
-                continue;
-            }
-            let l = shared.level[shared.of(x, y)];
-            if let Some(level) = by_level.get_mut(l) {
-                level.push((v, x as u32, y as u32));
+    let levels = shared.levels.len();
+    // Every pair that may be an outlier, with its level.
+    let each = |f: &mut dyn FnMut(usize, Entry)| {
+        for x in 0..t.n {
+            for y in x + 1..t.n {
+                let v = t.get(x, y);
+                if v.is_nan()
+                    || (confirmed[x] != usize::MAX && confirmed[x] == confirmed[y])
+                    || fast_partner[x] == y
+                {
+                    continue;
+                }
+                let l = shared.level[shared.of(x, y)];
+                if l < levels {
+                    f(l, Entry(v, x as u32, y as u32));
+                }
             }
         }
-    }
+    };
+    // Only the `budget + 1` lowest and highest values of a level matter: they are kept as
+    // they come (a level of N²/2 pairs is never held whole).
+    let mut count = vec![0_usize; levels];
+    each(&mut |l, _| count[l] += 1);
+    let low_of = |m: usize| {
+        let budget = ((OUTLIER_SHARE * m as f64).floor() as usize)
+            .max(1)
+            .min(m.saturating_sub(1));
+        budget + 1
+    };
+    let mut ends: Vec<Ends> = count
+        .iter()
+        .map(|&m| Ends::new(low_of(m), m < 4 || 2 * low_of(m) >= m))
+        .collect();
+    each(&mut |l, e| ends[l].add(e));
     let mut out = Vec::new();
-    let by_value = |p: &(f64, u32, u32), q: &(f64, u32, u32)| p.0.total_cmp(&q.0);
-    for mut vals in by_level {
-        let m = vals.len();
+    for (ends, &m) in ends.iter_mut().zip(&count) {
         if m < 4 {
             continue;
         }
-        let budget = ((OUTLIER_SHARE * m as f64).floor() as usize)
-            .max(1)
-            .min(m - 1);
-        // Only the `budget + 1` lowest and highest values matter: put them at the ends, in
-        // order.
-        let low = budget + 1;
-        if 2 * low < m {
-            vals.select_nth_unstable_by(low, by_value);
-            vals[..low].sort_by(by_value);
-            let rest = &mut vals[low..];
-            let k = rest.len() - low;
-            rest.select_nth_unstable_by(k, by_value);
-            rest[k..].sort_by(by_value);
-        } else {
-            vals.sort_by(by_value);
-        }
+        let budget = low_of(m) - 1;
+        let vals = ends.sorted(m);
+        let at = |i: usize| vals(i).0;
         // The largest block at either end (at most `budget` values) that is separated from
         // the rest of the level by OUTLIER_RATIO.
         let lo = (1..=budget)
-            .filter(|&k| vals[k - 1].0 * OUTLIER_RATIO < vals[k].0)
+            .filter(|&k| at(k - 1) * OUTLIER_RATIO < at(k))
             .max()
             .unwrap_or(0);
         let hi = (1..=budget)
-            .filter(|&k| vals[m - k].0 > vals[m - k - 1].0 * OUTLIER_RATIO)
+            .filter(|&k| at(m - k) > at(m - k - 1) * OUTLIER_RATIO)
             .max()
             .unwrap_or(0);
-        for &(v, x, y) in vals.iter().take(lo) {
+        for i in 0..lo {
+            let Entry(v, x, y) = vals(i);
             out.push(Outlier {
                 a: x as usize,
                 b: y as usize,
                 value: v,
-                level_edge: vals[lo].0,
+                level_edge: at(lo),
             });
         }
-        for &(v, x, y) in vals.iter().skip(m - hi) {
+        for i in m - hi..m {
+            let Entry(v, x, y) = vals(i);
             out.push(Outlier {
                 a: x as usize,
                 b: y as usize,
                 value: v,
-                level_edge: vals[m - 1 - hi].0,
+                level_edge: at(m - 1 - hi),
             });
         }
     }
@@ -345,6 +352,157 @@ pub(crate) fn outliers(t: &Table, a: &Analysis, shared: &assemble::Shared) -> Ve
         return Vec::new();
     }
     out
+}
+
+/// A pair of a level: its latency and its contexts.
+#[derive(Debug, Clone, Copy)]
+struct Entry(f64, u32, u32);
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    /// By latency, then by the pair.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0
+            .total_cmp(&other.0)
+            .then(self.1.cmp(&other.1))
+            .then(self.2.cmp(&other.2))
+    }
+}
+
+/// The `keep` lowest and `keep` highest pairs of a level, or all of them when `all`.
+struct Ends {
+    keep: usize,
+    all: Option<Vec<Entry>>,
+    /// The lowest so far.
+    bottom: Lowest,
+    /// The highest so far (the lowest of the reversed order).
+    top: Lowest,
+}
+
+/// The `keep` lowest entries of a stream (by [`Entry`]'s order, or its reverse), in a
+/// buffer of a little more than that: entries beyond the `keep`-th so far are let through
+/// only below it, and the buffer is cut back to `keep` when full (linear time, and the
+/// memory of the entries kept, in a row).
+struct Lowest {
+    keep: usize,
+    reverse: bool,
+    buf: Vec<Entry>,
+    /// The `keep`-th lowest so far, once the buffer was first cut.
+    bound: Option<Entry>,
+}
+
+impl Lowest {
+    fn new(keep: usize, reverse: bool) -> Self {
+        Self {
+            keep,
+            reverse,
+            buf: Vec::new(),
+            bound: None,
+        }
+    }
+
+    fn order(&self, a: &Entry, b: &Entry) -> std::cmp::Ordering {
+        if self.reverse {
+            b.cmp(a)
+        } else {
+            a.cmp(b)
+        }
+    }
+
+    fn add(&mut self, e: Entry) {
+        if self.keep == 0 {
+            return;
+        }
+        if let Some(b) = &self.bound {
+            if self.order(&e, b).is_ge() {
+                return;
+            }
+        }
+        self.buf.push(e);
+        if self.buf.len() >= self.keep + (self.keep / 4).max(1024) {
+            self.cut();
+        }
+    }
+
+    /// Keeps the `keep` lowest.
+    fn cut(&mut self) {
+        if self.buf.len() > self.keep {
+            let reverse = self.reverse;
+            self.buf.select_nth_unstable_by(self.keep - 1, |a, b| {
+                if reverse {
+                    b.cmp(a)
+                } else {
+                    a.cmp(b)
+                }
+            });
+            self.buf.truncate(self.keep);
+            self.bound = Some(self.buf[self.keep - 1]);
+        }
+    }
+
+    /// The lowest, ascending (by the true order, whichever end they were kept for).
+    fn sorted(mut self) -> Vec<Entry> {
+        self.cut();
+        let mut v = self.buf;
+        v.sort();
+        v
+    }
+}
+
+impl Ends {
+    fn new(keep: usize, all: bool) -> Self {
+        Self {
+            keep,
+            all: all.then(Vec::new),
+            bottom: Lowest::new(if all { 0 } else { keep }, false),
+            top: Lowest::new(if all { 0 } else { keep }, true),
+        }
+    }
+
+    fn add(&mut self, e: Entry) {
+        if let Some(all) = &mut self.all {
+            all.push(e);
+            return;
+        }
+        self.bottom.add(e);
+        self.top.add(e);
+    }
+
+    /// The level's pairs in ascending order as far as they were kept, by rank among its
+    /// `m` pairs: the `keep` lowest and the `keep` highest (or all).
+    fn sorted(&mut self, m: usize) -> impl Fn(usize) -> Entry {
+        let keep = self.keep;
+        let (low, high) = match self.all.take() {
+            Some(mut all) => {
+                all.sort();
+                (all, Vec::new())
+            }
+            None => (
+                std::mem::replace(&mut self.bottom, Lowest::new(0, false)).sorted(),
+                std::mem::replace(&mut self.top, Lowest::new(0, true)).sorted(),
+            ),
+        };
+        move |i| {
+            if high.is_empty() || i < keep {
+                low[i]
+            } else {
+                high[i + keep - m]
+            }
+        }
+    }
 }
 
 /// Development aid (see the `trace` feature): prints a tree with the roles of its nodes.
@@ -419,3 +577,48 @@ pub(crate) fn trace_tree(what: &str, tree: &ComponentTree, kind: Option<&[roles:
 #[cfg(not(feature = "trace"))]
 #[inline]
 pub(crate) fn trace_tree(_what: &str, _tree: &ComponentTree, _kind: Option<&[roles::Kind]>) {}
+
+#[cfg(test)]
+mod footprint {
+    use topoprobe_model::LatencyMatrix;
+
+    use crate::table::Table;
+
+    /// The inference's own N² working tables (the symmetric table and its sorted values,
+    /// the profile comparisons kept for the roles) stay within 12 bytes per pair of the
+    /// N×N table, so that with the input table's 4 a 4096-context table is inferred within
+    /// 256 MiB (docs/LIMITS.md). A table of 512 contexts compares profiles as the largest
+    /// do (each context with its nearest, not every pair).
+    #[test]
+    fn working_tables_stay_within_their_budget_per_pair() {
+        let n = 512;
+        let half = n / 2;
+        let m = LatencyMatrix::from_fn(n, |a, b| {
+            let (ca, cb) = (a % half, b % half);
+            let base = if ca == cb {
+                8.0
+            } else if ca / 8 == cb / 8 {
+                25.0
+            } else if (ca < half / 2) == (cb < half / 2) {
+                120.0
+            } else {
+                230.0
+            };
+            // A little deterministic noise, different in each direction.
+            Some(base * (1.0 + 0.01 * (((a * 31 + b * 17) % 13) as f64 - 6.0) / 6.0))
+        });
+        let t = Table::new(&m).unwrap();
+        let profiles = crate::profiles::profile_groups(&t, 0.001);
+        let first = profiles.first_round.as_ref().map_or(0, |d| d.bytes());
+        let pairs = n * n;
+        let working = t.table_bytes() + first;
+        assert!(
+            working <= 12 * pairs,
+            "{working} bytes of working tables for {n} contexts: {:.1} per pair",
+            working as f64 / pairs as f64
+        );
+        assert!(working + m.bytes() <= 16 * pairs);
+        // The comparisons of a large table are kept for the compared pairs only.
+        assert!(first <= pairs, "{first} bytes of profile comparisons");
+    }
+}

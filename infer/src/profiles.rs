@@ -59,8 +59,8 @@ pub(crate) struct Profiles {
     /// round, without the partner veto): an upper bound of the measurement noise.
     pub(crate) nearest: Vec<f64>,
     /// The first round's profile discrepancy between every pair of contexts, without the
-    /// partner veto (row-major).
-    pub(crate) first_round: Vec<f64>,
+    /// partner veto; `None` when the table was too small for profiles.
+    pub(crate) first_round: Option<Discrepancy>,
 }
 
 /// Runs the profile rounds over the table. `floor` is the smallest profile discrepancy that
@@ -69,7 +69,7 @@ pub(crate) fn profile_groups(t: &Table, floor: f64) -> Profiles {
     let mut classes: Vec<Vec<usize>> = (0..t.n).map(|i| vec![i]).collect();
     let mut found = Vec::new();
     let mut nearest = Vec::new();
-    let mut first_round = Vec::new();
+    let mut first_round = None;
     for round in 0..MAX_ROUNDS {
         let k = classes.len();
         if k < 3 {
@@ -80,17 +80,18 @@ pub(crate) fn profile_groups(t: &Table, floor: f64) -> Profiles {
         crate::timing::stage("  quotient", &mut clock);
         let w: Vec<f64> = classes.iter().map(|c| c.len() as f64).collect();
         let cmp = compare(&q, k, &w);
+        drop(q);
         crate::timing::stage("  compare", &mut clock);
         if round == 0 {
             nearest = (0..k)
                 .map(|a| {
                     cmp.partners(a)
                         .filter(|&b| b != a)
-                        .map(|b| cmp.plain[a * k + b])
+                        .map(|b| cmp.plain.get(a, b))
                         .fold(CAP, f64::min)
                 })
                 .collect();
-            first_round.clone_from(&cmp.plain);
+            first_round = Some(cmp.plain.clone());
         }
         let accepted = accept(&cmp, floor);
         #[cfg(feature = "trace")]
@@ -98,7 +99,7 @@ pub(crate) fn profile_groups(t: &Table, floor: f64) -> Profiles {
             .is_some_and(|r| r.to_str() == Some(&round.to_string()))
         {
             for a in 0..k {
-                let row: Vec<String> = (0..k).map(|b| format!("{:.2}", cmp.e[a * k + b])).collect();
+                let row: Vec<String> = (0..k).map(|b| format!("{:.2}", cmp.e.get(a, b))).collect();
                 eprintln!(
                     "  [{}] {:?}.. e: {}",
                     classes[a].len(),
@@ -158,13 +159,57 @@ pub(crate) fn profile_groups(t: &Table, floor: f64) -> Profiles {
     }
 }
 
+/// The log of the mean latency between the components of a round (NaN where unknown, and
+/// on the diagonal).
+pub(crate) enum Quotient<'t> {
+    /// Single contexts of a large table: the table's own latencies, their logarithm taken
+    /// as they are read (no second N² table).
+    Table(&'t Table),
+    /// A `k`×`k` table, row-major.
+    Dense(Vec<f64>),
+}
+
+impl Quotient<'_> {
+    /// The log latency between components `a` and `c`.
+    #[inline]
+    fn at(&self, k: usize, a: usize, c: usize) -> f64 {
+        match self {
+            Self::Table(t) => t.get(a, c).ln(),
+            Self::Dense(q) => q[a * k + c],
+        }
+    }
+
+    /// Row `a` (`k` values), borrowed from a dense table or made in `buf`.
+    fn row<'s>(&'s self, k: usize, a: usize, buf: &'s mut Vec<f64>) -> &'s [f64] {
+        match self {
+            Self::Table(t) => {
+                buf.clear();
+                buf.extend((0..k).map(|c| t.get(a, c).ln()));
+                buf
+            }
+            Self::Dense(q) => &q[a * k..(a + 1) * k],
+        }
+    }
+}
+
 /// Log of the mean latency between components (NaN where unknown), in one pass over the
 /// table.
-fn quotient<'t>(t: &'t Table, classes: &[Vec<usize>]) -> std::borrow::Cow<'t, [f64]> {
+fn quotient<'t>(t: &'t Table, classes: &[Vec<usize>]) -> Quotient<'t> {
     let k = classes.len();
     if classes.iter().all(|c| c.len() == 1) {
         // Classes are sorted: with single contexts they are the contexts in order.
-        return std::borrow::Cow::Borrowed(&t.log);
+        if k > ALL_PAIRS_UP_TO {
+            return Quotient::Table(t);
+        }
+        let mut q = vec![f64::NAN; k * k];
+        for a in 0..k {
+            for b in a + 1..k {
+                let v = t.get(a, b).ln();
+                q[a * k + b] = v;
+                q[b * k + a] = v;
+            }
+        }
+        return Quotient::Dense(q);
     }
     let mut of = vec![usize::MAX; t.n];
     for (i, c) in classes.iter().enumerate() {
@@ -172,12 +217,12 @@ fn quotient<'t>(t: &'t Table, classes: &[Vec<usize>]) -> std::borrow::Cow<'t, [f
             of[x] = i;
         }
     }
+    // The sums become the logarithms in place: each cell pair is read before it is written.
     let mut sum = vec![0.0_f64; k * k];
     let mut count = vec![0_u32; k * k];
     for a in 0..t.n {
         let ca = of[a];
-        let row = &t.lat[a * t.n..(a + 1) * t.n];
-        for (b, &v) in row.iter().enumerate().skip(a + 1) {
+        for (b, &v) in (a + 1..t.n).zip(t.upper_row(a)) {
             let cb = of[b];
             if ca == cb || v.is_nan() {
                 continue;
@@ -186,18 +231,20 @@ fn quotient<'t>(t: &'t Table, classes: &[Vec<usize>]) -> std::borrow::Cow<'t, [f
             count[ca * k + cb] += 1;
         }
     }
-    let mut q = vec![f64::NAN; k * k];
     for i in 0..k {
+        sum[i * k + i] = f64::NAN;
         for j in i + 1..k {
             let c = count[i * k + j] + count[j * k + i];
-            if c > 0 {
-                let mean = ((sum[i * k + j] + sum[j * k + i]) / f64::from(c)).ln();
-                q[i * k + j] = mean;
-                q[j * k + i] = mean;
-            }
+            let mean = if c > 0 {
+                ((sum[i * k + j] + sum[j * k + i]) / f64::from(c)).ln()
+            } else {
+                f64::NAN
+            };
+            sum[i * k + j] = mean;
+            sum[j * k + i] = mean;
         }
     }
-    std::borrow::Cow::Owned(q)
+    Quotient::Dense(sum)
 }
 
 /// Tables of at most this many components compare every pair of profiles on every column;
@@ -208,13 +255,124 @@ const ALL_PAIRS_UP_TO: usize = 384;
 /// where its SMT siblings and cluster mates are (the profile groups of a large machine).
 const CANDIDATES: usize = 24;
 
+/// Profile discrepancies between the `k` components of a round: of every pair (a small
+/// table, `k`×`k` row-major), or of each component's compared partners only (a large one;
+/// every other pair is at [`CAP`]), so that a large table holds no dense `k`×`k` matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Discrepancy {
+    k: usize,
+    /// Where each row's partners and values start (`k + 1` offsets); empty when dense.
+    start: Vec<usize>,
+    /// The partners of each row, ascending (empty when dense).
+    partners: Vec<u32>,
+    /// The values: dense `k`×`k`, or one per partner.
+    values: Vec<f64>,
+}
+
+impl Discrepancy {
+    /// Every pair at [`CAP`] but the diagonal (0), dense.
+    fn dense(k: usize) -> Self {
+        let mut values = vec![CAP; k * k];
+        for i in 0..k {
+            values[i * k + i] = 0.0;
+        }
+        Self {
+            k,
+            start: Vec::new(),
+            partners: Vec::new(),
+            values,
+        }
+    }
+
+    /// Room for the pairs of `compared` (sorted lists), each at [`CAP`].
+    fn sparse(compared: &[Vec<usize>]) -> Self {
+        let mut start = Vec::with_capacity(compared.len() + 1);
+        start.push(0);
+        let mut partners = Vec::new();
+        for list in compared {
+            partners.extend(list.iter().map(|&b| u32::try_from(b).unwrap_or(u32::MAX)));
+            start.push(partners.len());
+        }
+        Self {
+            k: compared.len(),
+            values: vec![CAP; partners.len()],
+            start,
+            partners,
+        }
+    }
+
+    /// Where the value of `(a, b)` is stored, if it is.
+    #[inline]
+    fn slot(&self, a: usize, b: usize) -> Option<usize> {
+        if self.start.is_empty() {
+            return Some(a * self.k + b);
+        }
+        let (lo, hi) = (self.start[a], self.start[a + 1]);
+        let b = u32::try_from(b).ok()?;
+        self.partners[lo..hi].binary_search(&b).ok().map(|i| lo + i)
+    }
+
+    /// Sets the value of `(a, b)` and `(b, a)` (a pair of the table's pattern).
+    fn set(&mut self, a: usize, b: usize, v: f64) {
+        for (x, y) in [(a, b), (b, a)] {
+            if let Some(i) = self.slot(x, y) {
+                self.values[i] = v;
+            }
+        }
+    }
+
+    /// The discrepancy of `a` and `b`: 0 on the diagonal, [`CAP`] for a pair not compared.
+    #[inline]
+    pub(crate) fn get(&self, a: usize, b: usize) -> f64 {
+        if a == b && !self.start.is_empty() {
+            return 0.0;
+        }
+        self.slot(a, b).map_or(CAP, |i| self.values[i])
+    }
+
+    /// The smallest discrepancy of `x` to any component but itself and `other`
+    /// (infinite when there is none).
+    pub(crate) fn nearest_except(&self, x: usize, other: usize) -> f64 {
+        if self.start.is_empty() {
+            return (0..self.k)
+                .filter(|&c| c != x && c != other)
+                .map(|c| self.values[x * self.k + c])
+                .fold(f64::INFINITY, f64::min);
+        }
+        let (lo, hi) = (self.start[x], self.start[x + 1]);
+        let mut seen = 0;
+        let mut best = f64::INFINITY;
+        for (&c, &v) in self.partners[lo..hi].iter().zip(&self.values[lo..hi]) {
+            let c = c as usize;
+            if c != x && c != other {
+                seen += 1;
+                best = best.min(v);
+            }
+        }
+        // The columns not compared are at the cap.
+        let columns = (0..self.k).filter(|&c| c != x && c != other).count();
+        if seen < columns {
+            best = best.min(CAP);
+        }
+        best
+    }
+
+    #[cfg(test)]
+    /// Bytes its tables hold.
+    pub(crate) fn bytes(&self) -> usize {
+        self.values.capacity() * std::mem::size_of::<f64>()
+            + self.partners.capacity() * std::mem::size_of::<u32>()
+            + self.start.capacity() * std::mem::size_of::<usize>()
+    }
+}
+
 /// The profile discrepancies of a round.
 pub(crate) struct Comparisons {
     pub(crate) k: usize,
-    /// Discrepancy with the partner veto (row-major; [`CAP`] for pairs not compared).
-    pub(crate) e: Vec<f64>,
+    /// Discrepancy with the partner veto ([`CAP`] for pairs not compared).
+    pub(crate) e: Discrepancy,
     /// Discrepancy without the partner veto.
-    pub(crate) plain: Vec<f64>,
+    pub(crate) plain: Discrepancy,
     /// For a large table, the components each one was compared with (sorted); `None` when
     /// every pair was compared.
     pub(crate) compared: Option<Vec<Vec<usize>>>,
@@ -235,7 +393,7 @@ impl Comparisons {
 /// stands for). Small tables compare every pair on every column; large ones each
 /// component with its nearest by latency, on sampled columns. Pairs are shared out among
 /// the available cores.
-pub(crate) fn compare(q: &[f64], k: usize, w: &[f64]) -> Comparisons {
+pub(crate) fn compare(q: &Quotient<'_>, k: usize, w: &[f64]) -> Comparisons {
     let near = nearest_two(q, k);
     let unit = w.iter().all(|&x| x == 1.0);
     let large = k > ALL_PAIRS_UP_TO;
@@ -267,13 +425,23 @@ pub(crate) fn compare(q: &[f64], k: usize, w: &[f64]) -> Comparisons {
                 scope.spawn(move || {
                     let mut buf: Vec<(f64, f64)> = Vec::with_capacity(k);
                     let mut flat: Vec<f64> = Vec::with_capacity(k);
+                    let mut rows = (Vec::new(), Vec::new());
                     part.iter()
                         .map(|&(a, b)| match sample {
                             Some(s) => sampled_discrepancy(
-                                q, k, w, unit, s, near, a, b, &mut buf, &mut flat,
+                                &Columns { q, k, w, unit },
+                                s,
+                                near,
+                                a,
+                                b,
+                                &mut buf,
+                                &mut flat,
                             ),
                             None => {
-                                pair_discrepancy(q, k, w, unit, near, a, b, &mut buf, &mut flat)
+                                let ra = q.row(k, a, &mut rows.0);
+                                let rb = q.row(k, b, &mut rows.1);
+                                let c = Columns { q, k, w, unit };
+                                pair_discrepancy(&c, near, (a, ra), (b, rb), &mut buf, &mut flat)
                             }
                         })
                         .collect()
@@ -285,17 +453,14 @@ pub(crate) fn compare(q: &[f64], k: usize, w: &[f64]) -> Comparisons {
             .map(|h| h.join().unwrap_or_default())
             .collect()
     });
-    let mut e = vec![CAP; k * k];
-    let mut plain = vec![CAP; k * k];
-    for i in 0..k {
-        e[i * k + i] = 0.0;
-        plain[i * k + i] = 0.0;
-    }
+    let mut e = match &compared {
+        Some(c) => Discrepancy::sparse(c),
+        None => Discrepancy::dense(k),
+    };
+    let mut plain = e.clone();
     for (&(a, b), (v, p)) in pairs.iter().zip(values.into_iter().flatten()) {
-        e[a * k + b] = v;
-        e[b * k + a] = v;
-        plain[a * k + b] = p;
-        plain[b * k + a] = p;
+        e.set(a, b, v);
+        plain.set(a, b, p);
     }
     Comparisons {
         k,
@@ -306,18 +471,20 @@ pub(crate) fn compare(q: &[f64], k: usize, w: &[f64]) -> Comparisons {
 }
 
 /// For each component, its [`CANDIDATES`] nearest components by latency, nearest first.
-fn nearest_by_latency(q: &[f64], k: usize) -> Vec<Vec<usize>> {
+fn nearest_by_latency(q: &Quotient<'_>, k: usize) -> Vec<Vec<usize>> {
+    let mut buf = Vec::new();
     (0..k)
         .map(|a| {
-            let row = &q[a * k..(a + 1) * k];
+            let row = q.row(k, a, &mut buf);
             let mut order: Vec<usize> = (0..k).filter(|&c| c != a && !row[c].is_nan()).collect();
             let keep = CANDIDATES.min(order.len());
             if keep > 0 && keep < order.len() {
                 order.select_nth_unstable_by(keep - 1, |&x, &y| row[x].total_cmp(&row[y]));
             }
-            order.truncate(keep);
-            order.sort_by(|&x, &y| row[x].total_cmp(&row[y]));
-            order
+            // A list of its own size: the room for every component is not kept.
+            let mut nearest = order[..keep].to_vec();
+            nearest.sort_by(|&x, &y| row[x].total_cmp(&row[y]));
+            nearest
         })
         .collect()
 }
@@ -341,25 +508,30 @@ fn candidates(k: usize, nearest: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
     out
 }
 
-/// The discrepancy of one pair, with and without the partner veto.
-#[allow(clippy::too_many_arguments)]
-fn pair_discrepancy(
-    q: &[f64],
+/// The columns of a round's comparisons: the quotient, its size, the weight of each
+/// column and whether every weight is 1.
+struct Columns<'a, 'q> {
+    q: &'a Quotient<'q>,
     k: usize,
-    w: &[f64],
+    w: &'a [f64],
     unit: bool,
+}
+
+/// The discrepancy of one pair (`a` and `b` with their rows), with and without the
+/// partner veto.
+fn pair_discrepancy(
+    cols: &Columns<'_, '_>,
     near: &[[usize; 2]],
-    a: usize,
-    b: usize,
+    (a, ra): (usize, &[f64]),
+    (b, rb): (usize, &[f64]),
     buf: &mut Vec<(f64, f64)>,
     flat: &mut Vec<f64>,
 ) -> (f64, f64) {
+    let (q, k, w, unit) = (cols.q, cols.k, cols.w, cols.unit);
     let total: f64 = if unit { k as f64 } else { w.iter().sum() };
     let columns = total - w[a] - w[b];
     let exit_weight = 0.1 * columns + 2.0;
     let mut big = 0.0;
-    let ra = &q[a * k..(a + 1) * k];
-    let rb = &q[b * k..(b + 1) * k];
     buf.clear();
     flat.clear();
     for c in 0..k {
@@ -412,12 +584,12 @@ struct Sample {
 impl Sample {
     /// The sample of `q`; `nearest[a]` lists `a`'s nearest components by latency, nearest
     /// first.
-    fn new(q: &[f64], k: usize, nearest: &[Vec<usize>]) -> Self {
+    fn new(q: &Quotient<'_>, k: usize, nearest: &[Vec<usize>]) -> Self {
         let step = k.div_ceil(SAMPLE_COLUMNS).max(1);
         let width = k.div_ceil(step);
         let mut columns = Vec::with_capacity(k * width);
         for a in 0..k {
-            columns.extend(q[a * k..(a + 1) * k].iter().step_by(step));
+            columns.extend((0..k).step_by(step).map(|c| q.at(k, a, c)));
         }
         let near = nearest
             .iter()
@@ -435,12 +607,8 @@ impl Sample {
 /// [`pair_discrepancy`] on the sampled columns and both rows' nearest contexts: the same
 /// statistic, estimated from a quarter of the columns or fewer, exact where siblings and
 /// cluster mates differ.
-#[allow(clippy::too_many_arguments)]
 fn sampled_discrepancy(
-    q: &[f64],
-    k: usize,
-    w: &[f64],
-    unit: bool,
+    cols: &Columns<'_, '_>,
     sample: &Sample,
     near: &[[usize; 2]],
     a: usize,
@@ -448,8 +616,7 @@ fn sampled_discrepancy(
     buf: &mut Vec<(f64, f64)>,
     flat: &mut Vec<f64>,
 ) -> (f64, f64) {
-    let ra = &q[a * k..(a + 1) * k];
-    let rb = &q[b * k..(b + 1) * k];
+    let (q, k, w, unit) = (cols.q, cols.k, cols.w, cols.unit);
     flat.clear();
     buf.clear();
     let step = sample.step;
@@ -488,7 +655,8 @@ fn sampled_discrepancy(
     }
     for (i, &c) in sample.near[a].iter().chain(&sample.near[b]).enumerate() {
         let repeated = i >= sample.near[a].len() && sample.near[a].contains(&c);
-        if c % step != 0 && !repeated && !take(c, (ra[c] - rb[c]).abs(), flat, buf) {
+        if c % step != 0 && !repeated && !take(c, (q.at(k, a, c) - q.at(k, b, c)).abs(), flat, buf)
+        {
             return (CAP, CAP);
         }
     }
@@ -502,13 +670,14 @@ fn sampled_discrepancy(
 }
 
 /// For each row, its two nearest other components by latency (log), `usize::MAX` when absent.
-fn nearest_two(q: &[f64], k: usize) -> Vec<[usize; 2]> {
+fn nearest_two(q: &Quotient<'_>, k: usize) -> Vec<[usize; 2]> {
+    let mut buf = Vec::new();
     (0..k)
         .map(|a| {
             let mut best = [usize::MAX; 2];
             let mut val = [f64::INFINITY; 2];
-            for c in 0..k {
-                let x = q[a * k + c];
+            let row = q.row(k, a, &mut buf);
+            for (c, &x) in row.iter().enumerate() {
                 if c == a || x.is_nan() {
                     continue;
                 }
@@ -529,7 +698,7 @@ fn nearest_two(q: &[f64], k: usize) -> Vec<[usize; 2]> {
 /// (its nearest component other than `b`) that `b` sees [`PARTNER_RATIO`] times farther,
 /// `a` and `b` are not twins (for example a context whose SMT sibling the other lacks).
 /// Returns that column's difference, or 0.
-fn partner_veto(q: &[f64], k: usize, near: &[[usize; 2]], a: usize, b: usize) -> f64 {
+fn partner_veto(q: &Quotient<'_>, k: usize, near: &[[usize; 2]], a: usize, b: usize) -> f64 {
     let mut veto: f64 = 0.0;
     for (x, y) in [(a, b), (b, a)] {
         let c = if near[x][0] == y {
@@ -540,8 +709,8 @@ fn partner_veto(q: &[f64], k: usize, near: &[[usize; 2]], a: usize, b: usize) ->
         if c == usize::MAX {
             continue;
         }
-        let dx = q[x * k + c];
-        let dy = q[y * k + c];
+        let dx = q.at(k, x, c);
+        let dy = q.at(k, y, c);
         if !dx.is_nan() && !dy.is_nan() && dy - dx >= PARTNER_RATIO.ln() {
             veto = veto.max(dy - dx);
         }
@@ -731,12 +900,13 @@ type Accepted = (Vec<usize>, f64, f64, f64, f64);
 /// separation reaches [`SEPARATION`], without overlaps.
 fn accept(cmp: &Comparisons, floor: f64) -> Vec<Accepted> {
     let (e, plain, k) = (&cmp.e, &cmp.plain, cmp.k);
+    let e = |a: usize, b: usize| e.get(a, b);
     // Neighbours of each leaf by increasing discrepancy (the compared ones of a large
     // table: every other one is at the cap).
     let order: Vec<Vec<usize>> = (0..k)
         .map(|a| {
             let mut o: Vec<usize> = cmp.partners(a).collect();
-            o.sort_by(|&x, &y| e[a * k + x].total_cmp(&e[a * k + y]));
+            o.sort_by(|&x, &y| e(a, x).total_cmp(&e(a, y)));
             o
         })
         .collect();
@@ -746,9 +916,9 @@ fn accept(cmp: &Comparisons, floor: f64) -> Vec<Accepted> {
     // one.
     let limit = CAP / SEPARATION;
     let mut part = crate::linkage::UnionFind::new(k);
-    for a in 0..k {
-        for &b in &order[a] {
-            if e[a * k + b] >= limit {
+    for (a, row) in order.iter().enumerate() {
+        for &b in row {
+            if e(a, b) >= limit {
                 break;
             }
             part.union(a, b);
@@ -764,7 +934,7 @@ fn accept(cmp: &Comparisons, floor: f64) -> Vec<Accepted> {
         let mut sub = vec![0.0; m * m];
         for (i, &a) in members.iter().enumerate() {
             for (j, &b) in members.iter().enumerate() {
-                sub[i * m + j] = if i == j { f64::NAN } else { e[a * k + b] };
+                sub[i * m + j] = if i == j { f64::NAN } else { e(a, b) };
             }
         }
         let den = cluster(&sub, m, Linkage::Complete);
@@ -784,7 +954,7 @@ fn accept(cmp: &Comparisons, floor: f64) -> Vec<Accepted> {
             let mut outside = CAP;
             for &a in &leaves {
                 if let Some(&b) = order[a].iter().find(|&&b| !inside[b]) {
-                    outside = outside.min(e[a * k + b]);
+                    outside = outside.min(e(a, b));
                 }
             }
             for &x in &leaves {
@@ -812,7 +982,7 @@ fn accept(cmp: &Comparisons, floor: f64) -> Vec<Accepted> {
         let mut plain_outside = CAP;
         for &a in &leaves {
             for b in cmp.partners(a) {
-                let v = plain[a * k + b];
+                let v = plain.get(a, b);
                 if mine[b] {
                     plain_within = plain_within.max(v);
                 } else {
@@ -835,18 +1005,15 @@ fn accept(cmp: &Comparisons, floor: f64) -> Vec<Accepted> {
 /// outlier measurement, not a component; a noisy context without a closer twin is not.
 /// `plain` is the first round's profile distance between contexts (without the partner
 /// veto), see [`Profiles::first_round`].
-pub(crate) fn profiles_confirm_pair(plain: &[f64], k: usize, a: usize, b: usize) -> bool {
-    let nearest = |x: usize, other: usize| {
-        (0..k)
-            .filter(|&c| c != x && c != other)
-            .map(|c| plain[x * k + c])
-            .fold(f64::INFINITY, f64::min)
-    };
-    plain[a * k + b] <= 2.0 * nearest(a, b).max(nearest(b, a))
+pub(crate) fn profiles_confirm_pair(plain: &Discrepancy, a: usize, b: usize) -> bool {
+    plain.get(a, b) <= 2.0 * plain.nearest_except(a, b).max(plain.nearest_except(b, a))
 }
 
 /// [`profiles_confirm_pair`] on the first round of the profiles (every pair is confirmed when the
 /// table was too small for profiles).
-pub(crate) fn confirmed_by_profiles(profiles: &Profiles, n: usize, a: usize, b: usize) -> bool {
-    profiles.first_round.len() != n * n || profiles_confirm_pair(&profiles.first_round, n, a, b)
+pub(crate) fn confirmed_by_profiles(profiles: &Profiles, a: usize, b: usize) -> bool {
+    profiles
+        .first_round
+        .as_ref()
+        .is_none_or(|d| profiles_confirm_pair(d, a, b))
 }

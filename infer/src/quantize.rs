@@ -27,9 +27,9 @@ const ROUNDING: f64 = 1e-3;
 
 /// Distinct values of sorted `v` (values within [`ROUNDING`] of the first of a run are
 /// one), with their counts.
-fn distinct(v: &[f64]) -> Vec<(f64, usize)> {
+fn distinct<T: Copy + Into<f64>>(v: &[T]) -> Vec<(f64, usize)> {
     let mut out: Vec<(f64, usize)> = Vec::new();
-    for &x in v {
+    for x in v.iter().map(|&x| x.into()) {
         match out.last_mut() {
             Some((l, c)) if x - *l <= ROUNDING * l.abs() => *c += 1,
             _ => out.push((x, 1)),
@@ -47,12 +47,12 @@ fn distinct(v: &[f64]) -> Vec<(f64, usize)> {
 /// At least [`MIN_DISTINCT`] distinct values are needed: three equally spaced latency
 /// levels (say 11, 43 and 76 ns) fit a grid by coincidence, not because of the timer; and
 /// values must repeat (fewer distinct values than a quarter of them).
-pub(crate) fn detect(sorted: &[f64]) -> Option<Quantization> {
+pub(crate) fn detect<T: Copy + Into<f64>>(sorted: &[T]) -> Option<Quantization> {
     if sorted.len() < 8 {
         return None;
     }
-    let median = sorted[sorted.len() / 2];
-    let low = sorted[sorted.len() / 10];
+    let median: f64 = sorted[sorted.len() / 2].into();
+    let low: f64 = sorted[sorted.len() / 10].into();
     if low <= 0.0 {
         return None;
     }
@@ -61,7 +61,7 @@ pub(crate) fn detect(sorted: &[f64]) -> Option<Quantization> {
     // A continuous table has about as many distinct values as values: look at a sample
     // first, so that a large table is not scanned for a grid it does not have.
     let stride = (sorted.len() / 4096).max(1);
-    let sample: Vec<f64> = sorted.iter().copied().step_by(stride).collect();
+    let sample: Vec<f64> = sorted.iter().map(|&x| x.into()).step_by(stride).collect();
     if stride > 1 && distinct(&sample).len() * 4 > sample.len() {
         return None;
     }
@@ -83,7 +83,7 @@ pub(crate) fn detect(sorted: &[f64]) -> Option<Quantization> {
     let offset = values
         .iter()
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.total_cmp(&a.0)))
-        .map_or(sorted[0], |v| v.0);
+        .map_or(sorted[0].into(), |v| v.0);
     // A spacing read from rounded values is refined on the farthest value that lies near
     // its grid, so that the error does not grow with the distance from the offset.
     let refine = |step: f64| -> f64 {
@@ -126,7 +126,7 @@ pub(crate) fn detect(sorted: &[f64]) -> Option<Quantization> {
 
 /// The smallest spacing between distinct values of `sorted` (ascending) latencies that is
 /// above their printed rounding: what a table resolves when it shows no timer step.
-pub(crate) fn finest_spacing(sorted: &[f64]) -> Option<f64> {
+pub(crate) fn finest_spacing<T: Copy + Into<f64>>(sorted: &[T]) -> Option<f64> {
     let values = distinct(sorted);
     values
         .windows(2)

@@ -71,7 +71,7 @@ pub(crate) struct Context<'a> {
     /// The thresholds between the latency classes (what makes a latency level).
     pub(crate) thresholds: &'a [f64],
     /// The profile discrepancy of every pair of contexts (row-major), when computed.
-    pub(crate) profile_distance: Option<&'a [f64]>,
+    pub(crate) profile_distance: Option<&'a crate::profiles::Discrepancy>,
 }
 
 /// "as given" or "as the file says".

@@ -133,13 +133,13 @@ fn cores_of(tree: &ComponentTree, roles: &Roles, members: &[usize]) -> Vec<Vec<u
 
 /// The largest profile discrepancy between two of `cores` (contexts of different cores):
 /// how far they are from sharing a profile.
-fn odd_cores(distance: &[f64], n: usize, cores: &[Vec<usize>]) -> f64 {
+fn odd_cores(distance: &crate::profiles::Discrepancy, cores: &[Vec<usize>]) -> f64 {
     let mut most = 0.0_f64;
     for (i, a) in cores.iter().enumerate() {
         for b in &cores[i + 1..] {
             for &x in a {
                 for &y in b {
-                    most = most.max(distance[x * n + y]);
+                    most = most.max(distance.get(x, y));
                 }
             }
         }
@@ -156,7 +156,7 @@ pub(crate) fn weak_groups(
     tree: &ComponentTree,
     roles: &Roles,
     noise: &Noise,
-    profile_distance: Option<&[f64]>,
+    profile_distance: Option<&crate::profiles::Discrepancy>,
 ) -> Vec<Dropped> {
     let mut out = Vec::new();
     for (id, node) in tree.nodes.iter().enumerate() {
@@ -230,7 +230,7 @@ pub(crate) fn weak_groups(
                 && log.abs() < floor
                 && rest_cores.len() >= 2
                 && rest_cores.len() < mine.len()
-                && profile_distance.is_some_and(|d| odd_cores(d, t.n, &rest_cores) >= 0.5 * profile)
+                && profile_distance.is_some_and(|d| odd_cores(d, &rest_cores) >= 0.5 * profile)
             {
                 out.push(drop(DropReason::OddCores));
             }

@@ -5,14 +5,16 @@ use topoprobe_model::LatencyMatrix;
 use crate::error::InferError;
 use crate::quantize::{self, Quantization};
 
-/// A symmetric latency table with missing entries as NaN, and its logarithm.
+/// A symmetric latency table with missing entries as NaN.
+///
+/// One `f64` per unordered pair (the upper triangle, row by row: 4 bytes per entry of the
+/// N×N table); the logarithm the profile comparisons need is taken as they read it.
 #[derive(Debug, Clone)]
 pub(crate) struct Table {
     pub(crate) n: usize,
-    /// Latency, row-major, NaN where missing and on the diagonal.
-    pub(crate) lat: Vec<f64>,
-    /// Natural log of `lat`.
-    pub(crate) log: Vec<f64>,
+    /// Latency of the pairs `a < b`, upper triangle row by row ([`Table::upper_row`]), NaN
+    /// where missing.
+    lat: Vec<f64>,
     /// Largest relative difference between the two directions of a pair.
     pub(crate) asymmetry: f64,
     /// Relative noise of one measured direction, estimated from the disagreement of the two
@@ -28,7 +30,69 @@ pub(crate) struct Table {
     /// The timer's step, when the latencies come in coarse steps.
     pub(crate) quant: Option<Quantization>,
     /// The present values of the upper triangle, ascending.
-    pub(crate) sorted: Vec<f64>,
+    pub(crate) sorted: Sorted,
+}
+
+/// From this many values on, they are sorted to single precision.
+const SINGLE_FROM: usize = 4096;
+
+/// The present values of a table, ascending: exact for fewer than [`SINGLE_FROM`] values;
+/// from there on to single precision (their `f32` roundings, which order such values as
+/// numbers do; values within one part in 10⁷ of each other may stay in any order), held as
+/// `f32` (2 bytes per entry of the N×N table) and sorted in linear time.
+#[derive(Debug, Clone)]
+pub(crate) enum Sorted {
+    /// The values themselves.
+    Exact(Vec<f64>),
+    /// Their single-precision roundings.
+    Single(Vec<f32>),
+}
+
+impl Sorted {
+    /// The values, sorted (non-negative and finite).
+    fn of<I: Iterator<Item = f64> + Clone>(values: I) -> Self {
+        let count = values.clone().count();
+        if count < SINGLE_FROM {
+            let mut v: Vec<f64> = values.collect();
+            v.sort_by(f64::total_cmp);
+            return Self::Exact(v);
+        }
+        let mut keys: Vec<u32> = Vec::with_capacity(count);
+        #[allow(clippy::cast_possible_truncation)]
+        keys.extend(values.map(|x| (x as f32).to_bits()));
+        radix_sort(&mut keys);
+        Self::Single(keys.into_iter().map(f32::from_bits).collect())
+    }
+
+    /// The number of values.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::Exact(v) => v.len(),
+            Self::Single(v) => v.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `i`-th smallest value.
+    pub(crate) fn get(&self, i: usize) -> f64 {
+        match self {
+            Self::Exact(v) => v[i],
+            Self::Single(v) => f64::from(v[i]),
+        }
+    }
+
+    #[cfg(test)]
+    /// Bytes it holds.
+    fn bytes(&self) -> usize {
+        match self {
+            Self::Exact(v) => v.capacity() * std::mem::size_of::<f64>(),
+            Self::Single(v) => v.capacity() * std::mem::size_of::<f32>(),
+        }
+    }
 }
 
 /// The largest latency a table may hold (as a matrix file and a description may).
@@ -98,11 +162,13 @@ impl Table {
         let read = |v: Option<f64>| v.map(|v| resolvable(v, floor));
         let mut clock = std::time::Instant::now();
         crate::timing::stage("   check", &mut clock);
-        let mut lat = vec![f64::NAN; n * n];
+        let mut lat = vec![f64::NAN; n * (n - 1) / 2];
         let mut zeros = Vec::new();
         let mut asymmetry: f64 = 0.0;
         // |ln(x/y)| of the pairs whose two directions differ, and how many agree exactly.
-        let mut directions: Vec<f64> = Vec::new();
+        // Room for every pair is reserved, not touched: a symmetric table uses none of it,
+        // and a directed one never copies it to grow.
+        let mut directions: Vec<f64> = Vec::with_capacity(n * (n - 1) / 2);
         let mut agreeing = 0_usize;
         let mut missing_pairs = 0;
         let mut measured = vec![false; n];
@@ -141,8 +207,7 @@ impl Table {
                         }
                         measured[a] = true;
                         measured[b] = true;
-                        lat[a * n + b] = v;
-                        lat[b * n + a] = v;
+                        lat[tri(n, a, b)] = v;
                     }
                 }
             }
@@ -152,8 +217,16 @@ impl Table {
         if let Some(a) = measured.iter().position(|&m| !m).filter(|_| every_context) {
             return Err(InferError::Unmeasured(a));
         }
-        let mut sorted: Vec<f64> = upper(&lat, n).filter(|&v| v > 0.0).collect();
-        sort_positive(&mut sorted);
+        // |ln x - ln y| of two independent copies with noise sigma has median
+        // 0.6745 * sqrt(2) * sigma.
+        // Pairs whose directions agree exactly (a symmetric file) say nothing of the noise;
+        // a directed measurement has (nearly) none. Taken before the sort, so that the two
+        // tables of N²/2 values are never held at once.
+        let directional_noise = (directions.len() >= MIN_DIRECTED_PAIRS
+            && directions.len() > agreeing)
+            .then(|| median(&mut directions) / (0.6745 * std::f64::consts::SQRT_2));
+        drop(directions);
+        let mut sorted = Sorted::of(upper(&lat).filter(|&v| v > 0.0));
         if sorted.is_empty() {
             // Every latency is zero: nothing to resolve.
             return Err(InferError::BadValue {
@@ -163,36 +236,32 @@ impl Table {
             });
         }
         crate::timing::stage("   sort", &mut clock);
-        let quant = quantize::detect(&sorted);
+        let quant = match &sorted {
+            Sorted::Exact(v) => quantize::detect(v),
+            Sorted::Single(v) => quantize::detect(v),
+        };
         crate::timing::stage("   detect", &mut clock);
         // One timer step: the detected step, else the finest spacing of the values, and at
         // most half the smallest latency measured (a 0 is faster than any of them).
         let zero_value = quant
             .map(|q| q.step)
-            .or_else(|| quantize::finest_spacing(&sorted))
+            .or_else(|| match &sorted {
+                Sorted::Exact(v) => quantize::finest_spacing(v),
+                Sorted::Single(v) => quantize::finest_spacing(v),
+            })
             .unwrap_or(f64::INFINITY)
-            .min(sorted[0] / 2.0);
+            .min(sorted.get(0) / 2.0);
         for &(a, b) in &zeros {
-            lat[a * n + b] = zero_value;
-            lat[b * n + a] = zero_value;
+            lat[tri(n, a, b)] = zero_value;
         }
         if !zeros.is_empty() {
-            sorted = upper(&lat, n).collect();
-            sort_positive(&mut sorted);
+            drop(sorted);
+            sorted = Sorted::of(upper(&lat));
         }
-        let log = mirrored_log(&lat, n);
-        crate::timing::stage("   log", &mut clock);
-        // |ln x - ln y| of two independent copies with noise sigma has median
-        // 0.6745 * sqrt(2) * sigma.
-        // Pairs whose directions agree exactly (a symmetric file) say nothing of the noise;
-        // a directed measurement has (nearly) none.
-        let directional_noise = (directions.len() >= MIN_DIRECTED_PAIRS
-            && directions.len() > agreeing)
-            .then(|| median(&mut directions) / (0.6745 * std::f64::consts::SQRT_2));
+        crate::timing::stage("   zeros", &mut clock);
         Ok(Self {
             n,
             lat,
-            log,
             asymmetry,
             directional_noise,
             missing_pairs,
@@ -213,27 +282,52 @@ impl Table {
         if self.sorted.is_empty() {
             return f64::NAN;
         }
-        self.sorted[((self.sorted.len() - 1) as f64 * q).floor() as usize]
+        self.sorted
+            .get(((self.sorted.len() - 1) as f64 * q).floor() as usize)
     }
 
-    /// A copy with the given pairs removed (treated as missing in both directions).
-    pub(crate) fn without(&self, pairs: &[(usize, usize)]) -> Self {
-        let mut t = self.clone();
+    /// The table with the given pairs removed (treated as missing in both directions),
+    /// changed in place.
+    pub(crate) fn without(mut self, pairs: &[(usize, usize)]) -> Self {
         for &(a, b) in pairs {
-            for (x, y) in [(a, b), (b, a)] {
-                t.lat[x * t.n + y] = f64::NAN;
-                t.log[x * t.n + y] = f64::NAN;
+            if a != b {
+                self.lat[tri(self.n, a, b)] = f64::NAN;
             }
-            t.missing_pairs += 1;
+            self.missing_pairs += 1;
         }
-        t.sorted = upper(&t.lat, t.n).collect();
-        sort_positive(&mut t.sorted);
-        t
+        self.sorted = Sorted::Exact(Vec::new());
+        self.sorted = Sorted::of(upper(&self.lat));
+        self
     }
 
+    /// The latency of a pair (NaN when missing, and on the diagonal).
     #[inline]
     pub(crate) fn get(&self, a: usize, b: usize) -> f64 {
-        self.lat[a * self.n + b]
+        if a == b {
+            f64::NAN
+        } else {
+            self.lat[tri(self.n, a, b)]
+        }
+    }
+
+    /// The latencies from `a` to `a + 1 .. n`, in order.
+    #[inline]
+    pub(crate) fn upper_row(&self, a: usize) -> &[f64] {
+        let start = tri(self.n, a, a + 1).min(self.lat.len());
+        &self.lat[start..start + (self.n - a - 1)]
+    }
+
+    /// Frees the sorted values once the analysis that reads them is over (a quantile is
+    /// then NaN).
+    pub(crate) fn release_sorted(&mut self) {
+        self.sorted = Sorted::Exact(Vec::new());
+    }
+
+    #[cfg(test)]
+    /// Bytes of the N² working tables this table holds (its triangle and its sorted
+    /// values), for the memory budget of docs/LIMITS.md.
+    pub(crate) fn table_bytes(&self) -> usize {
+        self.lat.capacity() * std::mem::size_of::<f64>() + self.sorted.bytes()
     }
 
     /// Latencies of the pairs with one end in each set.
@@ -265,46 +359,26 @@ impl Table {
     }
 }
 
-/// The natural log of a symmetric row-major table, one logarithm per pair.
-fn mirrored_log(lat: &[f64], n: usize) -> Vec<f64> {
-    let mut log = vec![f64::NAN; n * n];
-    for a in 0..n {
-        for b in a + 1..n {
-            log[a * n + b] = lat[a * n + b].ln();
-        }
-    }
-    for a in 0..n {
-        for b in 0..a {
-            log[a * n + b] = log[b * n + a];
-        }
-    }
-    log
+/// The index of the pair `(a, b)`, `a != b`, in the upper triangle of an `n`-context
+/// table stored row by row.
+#[inline]
+fn tri(n: usize, a: usize, b: usize) -> usize {
+    let (a, b) = if a < b { (a, b) } else { (b, a) };
+    a * (2 * n - a - 1) / 2 + (b - a - 1)
 }
 
-/// The present values of the upper triangle of a row-major table.
-fn upper(lat: &[f64], n: usize) -> impl Iterator<Item = f64> + '_ {
-    (0..n).flat_map(move |a| {
-        lat[a * n + a + 1..(a + 1) * n]
-            .iter()
-            .copied()
-            .filter(|v| !v.is_nan())
-    })
+/// The present values of a triangle, in its order (row by row).
+fn upper(lat: &[f64]) -> impl Iterator<Item = f64> + Clone + '_ {
+    lat.iter().copied().filter(|v| !v.is_nan())
 }
 
-/// Sorts non-negative finite values ascending, to single precision (a radix sort on the
-/// bits of their `f32` roundings, which order such values as numbers do; values within
-/// one part in 10⁷ of each other may stay in any order): linear in the number of values,
-/// for the N²/2 latencies of a large table.
-pub(crate) fn sort_positive(v: &mut [f64]) {
-    if v.len() < 4096 {
-        v.sort_by(f64::total_cmp);
-        return;
-    }
-    let mut keys: Vec<u32> = v.iter().map(|&x| (x as f32).to_bits()).collect();
+/// Sorts the bits of non-negative finite `f32` values (which order as the values do):
+/// a radix sort, linear in the number of values, for the N²/2 latencies of a large table.
+fn radix_sort(keys: &mut Vec<u32>) {
     let mut buf = vec![0_u32; keys.len()];
     for shift in [0, 16] {
         let mut count = vec![0_usize; 1 << 16];
-        for &k in &keys {
+        for &k in keys.iter() {
             count[((k >> shift) & 0xffff) as usize] += 1;
         }
         if count.contains(&keys.len()) {
@@ -316,15 +390,12 @@ pub(crate) fn sort_positive(v: &mut [f64]) {
             *c = start;
             start += here;
         }
-        for &k in &keys {
+        for &k in keys.iter() {
             let d = ((k >> shift) & 0xffff) as usize;
             buf[count[d]] = k;
             count[d] += 1;
         }
-        std::mem::swap(&mut keys, &mut buf);
-    }
-    for (x, k) in v.iter_mut().zip(keys) {
-        *x = f64::from(f32::from_bits(k));
+        std::mem::swap(keys, &mut buf);
     }
 }
 

@@ -205,7 +205,7 @@ pub(crate) fn family(
         } else if c.members.len() == 2
             && c.profile.is_none()
             && c.os.is_none()
-            && !crate::profiles::confirmed_by_profiles(profiles, t.n, c.members[0], c.members[1])
+            && !crate::profiles::confirmed_by_profiles(profiles, c.members[0], c.members[1])
         {
             Some(DropReason::OutlierPair)
         } else {

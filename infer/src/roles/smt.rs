@@ -649,14 +649,14 @@ fn garbled_pairs(cx: &Context<'_>, tree: &ComponentTree, kind: &[Kind]) -> Vec<V
         // How unlike the siblings of the cores are at most.
         let alike = cores
             .iter()
-            .map(|c| d[c[0] * n + c[1]])
+            .map(|c| d.get(c[0], c[1]))
             .fold(0.0_f64, f64::max);
         let mut free: Vec<usize> = left.clone();
         while free.len() >= 2 {
             let mut best: Option<(f64, usize, usize)> = None;
             for (i, &a) in free.iter().enumerate() {
                 for &b in &free[i + 1..] {
-                    let v = d[a * n + b];
+                    let v = d.get(a, b);
                     if best.is_none_or(|x| v < x.0) {
                         best = Some((v, a, b));
                     }
@@ -667,7 +667,7 @@ fn garbled_pairs(cx: &Context<'_>, tree: &ComponentTree, kind: &[Kind]) -> Vec<V
             let nearest = |x: usize, y: usize| {
                 (0..n)
                     .filter(|&c| c != x && c != y)
-                    .all(|c| d[x * n + c] >= v)
+                    .all(|c| d.get(x, c) >= v)
             };
             let lat = t.get(a, b);
             if v > 2.0 * alike.max(1e-3)

@@ -105,36 +105,49 @@ impl Split {
             }
         }
         let k = sets.len();
-        let mut cross = Vec::new();
-        let mut inside: Vec<Vec<f64>> = vec![Vec::new(); k];
-        let mut links: Vec<Vec<f64>> = vec![Vec::new(); k * k];
-        for a in 0..t.n {
-            for b in a + 1..t.n {
-                let v = t.get(a, b);
-                let (pa, pb) = (part[a], part[b]);
-                if v.is_nan() || pa == usize::MAX || pb == usize::MAX {
-                    continue;
-                }
-                if pa == pb {
-                    inside[pa].push(v);
-                } else {
-                    cross.push(v);
-                    links[pa.min(pb) * k + pa.max(pb)].push(v);
+        // Every pair with both ends in parts: `f(a's part, b's part, latency)`.
+        let each = |f: &mut dyn FnMut(usize, usize, f64)| {
+            for a in 0..t.n {
+                for b in a + 1..t.n {
+                    let v = t.get(a, b);
+                    let (pa, pb) = (part[a], part[b]);
+                    if v.is_nan() || pa == usize::MAX || pb == usize::MAX {
+                        continue;
+                    }
+                    f(pa, pb, v);
                 }
             }
-        }
+        };
+        let mut inside: Vec<Vec<f64>> = vec![Vec::new(); k];
+        each(&mut |pa, pb, v| {
+            if pa == pb {
+                inside[pa].push(v);
+            }
+        });
+        // The medians of the pairs across parts (group 0) and of each link (group
+        // `1 + pa·k + pb`, `pa < pb`), streamed: the pairs across are never held as a list.
+        let (across, count) =
+            crate::select::medians(1 + k * k, &|f: &mut dyn FnMut(usize, f64)| {
+                each(&mut |pa, pb, v| {
+                    if pa != pb {
+                        f(0, v);
+                        f(1 + pa.min(pb) * k + pa.max(pb), v);
+                    }
+                });
+            });
         let cores = sets.iter().map(|s| core_count(tree, kind, s)).collect();
-        let fastest = links
-            .iter_mut()
-            .filter(|l| !l.is_empty())
-            .map(|l| median(l))
+        let fastest = across[1..]
+            .iter()
+            .zip(&count[1..])
+            .filter(|&(_, &c)| c > 0)
+            .map(|(&m, _)| m)
             .fold(f64::INFINITY, f64::min);
         let typical = inside
             .iter_mut()
             .map(|v| trimmed_geometric_mean(v))
             .collect();
         Self {
-            cross: median(&mut cross),
+            cross: across[0],
             fastest,
             typical,
             inside: inside.iter_mut().map(|v| median(v)).collect(),

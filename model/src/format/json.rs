@@ -43,6 +43,19 @@ pub fn to_json_string(topo: &Topology) -> String {
     super::rounding::to_description_json(topo).expect("a topology always serializes")
 }
 
+/// Writes the description of a topology into `w` as it is made: the text of
+/// [`to_json_string`], never held whole (the two latency tables of 4096 contexts take
+/// about 200 MB as text).
+///
+/// # Errors
+///
+/// The errors of `w`.
+pub fn write_json(topo: &Topology, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut buffered = std::io::BufWriter::with_capacity(1 << 16, w);
+    super::rounding::write_description_json(topo, &mut buffered).map_err(std::io::Error::from)?;
+    std::io::Write::flush(&mut buffered)
+}
+
 /// Parses a description; `path` is only used in error messages.
 ///
 /// # Errors

@@ -92,21 +92,35 @@ pub fn to_rounded_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde
 ///
 /// As [`to_rounded_json`].
 pub fn to_description_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    let mut out = Vec::new();
+    write_description_json(value, &mut out)?;
+    // serde_json writes UTF-8 only.
+    String::from_utf8(out).map_err(|e| serde_json::Error::io(std::io::Error::other(e)))
+}
+
+/// [`to_description_json`] written into `w` as it is serialized (a description of 4096
+/// contexts, two N² tables, is never held whole).
+///
+/// # Errors
+///
+/// As [`to_rounded_json`], and the errors of `w`.
+pub fn write_description_json<T: Serialize + ?Sized, W: std::io::Write>(
+    value: &T,
+    w: W,
+) -> Result<(), serde_json::Error> {
     // Written as it is serialized, never as a tree of values: the latency tables of 4096
     // contexts are 16.7 million entries each (one line per row, see
     // `crate::matrix::TABLE_DIGITS`), which a tree would hold at 32 bytes an entry.
-    let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(
-        &mut out,
+        w,
         Rounding {
             pretty: serde_json::ser::PrettyFormatter::new(),
             digits: DESCRIPTION_DIGITS,
         },
     );
     value.serialize(&mut ser)?;
-    out.push(b'\n');
-    // serde_json writes UTF-8 only.
-    String::from_utf8(out).map_err(|e| serde_json::Error::io(std::io::Error::other(e)))
+    let mut w = ser.into_inner();
+    w.write_all(b"\n").map_err(serde_json::Error::io)
 }
 
 /// serde_json's pretty formatter with every fractional number rounded to `digits`
