@@ -52,7 +52,11 @@ fn infer_measures_this_machine_and_saves_the_description() {
         .as_str()
         .unwrap_or_default();
     if smt_probe.is_empty() {
-        assert_eq!(v["facts"]["smt"]["origin"], "inferred", "{}", v["provenance"]);
+        assert_eq!(
+            v["facts"]["smt"]["origin"], "inferred",
+            "{}",
+            v["provenance"]
+        );
         eprintln!("loaded machine: the SMT probe was left out");
     } else {
         assert_eq!(v["facts"]["smt"]["origin"], "measured", "{smt_probe}");
