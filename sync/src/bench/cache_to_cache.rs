@@ -193,7 +193,7 @@ fn candidates(topo: &Topology) -> (Vec<Planned>, Vec<String>) {
 ///
 /// # Errors
 ///
-/// [`SyncError::Parameter`] for rounds out of range.
+/// [`WorkError::Parameter`](topoprobe_place::WorkError::Parameter) for rounds out of range.
 pub fn plan(topo: &Topology, rounds: usize, budget: Budget) -> Result<C2cPlan, SyncError> {
     line_ops::Config {
         rounds,

@@ -83,7 +83,7 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// [`SyncError::Parameter`] naming the first value out of range.
+    /// [`WorkError::Parameter`](topoprobe_place::WorkError::Parameter) naming the first value out of range.
     pub fn check(&self) -> Result<(), SyncError> {
         if self.rounds == 0 || self.rounds > MAX_ROUNDS {
             return Err(SyncError::parameter(
@@ -99,7 +99,7 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// [`SyncError::Parameter`] when the CPU is not one of the topology's, or the topology
+    /// [`WorkError::Parameter`](topoprobe_place::WorkError::Parameter) when the CPU is not one of the topology's, or the topology
     /// has no context.
     pub fn context(&self, topo: &Topology) -> Result<ContextId, SyncError> {
         match self.cpu {
@@ -434,7 +434,7 @@ fn measure_trio(
         turns.ask.store(u64::MAX, Ordering::Release);
         for h in owner.into_iter().chain(third) {
             h.join()
-                .map_err(|_| SyncError::Thread("a line owner panicked".into()))??;
+                .map_err(|_| SyncError::thread("a line owner panicked"))??;
         }
         measured
     })
@@ -555,7 +555,7 @@ pub fn measure(
 ///
 /// # Errors
 ///
-/// [`SyncError::Parameter`] when the home is a context's node and the topology does not
+/// [`WorkError::Parameter`](topoprobe_place::WorkError::Parameter) when the home is a context's node and the topology does not
 /// know that context's node.
 pub fn home_node(topo: &Topology, home: Home, trio: Trio) -> Result<Option<u32>, SyncError> {
     let of = |cpu: u32| {

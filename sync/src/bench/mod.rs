@@ -13,7 +13,7 @@
 //!   whole topology, planned within a budget (`topoprobe mem --c2c`).
 //!
 //! Each experiment's `Config::check` says before any work whether a request can run (a
-//! [`SyncError::Parameter`](crate::SyncError::Parameter) names the first value out of
+//! [`WorkError::Parameter`](topoprobe_place::WorkError::Parameter) names the first value out of
 //! range). Results are medians over runs that interleave the alternatives, so that a drift
 //! of the machine touches all of them alike. The sort and reduction experiments are in
 //! `topoprobe-parallel`.
