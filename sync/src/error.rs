@@ -4,7 +4,8 @@
 //! of range, a placement, a worker thread, a checked result) is
 //! [`topoprobe_place::WorkError`], the type `topoprobe_parallel` uses too; the rest is
 //! this crate's own: a topology that cannot give a backoff, and the pinning and buffers of
-//! the cache-line experiments.
+//! the cache-line experiments (whose kernels' own errors,
+//! `topoprobe_measure::cache_to_cache::C2cError`, convert into these).
 
 use topoprobe_place::{PlaceError, WorkError};
 
@@ -39,6 +40,22 @@ pub enum SyncError {
 impl From<PlaceError> for SyncError {
     fn from(e: PlaceError) -> Self {
         Self::Work(WorkError::Place(e))
+    }
+}
+
+/// The cache-line kernels' errors, as the experiments' (`bench line-ops` and `mem --c2c`
+/// say them alike): rounds out of range are a parameter out of range.
+impl From<topoprobe_measure::cache_to_cache::C2cError> for SyncError {
+    fn from(e: topoprobe_measure::cache_to_cache::C2cError) -> Self {
+        use topoprobe_measure::cache_to_cache::{kernels::MAX_ROUNDS, C2cError};
+        match e {
+            C2cError::Rounds(rounds) => {
+                Self::parameter("rounds", rounds, format!("1 to {MAX_ROUNDS}"))
+            }
+            C2cError::Affinity(e) => Self::Affinity(e),
+            C2cError::Buffer(e) => Self::Buffer(e),
+            C2cError::Thread(what) => Self::thread(what),
+        }
     }
 }
 

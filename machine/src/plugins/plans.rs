@@ -6,14 +6,13 @@
 
 use topoprobe_measure::cache::shared::{self, SharingOptions};
 use topoprobe_measure::cache::{self, CacheOptions};
+use topoprobe_measure::cache_to_cache::{self, C2cError, C2cPlan};
 use topoprobe_measure::contention::{plan as contention_plan, ContentionOptions};
 use topoprobe_measure::memory::{self, MemOptions};
 use topoprobe_measure::plan::{mib, Rates, Shape, PROCESS_BYTES};
 use topoprobe_measure::power::{self, PowerOptions};
 use topoprobe_measure::steady::SteadyRule;
 use topoprobe_model::{Budget, CostPlan, CostStep, OsView, Topology};
-use topoprobe_sync::bench::cache_to_cache::{self, C2cPlan};
-use topoprobe_sync::SyncError;
 
 use super::Plugin;
 
@@ -63,8 +62,8 @@ pub(super) fn mem_options(budget: Budget, plugin: Plugin, ghz: Option<f64>) -> M
 ///
 /// # Errors
 ///
-/// [`SyncError`] (none with the default rounds).
-pub(super) fn c2c_plan(topo: &Topology, budget: Budget) -> Result<C2cPlan, SyncError> {
+/// [`C2cError`] (none with the default rounds).
+pub(super) fn c2c_plan(topo: &Topology, budget: Budget) -> Result<C2cPlan, C2cError> {
     cache_to_cache::plan(topo, cache_to_cache::DEFAULT_ROUNDS, budget)
 }
 
