@@ -1,23 +1,30 @@
 //! Plugins: the measurements that enrich a freshly inferred description (memory, caches,
 //! shared caches, contention, power), chosen by name (`--plugins cache,mem`).
+//!
+//! Each plugin is one module holding its plan (its steps on a machine of a given shape
+//! within its budget, their cost, and the options that keep it within the budget) and its
+//! run (the measurement, the section it adds to the description, its warnings); one table
+//! lists them, each with its name, its plan and its run, in the order they run. Adding a
+//! plugin is a variant of [`Plugin`], a module and a row of that table.
 
-use topoprobe_measure::cache::{self, shared};
-use topoprobe_measure::contention;
-use topoprobe_measure::memory::{self, MemReport};
-use topoprobe_measure::plan::{mib, Shape};
-use topoprobe_measure::power::{self, PowerOptions};
-use topoprobe_model::{
-    Access, Budget, CacheSection, CostPlan, LatencyUnit, MemoryBandwidth, MemoryLatency,
-    MemorySection, OsView, SocketId, Threads, Topology, Warning, WarningKind,
-};
+use std::time::Instant;
+
+use topoprobe_measure::plan::{Shape, PROCESS_BYTES};
+use topoprobe_model::{Budget, CostPlan, CostStep, OsView, Topology};
 
 use crate::deadlines::{share_of_time_left, Clock, WallClock, STEP_SLACK};
 use crate::{MachineError, Progress};
 
-mod plans;
+mod c2c;
+mod cache;
+mod contention;
+mod memory;
+mod power;
+mod shared_caches;
 
-use plans::{c2c_plan, cache_options, mem_options};
-pub use plans::{contention_plan_with, contention_setup, plan_plugin, shared_setup};
+pub use contention::{contention_plan_with, contention_setup};
+pub use memory::memory_section;
+pub use shared_caches::{measure_sharing, shared_setup};
 
 /// A plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,28 +48,110 @@ pub enum Plugin {
     Power,
 }
 
-/// Every plugin with its name.
-const ALL: [(&str, Plugin); 8] = [
-    ("cache", Plugin::Cache),
-    ("shared-caches", Plugin::SharedCaches),
-    ("mem", Plugin::Mem),
-    ("mem-latency", Plugin::MemLatency),
-    ("mem-full", Plugin::MemFull),
-    ("c2c", Plugin::CacheToCache),
-    ("contention", Plugin::Contention),
-    ("power", Plugin::Power),
+/// What a plugin's run works on: the topology it adds its section to, the OS's view, the
+/// machine's shape, the timer's rate, when the plugin started, and where its steps are
+/// reported.
+struct RunContext<'a> {
+    /// The measured topology.
+    topo: &'a mut Topology,
+    /// The OS's view of the machine, when read.
+    os: Option<&'a OsView>,
+    /// The shape of the measured topology.
+    shape: Shape,
+    /// The timer's cycles per ns, when known.
+    ghz: Option<f64>,
+    /// When the plugin started.
+    started: Instant,
+    /// Where the plugin's steps are reported.
+    progress: &'a mut dyn FnMut(Progress<'_>),
+}
+
+/// How a plugin plans on a machine of a shape (OS view; measured topology when known)
+/// within a budget.
+type PlanFn = fn(Plugin, &Shape, Option<&Topology>, Option<&OsView>, Budget) -> CostPlan;
+
+/// How a plugin runs within a budget, returning its cost with what each step spent.
+type RunFn = fn(&mut RunContext<'_>, Plugin, Budget) -> Result<CostPlan, MachineError>;
+
+/// One plugin: its name, as [`parse`] takes it, and its plan and run.
+struct PluginEntry {
+    /// The name.
+    name: &'static str,
+    /// The plugin.
+    plugin: Plugin,
+    /// Its plan.
+    plan: PlanFn,
+    /// Its run.
+    run: RunFn,
+}
+
+/// Every plugin, in the order of [`Plugin`]'s variants, which is the order they run
+/// ([`in_order`]).
+const ALL: &[PluginEntry] = &[
+    PluginEntry {
+        name: "cache",
+        plugin: Plugin::Cache,
+        plan: cache::plan,
+        run: cache::run,
+    },
+    PluginEntry {
+        name: "shared-caches",
+        plugin: Plugin::SharedCaches,
+        plan: shared_caches::plan,
+        run: shared_caches::run,
+    },
+    PluginEntry {
+        name: "mem",
+        plugin: Plugin::Mem,
+        plan: memory::plan,
+        run: memory::run,
+    },
+    PluginEntry {
+        name: "mem-latency",
+        plugin: Plugin::MemLatency,
+        plan: memory::plan,
+        run: memory::run,
+    },
+    PluginEntry {
+        name: "mem-full",
+        plugin: Plugin::MemFull,
+        plan: memory::plan,
+        run: memory::run,
+    },
+    PluginEntry {
+        name: "c2c",
+        plugin: Plugin::CacheToCache,
+        plan: c2c::plan,
+        run: c2c::run,
+    },
+    PluginEntry {
+        name: "contention",
+        plugin: Plugin::Contention,
+        plan: contention::plan,
+        run: contention::run,
+    },
+    PluginEntry {
+        name: "power",
+        plugin: Plugin::Power,
+        plan: power::plan,
+        run: power::run,
+    },
 ];
 
 /// The plugins run when `--plugins` is not given: the set that finishes in a few seconds.
 pub const DEFAULT: &str = "cache,mem,power";
 
 impl Plugin {
+    /// The plugin's row of `ALL` (which lists the plugins in the order of this enum's
+    /// variants: a test checks it).
+    fn entry(self) -> &'static PluginEntry {
+        &ALL[self as usize]
+    }
+
     /// The plugin's name, as [`parse`] takes it.
     #[must_use]
     pub fn name(self) -> &'static str {
-        ALL.iter()
-            .find(|(_, p)| *p == self)
-            .map_or("?", |(n, _)| *n)
+        self.entry().name
     }
 }
 
@@ -81,112 +170,38 @@ pub fn parse(list: &str) -> Result<Vec<Plugin>, MachineError> {
         // Every section once: `mem-full` is the long form of `mem`, asked for by name.
         return Ok(ALL
             .iter()
-            .map(|(_, p)| *p)
+            .map(|e| e.plugin)
             .filter(|&p| p != Plugin::MemFull)
             .collect());
     }
     let mut out = Vec::new();
     for name in list.split(',').map(str::trim) {
-        let Some((_, p)) = ALL.iter().find(|(n, _)| *n == name) else {
-            let known: Vec<&str> = ALL.iter().map(|(n, _)| *n).collect();
+        let Some(e) = ALL.iter().find(|e| e.name == name) else {
+            let known: Vec<&str> = ALL.iter().map(|e| e.name).collect();
             return Err(MachineError::UnknownPlugin {
                 name: name.to_string(),
                 known: known.join(", "),
             });
         };
-        if !out.contains(p) {
-            out.push(*p);
+        if !out.contains(&e.plugin) {
+            out.push(e.plugin);
         }
     }
     Ok(out)
 }
 
-/// The memory section of a measurement, latencies in the topology's unit.
-pub fn memory_section(topo: &Topology, r: &MemReport, ghz: Option<f64>) -> MemorySection {
-    let unit = |ns: f64| match (topo.units(), ghz) {
-        (LatencyUnit::Cycles, Some(g)) => ns * g,
-        _ => ns,
-    };
-    let latency = r
-        .latency
-        .iter()
-        .filter_map(|l| {
-            let ctx = topo.context_by_os_id(l.cpu)?;
-            Some(MemoryLatency {
-                context: ctx,
-                node: topo.node_by_os_id(l.node)?,
-                latency: unit(l.ns()),
-                cycles: ghz.map(|g| l.ns() * g),
-            })
-        })
-        .collect();
-    let mut bandwidth = Vec::new();
-    for b in &r.bandwidth {
-        // The measurement names nodes by OS number; the section by the topology's index.
-        let Some(node) = topo.node_by_os_id(b.node) else {
-            continue;
-        };
-        let socket_size = topo.sockets()[b.socket].contexts.len();
-        let threads = match b.threads {
-            1 => Threads::Single,
-            n if n == socket_size => Threads::AllContexts,
-            n => Threads::Count(n),
-        };
-        for (access, gbps) in [
-            (Access::Read, b.read),
-            (Access::Write, b.write),
-            (Access::Copy, b.copy),
-        ] {
-            bandwidth.push(MemoryBandwidth {
-                socket: SocketId(b.socket),
-                node,
-                access,
-                threads,
-                gbps,
-            });
-        }
-    }
-    MemorySection {
-        latency,
-        bandwidth,
-        detail: crate::probes::memory::detail(r),
-    }
+/// The memory budget's room for buffers.
+fn room(budget: Budget) -> u64 {
+    budget.bytes.saturating_sub(PROCESS_BYTES).max(1 << 20)
 }
 
-/// The memory measurement's notes and warnings as the description's warnings, each
-/// once: the plan's notes that its cost record carries (what the budget left out, how the
-/// plan was made) become the description's `budget` warnings with the rest of the cost
-/// record, and are not said again here (the text view printed them twice).
-fn memory_warnings(report: &MemReport) -> Vec<Warning> {
-    let mut out: Vec<Warning> = Vec::new();
-    for n in report.notes.iter().chain(&report.warnings) {
-        if report.cost.left_out.contains(n) || out.iter().any(|w| &w.message == n) {
-            continue;
-        }
-        out.push(Warning::new(WarningKind::Memory, n.clone()));
-    }
-    out
-}
-
-/// Finds which contexts share every data level of `section` (concurrent walks on
-/// contexts chosen from the topology, checked against the OS's `os` caches) and records
-/// it; returns each level's name and result, with a warning where the walks did not
-/// decide or did not run ([`shared::measure_section`]).
-///
-/// # Errors
-///
-/// [`MachineError::Plugin`] when a walk cannot run (a CPU cannot be pinned, an array
-/// cannot be allocated).
-pub fn measure_sharing(
-    topo: &Topology,
-    os: Option<&OsView>,
-    section: &mut CacheSection,
-    opts: &shared::SharingOptions,
-) -> Result<Vec<(String, shared::LevelSharing)>, MachineError> {
-    shared::measure_section(topo, os, section, opts).map_err(|e| MachineError::Plugin {
-        plugin: "shared-caches",
-        source: format!("finding which contexts share a cache level: {e}").into(),
-    })
+/// A plan of no cost with a note (a plugin whose hardware is missing).
+fn nothing(plugin: Plugin, budget: Budget, note: String) -> CostPlan {
+    let mut p = CostPlan::new(budget);
+    let mut step = CostStep::new(plugin.name(), plugin.name(), 0, 0, 0.0);
+    step.note = Some(note);
+    p.steps.push(step);
+    p
 }
 
 /// Wraps a plugin's error.
@@ -199,35 +214,37 @@ fn failed<E: std::error::Error + Send + Sync + 'static>(
     }
 }
 
-/// The plugins in the order they run, each once: `shared-caches` needs the cache levels,
-/// so `cache` runs first whenever `shared-caches` is asked for; `c2c` adds to the memory
-/// section, so it runs after the memory plugin.
+/// The plugins in the order they run (the table's), each once: `shared-caches` needs the
+/// cache levels, so `cache` runs first whenever `shared-caches` is asked for; `c2c` adds to
+/// the memory section, so it runs after the memory plugin.
 #[must_use]
 pub fn in_order(plugins: &[Plugin]) -> Vec<Plugin> {
     let wants = |p: Plugin| plugins.contains(&p);
-    let mut out = Vec::new();
-    if wants(Plugin::Cache) || wants(Plugin::SharedCaches) {
-        out.push(Plugin::Cache);
-    }
     // One memory measurement: the fullest asked for.
     let memory = [Plugin::MemFull, Plugin::Mem, Plugin::MemLatency]
         .into_iter()
         .find(|&p| wants(p));
-    for p in [
-        Plugin::SharedCaches,
-        Plugin::Mem,
-        Plugin::MemLatency,
-        Plugin::MemFull,
-        Plugin::CacheToCache,
-        Plugin::Contention,
-        Plugin::Power,
-    ] {
-        let is_memory = matches!(p, Plugin::Mem | Plugin::MemLatency | Plugin::MemFull);
-        if wants(p) && (!is_memory || memory == Some(p)) {
-            out.push(p);
-        }
-    }
-    out
+    ALL.iter()
+        .map(|e| e.plugin)
+        .filter(|&p| match p {
+            Plugin::Cache => wants(Plugin::Cache) || wants(Plugin::SharedCaches),
+            Plugin::Mem | Plugin::MemLatency | Plugin::MemFull => memory == Some(p),
+            _ => wants(p),
+        })
+        .collect()
+}
+
+/// Plans `plugin` on a machine of `shape` (OS view `os`; measured topology `topo` when
+/// known) within `budget`: its steps, their cost, and what the budget leaves out.
+#[must_use]
+pub fn plan_plugin(
+    plugin: Plugin,
+    shape: &Shape,
+    topo: Option<&Topology>,
+    os: Option<&OsView>,
+    budget: Budget,
+) -> CostPlan {
+    (plugin.entry().plan)(plugin, shape, topo, os, budget)
 }
 
 /// Runs `plugins` (each with its share of the budget, as [`crate::plan::plan_measurement`]
@@ -323,125 +340,22 @@ pub fn run_within(
         }) {
             Ok(b) => b,
             Err(note) => {
-                let mut p = plans::nothing(plugin, planned.with_seconds(0.0), note.clone());
+                let mut p = nothing(plugin, planned.with_seconds(0.0), note.clone());
                 p.left_out.push(note);
                 costs.push(p);
                 continue;
             }
         };
         progress(Progress::Plugin(plugin.name()));
-        let started = std::time::Instant::now();
-        let cost = match plugin {
-            Plugin::Cache => {
-                progress(Progress::Step("caches: walk on huge pages"));
-                let report = cache::measure_caches(os, &cache_options(&shape, os, budget, ghz))
-                    .map_err(failed(Plugin::Cache))?;
-                for n in &report.notes {
-                    topo.validation_mut()
-                        .warnings
-                        .push(Warning::new(WarningKind::Cache, n.clone()));
-                }
-                topo.set_caches(Some(report.section));
-                report.cost
-            }
-            Plugin::SharedCaches => {
-                let (opts, mut p) = shared_setup(topo, os, &shape, budget);
-                if let Some(mut section) = topo.caches().cloned() {
-                    if let Some(first) = p.steps.first() {
-                        progress(Progress::Step(&first.what));
-                    }
-                    for (_, found) in measure_sharing(topo, os, &mut section, &opts)? {
-                        let warning = found
-                            .warning
-                            .map(|w| Warning::new(WarningKind::SharedCaches, w));
-                        topo.validation_mut().warnings.extend(warning);
-                    }
-                    topo.set_caches(Some(section));
-                }
-                for n in &p.left_out {
-                    topo.validation_mut()
-                        .warnings
-                        .push(Warning::new(WarningKind::SharedCaches, n.clone()));
-                }
-                spent_in_one(&mut p, started);
-                p
-            }
-            Plugin::Mem | Plugin::MemLatency | Plugin::MemFull => {
-                let o = mem_options(budget, plugin, ghz);
-                let report = memory::measure_memory(&shape, &o, |s| progress(Progress::Step(s)))
-                    .map_err(failed(plugin))?;
-                topo.validation_mut()
-                    .warnings
-                    .extend(memory_warnings(&report));
-                topo.provenance_mut().parameters.insert(
-                    "memory_working_set".into(),
-                    format!(
-                        "latency {} ({}), bandwidth {}{}",
-                        mib(report.latency_bytes),
-                        if report.evicted {
-                            "evicted from the caches, one lap"
-                        } else {
-                            "steady-state chase"
-                        },
-                        mib(report.bandwidth_bytes),
-                        if report.non_temporal {
-                            ", non-temporal stores"
-                        } else {
-                            ""
-                        }
-                    ),
-                );
-                let section = memory_section(topo, &report, ghz);
-                topo.set_memory(Some(section));
-                report.cost
-            }
-            Plugin::CacheToCache => {
-                let plan = c2c_plan(topo, budget).map_err(failed(plugin))?;
-                let r = crate::probes::cache_to_cache::run(plan, &mut |s| {
-                    progress(Progress::Step(s));
-                })
-                .map_err(failed(plugin))?;
-                let cost = r.cost.clone();
-                let mut section = topo.memory().cloned().unwrap_or_default();
-                section.detail.cache_to_cache = Some(r);
-                topo.set_memory(Some(section));
-                cost
-            }
-            Plugin::Contention => {
-                let (o, mut p) = contention_setup(topo, &shape, budget);
-                let section = contention::measure_contention(topo, &o, |s| {
-                    progress(Progress::Step(&format!("contention: {s}")));
-                })
-                .map_err(failed(Plugin::Contention))?;
-                topo.set_contention(Some(section));
-                spent_in_one(&mut p, started);
-                p
-            }
-            Plugin::Power => {
-                progress(Progress::Step("power"));
-                let mut p = plan_plugin(plugin, &shape, Some(topo), os, budget);
-                let plan = power::plan_power(&shape, &PowerOptions::default(), budget);
-                match power::measure_power(topo, &plan.options) {
-                    Ok(section) => {
-                        topo.set_power(Some(section));
-                        for n in &plan.notes {
-                            topo.validation_mut()
-                                .warnings
-                                .push(Warning::new(WarningKind::Power, n.clone()));
-                        }
-                    }
-                    Err(e) => match e.unavailable_reason() {
-                        Some(reason) => topo.validation_mut().warnings.push(Warning::new(
-                            WarningKind::Power,
-                            format!("unavailable: {reason}"),
-                        )),
-                        None => return Err(failed(Plugin::Power)(e)),
-                    },
-                }
-                spent_in_one(&mut p, started);
-                p
-            }
+        let mut cx = RunContext {
+            topo: &mut *topo,
+            os,
+            shape,
+            ghz,
+            started: Instant::now(),
+            progress: &mut *progress,
         };
+        let cost = (plugin.entry().run)(&mut cx, plugin, budget)?;
         costs.push(cost);
     }
     if let Some(os) = os {
@@ -474,6 +388,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_table_lists_every_plugin_in_the_order_of_the_enum() {
+        for (i, e) in ALL.iter().enumerate() {
+            assert_eq!(e.plugin as usize, i, "{}", e.name);
+            assert_eq!(e.plugin.name(), e.name);
+        }
+    }
+
+    #[test]
     fn plugin_lists_parse() {
         assert_eq!(parse("none").unwrap(), []);
         assert_eq!(parse("all").unwrap().len(), ALL.len() - 1);
@@ -494,145 +416,5 @@ mod tests {
         let e = parse("cache,bogus").unwrap_err().to_string();
         assert!(e.contains("\"bogus\"") && e.contains("contention"), "{e}");
         assert_eq!(parse(DEFAULT).unwrap().len(), 3);
-    }
-
-    /// Three packages on nodes 0, 2 and 5 (sparse numbers, as memory-only nodes and
-    /// sub-NUMA clusters leave them): CPUs 0-1, 2-3 and 4-5.
-    fn sparse_nodes() -> OsView {
-        use topoprobe_model::{OsCpu, OsNode};
-        let node_of = |cpu: u32| [0, 2, 5][(cpu / 2) as usize];
-        let cpu = |id: u32| OsCpu {
-            id,
-            package: i64::from(id / 2),
-            die: None,
-            core: i64::from(id % 2),
-            cluster: None,
-            thread_siblings: vec![id],
-            core_siblings: vec![id - id % 2, id - id % 2 + 1],
-            node: Some(node_of(id)),
-            capacity: None,
-            base_freq_khz: None,
-            max_freq_khz: None,
-            kind: None,
-        };
-        let node = |id: u32, cpus: Vec<u32>, distances: Vec<u32>| OsNode {
-            id,
-            cpus,
-            distances,
-            memory_bytes: Some(1 << 30),
-        };
-        OsView {
-            cpus: (0..6).map(cpu).collect(),
-            nodes: Some(vec![
-                node(0, vec![0, 1], vec![10, 20, 30]),
-                node(2, vec![2, 3], vec![20, 10, 20]),
-                node(5, vec![4, 5], vec![30, 20, 10]),
-            ]),
-            ..OsView::default()
-        }
-    }
-
-    #[test]
-    fn the_memory_notes_the_cost_record_carries_are_not_warned_twice() {
-        let plan_note = "write and copy use non-temporal stores".to_string();
-        let mut report = MemReport {
-            latency: Vec::new(),
-            bandwidth: Vec::new(),
-            local_nodes: Vec::new(),
-            notes: vec![plan_note.clone(), "socket 0: local node".into()],
-            warnings: vec!["not trustworthy: x".into(), "not trustworthy: x".into()],
-            latency_bytes: 64 << 20,
-            evicted: true,
-            bandwidth_bytes: 192 << 20,
-            non_temporal: true,
-            pairs: (1, 1),
-            cost: CostPlan::of(Budget::new(15.0, 1 << 29), Vec::new(), vec![plan_note]),
-            node_matrix: None,
-            mixes: Vec::new(),
-            saturation: Vec::new(),
-            loaded_latency: Vec::new(),
-        };
-        let said: Vec<String> = memory_warnings(&report)
-            .into_iter()
-            .map(|w| w.message)
-            .collect();
-        assert_eq!(said, ["socket 0: local node", "not trustworthy: x"]);
-        // Without a cost record to carry it, the note is a memory warning.
-        report.cost.left_out.clear();
-        assert_eq!(memory_warnings(&report).len(), 3);
-    }
-
-    #[test]
-    fn the_memory_section_indexes_sparse_nodes_by_their_place_not_their_os_number() {
-        use topoprobe_measure::memory::{BandwidthResult, LatencyResult};
-        use topoprobe_model::NodeId;
-        let topo = sparse_nodes().structure().expect("a structure");
-        assert_eq!(topo.node_by_os_id(5), Some(NodeId(2)));
-        assert_eq!(topo.node_by_os_id(1), None);
-        assert_eq!(topo.node_os_number(NodeId(1)), 2);
-        let lat = |node: u32, ns: f64| LatencyResult {
-            cpu: 0,
-            socket: 0,
-            node,
-            huge_ns: Some(ns),
-            small_ns: None,
-            scattered_ns: None,
-            waited: None,
-            huge_share: None,
-        };
-        let report = MemReport {
-            latency: vec![lat(0, 90.0), lat(2, 140.0), lat(5, 200.0)],
-            bandwidth: vec![BandwidthResult {
-                socket: 2,
-                node: 5,
-                threads: 2,
-                read: 30.0,
-                write: 20.0,
-                copy: 25.0,
-                spread: 0.01,
-                rounds: 3,
-            }],
-            local_nodes: vec![(0, 0)],
-            notes: Vec::new(),
-            warnings: Vec::new(),
-            latency_bytes: 64 << 20,
-            evicted: true,
-            bandwidth_bytes: 192 << 20,
-            non_temporal: false,
-            pairs: (3, 9),
-            cost: CostPlan::new(Budget::new(15.0, 1 << 29)),
-            node_matrix: None,
-            mixes: Vec::new(),
-            saturation: Vec::new(),
-            loaded_latency: Vec::new(),
-        };
-        let section = memory_section(&topo, &report, None);
-        let nodes: Vec<(usize, f64)> = section
-            .latency
-            .iter()
-            .map(|l| (l.node.0, l.latency))
-            .collect();
-        assert_eq!(nodes, [(0, 90.0), (1, 140.0), (2, 200.0)]);
-        assert!(section.bandwidth.iter().all(|b| b.node == NodeId(2)));
-        let ctx = topo.socket_contexts(SocketId(0)).to_vec();
-        assert_eq!(section.latency_from(&ctx, NodeId(2)), Some(200.0));
-        let mut t = topo.clone();
-        t.set_memory(Some(section));
-        assert_eq!(t.num_known_nodes(), 3, "no column for the numbers between");
-        // A plan on the same OS view names the nodes by their OS numbers.
-        let shape = Shape::from_os(&sparse_nodes(), &[]);
-        let plan = memory::plan::plan_memory(&shape, &memory::MemOptions::default());
-        let mut named: Vec<u32> = plan
-            .steps
-            .iter()
-            .filter_map(|s| match s.work {
-                memory::steps::MemWork::Latency { node, .. } => Some(node),
-                _ => None,
-            })
-            .collect();
-        named.sort_unstable();
-        named.dedup();
-        assert!(named.iter().all(|n| [0, 2, 5].contains(n)), "{named:?}");
-        assert!(named.contains(&5), "{named:?}");
     }
 }

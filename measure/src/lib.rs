@@ -12,6 +12,10 @@
 //!   algorithm) and which contexts share each level.
 //! - [`memory`]: memory latency (random pointer chase) and read/write/copy bandwidth
 //!   from every socket to every node.
+//! - [`cache_to_cache`]: cache-to-cache transfers: the cache-line kernels (ccbench-style
+//!   latency of an operation on a line by its coherence state, the distance of its owner
+//!   and its home node) that `topoprobe bench line-ops` and `topoprobe mem --c2c` both run,
+//!   and `mem --c2c`'s plan of them over a whole topology within a budget.
 //! - [`contention`]: memory-access overhead groups and bandwidth scalability (Servet).
 //! - [`power`]: RAPL power under libmctop's load states (powercap or the perf `power` PMU);
 //!   [`power::measure_power`] gives the description's power section, or says why power is
@@ -24,6 +28,7 @@
 //! saying why it is sound.
 
 pub mod cache;
+pub mod cache_to_cache;
 pub mod contention;
 pub mod memory;
 pub mod os;

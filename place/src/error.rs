@@ -1,4 +1,4 @@
-//! Errors of placement.
+//! Errors of placement, and of work spread over placed threads.
 
 use topoprobe_sys::affinity::AffinityError;
 use topoprobe_sys::memory::MemPolicyError;
@@ -123,5 +123,62 @@ impl PlaceError {
             self,
             Self::Affinity(_) | Self::Preload(_) | Self::MemoryPolicy(_) | Self::Launch { .. }
         )
+    }
+}
+
+/// Why work spread over placed threads — an experiment, a pool, a parallel algorithm —
+/// could not be set up or run: what `topoprobe_sync`'s and `topoprobe_parallel`'s errors
+/// share, kept here, the lowest crate both build on that knows placement.
+///
+/// [`WorkError::is_usage`] tells a bad request (a parameter out of range, a placement that
+/// cannot be planned) from a failure.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkError {
+    /// A parameter of an experiment is out of range: a bad request, not a failure.
+    #[error("{what} {value} is out of range (allowed: {expected})")]
+    Parameter {
+        /// The parameter, as the command line names it (`threads`, `size`, `runs`…).
+        what: &'static str,
+        /// Its value.
+        value: String,
+        /// What is accepted.
+        expected: String,
+    },
+    /// Thread placement failed.
+    #[error(transparent)]
+    Place(#[from] PlaceError),
+    /// A worker thread could not be started or panicked.
+    #[error("worker thread: {0}")]
+    Thread(String),
+    /// An experiment's result was checked and is wrong.
+    #[error("verification failed: {0}")]
+    Verification(String),
+}
+
+impl WorkError {
+    /// A [`WorkError::Parameter`]: `what` (as the command line names it) is `value`, and
+    /// `expected` says what is accepted.
+    #[must_use]
+    pub fn parameter(
+        what: &'static str,
+        value: impl std::fmt::Display,
+        expected: impl Into<String>,
+    ) -> Self {
+        Self::Parameter {
+            what,
+            value: value.to_string(),
+            expected: expected.into(),
+        }
+    }
+
+    /// Whether the error means the request itself is wrong (a parameter out of range, a
+    /// placement that cannot be planned), so that retrying cannot help.
+    #[must_use]
+    pub const fn is_usage(&self) -> bool {
+        match self {
+            Self::Parameter { .. } => true,
+            Self::Place(e) => e.is_usage(),
+            Self::Thread(_) | Self::Verification(_) => false,
+        }
     }
 }

@@ -59,7 +59,7 @@ mod result;
 pub mod sockets;
 mod summary;
 
-pub use error::PlaceError;
+pub use error::{PlaceError, WorkError};
 pub use kind::{core_kinds, kind_of, CoreKind, UnknownKind};
 pub use placement::Placement;
 pub use plan::{plan, Plan, Request};

@@ -3,6 +3,8 @@
 use anyhow::Result;
 use topoprobe_machine::probes::memory;
 use topoprobe_machine::Progress;
+use topoprobe_measure::memory::kernels::Isa;
+use topoprobe_measure::memory::MemOptions;
 use topoprobe_model::results::memory::MemoryResult;
 
 use crate::args::MemArgs;
@@ -17,28 +19,29 @@ pub(crate) fn run(args: &MemArgs) -> Result<()> {
         topoprobe_measure::memory::DEFAULT_BUDGET
     });
     let mut req = memory::MemRequest {
-        size: args.size,
-        threads: args.threads.map(|t| t as usize),
-        all_contexts: args.all,
-        non_temporal: args.nt.then_some(true),
-        latency_only: args.latency_only,
-        isa: args.isa,
+        options: MemOptions {
+            size: args.size,
+            threads: args.threads.map(|t| t as usize),
+            all_contexts: args.all,
+            non_temporal: args.nt.then_some(true),
+            latency_only: args.latency_only,
+            isa: args.isa.unwrap_or_else(Isa::detect),
+            budget,
+            full: args.full,
+            ..MemOptions::default()
+        },
         topology: args.topology.clone(),
-        budget,
-        full: args.full,
         budget_basis: None,
     };
     // An explicit --size is planned within the budget: the default grows to what it needs.
     let (budget, basis) = args
         .planning
         .fit_size((budget, basis), "--size", args.size, |b| {
-            memory::plan(&memory::MemRequest {
-                budget: b,
-                ..req.clone()
-            })
-            .map(|p| topoprobe_machine::probes::memory_needed(&p))
+            let mut req = req.clone();
+            req.options.budget = b;
+            memory::plan(&req).map(|p| topoprobe_machine::probes::memory_needed(&p))
         })?;
-    req.budget = budget;
+    req.options.budget = budget;
     req.budget_basis = Some(basis);
     let c2c = super::mem_c2c::plan(args)?;
     if args.planning.plan {

@@ -1,11 +1,12 @@
 //! `topoprobe mem --c2c`: the cache-to-cache transfers planned from the topology and run
-//! with `bench line-ops`'s kernels ([`topoprobe_sync::bench::cache_to_cache`]), after the
-//! memory measurement.
+//! with the kernels `bench line-ops` runs too ([`topoprobe_measure::cache_to_cache`]),
+//! after the memory measurement.
 
 use anyhow::Result;
+use topoprobe_measure::cache_to_cache::{self, C2cError, C2cPlan};
 use topoprobe_model::results::cache_to_cache::CacheToCacheResult;
 use topoprobe_model::{Budget, CostPlan};
-use topoprobe_sync::bench::cache_to_cache::{self, C2cPlan};
+use topoprobe_sync::SyncError;
 
 use crate::args::MemArgs;
 use crate::commands::bench::sync_error;
@@ -32,8 +33,14 @@ pub(crate) fn plan(args: &MemArgs) -> Result<Option<C2cPlan>> {
         .c2c_rounds
         .unwrap_or(cache_to_cache::DEFAULT_ROUNDS);
     Ok(Some(
-        cache_to_cache::plan(&topo, rounds, budget).map_err(sync_error)?,
+        cache_to_cache::plan(&topo, rounds, budget).map_err(c2c_error)?,
     ))
+}
+
+/// An error of the transfers, said as `bench line-ops` says it (rounds out of range are a
+/// usage error naming `--rounds`).
+fn c2c_error(e: C2cError) -> anyhow::Error {
+    sync_error(SyncError::from(e))
 }
 
 /// The memory plan followed by the transfers' under the two budgets together.
@@ -54,5 +61,5 @@ pub(crate) fn combined(memory: CostPlan, c2c: &C2cPlan) -> CostPlan {
 ///
 /// A thread that cannot be pinned, a buffer that cannot be bound to its node.
 pub(crate) fn run(plan: C2cPlan, step: &mut dyn FnMut(&str)) -> Result<CacheToCacheResult> {
-    topoprobe_machine::probes::cache_to_cache::run(plan, step).map_err(sync_error)
+    topoprobe_machine::probes::cache_to_cache::run(plan, step).map_err(c2c_error)
 }

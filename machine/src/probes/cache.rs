@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use topoprobe_measure::cache::check::{size_text, Agreement};
+use topoprobe_measure::cache::check::size_text;
 use topoprobe_measure::cache::{self, CacheOptions, CacheReport, HugePages, Method, Pages};
 use topoprobe_measure::plan::Shape;
 use topoprobe_measure::timer::Timer;
@@ -216,7 +216,7 @@ fn result(
             latency_cycles: l.cycles,
             line_bytes: l.line_bytes,
             method: method(report, i),
-            agreement: report.checks.get(i).map(|c| agreement(c.agreement)),
+            agreement: report.checks.get(i).map(|c| c.agreement),
             shared_by: l.shared_by.clone(),
         })
         .collect();
@@ -262,18 +262,6 @@ fn result(
     }
 }
 
-/// The agreement as the result says it.
-fn agreement(a: Agreement) -> CacheAgreement {
-    match a {
-        Agreement::Agrees => CacheAgreement::Agrees,
-        Agreement::Explains => CacheAgreement::Explains,
-        Agreement::Differs => CacheAgreement::Differs,
-        Agreement::NotSeen => CacheAgreement::NotSeen,
-        Agreement::Unlisted => CacheAgreement::Unlisted,
-        Agreement::OsOnly => CacheAgreement::OsOnly,
-    }
-}
-
 /// How a level's size was found and how it compares with the OS's, for people.
 fn method(report: &CacheReport, index: usize) -> String {
     let Some(check) = report.checks.get(index) else {
@@ -286,7 +274,7 @@ fn method(report: &CacheReport, index: usize) -> String {
         Some(Method::Incomplete) => "probabilistic (curve still rising)",
     };
     match (check.agreement, check.found) {
-        (Agreement::Explains, Some(f)) => format!(
+        (CacheAgreement::Explains, Some(f)) => format!(
             "{how}, {} (fit alone: {})",
             check.agreement.describe(),
             size_text(f.bytes)

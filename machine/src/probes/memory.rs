@@ -4,61 +4,30 @@
 use std::path::PathBuf;
 
 use topoprobe_measure::cache::check::size_text;
-use topoprobe_measure::memory::kernels::Isa;
 use topoprobe_measure::memory::plan::{plan_memory, MemPlan};
 use topoprobe_measure::memory::{self, LatencyResult, MemOptions, MemReport};
 use topoprobe_measure::pages::HugePages;
 use topoprobe_measure::plan::Shape;
 use topoprobe_measure::timer::Timer;
 use topoprobe_model::results::memory::{LocalNode, MemoryLatencyRow, MemoryResult, MemoryRow};
-use topoprobe_model::{Budget, CostPlan, MemoryDetail};
+use topoprobe_model::{CostPlan, MemoryDetail};
 
 use crate::{MachineError, Progress};
 
-/// What to measure.
-#[derive(Debug, Clone, PartialEq)]
+/// What to measure: the measurement's own options and what only this machine's workflow
+/// adds to them.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct MemRequest {
-    /// The latency buffer and the bandwidth working set of all threads together, bytes
-    /// (`None`: planned); at least [`memory::MIN_SIZE`].
-    pub size: Option<u64>,
-    /// Threads of the many-thread bandwidth (`None`: every context of the socket).
-    pub threads: Option<usize>,
-    /// Measure latency from every context, not one per socket.
-    pub all_contexts: bool,
-    /// Non-temporal stores for write and copy (`None`: where the working set cannot exceed
-    /// the last-level cache enough).
-    pub non_temporal: Option<bool>,
-    /// Only the latency.
-    pub latency_only: bool,
-    /// Vector unit of the bandwidth kernels (`None`: the widest the CPU has).
-    pub isa: Option<Isa>,
+    /// The measurement's options. Its working set is checked before any work (at least
+    /// [`memory::MIN_SIZE`], no more than the memory available now), as its thread count
+    /// (no more than a socket's contexts); its `ghz` is the timer's, set when the
+    /// measurement runs.
+    pub options: MemOptions,
     /// The topology giving the sockets (`None`: this machine's description).
     pub topology: Option<PathBuf>,
-    /// Time and memory the measurement may take.
-    pub budget: Budget,
-    /// Also the node × node matrices, the read/write mixes, the saturating thread counts
-    /// and the loaded-latency curves (give it [`memory::full_plan::FULL_BUDGET`]).
-    pub full: bool,
     /// How the budget was chosen, for the plan ([`super::budget_here`]; `None`: not
     /// said).
     pub budget_basis: Option<String>,
-}
-
-impl Default for MemRequest {
-    fn default() -> Self {
-        Self {
-            size: None,
-            threads: None,
-            all_contexts: false,
-            non_temporal: None,
-            latency_only: false,
-            isa: None,
-            topology: None,
-            budget: memory::DEFAULT_BUDGET,
-            full: false,
-            budget_basis: None,
-        }
-    }
 }
 
 /// What the cgroup cpuset keeps this process from measuring: its disallowed CPUs and
@@ -90,7 +59,7 @@ fn prepare(
     req: &MemRequest,
     ghz: Option<f64>,
 ) -> Result<(Option<String>, Shape, MemOptions), MachineError> {
-    if let Some(size) = req.size.filter(|&s| s < memory::MIN_SIZE) {
+    if let Some(size) = req.options.size.filter(|&s| s < memory::MIN_SIZE) {
         return Err(MachineError::Request(format!(
             "a working set of {} cannot measure memory: a chase through so few lines times \
              the timer and the prefetchers (give {} at least)",
@@ -98,7 +67,9 @@ fn prepare(
             size_text(memory::MIN_SIZE)
         )));
     }
-    if let (Some(size), Some(available)) = (req.size, topoprobe_measure::os::available_bytes()) {
+    if let (Some(size), Some(available)) =
+        (req.options.size, topoprobe_measure::os::available_bytes())
+    {
         if size > available {
             return Err(MachineError::Request(format!(
                 "a working set of {} is more than the {} of memory this machine has available \
@@ -110,7 +81,7 @@ fn prepare(
         }
     }
     let (topo, note) = super::topology(req.topology.as_deref())?;
-    if let Some(t) = req.threads {
+    if let Some(t) = req.options.threads {
         let max = topo
             .sockets()
             .iter()
@@ -132,16 +103,8 @@ fn prepare(
         (n, c) => n.or(c),
     };
     let opts = MemOptions {
-        size: req.size,
-        threads: req.threads,
-        all_contexts: req.all_contexts,
-        non_temporal: req.non_temporal,
-        latency_only: req.latency_only,
-        isa: req.isa.unwrap_or_else(Isa::detect),
         ghz,
-        budget: req.budget,
-        full: req.full,
-        ..MemOptions::default()
+        ..req.options.clone()
     };
     Ok((note, shape, opts))
 }
@@ -159,7 +122,7 @@ pub fn plan(req: &MemRequest) -> Result<CostPlan, MachineError> {
     let (_, shape, opts) = prepare(req, None)?;
     let mut cost = plan_memory(&shape, &opts).cost();
     cost.basis.clone_from(&req.budget_basis);
-    super::size_within_budget(&cost, "--size", req.size)?;
+    super::size_within_budget(&cost, "--size", req.options.size)?;
     Ok(cost)
 }
 
@@ -176,7 +139,7 @@ pub fn measure(
     let (note, shape, mut opts) = prepare(req, None)?;
     opts.ghz = Timer::calibrate().cycle_ghz();
     let mut plan: MemPlan = plan_memory(&shape, &opts);
-    super::size_within_budget(&plan.cost(), "--size", req.size)?;
+    super::size_within_budget(&plan.cost(), "--size", req.options.size)?;
     progress(Progress::Plan(&plan.cost()));
     let report = memory::run_plan(&shape, &mut plan, &opts, |s| progress(Progress::Step(s)))
         .map_err(MachineError::measuring("measuring memory"))?;
@@ -324,11 +287,15 @@ fn result(r: &MemReport, opts: &MemOptions, llc: Option<u64>) -> MemoryResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use topoprobe_model::Budget;
 
     #[test]
     fn a_working_set_too_small_for_memory_is_refused_before_anything_is_loaded() {
         let e = plan(&MemRequest {
-            size: Some(1024),
+            options: MemOptions {
+                size: Some(1024),
+                ..MemOptions::default()
+            },
             topology: Some(PathBuf::from("/nonexistent/t.json")),
             ..MemRequest::default()
         })

@@ -11,43 +11,12 @@
 //! cache level of its own while the OS lists caches (on 4 KiB pages it is often the TLB's
 //! reach).
 
+use topoprobe_model::results::cache::CacheAgreement;
 use topoprobe_model::{CacheLevel, CacheSection, CacheType, OsView, TlbReach as ModelTlb};
 
 use super::curve::{FoundLevel, Sample};
 use super::tlb::TlbReach;
 use super::HugePages;
-
-/// How a level of the OS compares with the curve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Agreement {
-    /// The curve's own fit gives the OS's size.
-    Agrees,
-    /// The OS's size explains the rise, though the fit alone gives another size.
-    Explains,
-    /// The OS's size does not explain the rise: the measured size differs.
-    Differs,
-    /// The OS lists the level but the curve shows no rise for it.
-    NotSeen,
-    /// The curve shows a level and there is no OS view to set it beside.
-    Unlisted,
-    /// The OS's alone (an instruction cache: the walk loads data).
-    OsOnly,
-}
-
-impl Agreement {
-    /// A short phrase for tables.
-    #[must_use]
-    pub const fn describe(self) -> &'static str {
-        match self {
-            Self::Agrees => "= OS",
-            Self::Explains => "OS size explains the rise",
-            Self::Differs => "differs from the OS",
-            Self::NotSeen => "no rise in the curve",
-            Self::Unlisted => "no OS view",
-            Self::OsOnly => "OS only",
-        }
-    }
-}
 
 /// One level of the section and how it was checked.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,7 +28,7 @@ pub struct LevelCheck {
     /// The rise of the curve matched to it, when there is one.
     pub found: Option<FoundLevel>,
     /// How it compares with the OS.
-    pub agreement: Agreement,
+    pub agreement: CacheAgreement,
 }
 
 /// What [`section`] concludes.
@@ -250,16 +219,16 @@ pub fn section(
         let slot = data.iter().position(|&d| d == i);
         let f = slot.and_then(|s| matched[s]).map(|k| found[k]);
         let agreement = match (c.kind, c.size_bytes, f) {
-            (CacheType::Instruction, ..) => Agreement::OsOnly,
-            (_, None, _) => Agreement::OsOnly,
+            (CacheType::Instruction, ..) => CacheAgreement::OsOnly,
+            (_, None, _) => CacheAgreement::OsOnly,
             (_, Some(os_bytes), Some(f)) => {
                 set_latency(&mut level, &f);
                 if f.explained_by(os_bytes) {
                     level.measured_size_kib = Some(os_bytes / 1024);
                     if f.bytes == os_bytes {
-                        Agreement::Agrees
+                        CacheAgreement::Agrees
                     } else {
-                        Agreement::Explains
+                        CacheAgreement::Explains
                     }
                 } else {
                     level.measured_size_kib = Some(f.bytes / 1024);
@@ -270,7 +239,7 @@ pub fn section(
                         Some(i) == last_data,
                         curve,
                     ));
-                    Agreement::Differs
+                    CacheAgreement::Differs
                 }
             }
             (_, Some(os_bytes), None) => {
@@ -286,7 +255,7 @@ pub fn section(
                     ));
                 }
                 notes.push(note);
-                Agreement::NotSeen
+                CacheAgreement::NotSeen
             }
         };
         checks.push(LevelCheck {
@@ -327,7 +296,7 @@ pub fn section(
                 level: number,
                 kind: CacheType::Unified,
                 found: Some(*f),
-                agreement: Agreement::Unlisted,
+                agreement: CacheAgreement::Unlisted,
             });
             levels.push(l);
         }
@@ -450,14 +419,14 @@ mod tests {
             .map(|l| l.measured_size_kib)
             .collect();
         assert_eq!(measured, [None, Some(32), Some(1024), Some(16384)]);
-        let agreements: Vec<Agreement> = c.checks.iter().map(|k| k.agreement).collect();
+        let agreements: Vec<CacheAgreement> = c.checks.iter().map(|k| k.agreement).collect();
         assert_eq!(
             agreements,
             [
-                Agreement::OsOnly,
-                Agreement::Agrees,
-                Agreement::Explains,
-                Agreement::Differs
+                CacheAgreement::OsOnly,
+                CacheAgreement::Agrees,
+                CacheAgreement::Explains,
+                CacheAgreement::Differs
             ]
         );
         assert_eq!(c.section.levels[1].cycles, Some(1.4 * 2.5));
@@ -518,7 +487,7 @@ mod tests {
         let not_seen: Vec<&LevelCheck> = c
             .checks
             .iter()
-            .filter(|k| k.agreement == Agreement::NotSeen)
+            .filter(|k| k.agreement == CacheAgreement::NotSeen)
             .collect();
         assert_eq!(not_seen.len(), 2, "{:?}", c.checks);
         assert!(c

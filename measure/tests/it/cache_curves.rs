@@ -9,8 +9,8 @@
 
 use std::path::Path;
 
-use topoprobe_measure::cache::check::Agreement;
 use topoprobe_measure::cache::{analyse, curve, HugePages, Sample};
+use topoprobe_model::results::cache::CacheAgreement;
 use topoprobe_model::{CacheType, OsCache, OsView};
 
 /// Column `col` (1 or 2 after the size) of a curve file.
@@ -101,7 +101,7 @@ fn the_zen3_curves_checked_against_the_os() {
         .collect();
     assert_eq!(&m[..3], &[None, Some(32), Some(512)], "{:?}", a.checked);
     let l3 = &a.checked.checks[3];
-    assert_eq!(l3.agreement, Agreement::Differs, "{:?}", a.checked);
+    assert_eq!(l3.agreement, CacheAgreement::Differs, "{:?}", a.checked);
     assert!(m[3].is_some_and(|k| k < 32 << 10));
     assert!(
         a.checked
@@ -152,7 +152,7 @@ fn a_wrong_os_size_is_a_disagreement() {
             let a = analyse(Some(&os(claim)), 0, &load(file, 1), None, &GRANTED, None);
             assert_eq!(
                 a.checked.checks[2].agreement,
-                Agreement::Differs,
+                CacheAgreement::Differs,
                 "{file} {text}: {:?}",
                 a.checked
             );

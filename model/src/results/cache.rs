@@ -23,6 +23,21 @@ pub enum CacheAgreement {
     OsOnly,
 }
 
+impl CacheAgreement {
+    /// A short phrase for tables.
+    #[must_use]
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::Agrees => "= OS",
+            Self::Explains => "OS size explains the rise",
+            Self::Differs => "differs from the OS",
+            Self::NotSeen => "no rise in the curve",
+            Self::Unlisted => "no OS view",
+            Self::OsOnly => "OS only",
+        }
+    }
+}
+
 /// One cache level, measured and as the OS lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheLevelResult {

@@ -55,7 +55,7 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// [`SyncError::Parameter`] naming the first value out of range.
+    /// [`WorkError::Parameter`](topoprobe_place::WorkError::Parameter) naming the first value out of range.
     pub fn check(&self) -> Result<(), SyncError> {
         if self.threads == 0 || self.threads > MAX_THREADS {
             return Err(SyncError::parameter(

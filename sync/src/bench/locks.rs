@@ -77,7 +77,7 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// [`SyncError::Parameter`] naming the first value out of range.
+    /// [`WorkError::Parameter`](topoprobe_place::WorkError::Parameter) naming the first value out of range.
     pub fn check(&self) -> Result<(), SyncError> {
         if self.threads == 0 || self.threads > MAX_THREADS {
             return Err(SyncError::parameter(
@@ -331,7 +331,7 @@ fn measure<M: Take>(
         l.with(&mut |v| check += *v);
     }
     if check != total {
-        return Err(SyncError::Verification(format!(
+        return Err(SyncError::verification(format!(
             "the locks' counters sum to {check}, but the threads counted {total} acquisitions"
         )));
     }

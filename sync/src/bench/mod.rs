@@ -8,17 +8,16 @@
 //! - [`false_sharing`]: threads incrementing counters at strides of 8 to 256 bytes.
 //! - [`line_ops`]: ccbench-style latency of load, store, CAS, fetch-and-increment and swap
 //!   on lines in each coherence state, owned by a context at each distance, with the
-//!   lines on a chosen home node.
-//! - [`cache_to_cache`]: the same kernels for the (reader, owner, home node) triples of a
-//!   whole topology, planned within a budget (`topoprobe mem --c2c`).
+//!   lines on a chosen home node. The kernels are `topoprobe_measure::cache_to_cache`'s,
+//!   which also plans them for the (reader, owner, home node) triples of a whole topology
+//!   within a budget (`topoprobe mem --c2c`).
 //!
 //! Each experiment's `Config::check` says before any work whether a request can run (a
-//! [`SyncError::Parameter`](crate::SyncError::Parameter) names the first value out of
+//! [`WorkError::Parameter`](topoprobe_place::WorkError::Parameter) names the first value out of
 //! range). Results are medians over runs that interleave the alternatives, so that a drift
 //! of the machine touches all of them alike. The sort and reduction experiments are in
 //! `topoprobe-parallel`.
 
-pub mod cache_to_cache;
 pub mod false_sharing;
 pub mod line_ops;
 pub mod locks;

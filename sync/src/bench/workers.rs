@@ -54,7 +54,7 @@ pub(crate) fn run<T: Send>(
         hs.into_iter()
             .map(|h| {
                 h.join()
-                    .map_err(|_| SyncError::Thread("a worker panicked".into()))?
+                    .map_err(|_| SyncError::thread("a worker panicked"))?
             })
             .collect()
     })

@@ -1,15 +1,17 @@
 //! The plan of `topoprobe mem --c2c` on captured and simulated machines: every distance the
 //! machine has and no other, the home-node variants for the right (reader, owner) pairs,
-//! the budget's priorities, and the same trios and nodes as `bench line-ops`.
+//! the budget's priorities, and the same trios and nodes as `bench line-ops` (the plan is
+//! `topoprobe_measure::cache_to_cache`'s, tested here beside the experiment it must agree
+//! with).
 
 use std::path::Path;
 
 use topoprobe_infer::sim::{platforms, MachineSpec};
 use topoprobe_infer::{infer, load_topology, InferOptions};
+use topoprobe_measure::cache_to_cache::{plan, C2cPlan, Planned, DEFAULT_ROUNDS};
 use topoprobe_model::results::bench::Scope;
 use topoprobe_model::results::cache_to_cache::Home;
 use topoprobe_model::{Budget, NodeId, Topology};
-use topoprobe_sync::bench::cache_to_cache::{plan, C2cPlan, Planned, DEFAULT_ROUNDS};
 use topoprobe_sync::bench::line_ops::{self, node_of, trios};
 
 const ROOMY: Budget = Budget::new(1.0e6, 1 << 30);

@@ -10,6 +10,7 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use topoprobe_model::Topology;
 use topoprobe_parallel::ParallelError;
+use topoprobe_place::WorkError;
 use topoprobe_sync::SyncError;
 use topoprobe_view::results::Rendered;
 
@@ -104,11 +105,11 @@ fn bad_argument(what: &str, value: &str, expected: &str) -> anyhow::Error {
 /// An error of a contention experiment: a bad request is a usage error (exit status 2).
 pub(crate) fn sync_error(e: SyncError) -> anyhow::Error {
     match &e {
-        SyncError::Parameter {
+        SyncError::Work(WorkError::Parameter {
             what,
             value,
             expected,
-        } => bad_argument(what, value, expected),
+        }) => bad_argument(what, value, expected),
         _ if e.is_usage() => Usage(e.to_string()).into(),
         _ => e.into(),
     }

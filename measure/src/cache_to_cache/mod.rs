@@ -1,6 +1,6 @@
-//! Cache-to-cache transfers as `topoprobe mem --c2c` measures them: the [`line_ops`]
-//! kernels, run for the (reader, owner, home node) triples the topology calls for and that
-//! fit a budget.
+//! Cache-to-cache transfers as `topoprobe mem --c2c` measures them: the [`kernels`] that
+//! `topoprobe bench line-ops` also runs, for the (reader, owner, home node) triples the
+//! topology calls for and that fit a budget.
 //!
 //! The plan, in order of priority (what the budget cuts comes last):
 //!
@@ -25,8 +25,38 @@ use topoprobe_model::results::bench::{Scope, State};
 use topoprobe_model::results::cache_to_cache::{CacheToCacheResult, Home, Transfer};
 use topoprobe_model::{Budget, ContextId, CostPlan, CostStep, SocketId, Topology};
 
-use super::line_ops::{self, node_of, third_for, trios, Trio};
-use crate::error::SyncError;
+use topoprobe_sys::affinity::AffinityError;
+use topoprobe_sys::buffer::BufferError;
+
+use kernels::{node_of, third_for, trios, Trio};
+
+pub mod kernels;
+
+/// Why cache-to-cache transfers could not be planned or measured.
+#[derive(Debug, thiserror::Error)]
+pub enum C2cError {
+    /// Rounds out of range: a bad request, not a failure.
+    #[error("rounds {0} is out of range (allowed: 1 to {max})", max = kernels::MAX_ROUNDS)]
+    Rounds(usize),
+    /// A thread could not be pinned.
+    #[error(transparent)]
+    Affinity(#[from] AffinityError),
+    /// The lines' pages could not be mapped or bound to their node.
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
+    /// A thread of the measurement could not be started or panicked.
+    #[error("worker thread: {0}")]
+    Thread(String),
+}
+
+impl C2cError {
+    /// Whether the error means the request itself is wrong (rounds out of range), so that
+    /// retrying cannot help.
+    #[must_use]
+    pub const fn is_usage(&self) -> bool {
+        matches!(self, Self::Rounds(_))
+    }
+}
 
 /// Rounds per operation, state and pair of a default plan.
 pub const DEFAULT_ROUNDS: usize = 100;
@@ -193,20 +223,16 @@ fn candidates(topo: &Topology) -> (Vec<Planned>, Vec<String>) {
 ///
 /// # Errors
 ///
-/// [`SyncError::Parameter`] for rounds out of range.
-pub fn plan(topo: &Topology, rounds: usize, budget: Budget) -> Result<C2cPlan, SyncError> {
-    line_ops::Config {
-        rounds,
-        ..line_ops::Config::default()
-    }
-    .check()?;
+/// [`C2cError::Rounds`] for rounds out of range.
+pub fn plan(topo: &Topology, rounds: usize, budget: Budget) -> Result<C2cPlan, C2cError> {
+    kernels::check_rounds(rounds)?;
     let can_flush = topoprobe_sys::counter::can_flush();
     let (all, unavailable) = candidates(topo);
     let mut cost = CostPlan::new(budget);
     let mut planned = Vec::new();
     let mut left = 0usize;
     for p in all {
-        let passes = (p.states(can_flush) * line_ops::OPS * (rounds + 1)) as u64;
+        let passes = (p.states(can_flush) * kernels::OPS * (rounds + 1)) as u64;
         let seconds = SETUP_SECONDS + passes as f64 * ROUND_SECONDS;
         let fits = cost.seconds() + seconds <= budget.seconds && STEP_BYTES <= budget.bytes;
         if left == 0 && (planned.is_empty() || fits) {
@@ -256,13 +282,13 @@ pub fn plan(topo: &Topology, rounds: usize, budget: Budget) -> Result<C2cPlan, S
 pub fn run(
     mut plan: C2cPlan,
     progress: &mut dyn FnMut(&str),
-) -> Result<CacheToCacheResult, SyncError> {
+) -> Result<CacheToCacheResult, C2cError> {
     let mut transfers = Vec::new();
     let mut unavailable = plan.unavailable.clone();
     for (i, p) in plan.planned.iter().enumerate() {
         progress(&plan.cost.steps[i].what);
         let start = Instant::now();
-        let m = line_ops::measure(p.scope, p.trio, p.home_node, plan.rounds)?;
+        let m = kernels::measure(p.scope, p.trio, p.home_node, plan.rounds)?;
         plan.cost.steps[i].record(start.elapsed().as_secs_f64(), None);
         transfers.extend(m.results.into_iter().map(|r| Transfer {
             scope: r.scope,
