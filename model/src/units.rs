@@ -8,10 +8,15 @@ use serde::{Deserialize, Serialize};
 /// The unit every latency of a topology is expressed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LatencyUnit {
-    /// Nanoseconds (what core-to-core-latency and topoprobe's probe report).
+    /// Nanoseconds.
+    ///
+    /// What core-to-core-latency and topoprobe's probe report.
     #[default]
     Ns,
+    /// Cycles.
+    ///
     /// CPU or timestamp-counter cycles (what libmctop reports).
     Cycles,
 }

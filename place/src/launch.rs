@@ -33,14 +33,17 @@ pub use crate::preload::{find_preload, PRELOAD_VAR};
 
 /// The memory policy of the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Memory {
-    /// Memory on the node of the CPU that first touches it (`numactl --localalloc`); when
-    /// the kernel refuses, its default applies and a note says so.
+    /// Memory on the node of the CPU that first touches it (`numactl --localalloc`).
+    ///
+    /// When the kernel refuses, its default applies and a note says so.
     #[default]
     Local,
     /// Interleaved over the nodes of the placement's CPUs (`numactl --interleave`).
     Interleave,
     /// The kernel's default; nothing is set.
+    #[cfg_attr(feature = "clap", value(name = "none"))]
     Default,
 }
 

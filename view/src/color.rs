@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 
 /// When to colour the text view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ColorWhen {
     /// On a terminal, unless `NO_COLOR` is set.
     Auto,

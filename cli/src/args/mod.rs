@@ -26,7 +26,7 @@ pub(crate) use measuring::{
 pub(crate) use os::OsArgs;
 pub(crate) use packaging::{CompletionsArgs, FileArgumentsArgs, ManpagesArgs};
 pub(crate) use parsers::PinList;
-pub(crate) use placing::{Mem, PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
+pub(crate) use placing::{PlaceArgs, PlaceFormat, PlacementArgs, RunArgs};
 pub(crate) use topology::{Format, Output};
 pub(crate) use tuning::{AutopinArgs, BalanceArgs};
 pub(crate) use views::{HeatmapArgs, HeatmapFormat, Input, ReportArgs, ReportFormat, ShowArgs};
@@ -129,24 +129,6 @@ pub(crate) enum Command {
     FileArguments(FileArgumentsArgs),
 }
 
-/// Unit of latencies on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Units {
-    /// Nanoseconds.
-    Ns,
-    /// Cycles.
-    Cycles,
-}
-
-impl From<Units> for LatencyUnit {
-    fn from(u: Units) -> Self {
-        match u {
-            Units::Ns => Self::Ns,
-            Units::Cycles => Self::Cycles,
-        }
-    }
-}
-
 /// A yes/no answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum YesNo {
@@ -161,7 +143,7 @@ pub(crate) enum YesNo {
 pub(crate) struct Hints {
     /// Unit of the latencies in a matrix file.
     #[arg(long, value_enum, default_value = "ns")]
-    pub(crate) units: Units,
+    pub(crate) units: LatencyUnit,
     /// Number of sockets, when known (otherwise inferred).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) sockets: Option<u32>,
@@ -178,7 +160,7 @@ impl Hints {
     /// The inference options these hints describe.
     pub(crate) fn options(&self) -> InferOptions {
         InferOptions {
-            units: self.units.into(),
+            units: self.units,
             sockets: self.sockets.map(|s| s as usize),
             smt: self.smt.map(|s| s == YesNo::Yes),
             ghz: self.ghz,

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 use anyhow::Context;
 use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
+use topoprobe_place::launch::Memory;
 use topoprobe_place::{CoreKind, Policy};
 use topoprobe_view::results::placement::Form;
 use topoprobe_view::results::Rendered;
@@ -187,16 +188,6 @@ impl SideReport {
     }
 }
 
-/// Memory policy of the command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Mem {
-    /// Memory on the node of the CPU that first touches it (`numactl --localalloc`).
-    Local,
-    /// Interleaved over the nodes of the placement's CPUs (`numactl --interleave`).
-    Interleave,
-    /// The kernel's default; nothing is set.
-    None,
-}
 /// `topoprobe run`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RunArgs {
@@ -204,7 +195,7 @@ pub(crate) struct RunArgs {
     pub(crate) placement: PlacementArgs,
     /// Memory policy.
     #[arg(long, value_enum, default_value = "local")]
-    pub(crate) mem: Mem,
+    pub(crate) mem: Memory,
     /// Hexadecimal mask of created threads not to pin (bit i: the i-th thread the program
     /// creates, from 0), like likwid-pin -s: they may run on any CPU of the placement.
     #[arg(long, value_name = "MASK", value_parser = skip_bits)]

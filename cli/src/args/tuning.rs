@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use topoprobe_place::Policy;
 use topoprobe_tune::autopin::candidates::parse_schedule;
 use topoprobe_tune::autopin::MetricChoice;
@@ -21,31 +21,6 @@ fn wait(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(0.0) => Ok(0.0),
         _ => seconds(s),
-    }
-}
-
-/// What autopin scores candidates by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum MetricArg {
-    /// Heartbeats if the program sends them, else instructions retired if the machine
-    /// has counters, else CPU time.
-    Auto,
-    /// Application heartbeats (the program calls tp_heartbeat).
-    Heartbeat,
-    /// Instructions retired (hardware counters through perf events).
-    Instructions,
-    /// CPU time per wall second, from schedstat (no counters needed).
-    CpuTime,
-}
-
-impl From<MetricArg> for MetricChoice {
-    fn from(m: MetricArg) -> Self {
-        match m {
-            MetricArg::Auto => Self::Auto,
-            MetricArg::Heartbeat => Self::Heartbeat,
-            MetricArg::Instructions => Self::Instructions,
-            MetricArg::CpuTime => Self::CpuTime,
-        }
     }
 }
 
@@ -82,7 +57,7 @@ pub(crate) struct AutopinArgs {
     pub(crate) threads: Option<u32>,
     /// What candidates are scored by.
     #[arg(long, value_enum, default_value = "auto")]
-    pub(crate) metric: MetricArg,
+    pub(crate) metric: MetricChoice,
     /// Seconds before the first candidate (the program starts up).
     #[arg(long, value_name = "S", default_value = "1", value_parser = wait)]
     pub(crate) initial_wait: f64,

@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use super::{Hints, Output};
 use crate::error::Usage;
 use crate::output::{Formats, Kind, OutputArgs};
+use topoprobe_view::color::ColorWhen;
 
 /// `topoprobe show`.
 #[derive(Debug, Clone, Args)]
@@ -37,17 +38,6 @@ pub(crate) struct ViewArgs {
     /// With --format dot: the socket of the intra-socket graph.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) socket: usize,
-}
-
-/// When to colour the text view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ColorWhen {
-    /// On a terminal, unless `NO_COLOR` is set.
-    Auto,
-    /// Always.
-    Always,
-    /// Never.
-    Never,
 }
 
 /// Where the topology of `show`, `heatmap` and `report` comes from.
@@ -157,16 +147,6 @@ impl Formats for ReportFormat {
             Kind::Html => Some(Self::Html),
             Kind::Json => Some(Self::Json),
             _ => None,
-        }
-    }
-}
-
-impl From<ColorWhen> for topoprobe_view::color::ColorWhen {
-    fn from(c: ColorWhen) -> Self {
-        match c {
-            ColorWhen::Auto => Self::Auto,
-            ColorWhen::Always => Self::Always,
-            ColorWhen::Never => Self::Never,
         }
     }
 }

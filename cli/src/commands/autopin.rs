@@ -164,7 +164,7 @@ fn run_inner(args: &AutopinArgs) -> Result<i32> {
     let opts = Options {
         candidates: source,
         threads: args.threads.map(|n| n as usize),
-        metric: args.metric.into(),
+        metric: args.metric,
         phases: Phases::new(args.initial_wait, args.warmup, args.measure),
         skip: args.skip.unwrap_or(0),
         retune_every: args.retune_every,

@@ -7,11 +7,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use topoprobe_place::launch::{self, Event, Launch, Memory, Observer};
+use topoprobe_place::launch::{self, Event, Launch, Observer};
 use topoprobe_place::PlaceError;
 use topoprobe_view::results::Rendered;
 
-use crate::args::{Mem, RunArgs};
+use crate::args::RunArgs;
 use crate::error::report;
 
 /// The notes of the launch on standard error, and with `-v` the placement's summary.
@@ -41,11 +41,7 @@ fn run_inner(args: &RunArgs) -> Result<i32> {
     )?;
     let how = Launch {
         command: args.command.clone(),
-        memory: match args.mem {
-            Mem::Local => Memory::Local,
-            Mem::Interleave => Memory::Interleave,
-            Mem::None => Memory::Default,
-        },
+        memory: args.mem,
         skip: args.skip.unwrap_or(0),
         end_with_caller: !args.keep_child,
         preload: None,

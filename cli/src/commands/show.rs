@@ -53,7 +53,7 @@ pub(crate) fn run(args: &ShowArgs) -> Result<()> {
         return crate::output::dot_graphs(&topo, args.view.socket, picture, out);
     }
     let text = TextOptions {
-        color: use_color(args.view.color.into(), is_stdout(out)),
+        color: use_color(args.view.color, is_stdout(out)),
         verbose: args.view.verbose,
     };
     if format == Format::HwlocXml && args.input.paths().is_empty() {

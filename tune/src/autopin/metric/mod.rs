@@ -36,16 +36,20 @@ pub trait Metric {
 /// Which metric to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum MetricChoice {
+    /// Heartbeats if the program sends them, else instructions retired if the machine
+    /// has counters, else CPU time.
+    ///
     /// The best available: heartbeats when the program sends them during the initial
-    /// wait, else instructions retired when the machine has counters, else CPU time.
+    /// wait.
     #[default]
     Auto,
-    /// Application heartbeats.
+    /// Application heartbeats (the program calls tp_heartbeat).
     Heartbeat,
-    /// Instructions retired (hardware counters).
+    /// Instructions retired (hardware counters through perf events).
     Instructions,
-    /// CPU time per wall second (schedstat).
+    /// CPU time per wall second, from schedstat (no counters needed).
     CpuTime,
 }
 
