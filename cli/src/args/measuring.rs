@@ -11,7 +11,7 @@ use topoprobe_model::results::latency::PingPongWait;
 use super::parsers::{parse_size, plugin_list, positive, seconds};
 use super::{Hints, Output};
 use crate::error::Usage;
-use crate::output::{Formats, Kind, OutputArgs};
+use crate::output::{Formats, OutputArgs};
 
 /// How to measure this machine.
 #[derive(Debug, Clone, Default, Args)]
@@ -212,14 +212,6 @@ impl Formats for MatrixFormat {
         kept and flagged: `*` in the table, `flagged` in the JSON; with CSV, a `# noisy pairs` \
         block on standard error and the notes file FILE.notes (one tab-separated line per \
         flagged pair; an older FILE.notes is removed when none is)";
-    fn of_kind(kind: Kind) -> Option<Self> {
-        match kind {
-            Kind::Text => Some(Self::Text),
-            Kind::Json => Some(Self::Json),
-            Kind::Csv => Some(Self::Csv),
-            _ => None,
-        }
-    }
 }
 
 impl MatrixArgs {
@@ -487,12 +479,4 @@ impl Formats for ResultFormat {
     const JSON: Self = Self::Json;
     const FORMAT_HELP: &'static str =
         "Output format (default: from the extension of -o FILE — .json, .csv, .txt — else text)";
-    fn of_kind(kind: Kind) -> Option<Self> {
-        match kind {
-            Kind::Text => Some(Self::Text),
-            Kind::Json => Some(Self::Json),
-            Kind::Csv => Some(Self::Csv),
-            _ => None,
-        }
-    }
 }

@@ -146,13 +146,6 @@ impl Formats for ReportFormat {
     const OUTPUT_HELP: &'static str = "Write the report to FILE (atomically; its directory \
         must exist) instead of standard error; `-` is standard output (after the output of \
         the program run, if any)";
-    fn of_kind(kind: Kind) -> Option<Self> {
-        match kind {
-            Kind::Text => Some(Self::Text),
-            Kind::Json => Some(Self::Json),
-            _ => None,
-        }
-    }
 }
 
 /// Where the report of a command that runs a program goes: standard error unless `-o`

@@ -6,7 +6,7 @@ use clap::{Args, ValueEnum};
 
 use super::{Hints, Output};
 use crate::error::Usage;
-use crate::output::{Formats, Kind, OutputArgs};
+use crate::output::{Formats, OutputArgs};
 use topoprobe_view::color::ColorWhen;
 
 /// `topoprobe show`.
@@ -87,14 +87,6 @@ impl Formats for HeatmapFormat {
         "Output format (default: from the extension of -o FILE — .svg, .png, .json — else svg)";
     const JSON_HELP: &'static str =
         "Shorthand for `--format json`: the ordered matrix, its levels and their colours";
-    fn of_kind(kind: Kind) -> Option<Self> {
-        match kind {
-            Kind::Svg => Some(Self::Svg),
-            Kind::Png => Some(Self::Png),
-            Kind::Json => Some(Self::Json),
-            _ => None,
-        }
-    }
 }
 
 impl HeatmapArgs {
@@ -142,11 +134,4 @@ impl Formats for ReportFormat {
     const FORMAT_HELP: &'static str =
         "Output format (default: from the extension of -o FILE — .html, .json — else html)";
     const JSON_HELP: &'static str = "Shorthand for `--format json`: the description the page shows";
-    fn of_kind(kind: Kind) -> Option<Self> {
-        match kind {
-            Kind::Html => Some(Self::Html),
-            Kind::Json => Some(Self::Json),
-            _ => None,
-        }
-    }
 }

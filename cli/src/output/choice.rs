@@ -52,6 +52,22 @@ impl Kind {
             _ => return None,
         })
     }
+
+    /// The name of the format a file of this kind holds (`text`, `json`, `xml`…).
+    fn name(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Json => "json",
+            Self::Csv => "csv",
+            Self::Tsv => "tsv",
+            Self::Mct => "mct",
+            Self::Dot => "dot",
+            Self::Xml => "xml",
+            Self::Html => "html",
+            Self::Svg => "svg",
+            Self::Png => "png",
+        }
+    }
 }
 
 /// The formats one command writes, and the help of its output options ([`OutputArgs`]):
@@ -69,8 +85,14 @@ pub(crate) trait Formats: Copy + PartialEq + ValueEnum + Send + Sync + 'static {
     /// The help of `-o/--output FILE`.
     const OUTPUT_HELP: &'static str = "Write to FILE (atomically; its directory must exist) \
                                        instead of standard output; `-` is standard output";
-    /// The format a kind of file means for this command, if it writes that kind.
-    fn of_kind(kind: Kind) -> Option<Self>;
+    /// The format a kind of file means for this command, if it writes that kind: by
+    /// default, the format of the same name.
+    fn of_kind(kind: Kind) -> Option<Self> {
+        Self::value_variants()
+            .iter()
+            .find(|f| name_of(*f) == kind.name())
+            .copied()
+    }
 }
 
 /// The name of a format on the command line (`hwloc-xml`, `json`…).
