@@ -99,7 +99,7 @@ mod discover;
 mod fill;
 mod meter;
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use self::discover::{log_gap, Discovery, ModuleTree, Tolerance, OUTLIER_LN};
@@ -231,7 +231,7 @@ fn verify_structure(
     let mut tries = 0;
     while left > 0 && tries < 20 * count + 100 {
         tries += 1;
-        let (a, b) = (rng.gen_range(0..n), rng.gen_range(0..n));
+        let (a, b) = (rng.random_range(0..n), rng.random_range(0..n));
         if a == b || meter.is_measured(a, b) {
             continue;
         }
@@ -291,8 +291,8 @@ fn repair(
             break;
         }
         let (x, y) = (
-            xs[rng.gen_range(0..xs.len())],
-            ys[rng.gen_range(0..ys.len())],
+            xs[rng.random_range(0..xs.len())],
+            ys[rng.random_range(0..ys.len())],
         );
         if meter.is_measured(x, y) {
             continue;

@@ -37,7 +37,7 @@ mod probe;
 mod spec;
 mod truth;
 
-use rand::Rng;
+use rand::{Rng, RngExt};
 
 pub use injected::{Injected, PairFilter};
 pub use probe::{SimProbe, DEFAULT_SAMPLES};
@@ -47,8 +47,8 @@ pub use truth::Truth;
 /// A standard normal sample (Box–Muller).
 fn standard_normal(rng: &mut impl Rng) -> f64 {
     // 1 - [0, 1) is in (0, 1]: the logarithm is finite.
-    let u1 = 1.0 - rng.gen::<f64>();
-    let u2 = rng.gen::<f64>();
+    let u1 = 1.0 - rng.random::<f64>();
+    let u2 = rng.random::<f64>();
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
@@ -58,8 +58,8 @@ fn standard_normal(rng: &mut impl Rng) -> f64 {
 /// specs differing only in `sigma` have the same outliers.
 fn perturb(value: f64, noise: &Noise, rng: &mut impl Rng) -> f64 {
     let z = standard_normal(rng);
-    let outlier = rng.gen::<f64>() < noise.outliers;
-    let up = rng.gen::<bool>();
+    let outlier = rng.random::<f64>() < noise.outliers;
+    let up = rng.random::<bool>();
     let mut v = value * (noise.sigma * z).exp();
     if outlier {
         if up {

@@ -5,7 +5,7 @@ use crate::common;
 
 use common::{canon, excluded, matrix, predicted, truth, wrong_levels, TruthRow};
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use topoprobe_infer::{infer, InferOptions};
 use topoprobe_model::{LatencyMatrix, LatencyUnit, WarningKind};
@@ -77,12 +77,12 @@ fn one_percent_noise_changes_nothing() {
 }
 
 /// A standard normal sample from two uniforms (Box-Muller), to avoid another dependency.
-fn rand_distr_normal() -> impl rand::distributions::Distribution<f64> {
+fn rand_distr_normal() -> impl rand::distr::Distribution<f64> {
     struct Normal;
-    impl rand::distributions::Distribution<f64> for Normal {
+    impl rand::distr::Distribution<f64> for Normal {
         fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
-            let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
-            let u2: f64 = rng.gen::<f64>();
+            let u1: f64 = rng.random_range(f64::EPSILON..1.0);
+            let u2: f64 = rng.random::<f64>();
             (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
         }
     }

@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Distance between two visited positions, bytes: a divisor of every cache size and of the
@@ -63,7 +63,7 @@ impl Cycle {
             .min(capacity);
         while self.positions < want {
             let p = self.positions * STRIDE_WORDS;
-            let q = self.rng.gen_range(0..self.positions) * STRIDE_WORDS;
+            let q = self.rng.random_range(0..self.positions) * STRIDE_WORDS;
             // Insert p right after q.
             words[p] = words[q];
             words[q] = p as u64;

@@ -30,7 +30,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use topoprobe_sys::buffer::Buffer;
@@ -100,7 +100,7 @@ pub fn link_cycle(buf: &mut Buffer, order: ChaseOrder, seed: u64) -> usize {
         visits[start..].shuffle(&mut rng);
     }
     // The visited line of each slot: bit k of `second` says the second line of slot k.
-    let mut second: Vec<u64> = (0..slots.div_ceil(64)).map(|_| rng.gen()).collect();
+    let mut second: Vec<u64> = (0..slots.div_ceil(64)).map(|_| rng.random()).collect();
     second[0] &= !1;
     let word = |slot: usize| {
         slot * SLOT_WORDS + usize::from(second[slot / 64] >> (slot % 64) & 1 == 1) * LINE_WORDS
