@@ -98,13 +98,23 @@ pub fn default_path() -> Result<PathBuf, DescriptionError> {
             .join(".local")
             .join("share"),
     };
-    let host = read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(|| "localhost".into());
-    // A host name never holds a path separator, but do not trust it to.
-    let host: String = host
-        .chars()
-        .map(|c| if c == '/' || c == '\0' { '_' } else { c })
-        .collect();
+    let host = file_stem_of_host(read_trimmed("/proc/sys/kernel/hostname").as_deref());
     Ok(base.join("topoprobe").join(format!("{host}.json")))
+}
+
+/// The file name (without `.json`) of the description of a machine whose kernel host name
+/// is `host`: `localhost` when the host has no name (none read, or the kernel's `(none)`
+/// of a guest that never set one) or a name that is no file name (`.`, `..`), and the
+/// name with any path separator or NUL replaced otherwise (a host name never holds one,
+/// but a file does not trust it to).
+fn file_stem_of_host(host: Option<&str>) -> String {
+    match host {
+        None | Some("" | "(none)" | "." | "..") => "localhost".to_string(),
+        Some(h) => h
+            .chars()
+            .map(|c| if c == '/' || c == '\0' { '_' } else { c })
+            .collect(),
+    }
 }
 
 /// Loads the description at `path` and checks it against the running machine.
@@ -177,6 +187,15 @@ mod tests {
         let m = this_machine();
         assert!(m.online_cpus.is_some());
         assert!(m.kernel.is_some());
+    }
+
+    #[test]
+    fn a_host_without_a_name_saves_as_localhost() {
+        assert_eq!(file_stem_of_host(None), "localhost");
+        assert_eq!(file_stem_of_host(Some("(none)")), "localhost");
+        assert_eq!(file_stem_of_host(Some("..")), "localhost");
+        assert_eq!(file_stem_of_host(Some("node-17")), "node-17");
+        assert_eq!(file_stem_of_host(Some("a/b\0c")), "a_b_c");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use anyhow::Result;
 use topoprobe_measure::cache_to_cache::{self, C2cError, C2cPlan};
 use topoprobe_model::results::cache_to_cache::CacheToCacheResult;
 use topoprobe_model::{Budget, CostPlan};
+use topoprobe_place::WorkError;
 use topoprobe_sync::SyncError;
 
 use crate::args::MemArgs;
@@ -37,10 +38,21 @@ pub(crate) fn plan(args: &MemArgs) -> Result<Option<C2cPlan>> {
     ))
 }
 
-/// An error of the transfers, said as `bench line-ops` says it (rounds out of range are a
-/// usage error naming `--rounds`).
+/// An error of the transfers, said as `bench line-ops` says it, but naming this command's
+/// flags: rounds out of range are a usage error naming `--c2c-rounds`.
 fn c2c_error(e: C2cError) -> anyhow::Error {
-    sync_error(SyncError::from(e))
+    match SyncError::from(e) {
+        SyncError::Work(WorkError::Parameter {
+            what: "rounds",
+            value,
+            expected,
+        }) => sync_error(SyncError::Work(WorkError::Parameter {
+            what: "c2c-rounds",
+            value,
+            expected,
+        })),
+        other => sync_error(other),
+    }
 }
 
 /// The memory plan followed by the transfers' under the two budgets together.

@@ -506,7 +506,10 @@ fn mem_c2c_plans_both_home_nodes_for_each_cross_socket_pair_of_a_two_socket_capt
         topo,
     ]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("rounds 0"), "{err}");
+    assert!(
+        err.contains("--c2c-rounds 0 is out of range"),
+        "the flag as typed: {err}"
+    );
     let (code, _, err) = run_fresh(&["mem", "--c2c-budget", "3", "--plan", "--topology", topo]);
     assert_eq!(code, 2, "--c2c-budget needs --c2c: {err}");
 }
