@@ -41,8 +41,8 @@ struct Spec {
 }
 
 /// The policies in the order candidates are tried: the most compact, one per core in a
-/// socket, spread over every socket, balanced over 2..S sockets, then the rest (which
-/// usually repeat one of these).
+/// socket, spread over every socket, spread over the sockets and their cache groups,
+/// balanced over 2..S sockets, then the rest (which usually repeat one of these).
 fn specs(sockets: usize) -> Vec<Spec> {
     let mut v = vec![
         Spec {
@@ -59,6 +59,11 @@ fn specs(sockets: usize) -> Vec<Spec> {
             policy: Policy::RrCore,
             sockets: None,
             why: "round robin over all sockets: most caches and memory bandwidth",
+        },
+        Spec {
+            policy: Policy::Scatter,
+            sockets: None,
+            why: "one thread per core, spread over the sockets and over each one's cache groups: most cache per thread",
         },
     ];
     for s in 2..sockets {

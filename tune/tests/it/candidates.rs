@@ -109,6 +109,9 @@ fn hybrid_desktop_tries_p_core_smt_p_cores_and_an_e_cluster() {
             ("CON_HWC".to_string(), vec![0, 1]),
             ("CON_HWC@e".to_string(), vec![16, 17]),
             ("CON_CORE_HWC".to_string(), vec![0, 2]),
+            // The E-cores 16-23 are two clusters of 4 that each share an L2: SCATTER on
+            // them puts one thread in each cluster.
+            ("SCATTER@e".to_string(), vec![16, 20]),
         ]
     );
     assert!(g.candidates[1].why.contains("E-cores only"));
@@ -213,4 +216,30 @@ fn schedules_and_policies() {
         .unwrap_err()
         .to_string()
         .contains("POWER"));
+}
+
+#[test]
+fn scatter_is_tried_where_sockets_have_several_cache_groups() {
+    // Two sockets of two CCXs of 8 SMT2 cores, Linux numbering: socket 0 holds cores 0-15
+    // (CCX 0-7 and 8-15), socket 1 cores 16-31, each second context 32 above its first.
+    let t = sim(&platforms::ccx_server(2));
+    let g = generate(&t, 4, None, 16).expect("candidates");
+    show(&g);
+    let cpus_of = |name: &str| {
+        g.candidates
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.cpus.clone())
+    };
+    // RR_CORE alternates the sockets but fills each one's first CCX; SCATTER alternates
+    // the sockets and then their CCXs, one thread in each of the four.
+    assert_eq!(cpus_of("RR_CORE"), Some(vec![0, 16, 1, 17]));
+    assert_eq!(cpus_of("SCATTER"), Some(vec![0, 16, 8, 24]));
+    // On the 4-socket Haswell, whose sockets each are one cache group, SCATTER is RR_CORE
+    // and tried once.
+    let h = generate(&sim(&platforms::haswell()), 4, None, 16).expect("candidates");
+    assert!(h
+        .dropped
+        .iter()
+        .any(|d| d.name == "SCATTER" && d.reason.contains("RR_CORE")));
 }
