@@ -640,7 +640,8 @@ pub fn measure_this_machine(
 }
 
 /// The shape of this machine for planning: the OS's view restricted to `cpus` (one socket
-/// of them all when the OS view is unavailable), with its free memory now.
+/// of them all when the OS view is unavailable), with its free memory now and its speed
+/// ([`Shape::at_this_machines_speed`]).
 #[must_use]
 pub fn shape_of_this_machine(cpus: &[u32], os: Option<&OsView>) -> Shape {
     let mut shape = match os {
@@ -655,7 +656,7 @@ pub fn shape_of_this_machine(cpus: &[u32], os: Option<&OsView>) -> Shape {
             local_node: None,
         });
     }
-    shape
+    shape.at_this_machines_speed()
 }
 
 /// Plans measuring `cpus` of this machine as `opts` asks ([`planning::plan_measurement`]).
@@ -680,6 +681,7 @@ pub fn plan_this_machine(
         watch,
     )?;
     plan.cost.basis.clone_from(&opts.budget_basis);
+    plan.cost.speed = shape.speed_note();
     Ok(plan)
 }
 

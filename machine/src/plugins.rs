@@ -333,7 +333,7 @@ pub fn run_within(
     let mut costs = Vec::new();
     let wants: Vec<f64> = plugins.iter().map(|(_, b)| b.seconds).collect();
     for (i, &(plugin, planned)) in plugins.iter().enumerate() {
-        let shape = Shape::from_topology(topo, os);
+        let shape = Shape::from_topology(topo, os).at_this_machines_speed();
         let left = end - clock.now();
         let budget = match budget_in_time_left(plugin, planned, &wants[i..], left, |b| {
             plan_plugin(plugin, &shape, Some(topo), os, b).seconds()

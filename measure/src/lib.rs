@@ -40,4 +40,6 @@ pub mod smt;
 pub mod stats;
 pub mod steady;
 mod this_machine;
+
+pub use this_machine::this_machine_speed;
 pub mod timer;

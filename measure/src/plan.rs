@@ -68,6 +68,10 @@ pub struct Shape {
     pub huge_pages: bool,
     /// Why power cannot be measured, when it cannot (no RAPL counters).
     pub power_unavailable: Option<String>,
+    /// The machine's speed the plans are made at: [`Speed::assumed`] for a shape read from
+    /// files, this machine's as measured for a shape of the machine that runs the plan
+    /// (`Shape::at_this_machines_speed`).
+    pub speed: Speed,
 }
 
 /// Bytes of the last-level cache of `cpus`: every instance of the highest data or unified
@@ -105,6 +109,19 @@ pub fn cache_sizes(os: &OsView, cpu: u32) -> Vec<u64> {
 }
 
 impl Shape {
+    /// The plan's line on the speed of this shape's machine ([`Speed::note`]), when it was
+    /// measured and found slower than [`Rates::ASSUMED`].
+    #[must_use]
+    pub fn speed_note(&self) -> Option<String> {
+        self.speed.slower_than_assumed().then(|| self.speed.note())
+    }
+
+    /// The rates the plans of this shape are made at (those of [`Shape::speed`]).
+    #[must_use]
+    pub fn rates(&self) -> Rates {
+        self.speed.rates()
+    }
+
     /// Number of contexts.
     #[must_use]
     pub fn contexts(&self) -> usize {
@@ -214,6 +231,136 @@ impl Rates {
             }
         }
         self.memory_ns
+    }
+}
+
+/// The speed of a machine, as [`crate::memory::pace::calibrate`] measures it cheaply
+/// before a plan commits to large work ([`Speed::assumed`] until then).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Speed {
+    /// Seconds to touch a GiB for the first time, one thread.
+    pub touch_s_per_gib: f64,
+    /// Streaming read rate of one thread over the touched pages, GB/s.
+    pub thread_gbps: f64,
+    /// ns per load of a dependent chase over the touched pages.
+    pub chase_ns: f64,
+    /// ns per load of a dependent chase inside the innermost cache.
+    pub cache_ns: f64,
+    /// Seconds to start, pin and join a thread.
+    pub thread_start_s: f64,
+    /// How many of the test's threads ran at once, on average (1 to their number).
+    pub parallel: f64,
+    /// Seconds the calibration took.
+    pub seconds: f64,
+}
+
+impl Speed {
+    /// The speed the plan assumes ([`Rates::ASSUMED`], threads all in parallel).
+    #[must_use]
+    pub fn assumed() -> Self {
+        let r = Rates::ASSUMED;
+        Self {
+            touch_s_per_gib: r.touch_s_per_gib,
+            thread_gbps: r.thread_gbps,
+            chase_ns: r.memory_ns,
+            cache_ns: r.cache_ns[0],
+            thread_start_s: r.thread_start_s,
+            parallel: f64::INFINITY,
+            seconds: 0.0,
+        }
+    }
+
+    /// The plan's rates on a machine of this speed: each never faster than
+    /// [`Rates::ASSUMED`] (the calibration's buffer may sit in a cache a real measurement
+    /// misses), and the socket's streaming rate no more than `parallel` threads give.
+    #[must_use]
+    pub fn rates(&self) -> Rates {
+        let a = Rates::ASSUMED;
+        let slower = |x: f64, assumed: f64| {
+            if x.is_finite() {
+                x.max(assumed)
+            } else {
+                assumed
+            }
+        };
+        let memory_ns = slower(self.chase_ns, a.memory_ns);
+        let thread_gbps = if self.thread_gbps.is_finite() && self.thread_gbps > 0.0 {
+            self.thread_gbps.min(a.thread_gbps)
+        } else {
+            a.thread_gbps
+        };
+        let parallel = if self.parallel.is_finite() {
+            self.parallel.max(1.0)
+        } else {
+            f64::INFINITY
+        };
+        // Every cache level as much slower than assumed as the innermost one (an emulated
+        // CPU, a vCPU that shares its core): a load's cost there is the CPU's, not the
+        // cache's.
+        let cache_factor = slower(self.cache_ns, a.cache_ns[0]) / a.cache_ns[0];
+        Rates {
+            memory_ns,
+            cache_ns: a.cache_ns.map(|ns| ns * cache_factor),
+            thread_gbps,
+            socket_gbps: a.socket_gbps.min(thread_gbps * parallel),
+            flush_ns: a.flush_ns * memory_ns / a.memory_ns,
+            touch_s_per_gib: slower(self.touch_s_per_gib, a.touch_s_per_gib),
+            thread_start_s: slower(self.thread_start_s, a.thread_start_s),
+        }
+    }
+
+    /// Threads of `threads` that run at once here.
+    #[must_use]
+    pub fn effective_threads(&self, threads: usize) -> usize {
+        let t = threads.max(1);
+        if self.parallel.is_finite() {
+            t.min(self.parallel.round().max(1.0) as usize)
+        } else {
+            t
+        }
+    }
+
+    /// Whether the machine is so much slower than assumed that the plan must be made again.
+    #[must_use]
+    pub fn slower_than_assumed(&self) -> bool {
+        let r = self.rates();
+        let a = Rates::ASSUMED;
+        r.touch_s_per_gib > 1.5 * a.touch_s_per_gib
+            || r.memory_ns > 1.5 * a.memory_ns
+            || r.cache_ns[0] > 1.5 * a.cache_ns[0]
+            || r.thread_gbps < a.thread_gbps / 1.5
+            || r.thread_start_s > 3.0 * a.thread_start_s
+            || self.parallel.is_finite()
+    }
+}
+
+impl Speed {
+    /// What was measured, for a plan's notes.
+    #[must_use]
+    pub fn note(&self) -> String {
+        let at_once = if self.parallel.is_finite() {
+            format!(", {:.1} threads at once", self.parallel)
+        } else {
+            String::new()
+        };
+        format!(
+            "slower than the rates plans assume, measured in {:.2} s before planning: first touch {:.0} MB/s, a thread streams {:.1} GB/s, {:.0} ns a \
+             dependent load from memory, {:.1} ns in the innermost cache, {:.1} ms to start \
+             a thread{at_once}",
+            self.seconds,
+            GIB as f64 / self.touch_s_per_gib / 1e6,
+            self.thread_gbps,
+            self.chase_ns,
+            self.cache_ns,
+            self.thread_start_s * 1e3
+        )
+    }
+}
+
+impl Default for Speed {
+    /// [`Speed::assumed`].
+    fn default() -> Self {
+        Self::assumed()
     }
 }
 

@@ -189,9 +189,14 @@ fn states_of(socket: &crate::plan::SocketShape) -> usize {
     3 + usize::from(socket.cores > 1) + usize::from(smt)
 }
 
-/// Seconds of one load interval of `threads` busy contexts streaming over `memory` bytes.
-fn interval_seconds(opts: &PowerOptions, threads: usize, memory: u64) -> f64 {
-    let r = crate::plan::Rates::ASSUMED;
+/// Seconds of one load interval of `threads` busy contexts streaming over `memory` bytes,
+/// at rates `r`.
+fn interval_seconds(
+    r: &crate::plan::Rates,
+    opts: &PowerOptions,
+    threads: usize,
+    memory: u64,
+) -> f64 {
     threads as f64 * r.thread_start_s
         + r.touch_seconds(memory, threads.max(1))
         + opts.settle.as_secs_f64()
@@ -215,6 +220,7 @@ pub fn plan_power(shape: &crate::plan::Shape, opts: &PowerOptions, budget: Budge
         o.memory_bytes = room;
     }
     let memory = o.memory_bytes as u64;
+    let rates = shape.rates();
     let steps_for = |o: &PowerOptions, k: usize| -> Vec<CostStep> {
         shape
             .sockets
@@ -226,10 +232,10 @@ pub fn plan_power(shape: &crate::plan::Shape, opts: &PowerOptions, budget: Budge
                 let busy: f64 = [1, 2, 2, s.cores, s.cpus.len()]
                     .iter()
                     .take(states)
-                    .map(|&t| interval_seconds(o, t, memory))
+                    .map(|&t| interval_seconds(&rates, o, t, memory))
                     .sum();
                 let idle = if i == 0 {
-                    interval_seconds(o, 0, 0)
+                    interval_seconds(&rates, o, 0, 0)
                 } else {
                     0.0
                 };

@@ -8,7 +8,34 @@
 
 use topoprobe_model::{OsView, SocketId, Topology};
 
-use crate::plan::{cache_sizes, last_level_bytes, NodeShape, Shape, SocketShape};
+use std::sync::OnceLock;
+
+use crate::plan::{cache_sizes, last_level_bytes, NodeShape, Shape, SocketShape, Speed};
+
+/// This machine's speed, measured once in a process by the first plan that needs it.
+static SPEED: OnceLock<Speed> = OnceLock::new();
+
+/// Contexts the calibration's parallelism test uses at most.
+const CALIBRATION_CPUS: usize = 64;
+
+/// This machine's speed ([`crate::memory::pace::calibrate`] on `cpus`, or on the CPUs this
+/// process may use when `cpus` is empty; about 0.1 s), measured once in a process: every
+/// plan of a run is made at the same speed.
+#[must_use]
+pub fn this_machine_speed(cpus: &[u32]) -> Speed {
+    *SPEED.get_or_init(|| {
+        let allowed: Vec<u32>;
+        let cpus = if cpus.is_empty() {
+            allowed = topoprobe_sys::affinity::allowed_cpus()
+                .map(|s| s.iter().take(CALIBRATION_CPUS).collect())
+                .unwrap_or_default();
+            &allowed
+        } else {
+            cpus
+        };
+        crate::memory::pace::calibrate(cpus)
+    })
+}
 
 /// The OS's nodes as a plan sees them.
 fn nodes_of(os: &OsView) -> Vec<NodeShape> {
@@ -128,6 +155,19 @@ impl Shape {
         }
     }
 
+    /// This shape at this machine's speed ([`this_machine_speed`] on its first socket's
+    /// contexts): the shape of the machine that runs the plan.
+    #[must_use]
+    pub fn at_this_machines_speed(mut self) -> Self {
+        let cpus: Vec<u32> = self
+            .sockets
+            .first()
+            .map(|s| s.cpus.iter().copied().take(CALIBRATION_CPUS).collect())
+            .unwrap_or_default();
+        self.speed = this_machine_speed(&cpus);
+        self
+    }
+
     /// A shape with no socket and this machine's facts: its free memory now, whether lines
     /// can be flushed, huge pages asked for and power measured.
     #[must_use]
@@ -143,6 +183,7 @@ impl Shape {
                 crate::power::check_available(&crate::power::PowerOptions::default())
                     .err()
                     .map(|e| e.to_string()),
+            speed: Speed::assumed(),
         }
     }
 }

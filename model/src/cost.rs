@@ -133,6 +133,10 @@ pub struct CostPlan {
     /// 3 × the 480 MiB last-level cache …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub basis: Option<String>,
+    /// The machine's speed the plan was made at, when it was measured before planning and
+    /// found slower than the rates plans assume (`first touch 40 MB/s, …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<String>,
 }
 
 impl CostPlan {
@@ -144,6 +148,7 @@ impl CostPlan {
             steps: Vec::new(),
             left_out: Vec::new(),
             basis: None,
+            speed: None,
         }
     }
 
@@ -156,6 +161,7 @@ impl CostPlan {
             steps,
             left_out,
             basis: None,
+            speed: None,
         }
     }
 
@@ -196,6 +202,9 @@ impl CostPlan {
     pub fn extend(&mut self, other: Self) {
         self.steps.extend(other.steps);
         self.left_out.extend(other.left_out);
+        if self.speed.is_none() {
+            self.speed = other.speed;
+        }
     }
 
     /// Planned seconds of the steps before step `index`: where a progress display stands

@@ -70,6 +70,9 @@ pub fn render(plan: &CostPlan) -> String {
     if let Some(b) = &plan.basis {
         let _ = writeln!(out, "budget: {b}");
     }
+    if let Some(s) = &plan.speed {
+        let _ = writeln!(out, "speed: {s}");
+    }
     for n in &plan.left_out {
         let _ = writeln!(out, "left out: {n}");
     }

@@ -18,6 +18,7 @@ pub(super) fn cache_options(
     CacheOptions {
         ghz,
         budget,
+        rates: shape.rates(),
         ..CacheOptions::quick(shape.first_cpu().unwrap_or(0), os)
     }
 }

@@ -30,11 +30,15 @@ fn copy_seconds(r: &Rates, bytes: u64, threads: usize) -> f64 {
             * (r.flush_seconds(bytes, threads) + r.stream_seconds(bytes, threads))
 }
 
-/// The plan of the contention run of `topo` with `opts`: one step per measurement it
-/// makes whatever it finds.
+/// The plan of the contention run of `topo` with `opts` at rates `r`: one step per
+/// measurement it makes whatever it finds.
 #[must_use]
-pub fn contention_plan_with(topo: &Topology, opts: &ContentionOptions, budget: Budget) -> CostPlan {
-    let r = Rates::ASSUMED;
+pub fn contention_plan_with(
+    topo: &Topology,
+    opts: &ContentionOptions,
+    r: &Rates,
+    budget: Budget,
+) -> CostPlan {
     let mut p = CostPlan::new(budget);
     for m in contention_plan::measurements(topo, opts) {
         p.steps.push(CostStep::new(
@@ -42,7 +46,7 @@ pub fn contention_plan_with(topo: &Topology, opts: &ContentionOptions, budget: B
             format!("contention: {}", m.step.describe(&m.contexts)),
             m.bytes,
             COPY_ROUNDS as u64,
-            copy_seconds(&r, m.bytes, m.contexts.len()),
+            copy_seconds(r, m.bytes, m.contexts.len()),
         ));
     }
     p
@@ -62,7 +66,8 @@ pub fn contention_setup(
         max_total_bytes: room,
         ..ContentionOptions::default()
     };
-    let cost = |opts: &ContentionOptions| contention_plan_with(topo, opts, budget);
+    let rates = shape.rates();
+    let cost = |opts: &ContentionOptions| contention_plan_with(topo, opts, &rates, budget);
     let mut plan = cost(&opts);
     while plan.seconds() > budget.seconds && opts.working_set(1) > MIN_COPY_BYTES {
         opts.total_bytes = Some((opts.working_set(1) / 2).max(MIN_COPY_BYTES));
@@ -101,7 +106,7 @@ pub fn contention_setup(
 /// context alone, a pair per scope (its core, its socket, the machine) and the socket curve
 /// at 1, 2, 4, … threads.
 fn contention_estimate(shape: &Shape, budget: Budget) -> CostPlan {
-    let r = Rates::ASSUMED;
+    let r = shape.rates();
     let room = room(budget);
     let bytes = memory::working_set(shape.largest_llc()).min(room);
     let socket = shape.sockets.first().map_or(1, |s| s.cpus.len());

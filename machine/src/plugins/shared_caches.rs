@@ -46,7 +46,7 @@ pub fn shared_setup(
     shape: &Shape,
     budget: Budget,
 ) -> (SharingOptions, CostPlan) {
-    let r = Rates::ASSUMED;
+    let r = shape.rates();
     let mut opts = SharingOptions {
         max_bytes: room(budget),
         ..SharingOptions::default()
@@ -106,7 +106,7 @@ pub fn shared_setup(
 /// The shared-cache test estimated from the OS's caches of the first context, before the
 /// topology is measured: one calibration and one pair per scope for each data level.
 fn shared_estimate(shape: &Shape, budget: Budget) -> CostPlan {
-    let r = Rates::ASSUMED;
+    let r = shape.rates();
     let mut p = CostPlan::new(budget);
     let room = room(budget);
     for (i, &size) in shape.cache_levels.iter().enumerate() {

@@ -76,6 +76,7 @@ fn options(req: &CacheRequest, cpu: u32, ghz: Option<f64>) -> CacheOptions {
         ghz,
         pages: req.pages,
         budget: req.budget,
+        rates: topoprobe_measure::this_machine_speed(&[cpu]).rates(),
         ..CacheOptions::default()
     }
 }
@@ -87,8 +88,10 @@ fn plan_with(opts: &CacheOptions, view: Option<&OsView>, topo: Option<&Topology>
     });
     let mut plan =
         cache::plan_caches(&levels, topoprobe_measure::memory::thp_available(), opts).cost();
+    let speed = topoprobe_measure::this_machine_speed(&[opts.cpu]);
+    plan.speed = speed.slower_than_assumed().then(|| speed.note());
     if let Some(topo) = topo {
-        let shape = Shape::from_topology(topo, view);
+        let shape = Shape::from_topology(topo, view).at_this_machines_speed();
         plan.extend(plan_plugin(
             Plugin::SharedCaches,
             &shape,
@@ -158,7 +161,7 @@ pub fn measure(
     report.notes.extend(note.flatten());
     if let Some(mut topo) = topo {
         topo.set_caches(Some(report.section.clone()));
-        let shape = Shape::from_topology(&topo, view.as_ref());
+        let shape = Shape::from_topology(&topo, view.as_ref()).at_this_machines_speed();
         let left = opts
             .budget
             .with_seconds((opts.budget.seconds - report.seconds).max(1.0));

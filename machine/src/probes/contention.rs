@@ -45,7 +45,7 @@ fn planned(
     req: &ContentionRequest,
 ) -> Result<(Topology, Option<String>, ContentionOptions, CostPlan), MachineError> {
     let (topo, note) = super::topology(req.topology.as_deref())?;
-    let shape = Shape::from_topology(&topo, super::os_view().as_ref());
+    let shape = Shape::from_topology(&topo, super::os_view().as_ref()).at_this_machines_speed();
     let (mut opts, mut plan) = contention_setup(&topo, &shape, req.budget);
     if let Some(size) = req.size {
         // The size asked for, planned again (the working set decides each step's cost).
@@ -54,9 +54,10 @@ fn planned(
             max_total_bytes: size,
             ..opts
         };
-        plan = contention_plan_with(&topo, &opts, req.budget);
+        plan = contention_plan_with(&topo, &opts, &shape.rates(), req.budget);
     }
     plan.basis.clone_from(&req.budget_basis);
+    plan.speed = shape.speed_note();
     super::size_within_budget(&plan, "--size", req.size)?;
     Ok((topo, note, opts, plan))
 }

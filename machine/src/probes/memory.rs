@@ -96,7 +96,7 @@ fn prepare(
         }
     }
     let os = super::os_view();
-    let shape = Shape::from_topology(&topo, os.as_ref());
+    let shape = Shape::from_topology(&topo, os.as_ref()).at_this_machines_speed();
     let confined = os.as_ref().map(confinement).filter(|s| !s.is_empty());
     let note = match (note, confined) {
         (Some(n), Some(c)) => Some(format!("{n}; {c}")),

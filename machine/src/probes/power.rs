@@ -89,8 +89,10 @@ pub fn plan(req: &PowerRequest) -> Result<CostPlan, MachineError> {
         Some(t) => t,
         None => super::topology(None)?,
     };
-    let shape = Shape::from_topology(&topo, super::os_view().as_ref());
-    Ok(power::plan_power(&shape, &opts, req.budget).cost())
+    let shape = Shape::from_topology(&topo, super::os_view().as_ref()).at_this_machines_speed();
+    let mut plan = power::plan_power(&shape, &opts, req.budget).cost();
+    plan.speed = shape.speed_note();
+    Ok(plan)
 }
 
 /// Measures power on this machine, reporting the plan and its steps to `progress`. Where
@@ -121,7 +123,7 @@ pub fn measure(
         Some(t) => t,
         None => super::topology(None)?,
     };
-    let shape = Shape::from_topology(&topo, super::os_view().as_ref());
+    let shape = Shape::from_topology(&topo, super::os_view().as_ref()).at_this_machines_speed();
     let plan = power::plan_power(&shape, &opts, req.budget);
     super::started(&plan.cost(), progress);
     let measured = power::measure_power_report(&topo, &plan.options);

@@ -28,6 +28,7 @@ fn guest_plan(watch: bool) -> MeasurePlan {
         can_flush: true,
         huge_pages: false,
         power_unavailable: Some("no RAPL counters".into()),
+        speed: Default::default(),
     };
     let wanted = in_order(&plugins::parse(plugins::DEFAULT).unwrap());
     plan_measurement(

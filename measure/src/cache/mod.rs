@@ -58,6 +58,9 @@ pub struct CacheOptions {
     pub ghz: Option<f64>,
     /// Time and memory the measurement may take ([`plan_caches`] fits the walk to it).
     pub budget: Budget,
+    /// The rates the walk is planned at: [`Rates::ASSUMED`] unless the machine's speed
+    /// was measured ([`crate::plan::Shape::rates`]).
+    pub rates: Rates,
 }
 
 /// The budget of `topoprobe cache` by default: 15 s and 512 MiB.
@@ -83,6 +86,7 @@ impl Default for CacheOptions {
             max_steps: 1 << 16,
             ghz: None,
             budget: DEFAULT_BUDGET,
+            rates: Rates::ASSUMED,
         }
     }
 }
@@ -107,6 +111,7 @@ impl CacheOptions {
             max_steps: 1 << 15,
             ghz: None,
             budget: DEFAULT_BUDGET,
+            rates: Rates::ASSUMED,
         }
     }
 }
@@ -253,15 +258,15 @@ fn walk_loads(bytes: u64, rounds: usize, max_steps: usize) -> (usize, u64) {
     (r, (positions.max(steps / 4) + r * steps) as u64)
 }
 
-/// Seconds of one sweep over `sizes` on a machine whose caches are `levels`.
+/// Seconds of one sweep over `sizes` at rates `r` on a machine whose caches are `levels`.
 fn sweep_seconds(
+    r: &Rates,
     sizes: &[u64],
     rounds: usize,
     max_steps: usize,
     levels: &[u64],
     small: bool,
 ) -> f64 {
-    let r = Rates::ASSUMED;
     let max = sizes.last().copied().unwrap_or(0);
     // Growing the cycle writes two random positions per position added.
     let grow = (max / traverse::STRIDE_BYTES as u64) as f64 * r.access_ns(max, levels) * 1e-9;
@@ -330,7 +335,7 @@ pub fn plan_caches(levels: &[u64], huge_pages: bool, opts: &CacheOptions) -> Cac
                 "caches: walk on huge pages",
                 max,
                 n,
-                sweep_seconds(&sz, rounds, steps, levels, false),
+                sweep_seconds(&opts.rates, &sz, rounds, steps, levels, false),
             ));
         }
         if pages != Pages::Huge {
@@ -339,7 +344,7 @@ pub fn plan_caches(levels: &[u64], huge_pages: bool, opts: &CacheOptions) -> Cac
                 "caches: walk on 4 KiB pages",
                 max,
                 n,
-                sweep_seconds(&sz, rounds, steps, levels, true),
+                sweep_seconds(&opts.rates, &sz, rounds, steps, levels, true),
             ));
         }
         out

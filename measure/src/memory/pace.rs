@@ -12,6 +12,7 @@
 use std::time::Instant;
 
 use crate::plan::Rates;
+pub use crate::plan::Speed;
 
 /// Bytes first touched by the calibration at most: a fresh mapping of its own (not memory
 /// the allocator may have touched already), as large as the latency buffer, so that the
@@ -24,97 +25,6 @@ const TOUCH_SECONDS: f64 = 0.04;
 const SPIN_SECONDS: f64 = 0.01;
 /// Threads of the parallelism test at most.
 const SPIN_THREADS: usize = 64;
-
-/// What [`calibrate`] measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Speed {
-    /// Seconds to touch a GiB for the first time, one thread.
-    pub touch_s_per_gib: f64,
-    /// Streaming read rate of one thread over the touched pages, GB/s.
-    pub thread_gbps: f64,
-    /// ns per load of a dependent chase over the touched pages.
-    pub chase_ns: f64,
-    /// Seconds to start, pin and join a thread.
-    pub thread_start_s: f64,
-    /// How many of the test's threads ran at once, on average (1 to their number).
-    pub parallel: f64,
-    /// Seconds the calibration took.
-    pub seconds: f64,
-}
-
-impl Speed {
-    /// The speed the plan assumes ([`Rates::ASSUMED`], threads all in parallel).
-    #[must_use]
-    pub fn assumed() -> Self {
-        let r = Rates::ASSUMED;
-        Self {
-            touch_s_per_gib: r.touch_s_per_gib,
-            thread_gbps: r.thread_gbps,
-            chase_ns: r.memory_ns,
-            thread_start_s: r.thread_start_s,
-            parallel: f64::INFINITY,
-            seconds: 0.0,
-        }
-    }
-
-    /// The plan's rates on a machine of this speed: each never faster than
-    /// [`Rates::ASSUMED`] (the calibration's buffer may sit in a cache a real measurement
-    /// misses), and the socket's streaming rate no more than `parallel` threads give.
-    #[must_use]
-    pub fn rates(&self) -> Rates {
-        let a = Rates::ASSUMED;
-        let slower = |x: f64, assumed: f64| {
-            if x.is_finite() {
-                x.max(assumed)
-            } else {
-                assumed
-            }
-        };
-        let memory_ns = slower(self.chase_ns, a.memory_ns);
-        let thread_gbps = if self.thread_gbps.is_finite() && self.thread_gbps > 0.0 {
-            self.thread_gbps.min(a.thread_gbps)
-        } else {
-            a.thread_gbps
-        };
-        let parallel = if self.parallel.is_finite() {
-            self.parallel.max(1.0)
-        } else {
-            f64::INFINITY
-        };
-        Rates {
-            memory_ns,
-            thread_gbps,
-            socket_gbps: a.socket_gbps.min(thread_gbps * parallel),
-            flush_ns: a.flush_ns * memory_ns / a.memory_ns,
-            touch_s_per_gib: slower(self.touch_s_per_gib, a.touch_s_per_gib),
-            thread_start_s: slower(self.thread_start_s, a.thread_start_s),
-            ..a
-        }
-    }
-
-    /// Threads of `threads` that run at once here.
-    #[must_use]
-    pub fn effective_threads(&self, threads: usize) -> usize {
-        let t = threads.max(1);
-        if self.parallel.is_finite() {
-            t.min(self.parallel.round().max(1.0) as usize)
-        } else {
-            t
-        }
-    }
-
-    /// Whether the machine is so much slower than assumed that the plan must be made again.
-    #[must_use]
-    pub fn slower_than_assumed(&self) -> bool {
-        let r = self.rates();
-        let a = Rates::ASSUMED;
-        r.touch_s_per_gib > 1.5 * a.touch_s_per_gib
-            || r.memory_ns > 1.5 * a.memory_ns
-            || r.thread_gbps < a.thread_gbps / 1.5
-            || r.thread_start_s > 3.0 * a.thread_start_s
-            || self.parallel.is_finite()
-    }
-}
 
 /// Measures the machine's speed on `cpus` (the first for one thread; up to 64 of them for
 /// parallelism) in about 0.1 s on an ordinary machine, and never much more than that on a
@@ -131,16 +41,17 @@ pub fn calibrate(cpus: &[u32]) -> Speed {
     let one = std::thread::spawn(move || {
         let pinned = topoprobe_sys::affinity::pin_current_thread(first).is_ok();
         let start = t.elapsed().as_secs_f64();
-        pinned.then(|| (start, touch_stream_chase()))
+        pinned.then(|| (start, touch_stream_chase(), cache_chase_ns()))
     })
     .join()
     .ok()
     .flatten();
-    if let Some((start, (touch, gbps, ns))) = one {
+    if let Some((start, (touch, gbps, ns), cache)) = one {
         speed.thread_start_s = start;
         speed.touch_s_per_gib = touch;
         speed.thread_gbps = gbps;
         speed.chase_ns = ns;
+        speed.cache_ns = cache;
     }
     if cpus.len() > 1 {
         speed.parallel = parallelism(&cpus[..cpus.len().min(SPIN_THREADS)]);
@@ -241,6 +152,34 @@ fn chase_ns(v: &mut [u64]) -> f64 {
                 at = v[at] as usize;
             }
             std::hint::black_box(at);
+            t.elapsed().as_secs_f64() * 1e9 / loads as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Bytes of the calibration's chase inside the innermost cache: within any CPU's L1d.
+const CACHE_CHASE_BYTES: usize = 8 << 10;
+
+/// ns per load of a dependent chase over [`CACHE_CHASE_BYTES`], a line and a word apart
+/// at each load: the fastest of [`TIMED_PARTS`] blocks of loads, after a lap that brings
+/// the lines into the cache.
+fn cache_chase_ns() -> f64 {
+    let n = CACHE_CHASE_BYTES / 8;
+    // 9 words (a line and a word) apart, coprime with the power-of-two length: one cycle
+    // through every word.
+    let step = 9;
+    let v: Vec<u64> = (0..n).map(|i| ((i + step) % n) as u64).collect();
+    let loads = 20_000 / TIMED_PARTS;
+    let mut at = 0usize;
+    for _ in 0..n {
+        at = v[at] as usize;
+    }
+    (0..TIMED_PARTS)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..loads {
+                at = std::hint::black_box(v[at]) as usize;
+            }
             t.elapsed().as_secs_f64() * 1e9 / loads as f64
         })
         .fold(f64::INFINITY, f64::min)
@@ -383,6 +322,7 @@ mod tests {
             touch_s_per_gib: 0.1,
             thread_gbps: 40.0,
             chase_ns: 5.0,
+            cache_ns: 0.8,
             thread_start_s: 20e-6,
             parallel: f64::INFINITY,
             seconds: 0.01,
@@ -393,6 +333,7 @@ mod tests {
             touch_s_per_gib: 1.0 / 0.04,
             thread_gbps: 1.0,
             chase_ns: 300.0,
+            cache_ns: 15.0,
             thread_start_s: 2e-3,
             parallel: 1.0,
             seconds: 0.1,
@@ -402,6 +343,8 @@ mod tests {
         assert_eq!(r.touch_s_per_gib, 25.0);
         assert_eq!(r.socket_gbps, 1.0);
         assert_eq!(r.memory_ns, 300.0);
+        // Its caches as much slower than assumed as its innermost one: 10×.
+        assert_eq!(r.cache_ns, Rates::ASSUMED.cache_ns.map(|ns| ns * 10.0));
         assert_eq!(guest.effective_threads(29), 1);
         assert_eq!(fast.effective_threads(29), 29);
     }
@@ -427,5 +370,6 @@ mod tests {
         let s = calibrate(&[cpu]);
         assert!(s.touch_s_per_gib > 0.0 && s.thread_gbps > 0.0, "{s:?}");
         assert!(s.rates().memory_ns >= Rates::ASSUMED.memory_ns);
+        assert!(s.cache_ns > 0.0 && s.cache_ns.is_finite(), "{s:?}");
     }
 }

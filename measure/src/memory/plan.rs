@@ -115,7 +115,7 @@ fn left_out_pairs(
 /// at the rates the plan assumes ([`Rates::ASSUMED`](crate::plan::Rates::ASSUMED)).
 #[must_use]
 pub fn plan_memory(shape: &Shape, opts: &MemOptions) -> MemPlan {
-    plan_memory_at(shape, opts, &Speed::assumed())
+    plan_memory_at(shape, opts, &shape.speed)
 }
 
 /// [`plan_memory`] on a machine of `speed` (measured by [`super::pace::calibrate`]).
@@ -509,6 +509,7 @@ mod tests {
             can_flush: true,
             huge_pages: true,
             power_unavailable: None,
+            speed: Default::default(),
         }
     }
 
@@ -526,6 +527,7 @@ mod tests {
             touch_s_per_gib: 0.5,
             thread_gbps: 10.0,
             chase_ns: 130.0,
+            cache_ns: 1.5,
             thread_start_s: 1e-4,
             parallel,
             seconds: 0.1,
@@ -560,6 +562,7 @@ mod tests {
             touch_s_per_gib: 1.0 / 0.04,
             thread_gbps: 5.0,
             chase_ns: 130.0,
+            cache_ns: 1.5,
             thread_start_s: 1e-4,
             parallel: f64::INFINITY,
             seconds: 0.1,

@@ -117,7 +117,6 @@ fn calibrate(shape: &Shape, plan: &mut MemPlan, opts: &MemOptions) {
             &speed,
         );
         again.budget = budget;
-        again.notes.push(speed_note(&speed));
         *plan = again;
     } else {
         plan.speed = speed;
@@ -495,23 +494,4 @@ fn step_kind(work: &MemWork) -> String {
         MemWork::MatrixLatency { .. } => "matrix latency".into(),
         MemWork::MatrixRead { cpus, .. } => format!("matrix read {}", cpus.len()),
     }
-}
-
-/// What the calibration found, for the notes.
-fn speed_note(s: &pace::Speed) -> String {
-    let at_once = if s.parallel.is_finite() {
-        format!(", {:.1} threads at once", s.parallel)
-    } else {
-        String::new()
-    };
-    format!(
-        "planned at this machine's speed, slower than the plan's rates (measured in {:.2} s): \
-         first touch {:.0} MB/s, a thread streams {:.1} GB/s, {:.0} ns a dependent load, \
-         {:.1} ms to start a thread{at_once}",
-        s.seconds,
-        (1u64 << 30) as f64 / s.touch_s_per_gib / 1e6,
-        s.thread_gbps,
-        s.chase_ns,
-        s.thread_start_s * 1e3
-    )
 }

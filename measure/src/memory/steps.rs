@@ -160,11 +160,13 @@ impl MemPlan {
     /// The plan as a record: steps, budget, left-out notes.
     #[must_use]
     pub fn cost(&self) -> CostPlan {
-        CostPlan::of(
+        let mut plan = CostPlan::of(
             self.budget,
             self.steps.iter().map(|s| s.cost.clone()).collect(),
             self.notes.clone(),
-        )
+        );
+        plan.speed = self.speed.slower_than_assumed().then(|| self.speed.note());
+        plan
     }
 
     /// The rounds rule of the bandwidth kernels of `step` (its planned time bounds them).
