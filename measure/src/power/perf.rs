@@ -3,23 +3,20 @@
 //! The PMU is described under `/sys/bus/event_source/devices/power`: `type` (the PMU's
 //! number for `perf_event_open`), and `events/energy-pkg`, `energy-cores` and `energy-ram`
 //! (each `event=0x..`) with their `.scale` (joules per count) and `.unit` (`Joules`).
-//! Counters are opened system-wide (pid -1) on the first context of each socket; the
+//! Counters are opened through perf-event2, as its `Raw` event with the PMU's type and the
+//! event's config, system-wide (any process) on the first context of each socket; the
 //! kernel counts the whole package there, in 64 bits, from 0 at opening, so they do not
 //! wrap. `energy-pkg` is needed; the other two are used when present.
 
-use std::fs::File;
-use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use perf_event::events::Raw;
+use perf_event::{Builder, Counter};
 use topoprobe_model::{SocketId, Topology};
 
 use super::files::{read_text, read_u64, shown, socket_cpu};
 use super::{EnergySource, PowerError, Sample, SocketEnergy};
-
-/// `PERF_FLAG_FD_CLOEXEC` of `<linux/perf_event.h>`.
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 
 /// The event names: package, cores, DRAM.
 pub const EVENTS: [&str; 3] = ["energy-pkg", "energy-cores", "energy-ram"];
@@ -160,68 +157,33 @@ pub fn discover(perf_root: &Path) -> Result<PerfEvents, PowerError> {
     })
 }
 
-/// `struct perf_event_attr` as of `PERF_ATTR_SIZE_VER0` (64 bytes); the kernel accepts
-/// this first version of the ABI and treats every later field as 0.
-#[repr(C)]
-#[derive(Debug, Default)]
-struct PerfEventAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
+/// The counter of `config` of the PMU numbered `pmu_type`, system-wide on `cpu`, as
+/// perf-event2 will ask the kernel for it: any process (pid -1) on that one CPU, counting
+/// from opening (enabled), not sampling, and with no `exclude_*` filter, which the `power`
+/// PMU refuses (it counts the whole package, whatever runs).
+fn counter_builder(pmu_type: u32, config: u64, cpu: u32) -> Builder<'static> {
+    let mut builder = Builder::new(Raw::new(config));
+    // `Raw` is the processor's own PMU; a PMU described in sysfs has its own type number.
+    builder.attrs_mut().type_ = pmu_type;
+    builder
+        .any_pid()
+        // A CPU number fits in `usize` on every target Linux runs on.
+        .one_cpu(cpu as usize)
+        .enabled(true)
+        .exclude_kernel(false)
+        .exclude_hv(false);
+    builder
 }
 
 /// Opens a counting, enabled, system-wide event on `cpu`.
-fn open_event(pmu_type: u32, config: u64, cpu: u32) -> std::io::Result<File> {
-    let attr = PerfEventAttr {
-        type_: pmu_type,
-        // 64: the struct's size, as the ABI's first version defines it.
-        size: 64,
-        config,
-        ..PerfEventAttr::default()
-    };
-    // SAFETY: `attr` is a live, fully initialised `perf_event_attr` of the ABI's first
-    // version whose `size` field says so; the kernel only reads it during the call. pid -1
-    // with a CPU asks for a system-wide counter on that CPU, group -1 for no group, and
-    // PERF_FLAG_FD_CLOEXEC is a valid flag. The call creates a descriptor and touches no
-    // memory of ours besides reading `attr`.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            std::ptr::from_ref(&attr),
-            -1 as libc::c_long,
-            libc::c_long::from(cpu),
-            -1 as libc::c_long,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let fd = i32::try_from(rc).map_err(|_| std::io::Error::other("descriptor out of range"))?;
-    // SAFETY: the kernel just returned `fd` as a new open descriptor; nothing else owns it,
-    // and the `OwnedFd` closes it exactly once.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    Ok(File::from(owned))
-}
-
-/// Reads an event's count.
-fn read_count(file: &mut File) -> std::io::Result<u64> {
-    let mut buf = [0_u8; 8];
-    file.read_exact(&mut buf)?;
-    Ok(u64::from_ne_bytes(buf))
+fn open_event(pmu_type: u32, config: u64, cpu: u32) -> std::io::Result<Counter> {
+    counter_builder(pmu_type, config, cpu).build()
 }
 
 /// An open event and its scale.
 #[derive(Debug)]
 struct OpenEvent {
-    file: File,
+    counter: Counter,
     scale: f64,
     name: String,
     cpu: u32,
@@ -230,7 +192,7 @@ struct OpenEvent {
 impl OpenEvent {
     /// Energy since opening, in joules.
     fn joules(&mut self) -> Result<f64, PowerError> {
-        let count = read_count(&mut self.file).map_err(|e| {
+        let count = self.counter.read().map_err(|e| {
             PowerError::Counter(format!(
                 "cannot read the perf event power/{} on CPU {}: {e}",
                 self.name, self.cpu
@@ -299,7 +261,7 @@ impl PerfSource {
         super::files::distinct_packages(os_root, &cpus)?;
         let open = |ev: &Event, cpu: u32| -> std::io::Result<OpenEvent> {
             Ok(OpenEvent {
-                file: open_event(events.pmu_type, ev.config, cpu)?,
+                counter: open_event(events.pmu_type, ev.config, cpu)?,
                 scale: ev.scale,
                 name: ev.name.clone(),
                 cpu,
@@ -369,8 +331,34 @@ mod tests {
     }
 
     #[test]
-    fn the_attr_is_the_first_abi_version() {
-        assert_eq!(std::mem::size_of::<PerfEventAttr>(), 64);
+    fn the_pmu_description_becomes_a_system_wide_counting_event() {
+        let t = tempfile::tempdir().expect("tempdir");
+        pmu(
+            t.path(),
+            &[
+                ("energy-pkg", "event=0x02\n"),
+                ("energy-pkg.scale", "2.3283064365386962890625e-10\n"),
+            ],
+        );
+        let e = discover(t.path()).expect("events");
+        let builder = counter_builder(e.pmu_type, e.package.config, 3);
+        let attrs = builder.attrs();
+        assert_eq!((attrs.type_, attrs.config), (9, 2));
+        assert_eq!((attrs.config1, attrs.config2), (0, 0));
+        // Counting from opening, not sampling.
+        assert_eq!(attrs.disabled(), 0);
+        assert_eq!((attrs.sample_type, attrs.freq()), (0, 0));
+        // The `power` PMU refuses every `exclude_*` filter.
+        let excludes = [
+            attrs.exclude_user(),
+            attrs.exclude_kernel(),
+            attrs.exclude_hv(),
+            attrs.exclude_idle(),
+            attrs.exclude_host(),
+            attrs.exclude_guest(),
+        ];
+        assert_eq!(excludes, [0; 6]);
+        assert_eq!(attrs.inherit(), 0);
     }
 
     fn pmu(root: &Path, events: &[(&str, &str)]) {
@@ -440,9 +428,13 @@ mod tests {
     }
 
     #[test]
-    fn the_syscall_reads_a_real_power_event_where_there_is_one() {
-        // An impossible PMU type is refused by the kernel, whatever the machine.
-        assert!(open_event(0xFFFF_FF00, 0, 0).is_err());
+    fn a_real_power_event_is_read_where_there_is_one() {
+        // An impossible PMU type is refused by the kernel, whatever the machine, with an
+        // errno that the messages of `open_error` are chosen by.
+        let refused = open_event(0xFFFF_FF00, 0, 0).expect_err("no PMU has this type");
+        assert!(refused.raw_os_error().is_some(), "{refused:?}");
+        let why = open_error(&refused, 0, Path::new("/")).to_string();
+        assert!(why.starts_with("unavailable: "), "{why}");
         let root = Path::new("/sys/bus/event_source/devices");
         let Ok(pmu_type) = read_u64(&root.join("power/type"), "") else {
             eprintln!("skipped: no power PMU");
@@ -453,8 +445,8 @@ mod tests {
         for name in ["energy-pkg", "energy-psys", "energy-cores", "energy-ram"] {
             if let Ok(Some(ev)) = read_event(&events, name) {
                 match open_event(pmu_type, ev.config, 0) {
-                    Ok(mut file) => {
-                        read_count(&mut file).expect("an open event has a count");
+                    Ok(mut counter) => {
+                        counter.read().expect("an open event has a count");
                         return;
                     }
                     Err(e) => eprintln!("skipped {name}: {e}"),
