@@ -7,7 +7,7 @@
 //! | [`dot`] | Graphviz (DOT) graphs: intra-socket and cross-socket, as libmctop draws them |
 //! | [`heatmap`] | the latency matrix as an SVG heatmap, contexts in topology order |
 //! | [`report`] | one self-contained HTML page with all of the above |
-//! | [`picture`] | picture formats, and SVG → PNG with resvg |
+//! | [`picture`] | picture formats, and SVG → PNG with resvg (the `png` feature) |
 //! | [`graphviz`] | DOT → SVG or PNG with Graphviz's `dot`: the one place this crate starts a process |
 //! | [`cost`] | a measurement's cost plan: steps, planned and spent seconds and memory, what the budget left out |
 //! | [`results`] | a command's result: JSON by one rounding rule, text and CSV by its [`results::Rendered`] impl |
@@ -32,6 +32,16 @@
 //! assert!(topoprobe_view::dot::render(&topo).starts_with("digraph \"socket0\""));
 //! assert!(topoprobe_view::heatmap::render(&topo).contains("<svg"));
 //! ```
+//!
+//! # Features
+//!
+//! - `png` (off by default): `picture::svg_to_png` and `picture::PngError`, SVG rendered to
+//!   PNG with resvg. Without it they do not exist, rather than failing at run time: a
+//!   caller that renders PNG says so in its `Cargo.toml` (the CLI does) and the compiler
+//!   holds it to that, while the crates that only use the text, JSON and SVG views (the C
+//!   library among them) neither build nor link resvg and its font stack. Graphviz's PNG
+//!   ([`graphviz::render`] with [`picture::Picture::Png`]) runs `dot` and needs no feature.
+//! - `clap`: `clap::ValueEnum` on the enums the CLI takes as command-line values.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -1,7 +1,9 @@
-//! Picture formats (SVG, PNG), and SVG turned into PNG with resvg.
+//! Picture formats (SVG, PNG), and, with the crate's `png` feature, SVG turned into PNG
+//! with resvg (`svg_to_png`; without the feature the function does not exist).
 
 use std::path::Path;
 
+#[cfg(feature = "png")]
 use resvg::{tiny_skia, usvg};
 
 /// A picture format Graphviz or resvg writes.
@@ -35,6 +37,7 @@ impl Picture {
 }
 
 /// Why an SVG document could not be turned into PNG.
+#[cfg(feature = "png")]
 #[derive(Debug, thiserror::Error)]
 pub enum PngError {
     /// The SVG document could not be parsed (the cause is the error's source).
@@ -60,6 +63,7 @@ pub enum PngError {
 ///
 /// Returns [`PngError`] when the SVG cannot be parsed, is empty or too large to
 /// rasterize, or the PNG cannot be encoded.
+#[cfg(feature = "png")]
 pub fn svg_to_png(svg: &str) -> Result<Vec<u8>, PngError> {
     let mut opt = usvg::Options::default();
     opt.fontdb_mut().load_system_fonts();
@@ -93,6 +97,9 @@ mod tests {
         assert_eq!(Picture::of_path(Path::new("a.txt")), None);
     }
 
+    // Runs where the `png` feature is on: `cargo test --workspace` (the CLI turns it on for
+    // the whole build) or `cargo test -p topoprobe-view --features png`.
+    #[cfg(feature = "png")]
     #[test]
     fn png_of_a_small_svg() {
         let png = svg_to_png(

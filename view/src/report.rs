@@ -7,11 +7,18 @@
 //! [`render`] is pure and does not run Graphviz: the caller renders the graphs (with
 //! [`crate::graphviz`] when it can) and passes each as [`Graphic::Svg`] or [`Graphic::Dot`]
 //! in [`ReportInputs`].
+//!
+//! The page is a `maud` template: every value written into it (a machine name, a CPU
+//! model, a source path, a note of the description) is escaped, in text and in attributes.
+//! Markup goes in unescaped only where topoprobe made it: the style sheet, the SVG
+//! pictures ([`Graphic::Svg`] and the heatmap) and the memory tables of
+//! [`crate::memory_load`] and [`crate::results::cache_to_cache`], which escape their own
+//! values. The template writes a line break after each block, so that the page's source
+//! reads and compares line by line.
 
-use std::fmt::Write as _;
-
-use topoprobe_model::format::{compact_cpu_lists, cpu_ranges, escape_xml as e, plural};
-use topoprobe_model::{Access, NodeId, PowerScope, SocketId, Threads, Topology};
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use topoprobe_model::format::{compact_cpu_lists, cpu_ranges, plural};
+use topoprobe_model::{Access, MemorySection, NodeId, PowerScope, Threads, Topology};
 
 use crate::common::{lat, machine_name};
 use crate::text::kib;
@@ -160,58 +167,79 @@ ul{margin:4px 0;padding-left:22px}
 /// Renders the report page (see the [module documentation](self)).
 #[must_use]
 pub fn render(topo: &Topology, inputs: &ReportInputs) -> String {
-    let mut s = String::new();
-    let _ = write_page(topo, inputs, &mut s);
-    s
+    page(topo, inputs).into_string()
 }
 
-fn write_page(topo: &Topology, inputs: &ReportInputs, s: &mut String) -> std::fmt::Result {
+/// The sections of the page, as the navigation bar names them: (id, name).
+const NAV: [(&str, &str); 9] = [
+    ("summary", "Summary"),
+    ("tree", "Tree"),
+    ("heatmap", "Heatmap"),
+    ("graphs", "Graphs"),
+    ("memory", "Memory"),
+    ("caches", "Caches"),
+    ("power", "Power"),
+    ("placements", "Placements"),
+    ("provenance", "Provenance"),
+];
+
+fn page(topo: &Topology, inputs: &ReportInputs) -> Markup {
     let title = format!("topoprobe report: {}", machine_name(topo));
-    writeln!(s, "<!DOCTYPE html>")?;
-    writeln!(s, "<html lang=\"en\"><head><meta charset=\"utf-8\">")?;
-    writeln!(
-        s,
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-    )?;
-    writeln!(s, "<title>{}</title>", e(&title))?;
-    writeln!(s, "<style>{STYLE}</style></head><body>")?;
+    html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            head {
+                meta charset="utf-8"; "\n"
+                meta name="viewport" content="width=device-width, initial-scale=1"; "\n"
+                title { (title) } "\n"
+                // The style sheet is this file's constant: nothing of the description.
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                "\n"
+                (header(topo, inputs, &title)) "\n"
+                nav { @for (id, name) in NAV { a href={ "#" (id) } { (name) } } } "\n"
+                main {
+                    "\n"
+                    (summary(topo))
+                    section id="tree" {
+                        h2 { "Topology tree" }
+                        pre { (crate::text::render(topo)) }
+                    }
+                    "\n"
+                    section id="heatmap" {
+                        h2 { "Latency heatmap" }
+                        // The heatmap's SVG is made by `crate::heatmap`, which escapes
+                        // every label and title it writes.
+                        div class="figure" { (PreEscaped(svg_body(&crate::heatmap::render(topo)))) }
+                    }
+                    "\n"
+                    (graphs(inputs))
+                    (memory(topo))
+                    (caches(topo))
+                    (contention(topo))
+                    (power(topo))
+                    (placements(topo, inputs))
+                    (provenance(topo))
+                }
+            }
+        }
+        "\n"
+    }
+}
+
+/// The page's header: its title, the description's source and the tool that wrote it.
+fn header(topo: &Topology, inputs: &ReportInputs, title: &str) -> Markup {
     let p = topo.provenance();
-    writeln!(
-        s,
-        "<header><h1>{}</h1><p>{} · {} {}{}</p></header>",
-        e(&title),
-        e(&p.source.to_string()),
-        e(&p.tool),
-        e(&p.version),
-        inputs
-            .generated
-            .as_ref()
-            .map_or(String::new(), |g| format!(" · report made {}", e(g)))
-    )?;
-    writeln!(
-        s,
-        "<nav><a href=\"#summary\">Summary</a><a href=\"#tree\">Tree</a><a href=\"#heatmap\">Heatmap</a><a href=\"#graphs\">Graphs</a><a href=\"#memory\">Memory</a><a href=\"#caches\">Caches</a><a href=\"#power\">Power</a><a href=\"#placements\">Placements</a><a href=\"#provenance\">Provenance</a></nav>"
-    )?;
-    writeln!(s, "<main>")?;
-    summary(topo, s)?;
-    writeln!(
-        s,
-        "<section id=\"tree\"><h2>Topology tree</h2><pre>{}</pre></section>",
-        e(&crate::text::render(topo))
-    )?;
-    writeln!(
-        s,
-        "<section id=\"heatmap\"><h2>Latency heatmap</h2><div class=\"figure\">{}</div></section>",
-        svg_body(&crate::heatmap::render(topo))
-    )?;
-    graphs(inputs, s)?;
-    memory(topo, s)?;
-    caches(topo, s)?;
-    contention(topo, s)?;
-    power(topo, s)?;
-    placements(topo, inputs, s)?;
-    provenance(topo, s)?;
-    writeln!(s, "</main></body></html>")
+    html! {
+        header {
+            h1 { (title) }
+            p {
+                (p.source) " · " (p.tool) " " (p.version)
+                @if let Some(g) = &inputs.generated { " · report made " (g) }
+            }
+        }
+    }
 }
 
 /// The `<svg …>…</svg>` part of an SVG document.
@@ -219,13 +247,45 @@ fn svg_body(svg: &str) -> &str {
     svg.find("<svg").map_or(svg, |i| &svg[i..])
 }
 
-fn summary(topo: &Topology, s: &mut String) -> std::fmt::Result {
-    writeln!(
-        s,
-        "<section id=\"summary\"><h2>Summary</h2><div class=\"cards\">"
-    )?;
+/// The HTML that one of this crate's table writers appends to a string.
+fn written(write: impl FnOnce(&mut String) -> std::fmt::Result) -> String {
+    let mut s = String::new();
+    // Writing to a String cannot fail: the result is always Ok.
+    let _ = write(&mut s);
+    s
+}
+
+fn summary(topo: &Topology) -> Markup {
+    let v = topo.validation();
+    let confidence: Vec<String> = v
+        .confidence
+        .iter()
+        .map(|c| format!("{} {:.2}", c.level.as_str(), c.confidence))
+        .collect();
+    html! {
+        section id="summary" {
+            h2 { "Summary" }
+            div class="cards" {
+                "\n"
+                @for (value, label) in cards(topo) {
+                    div class="card" { b { (value) } span { (label) } } "\n"
+                }
+            }
+            "\n"
+            (levels(topo))
+            @if !confidence.is_empty() {
+                p class="muted" { "confidence: " (confidence.join(" · ")) } "\n"
+            }
+            (warnings(topo))
+        }
+        "\n"
+    }
+}
+
+/// The summary's cards: (value, label).
+fn cards(topo: &Topology) -> Vec<(String, String)> {
     let facts = topo.facts();
-    let cards: Vec<(String, String)> = vec![
+    vec![
         (topo.num_contexts().to_string(), "hardware contexts".into()),
         (topo.num_cores().to_string(), "cores".into()),
         (topo.num_groups().to_string(), "groups".into()),
@@ -250,389 +310,444 @@ fn summary(topo: &Topology, s: &mut String) -> std::fmt::Result {
             format!("SMT ({})", facts.smt.origin),
         ),
         (topo.units().to_string(), "latency unit".into()),
-    ];
-    for (v, label) in cards {
-        writeln!(
-            s,
-            "<div class=\"card\"><b>{}</b><span>{}</span></div>",
-            e(&v),
-            e(&label)
-        )?;
+    ]
+}
+
+/// The table of latency levels.
+fn levels(topo: &Topology) -> Markup {
+    html! {
+        table {
+            tr {
+                th { "level" } th class="l" { "role" } th { "median" } th { "min" }
+                th { "max" } th { "pairs" }
+            }
+            "\n"
+            @for l in topo.levels() {
+                tr {
+                    td { (l.id) }
+                    td class="l" { (l.role.as_str()) }
+                    td { (lat(topo, l.latency.median)) }
+                    td { (lat(topo, l.latency.min)) }
+                    td { (lat(topo, l.latency.max)) }
+                    td { (l.latency.count) }
+                }
+                "\n"
+            }
+        }
+        "\n"
     }
-    writeln!(s, "</div>")?;
-    writeln!(
-        s,
-        "<table><tr><th>level</th><th class=\"l\">role</th><th>median</th><th>min</th><th>max</th><th>pairs</th></tr>"
-    )?;
-    for l in topo.levels() {
-        writeln!(
-            s,
-            "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            l.id,
-            l.role.as_str(),
-            e(&lat(topo, l.latency.median)),
-            e(&lat(topo, l.latency.min)),
-            e(&lat(topo, l.latency.max)),
-            l.latency.count
-        )?;
-    }
-    writeln!(s, "</table>")?;
+}
+
+/// The description's warnings, unresolved levels and differences from the OS.
+fn warnings(topo: &Topology) -> Markup {
     let v = topo.validation();
-    if !v.confidence.is_empty() {
-        let parts: Vec<String> = v
-            .confidence
-            .iter()
-            .map(|c| format!("{} {:.2}", c.level.as_str(), c.confidence))
-            .collect();
-        writeln!(
-            s,
-            "<p class=\"muted\">confidence: {}</p>",
-            e(&parts.join(" · "))
-        )?;
+    if v.warnings.is_empty() && v.unresolved.is_empty() && v.os_differences.is_empty() {
+        return html! { p class="muted" { "no warnings" } "\n" };
     }
-    if !v.warnings.is_empty() || !v.unresolved.is_empty() || !v.os_differences.is_empty() {
-        writeln!(s, "<ul class=\"warn\">")?;
-        for w in &v.warnings {
-            writeln!(
-                s,
-                "<li data-kind=\"{}\">{}</li>",
-                e(w.kind.as_str()),
-                cpu_text(&w.message)
-            )?;
+    html! {
+        ul class="warn" {
+            "\n"
+            @for w in &v.warnings {
+                li data-kind=(w.kind.as_str()) { (cpu_text(&w.message)) } "\n"
+            }
+            @for u in &v.unresolved {
+                li { b { "unresolved " (u.level.as_str()) } ": " (cpu_text(&u.reason)) } "\n"
+            }
+            @for d in &v.os_differences {
+                li {
+                    b { "differs from the OS (" (d.level.as_str()) ")" }
+                    ": " (cpu_text(&d.message)) " (re-run: " (d.rerun) ")"
+                }
+                "\n"
+            }
         }
-        for u in &v.unresolved {
-            writeln!(
-                s,
-                "<li><b>unresolved {}</b>: {}</li>",
-                u.level.as_str(),
-                cpu_text(&u.reason)
-            )?;
-        }
-        for d in &v.os_differences {
-            writeln!(
-                s,
-                "<li><b>differs from the OS ({})</b>: {} (re-run: {})</li>",
-                d.level.as_str(),
-                cpu_text(&d.message),
-                e(&d.rerun)
-            )?;
-        }
-        writeln!(s, "</ul>")?;
-    } else {
-        writeln!(s, "<p class=\"muted\">no warnings</p>")?;
+        "\n"
     }
-    writeln!(s, "</section>")
 }
 
-fn graphs(inputs: &ReportInputs, s: &mut String) -> std::fmt::Result {
-    writeln!(s, "<section id=\"graphs\"><h2>Graphs</h2>")?;
-    if inputs.graphs.is_empty() {
-        writeln!(s, "<p class=\"muted\">no graphs</p>")?;
-    }
-    for g in &inputs.graphs {
-        writeln!(s, "<h3>{}</h3>", e(&g.title))?;
-        match &g.graphic {
-            Graphic::Svg(svg) => {
-                writeln!(s, "<div class=\"figure\">{}</div>", svg_body(svg))?;
+fn graphs(inputs: &ReportInputs) -> Markup {
+    html! {
+        section id="graphs" {
+            h2 { "Graphs" } "\n"
+            @if inputs.graphs.is_empty() {
+                p class="muted" { "no graphs" } "\n"
             }
-            Graphic::Dot { dot, reason } => {
-                writeln!(
+            @for g in &inputs.graphs {
+                h3 { (g.title) } "\n"
+                @match &g.graphic {
+                    // An SVG graph is a picture, markup by definition: the caller's, which
+                    // `render_graphs` makes with Graphviz from the DOT text of
+                    // `crate::dot` (whose labels Graphviz writes escaped).
+                    Graphic::Svg(svg) => div class="figure" { (PreEscaped(svg_body(svg))) },
+                    Graphic::Dot { dot, reason } => {
+                        p class="muted" {
+                            (reason) " — the DOT text follows (render it with "
+                            code { "dot -Tsvg" } ")."
+                        }
+                        pre class="dot" { (dot) }
+                    }
+                }
+                "\n"
+            }
+        }
+        "\n"
+    }
+}
+
+fn memory(topo: &Topology) -> Markup {
+    html! {
+        section id="memory" {
+            h2 { "Memory" } "\n"
+            @if let Some(mem) = topo.memory() {
+                @if !mem.latency.is_empty() || !mem.bandwidth.is_empty() {
+                    (memory_table(topo, mem))
+                }
+                // These tables and curves are written by this crate's modules, which
+                // escape every value they write.
+                (PreEscaped(written(|s| crate::memory_load::html(
                     s,
-                    "<p class=\"muted\">{} — the DOT text follows (render it with <code>dot -Tsvg</code>).</p><pre class=\"dot\">{}</pre>",
-                    e(reason),
-                    e(dot)
-                )?;
+                    &crate::memory_load::MemoryLoad::from(&mem.detail),
+                ))))
+                @if let Some(c2c) = &mem.detail.cache_to_cache {
+                    (PreEscaped(written(|s| crate::results::cache_to_cache::html(s, c2c))))
+                }
+            } @else {
+                p class="muted" {
+                    "unavailable: no memory measurements in this description ("
+                    code { "topoprobe mem" } " measures them)."
+                }
             }
         }
+        "\n"
     }
-    writeln!(s, "</section>")
-}
-
-fn memory(topo: &Topology, s: &mut String) -> std::fmt::Result {
-    writeln!(s, "<section id=\"memory\"><h2>Memory</h2>")?;
-    let Some(mem) = topo.memory() else {
-        writeln!(
-            s,
-            "<p class=\"muted\">unavailable: no memory measurements in this description (<code>topoprobe mem</code> measures them).</p></section>"
-        )?;
-        return Ok(());
-    };
-    if !mem.latency.is_empty() || !mem.bandwidth.is_empty() {
-        memory_table(topo, mem, s)?;
-    }
-    crate::memory_load::html(s, &crate::memory_load::MemoryLoad::from(&mem.detail))?;
-    if let Some(c2c) = &mem.detail.cache_to_cache {
-        crate::results::cache_to_cache::html(s, c2c)?;
-    }
-    writeln!(s, "</section>")
 }
 
 /// The socket × node table of latency and bandwidth.
-fn memory_table(
-    topo: &Topology,
-    mem: &topoprobe_model::MemorySection,
-    s: &mut String,
-) -> std::fmt::Result {
+fn memory_table(topo: &Topology, mem: &MemorySection) -> Markup {
     let nodes = topo.num_known_nodes();
-    writeln!(
-        s,
-        "<p class=\"muted\">from each socket to each node; the local node is highlighted. Bandwidth in GB/s with every context of the socket (one thread in parentheses).</p>"
-    )?;
-    write!(
-        s,
-        "<table><tr><th class=\"l\">socket</th><th class=\"l\"></th>"
-    )?;
-    for n in 0..nodes {
-        write!(s, "<th>node {}</th>", topo.node_os_number(NodeId(n)))?;
+    html! {
+        p class="muted" {
+            "from each socket to each node; the local node is highlighted. Bandwidth in GB/s \
+             with every context of the socket (one thread in parentheses)."
+        }
+        "\n"
+        table {
+            tr {
+                th class="l" { "socket" } th class="l" {}
+                @for n in 0..nodes { th { "node " (topo.node_os_number(NodeId(n))) } }
+            }
+            "\n"
+            @for sock in topo.sockets() {
+                @let lines = memory_lines(topo, mem, sock.id.0);
+                @for (k, (label, cells)) in lines.iter().enumerate() {
+                    tr {
+                        @if k == 0 {
+                            th class="l" rowspan=(lines.len()) { "socket " (sock.id.0) }
+                        }
+                        td class="l" { (label) }
+                        @for (n, c) in cells.iter().enumerate() {
+                            td class=[(sock.local_node == Some(NodeId(n))).then_some("local")] {
+                                (c.as_deref().unwrap_or("–"))
+                            }
+                        }
+                    }
+                    "\n"
+                }
+            }
+        }
+        "\n"
     }
-    writeln!(s, "</tr>")?;
-    for sock in topo.sockets() {
-        let rows: [(&str, Access); 2] = [("read", Access::Read), ("write", Access::Write)];
-        let mut lines: Vec<(String, Vec<Option<String>>)> = Vec::new();
+}
+
+/// The rows of one socket in the memory table: latency, read and write bandwidth to each
+/// node, those with no value at all left out.
+fn memory_lines(
+    topo: &Topology,
+    mem: &MemorySection,
+    socket: usize,
+) -> Vec<(String, Vec<Option<String>>)> {
+    let nodes = topo.num_known_nodes();
+    let sock = topoprobe_model::SocketId(socket);
+    let mut lines: Vec<(String, Vec<Option<String>>)> = vec![(
+        "latency".to_string(),
+        (0..nodes)
+            .map(|n| {
+                mem.latency_from(topo.socket_contexts(sock), NodeId(n))
+                    .map(|v| lat(topo, v))
+            })
+            .collect(),
+    )];
+    for (label, access) in [("read", Access::Read), ("write", Access::Write)] {
         lines.push((
-            "latency".to_string(),
+            format!("{label} GB/s"),
             (0..nodes)
                 .map(|n| {
-                    mem.latency_from(topo.socket_contexts(sock.id), NodeId(n))
-                        .map(|v| lat(topo, v))
+                    let all = mem.bandwidth_of(sock, NodeId(n), access, Threads::AllContexts);
+                    let one = mem.bandwidth_of(sock, NodeId(n), access, Threads::Single);
+                    match (all, one) {
+                        (Some(a), Some(o)) => Some(format!("{a:.1} ({o:.1})")),
+                        (Some(a), None) => Some(format!("{a:.1}")),
+                        (None, Some(o)) => Some(format!("({o:.1})")),
+                        (None, None) => None,
+                    }
                 })
                 .collect(),
         ));
-        for (label, access) in rows {
-            lines.push((
-                format!("{label} GB/s"),
-                (0..nodes)
-                    .map(|n| {
-                        let all =
-                            mem.bandwidth_of(sock.id, NodeId(n), access, Threads::AllContexts);
-                        let one = mem.bandwidth_of(sock.id, NodeId(n), access, Threads::Single);
-                        match (all, one) {
-                            (Some(a), Some(o)) => Some(format!("{a:.1} ({o:.1})")),
-                            (Some(a), None) => Some(format!("{a:.1}")),
-                            (None, Some(o)) => Some(format!("({o:.1})")),
-                            (None, None) => None,
-                        }
-                    })
-                    .collect(),
-            ));
-        }
-        let lines: Vec<_> = lines
-            .into_iter()
-            .filter(|(_, c)| c.iter().any(Option::is_some))
-            .collect();
-        for (k, (label, cells)) in lines.iter().enumerate() {
-            write!(s, "<tr>")?;
-            if k == 0 {
-                write!(
-                    s,
-                    "<th class=\"l\" rowspan=\"{}\">socket {}</th>",
-                    lines.len(),
-                    sock.id.0
-                )?;
-            }
-            write!(s, "<td class=\"l\">{}</td>", e(label))?;
-            for (n, c) in cells.iter().enumerate() {
-                let local = sock.local_node == Some(NodeId(n));
-                write!(
-                    s,
-                    "<td{}>{}</td>",
-                    if local { " class=\"local\"" } else { "" },
-                    e(c.as_deref().unwrap_or("–"))
-                )?;
-            }
-            writeln!(s, "</tr>")?;
-        }
     }
-    writeln!(s, "</table>")
+    lines
+        .into_iter()
+        .filter(|(_, c)| c.iter().any(Option::is_some))
+        .collect()
 }
 
-fn caches(topo: &Topology, s: &mut String) -> std::fmt::Result {
-    writeln!(s, "<section id=\"caches\"><h2>Caches</h2>")?;
-    let Some(c) = topo.caches().filter(|c| !c.levels.is_empty()) else {
-        writeln!(
-            s,
-            "<p class=\"muted\">unavailable: no cache measurements in this description (<code>topoprobe cache</code> measures them).</p></section>"
-        )?;
-        return Ok(());
-    };
+fn caches(topo: &Topology) -> Markup {
+    html! {
+        section id="caches" {
+            h2 { "Caches" } "\n"
+            @if let Some(c) = topo.caches().filter(|c| !c.levels.is_empty()) {
+                (cache_table(topo, c))
+            } @else {
+                p class="muted" {
+                    "unavailable: no cache measurements in this description ("
+                    code { "topoprobe cache" } " measures them)."
+                }
+            }
+        }
+        "\n"
+    }
+}
+
+/// The table of cache levels.
+fn cache_table(topo: &Topology, c: &topoprobe_model::CacheSection) -> Markup {
     // Columns that no level fills (a .mct file has neither) are left out.
     let lines = c.levels.iter().any(|l| l.line_bytes.is_some());
     let shared = c.levels.iter().any(|l| !l.shared_by.is_empty());
-    writeln!(
-        s,
-        "<table><tr><th class=\"l\">cache</th><th class=\"l\">kind</th><th>measured size</th><th>OS size</th><th>latency</th>{}{}</tr>",
-        if lines { "<th>line</th>" } else { "" },
-        if shared { "<th class=\"l\">shared by</th>" } else { "" }
-    )?;
-    let size = |v: Option<u64>| v.map_or_else(|| "–".to_string(), kib);
-    for l in &c.levels {
-        let mut extra = String::new();
-        if lines {
-            let b = l
-                .line_bytes
-                .map_or_else(|| "–".to_string(), |b| format!("{b} B"));
-            let _ = write!(extra, "<td>{b}</td>");
+    html! {
+        table {
+            tr {
+                th class="l" { "cache" } th class="l" { "kind" } th { "measured size" }
+                th { "OS size" } th { "latency" }
+                @if lines { th { "line" } }
+                @if shared { th class="l" { "shared by" } }
+            }
+            "\n"
+            @for l in &c.levels {
+                @let kind = l.kind.map(|k| format!("{k:?}").to_lowercase());
+                @let latency = l.latency.filter(|v| *v > 0.0).map(|v| lat(topo, v));
+                tr {
+                    td class="l" { (l.name()) }
+                    td class="l" { (or_dash(kind)) }
+                    td { (or_dash(l.measured_size_kib.map(kib))) }
+                    td { (or_dash(l.os_size_kib.map(kib))) }
+                    td { (or_dash(latency)) }
+                    @if lines { td { (or_dash(l.line_bytes.map(|b| format!("{b} B")))) } }
+                    @if shared { td class="l" { (shared_by(&l.shared_by)) } }
+                }
+                "\n"
+            }
         }
-        if shared {
-            let by = match l.shared_by.first() {
-                Some(first) => format!(
-                    "{} of {}",
-                    plural(l.shared_by.len(), "instance"),
-                    plural(first.len(), "context")
-                ),
-                None => "–".to_string(),
-            };
-            let _ = write!(extra, "<td class=\"l\">{}</td>", e(&by));
-        }
-        writeln!(
-            s,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>{extra}</tr>",
-            e(&l.name()),
-            l.kind.map_or_else(|| "–".to_string(), |k| format!("{k:?}").to_lowercase()),
-            size(l.measured_size_kib),
-            size(l.os_size_kib),
-            l.latency
-                .filter(|v| *v > 0.0)
-                .map_or_else(|| "–".to_string(), |v| lat(topo, v)),
-        )?;
     }
-    writeln!(s, "</table></section>")
 }
 
-fn contention(topo: &Topology, s: &mut String) -> std::fmt::Result {
+/// A table cell's text: the value, or a dash when there is none.
+fn or_dash(value: Option<String>) -> String {
+    value.unwrap_or_else(|| "–".to_string())
+}
+
+/// How many instances of a cache level there are and how many contexts share each.
+fn shared_by<T>(instances: &[Vec<T>]) -> String {
+    match instances.first() {
+        Some(first) => format!(
+            "{} of {}",
+            plural(instances.len(), "instance"),
+            plural(first.len(), "context")
+        ),
+        None => "–".to_string(),
+    }
+}
+
+fn contention(topo: &Topology) -> Markup {
     let Some(c) = topo.contention().filter(|c| !c.levels.is_empty()) else {
-        return Ok(());
+        return html! {};
     };
-    writeln!(
-        s,
-        "<section id=\"contention\"><h2>Memory contention</h2><p class=\"muted\">one context alone reads {:.1} GB/s; slowdown when two contexts of one group read together</p>",
-        c.alone_gbps
-    )?;
-    writeln!(
-        s,
-        "<table><tr><th>overhead</th><th>groups</th><th class=\"l\">sizes</th></tr>"
-    )?;
-    for l in &c.levels {
-        let sizes: Vec<String> = l.groups.iter().map(|g| g.len().to_string()).collect();
-        writeln!(
-            s,
-            "<tr><td>{:.2}×</td><td>{}</td><td class=\"l\">{}</td></tr>",
-            l.overhead,
-            l.groups.len(),
-            e(&sizes.join(", "))
-        )?;
+    html! {
+        section id="contention" {
+            h2 { "Memory contention" }
+            p class="muted" {
+                "one context alone reads " (format_args!("{:.1}", c.alone_gbps))
+                " GB/s; slowdown when two contexts of one group read together"
+            }
+            "\n"
+            table {
+                tr { th { "overhead" } th { "groups" } th class="l" { "sizes" } }
+                "\n"
+                @for l in &c.levels {
+                    @let sizes: Vec<String> =
+                        l.groups.iter().map(|g| g.len().to_string()).collect();
+                    tr {
+                        td { (format_args!("{:.2}×", l.overhead)) }
+                        td { (l.groups.len()) }
+                        td class="l" { (sizes.join(", ")) }
+                    }
+                    "\n"
+                }
+            }
+        }
+        "\n"
     }
-    writeln!(s, "</table></section>")
 }
 
-fn power(topo: &Topology, s: &mut String) -> std::fmt::Result {
-    writeln!(s, "<section id=\"power\"><h2>Power</h2>")?;
-    let Some(p) = topo.power().filter(|p| !p.entries.is_empty()) else {
-        writeln!(
-            s,
-            "<p class=\"muted\">unavailable: no power measurements in this description.</p></section>"
-        )?;
-        return Ok(());
-    };
-    writeln!(
-        s,
-        "<p class=\"muted\">watts (RAPL); states after idle are increments: 1stcore = one context of one core busy, 2ndcore = a second core, 2ndhwc = the second context of a busy core, allcor = every core, allhwc = every context.</p>"
-    )?;
-    writeln!(
-        s,
-        "<table><tr><th class=\"l\">scope</th><th class=\"l\">state</th><th>cores</th><th>rest</th><th>package</th><th>DRAM</th><th>total</th></tr>"
-    )?;
-    for en in &p.entries {
-        let scope = match en.scope {
-            PowerScope::Socket(x) => format!("socket {}", x.0),
-            PowerScope::Total => "total".to_string(),
-        };
-        writeln!(
-            s,
-            "<tr><td class=\"l\">{scope}</td><td class=\"l\">{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td></tr>",
-            en.state.mct_name(),
-            en.cores_w,
-            en.rest_w,
-            en.package_w,
-            en.dram_w,
-            en.total_w
-        )?;
+fn power(topo: &Topology) -> Markup {
+    html! {
+        section id="power" {
+            h2 { "Power" } "\n"
+            @if let Some(p) = topo.power().filter(|p| !p.entries.is_empty()) {
+                (power_table(p))
+            } @else {
+                p class="muted" { "unavailable: no power measurements in this description." }
+            }
+        }
+        "\n"
     }
-    writeln!(s, "</table></section>")
 }
 
-fn placements(topo: &Topology, inputs: &ReportInputs, s: &mut String) -> std::fmt::Result {
-    writeln!(s, "<section id=\"placements\"><h2>Placements</h2>")?;
-    if inputs.placements.is_empty() {
-        writeln!(
-            s,
-            "<p class=\"muted\">Contexts of each socket, core by core (siblings of a core together): the order in which a compact placement fills a socket. Use them with <code>taskset -c</code> or <code>OMP_PLACES</code>.</p>"
-        )?;
-        writeln!(
-            s,
-            "<table><tr><th class=\"l\">socket</th><th>contexts</th><th class=\"l\">one context per core</th><th class=\"l\">all contexts</th></tr>"
-        )?;
-        for sock in topo.sockets() {
-            let first: Vec<u32> = sock
-                .cores
-                .iter()
-                .filter_map(|&c| topo.core_contexts(c).first())
-                .map(|x| topo.contexts()[x.0].os_id)
-                .collect();
-            let all: Vec<u32> = sock
-                .cores
-                .iter()
-                .flat_map(|&c| topo.core_contexts(c).iter())
-                .map(|x| topo.contexts()[x.0].os_id)
-                .collect();
-            writeln!(
-                s,
-                "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-                SocketId(sock.id.0).0,
-                sock.contexts.len(),
-                cpu_cell(&first),
-                cpu_cell(&all)
-            )?;
+/// The table of power entries, with a note on the states.
+fn power_table(p: &topoprobe_model::PowerSection) -> Markup {
+    html! {
+        p class="muted" {
+            "watts (RAPL); states after idle are increments: 1stcore = one context of one core \
+             busy, 2ndcore = a second core, 2ndhwc = the second context of a busy core, allcor = \
+             every core, allhwc = every context."
         }
-        writeln!(s, "</table>")?;
-    } else {
-        writeln!(
-            s,
-            "<table id=\"placements-table\"><tr><th class=\"l\">policy</th><th>threads</th><th class=\"l\">CPUs (and the order threads take them)</th><th class=\"l\">note</th></tr>"
-        )?;
-        for p in &inputs.placements {
-            writeln!(
-                s,
-                "<tr><td class=\"l name\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-                e(&p.policy),
-                p.threads,
-                cpu_cell(&p.cpus),
-                cpu_text(&p.note)
-            )?;
+        "\n"
+        table {
+            tr {
+                th class="l" { "scope" } th class="l" { "state" } th { "cores" } th { "rest" }
+                th { "package" } th { "DRAM" } th { "total" }
+            }
+            "\n"
+            @for en in &p.entries {
+                tr {
+                    td class="l" {
+                        @match en.scope {
+                            PowerScope::Socket(x) => { "socket " (x.0) }
+                            PowerScope::Total => "total",
+                        }
+                    }
+                    td class="l" { (en.state.mct_name()) }
+                    @for w in [en.cores_w, en.rest_w, en.package_w, en.dram_w, en.total_w] {
+                        td { (format_args!("{w:.2}")) }
+                    }
+                }
+                "\n"
+            }
         }
-        writeln!(s, "</table>")?;
     }
-    writeln!(s, "</section>")
+}
+
+fn placements(topo: &Topology, inputs: &ReportInputs) -> Markup {
+    html! {
+        section id="placements" {
+            h2 { "Placements" } "\n"
+            @if inputs.placements.is_empty() {
+                (socket_orders(topo))
+            } @else {
+                table id="placements-table" {
+                    tr {
+                        th class="l" { "policy" } th { "threads" }
+                        th class="l" { "CPUs (and the order threads take them)" }
+                        th class="l" { "note" }
+                    }
+                    "\n"
+                    @for p in &inputs.placements {
+                        tr {
+                            td class="l name" { (p.policy) }
+                            td { (p.threads) }
+                            td class="l" { (cpu_cell(&p.cpus)) }
+                            td class="l" { (cpu_text(&p.note)) }
+                        }
+                        "\n"
+                    }
+                }
+                "\n"
+            }
+        }
+        "\n"
+    }
+}
+
+/// Without example placements: each socket's contexts, core by core.
+fn socket_orders(topo: &Topology) -> Markup {
+    let os_id = |x: &topoprobe_model::ContextId| topo.contexts()[x.0].os_id;
+    html! {
+        p class="muted" {
+            "Contexts of each socket, core by core (siblings of a core together): the order in \
+             which a compact placement fills a socket. Use them with "
+            code { "taskset -c" } " or " code { "OMP_PLACES" } "."
+        }
+        "\n"
+        table {
+            tr {
+                th class="l" { "socket" } th { "contexts" }
+                th class="l" { "one context per core" } th class="l" { "all contexts" }
+            }
+            "\n"
+            @for sock in topo.sockets() {
+                @let first: Vec<u32> = sock
+                    .cores
+                    .iter()
+                    .filter_map(|&c| topo.core_contexts(c).first())
+                    .map(os_id)
+                    .collect();
+                @let all: Vec<u32> = sock
+                    .cores
+                    .iter()
+                    .flat_map(|&c| topo.core_contexts(c).iter())
+                    .map(os_id)
+                    .collect();
+                tr {
+                    td class="l" { (sock.id.0) }
+                    td { (sock.contexts.len()) }
+                    td class="l" { (cpu_cell(&first)) }
+                    td class="l" { (cpu_cell(&all)) }
+                }
+                "\n"
+            }
+        }
+        "\n"
+    }
 }
 
 /// Text for the page, its CPU lists written as ranges (see [`compact_cpu_lists`]) and
 /// breakable after their commas only, never inside a number.
-fn cpu_text(text: &str) -> String {
-    breakable(&e(&compact_cpu_lists(text)))
+fn cpu_text(text: &str) -> Markup {
+    breakable(&compact_cpu_lists(text))
 }
 
-/// HTML with a line-break opportunity after every comma that a digit follows (a CPU
-/// list breaks between its items, not inside a number).
-fn breakable(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut chars = html.chars().peekable();
-    while let Some(c) = chars.next() {
-        out.push(c);
-        if c == ',' && chars.peek().is_some_and(char::is_ascii_digit) {
-            out.push_str("<wbr>");
+/// Text with a line-break opportunity (`<wbr>`) after every comma that a digit follows (a
+/// CPU list breaks between its items, not inside a number).
+fn breakable(text: &str) -> Markup {
+    html! {
+        @for (k, part) in split_at_list_commas(text).into_iter().enumerate() {
+            @if k > 0 { wbr; }
+            (part)
         }
     }
-    out
+}
+
+/// `text` cut after every comma that a digit follows.
+fn split_at_list_commas(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for i in 1..bytes.len() {
+        if bytes[i - 1] == b',' && bytes[i].is_ascii_digit() {
+            parts.push(&text[start..i]);
+            start = i;
+        }
+    }
+    parts.push(&text[start..]);
+    parts
 }
 
 /// Characters of a placement's order shown in its cell.
@@ -640,38 +755,81 @@ const ORDER_SHOWN: usize = 48;
 
 /// CPUs for a table cell: the set as ranges, then, when threads take them in another
 /// order, the beginning of that order (the whole order in the tooltip).
-fn cpu_cell(cpus: &[u32]) -> String {
+fn cpu_cell(cpus: &[u32]) -> Markup {
     let mut set = cpus.to_vec();
     set.sort_unstable();
     set.dedup();
     let set_text = cpu_ranges(&set);
     let order = cpu_ranges(cpus);
-    let mut cell = cpu_text(&set_text);
-    if order != set_text {
-        let mut shown = String::new();
-        for part in order.split(',') {
-            if shown.len() + part.len() > ORDER_SHOWN {
-                shown.push_str(",…");
-                break;
-            }
-            if !shown.is_empty() {
-                shown.push(',');
-            }
-            shown.push_str(part);
+    html! {
+        (cpu_text(&set_text))
+        @if order != set_text {
+            br;
+            span class="muted" title=(order) { "in order: " (breakable(&order_start(&order))) }
         }
-        let _ = write!(
-            cell,
-            "<br><span class=\"muted\" title=\"{}\">in order: {}</span>",
-            e(&order),
-            breakable(&e(&shown))
-        );
     }
-    cell
 }
 
-fn provenance(topo: &Topology, s: &mut String) -> std::fmt::Result {
+/// The beginning of a CPU order written as ranges: whole items up to [`ORDER_SHOWN`]
+/// characters, then `,…` when some are left out.
+fn order_start(order: &str) -> String {
+    let mut shown = String::new();
+    for part in order.split(',') {
+        if shown.len() + part.len() > ORDER_SHOWN {
+            shown.push_str(",…");
+            break;
+        }
+        if !shown.is_empty() {
+            shown.push(',');
+        }
+        shown.push_str(part);
+    }
+    shown
+}
+
+fn provenance(topo: &Topology) -> Markup {
+    let v = topo.validation();
+    html! {
+        section id="provenance" {
+            h2 { "Provenance" }
+            table {
+                "\n"
+                @for (k, value) in provenance_rows(topo) {
+                    tr { th class="l" { (k) } td class="l" { (cpu_text(&value)) } } "\n"
+                }
+            }
+            "\n"
+            @if !v.confidence.is_empty() {
+                table {
+                    tr { th class="l" { "level" } th { "confidence" } th class="l" { "basis" } }
+                    "\n"
+                    @for c in &v.confidence {
+                        tr {
+                            td class="l" { (c.level.as_str()) }
+                            td { (format_args!("{:.2}", c.confidence)) }
+                            td class="l" { (cpu_text(&c.basis)) }
+                        }
+                        "\n"
+                    }
+                }
+                "\n"
+            }
+            p class="muted" {
+                (plural(topo.levels().len(), "latency level")) " between "
+                (plural(topo.num_contexts(), "context"))
+                "; latencies on this page are normalized (the median of each component pair) \
+                 except in the heatmap, which shows the raw measurements."
+            }
+            "\n"
+        }
+        "\n"
+    }
+}
+
+/// The provenance table's rows: tool, source, time, duration, machine, parameters and
+/// symmetrization.
+fn provenance_rows(topo: &Topology) -> Vec<(String, String)> {
     let p = topo.provenance();
-    writeln!(s, "<section id=\"provenance\"><h2>Provenance</h2><table>")?;
     let mut rows: Vec<(String, String)> = vec![
         ("tool".into(), format!("{} {}", p.tool, p.version)),
         ("source".into(), p.source.to_string()),
@@ -699,44 +857,111 @@ fn provenance(topo: &Topology, s: &mut String) -> std::fmt::Result {
     if let Some(sym) = &topo.latency_tables().symmetrization {
         rows.push(("symmetrization".into(), sym.clone()));
     }
-    for (k, v) in rows {
-        writeln!(
-            s,
-            "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
-            e(&k),
-            cpu_text(&v)
-        )?;
-    }
-    writeln!(s, "</table>")?;
-    let v = topo.validation();
-    if !v.confidence.is_empty() {
-        writeln!(
-            s,
-            "<table><tr><th class=\"l\">level</th><th>confidence</th><th class=\"l\">basis</th></tr>"
-        )?;
-        for c in &v.confidence {
-            writeln!(
-                s,
-                "<tr><td class=\"l\">{}</td><td>{:.2}</td><td class=\"l\">{}</td></tr>",
-                c.level.as_str(),
-                c.confidence,
-                cpu_text(&c.basis)
-            )?;
-        }
-        writeln!(s, "</table>")?;
-    }
-    writeln!(
-        s,
-        "<p class=\"muted\">{} between {}; latencies on this page are normalized (the median of each component pair) except in the heatmap, which shows the raw measurements.</p>",
-        plural(topo.levels().len(), "latency level"),
-        plural(topo.num_contexts(), "context")
-    )?;
-    writeln!(s, "</section>")
+    rows
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use topoprobe_model::{
+        ContextId, LatencyMatrix, LatencyUnit, LevelConfidence, Machine, Member, OsDifference,
+        Source, StructureLevel, TopologyBuilder, Unresolved, Validation, Warning, WarningKind,
+    };
+
+    /// Text that would be markup if the page did not escape it.
+    const HOSTILE: &str = "<script>alert(1)</script> \"quoted\" & 'single'";
+    /// [`HOSTILE`] as escaped text.
+    const ESCAPED: &str = "&lt;script&gt;alert(1)&lt;/script&gt; &quot;quoted&quot; &amp; 'single'";
+
+    /// A two-core machine whose every user-supplied string is [`HOSTILE`].
+    fn hostile_topology() -> Topology {
+        let mut b = TopologyBuilder::new(vec![0, 1], LatencyUnit::Ns);
+        let c0 = b.core(vec![ContextId(0)]);
+        let c1 = b.core(vec![ContextId(1)]);
+        b.socket(vec![Member::Core(c0), Member::Core(c1)]);
+        let lat = LatencyMatrix::from_fn(2, |_, _| Some(30.0));
+        b.latencies(lat.clone(), lat);
+        let level = StructureLevel::Socket;
+        b.validation(Validation {
+            warnings: vec![Warning::new(WarningKind::from_name(HOSTILE), HOSTILE)],
+            confidence: vec![LevelConfidence {
+                level,
+                confidence: 0.5,
+                basis: HOSTILE.into(),
+            }],
+            unresolved: vec![Unresolved {
+                level,
+                reason: HOSTILE.into(),
+            }],
+            os_differences: vec![OsDifference {
+                level,
+                message: HOSTILE.into(),
+                rerun: HOSTILE.into(),
+            }],
+        });
+        b.machine(Machine {
+            hostname: Some(HOSTILE.into()),
+            cpu_model: Some(HOSTILE.into()),
+            online_cpus: Some(HOSTILE.into()),
+            kernel: Some(HOSTILE.into()),
+        });
+        let mut topo = b.build().unwrap();
+        let p = topo.provenance_mut();
+        p.source = Source::Description {
+            path: HOSTILE.into(),
+        };
+        p.tool = HOSTILE.into();
+        p.created = Some(HOSTILE.into());
+        p.parameters.insert(HOSTILE.into(), HOSTILE.into());
+        topo
+    }
+
+    #[test]
+    fn what_a_description_says_is_escaped_text() {
+        let inputs = ReportInputs {
+            graphs: vec![ReportGraph {
+                title: HOSTILE.into(),
+                graphic: Graphic::Dot {
+                    dot: HOSTILE.into(),
+                    reason: HOSTILE.into(),
+                },
+            }],
+            placements: vec![PlacementExample {
+                policy: HOSTILE.into(),
+                threads: 2,
+                cpus: vec![1, 0],
+                note: HOSTILE.into(),
+            }],
+            generated: Some(HOSTILE.into()),
+        };
+        let page = render(&hostile_topology(), &inputs);
+        assert!(!page.contains("<script"), "{page}");
+        assert!(!page.contains("\"quoted\""), "{page}");
+        assert!(
+            page.contains(&format!("<title>topoprobe report: {ESCAPED}</title>")),
+            "{page}"
+        );
+        // In an attribute: the kind of a warning this version does not know.
+        assert!(
+            page.contains(&format!("<li data-kind=\"{ESCAPED}\">{ESCAPED}</li>")),
+            "{page}"
+        );
+        for row in [
+            format!(
+                "<tr><th class=\"l\">source</th><td class=\"l\">description {ESCAPED}</td></tr>"
+            ),
+            format!("<tr><th class=\"l\">CPU model</th><td class=\"l\">{ESCAPED}</td></tr>"),
+            format!("<tr><th class=\"l\">{ESCAPED}</th><td class=\"l\">{ESCAPED}</td></tr>"),
+            format!("<td class=\"l name\">{ESCAPED}</td>"),
+            format!("<h3>{ESCAPED}</h3>"),
+            format!("<pre class=\"dot\">{ESCAPED}</pre>"),
+        ] {
+            assert!(page.contains(&row), "{row} in {page}");
+        }
+        // Title, header (name, tool, source, time), tree, warnings, graph, placement,
+        // provenance: every one of them escaped.
+        assert!(page.matches(ESCAPED).count() >= 20, "{page}");
+    }
 
     #[test]
     fn strips_the_svg_prolog() {
@@ -745,5 +970,14 @@ mod tests {
             "<svg a>b</svg>"
         );
         assert_eq!(svg_body("plain"), "plain");
+    }
+
+    #[test]
+    fn cpu_lists_break_after_their_commas_only() {
+        assert_eq!(
+            split_at_list_commas("0,1-3, a,b,7"),
+            ["0,", "1-3, a,b,", "7"]
+        );
+        assert_eq!(breakable("0,1 <b>").into_string(), "0,<wbr>1 &lt;b&gt;");
     }
 }
