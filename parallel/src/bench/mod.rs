@@ -18,16 +18,6 @@ pub mod sort;
 /// Runs from 1 to this many are accepted by every experiment.
 pub const MAX_RUNS: usize = 1000;
 
-/// The median of some values, `NaN` ignored (`NaN` for none).
-pub(crate) fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    topoprobe_model::median_sorted(&v)
-}
-
 /// Checks a count of runs.
 pub(crate) fn check_runs(runs: usize) -> Result<(), ParallelError> {
     if runs == 0 || runs > MAX_RUNS {
@@ -78,6 +68,5 @@ mod tests {
             "size 1 byte is out of range (allowed: 8 bytes to 64 GiB)"
         );
         assert!(check_runs(0).is_err() && check_runs(1).is_ok());
-        assert!(median(&[3.0, f64::NAN, 1.0]) == 2.0 && median(&[]).is_nan());
     }
 }
