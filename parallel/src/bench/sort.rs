@@ -146,7 +146,7 @@ fn keys<K: Random>(
     let n = usize::try_from(config.bytes / std::mem::size_of::<K>() as u64).map_err(|_| {
         ParallelError::parameter(
             "size",
-            super::bytes(config.bytes),
+            topoprobe_model::size_text(config.bytes),
             "an array this machine can address",
         )
     })?;
