@@ -34,16 +34,9 @@ mod tests {
 }
 
 /// A request that can never succeed (exit status 2).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub(crate) struct Usage(pub(crate) String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
 
 /// The command being run (`["show"]`, `["bench", "sort"]`…), for the usage line of usage
 /// errors.

@@ -33,7 +33,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use topoprobe_infer::sparse::{collect_sparse, SparseOptions};
 use topoprobe_infer::InferError;
-use topoprobe_model::{LatencyMatrix, LatencySummary, ProbeError};
+use topoprobe_model::{median, LatencyMatrix, ProbeError};
 
 use crate::error::ClusterError;
 use crate::layout::Relation;
@@ -400,7 +400,6 @@ pub fn collect_bandwidth(
             progress(done, total);
         }
     }
-    let median = |v: &[f64]| LatencySummary::of(v.iter().copied()).map(|s| s.median);
     let mut by_layer: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     for (&(_, _, l), v) in &values {
         by_layer.entry(l).or_default().extend(v);

@@ -23,7 +23,7 @@ pub enum FileError {
          (see docs/LIMITS.md)",
         path.display(),
         if *by_size { format!("its size is {found}") } else { format!("read {found}") },
-        human_bytes(*limit)
+        crate::size_text(*limit)
     )]
     TooLarge {
         /// The file.
@@ -138,24 +138,6 @@ impl From<FileError> for io::Error {
     }
 }
 
-/// A byte count in the largest binary unit that divides it (`256 MiB`), else in bytes.
-#[must_use]
-pub fn human_bytes(n: u64) -> String {
-    for (shift, unit) in [
-        (60, "EiB"),
-        (50, "PiB"),
-        (40, "TiB"),
-        (30, "GiB"),
-        (20, "MiB"),
-        (10, "KiB"),
-    ] {
-        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
-            return format!("{} {unit}", n >> shift);
-        }
-    }
-    format!("{n} bytes")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,8 +154,6 @@ mod tests {
         assert!(s.starts_with("/x/m.csv: too large"), "{s}");
         assert!(s.contains("256 MiB") && s.contains("its size is"), "{s}");
         assert!(!e.message().contains("/x/m.csv"));
-        assert_eq!(human_bytes(1 << 60), "1 EiB");
-        assert_eq!(human_bytes(1000), "1000 bytes");
         let absent = FileError::io("/x", io::Error::from(io::ErrorKind::NotFound));
         assert!(absent.is_absent());
         assert_eq!(io::Error::from(absent).kind(), io::ErrorKind::NotFound);

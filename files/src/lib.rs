@@ -47,9 +47,11 @@ mod error;
 mod fixed;
 mod read;
 mod replace;
+mod size;
 pub mod temps;
 
-pub use error::{human_bytes, FileError};
+pub use error::FileError;
 pub use fixed::{open_fixed, Fixed};
 pub use read::{kind_of, open, read, read_optional, read_string_lossy, Input, Rules, STREAM_WAIT};
 pub use replace::{check_replace, create_parent, may_replace, replace, replace_with};
+pub use size::size_text;

@@ -218,7 +218,7 @@ impl Shared {
                 .filter(|(c, m)| c.role() == role && !m.is_nan())
                 .map(|(_, &m)| m)
                 .collect();
-            let typical = crate::table::median(&mut of_role);
+            let typical = topoprobe_model::median_in_place(&mut of_role).unwrap_or(f64::NAN);
             for ((c, m), &u) in components.iter().zip(median.iter_mut()).zip(&used) {
                 if u && c.role() == role && m.is_nan() {
                     *m = typical;

@@ -175,7 +175,8 @@ impl Resolution {
         // A directed matrix tells it directly: the mean of two directions has the noise of
         // one divided by the square root of two.
         let mut near: Vec<f64> = nearest.iter().copied().filter(|x| x.is_finite()).collect();
-        let from_twins = (!near.is_empty()).then(|| crate::table::median(&mut near) / 2.33);
+        let from_twins = (!near.is_empty())
+            .then(|| topoprobe_model::median_in_place(&mut near).unwrap_or(f64::NAN) / 2.33);
         let noise = match (directional, from_twins) {
             (Some(d), _) => Some(d / std::f64::consts::SQRT_2),
             (None, s) => s,

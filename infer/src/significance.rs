@@ -23,8 +23,9 @@
 //! result says it comes from the OS.
 
 use crate::roles::{Kind, Roles};
-use crate::table::{median, Table};
+use crate::table::Table;
 use crate::tree::{ComponentTree, DropReason, Dropped, OsSet};
+use topoprobe_model::median_in_place;
 
 /// A group's contrast must exceed this many times the noise of a pair.
 pub(crate) const CONTRAST_NOISE: f64 = 3.0;
@@ -92,7 +93,7 @@ fn between_sets(t: &Table, sets: &[Vec<usize>]) -> f64 {
             v.extend(t.between(&sets[i], &sets[j]));
         }
     }
-    median(&mut v)
+    median_in_place(&mut v).unwrap_or(f64::NAN)
 }
 
 /// The contrast of a tree node with the rest of its parent (`None` for the root or when a
@@ -107,7 +108,7 @@ pub(crate) fn contrast(t: &Table, tree: &ComponentTree, node: usize) -> Option<C
         .filter(|x| mine.binary_search(x).is_err())
         .collect();
     let inside = between_sets(t, &parts(tree, node));
-    let outside = median(&mut t.between(mine, &rest));
+    let outside = median_in_place(&mut t.between(mine, &rest)).unwrap_or(f64::NAN);
     (inside.is_finite() && outside.is_finite() && inside > 0.0)
         .then_some(Contrast { inside, outside })
 }

@@ -222,9 +222,11 @@ impl Table {
         // Pairs whose directions agree exactly (a symmetric file) say nothing of the noise;
         // a directed measurement has (nearly) none. Taken before the sort, so that the two
         // tables of N²/2 values are never held at once.
-        let directional_noise = (directions.len() >= MIN_DIRECTED_PAIRS
-            && directions.len() > agreeing)
-            .then(|| median(&mut directions) / (0.6745 * std::f64::consts::SQRT_2));
+        let directional_noise =
+            (directions.len() >= MIN_DIRECTED_PAIRS && directions.len() > agreeing).then(|| {
+                topoprobe_model::median_in_place(&mut directions).unwrap_or(f64::NAN)
+                    / (0.6745 * std::f64::consts::SQRT_2)
+            });
         drop(directions);
         let mut sorted = Sorted::of(upper(&lat).filter(|&v| v > 0.0));
         if sorted.is_empty() {
@@ -396,22 +398,6 @@ fn radix_sort(keys: &mut Vec<u32>) {
             count[d] += 1;
         }
         std::mem::swap(keys, &mut buf);
-    }
-}
-
-/// Median of a slice (NaN when empty); reorders the slice. Linear time.
-pub(crate) fn median(v: &mut [f64]) -> f64 {
-    let m = v.len();
-    if m == 0 {
-        return f64::NAN;
-    }
-    let (lower, upper, _) = v.select_nth_unstable_by(m / 2, f64::total_cmp);
-    let upper = *upper;
-    if m % 2 == 1 {
-        upper
-    } else {
-        let below = lower.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (below + upper) / 2.0
     }
 }
 

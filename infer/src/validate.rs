@@ -1,15 +1,15 @@
 //! Validation of an inferred topology: confidence per level, warnings and unresolved levels.
 
 use topoprobe_model::{
-    ContextId, LevelConfidence, Member, StructureLevel, Topology, Unresolved, Validation, Warning,
-    WarningKind,
+    median_in_place, ContextId, LevelConfidence, Member, StructureLevel, Topology, Unresolved,
+    Validation, Warning, WarningKind,
 };
 
 use crate::options::InferOptions;
 use crate::pipeline::{Analysis, Outlier, Resolution};
 use crate::quantize::Quantization;
 use crate::roles::Roles;
-use crate::table::{median, Table};
+use crate::table::Table;
 use crate::tree::{DropReason, Dropped};
 
 fn lat(v: f64, opts: &InferOptions) -> String {
@@ -423,8 +423,8 @@ fn group_warnings(
             })
             .collect();
         let mine: Vec<usize> = g.contexts.iter().map(|c| c.0).collect();
-        let inside = median(&mut t.within(&mine));
-        let outside = median(&mut t.between(&mine, &rest));
+        let inside = median_in_place(&mut t.within(&mine)).unwrap_or(f64::NAN);
+        let outside = median_in_place(&mut t.between(&mine, &rest)).unwrap_or(f64::NAN);
         if inside > outside * 1.05 {
             warnings.add(
                 WarningKind::InvertedGroup,
@@ -459,7 +459,7 @@ fn socket_warnings(warnings: &mut Warnings, t: &Table, topo: &Topology, opts: &I
                 .filter(|x| mine.binary_search(x).is_err())
                 .collect();
             let inside = s.latency.map_or(f64::NAN, |l| l.median);
-            let outside = median(&mut t.between(&mine, &rest));
+            let outside = median_in_place(&mut t.between(&mine, &rest)).unwrap_or(f64::NAN);
             if inside >= 0.9 * outside {
                 warnings.add(
                     WarningKind::HomeNode,

@@ -12,8 +12,8 @@
 //! plugin may use the whole memory budget.
 
 use topoprobe_measure::pair::ProbeConfig;
-use topoprobe_measure::plan::{mib, Shape, MIB, PROCESS_BYTES};
-use topoprobe_model::{Budget, CostPlan, CostStep, OsView};
+use topoprobe_measure::plan::{Shape, MIB, PROCESS_BYTES};
+use topoprobe_model::{size_text, Budget, CostPlan, CostStep, OsView};
 
 use crate::pair_plan::{pair_seconds, Repetitions, Sampling, PAIRS_SHARE};
 use crate::plugins::{self, Plugin};
@@ -282,8 +282,8 @@ pub fn plan_measurement(
             "the latency tables of {n} contexts (N² values, kept whole by the inference and \
              the description) take about {}, over the {} memory budget: the budget bounds the \
              probes' buffers, not these tables",
-            mib(tables),
-            mib(budget.bytes)
+            size_text(tables),
+            size_text(budget.bytes)
         ));
     }
     if stability > 0.0 {

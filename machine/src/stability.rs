@@ -15,8 +15,8 @@
 use topoprobe_infer::Collected;
 use topoprobe_measure::smt::SmtTest;
 use topoprobe_model::{
-    ContextId, LatencyMatrix, OsView, PairLatency, Role, StructureLevel, Topology, Unresolved,
-    Warning, WarningKind,
+    median, ContextId, LatencyMatrix, OsView, PairLatency, Role, StructureLevel, Topology,
+    Unresolved, Warning, WarningKind,
 };
 
 /// Reference pairs kept at most.
@@ -358,7 +358,9 @@ pub fn compare_saved(saved: &Topology, topo: &Topology) -> Vec<Finding> {
                 saved.context_latency(sx, sy)
             })
             .collect();
-        let Some(old) = median(before) else {
+        // The same median as the level's own (`l.latency.median`), so that a level whose
+        // pairs measure as before compares equal whatever their count.
+        let Some(old) = median(&before) else {
             continue;
         };
         let now = l.latency.median;
@@ -383,14 +385,6 @@ fn yes_no(b: bool) -> &'static str {
     } else {
         "no"
     }
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
 }
 
 /// The context pairs of level `id`.

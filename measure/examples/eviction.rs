@@ -20,10 +20,9 @@ fn evict(b: &Buffer) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// The median of some figures.
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+/// The median of some figures (NaN for none).
+fn median(v: &[f64]) -> f64 {
+    topoprobe_model::median(v).unwrap_or(f64::NAN)
 }
 
 /// GB/s of `f` moving `bytes`.
@@ -131,16 +130,16 @@ fn main() {
         let nt = if nt.is_empty() {
             "-".to_string()
         } else {
-            format!("{:.1}", median(nt))
+            format!("{:.1}", median(&nt))
         };
         println!(
             "{mib:>5} MiB {:>11.1} {:>11.1} {:>15} {:>14.1} {:>10.1} {:>17.2}",
-            median(evicted),
-            median(again),
+            median(&evicted),
+            median(&again),
             nt,
-            median(write),
-            median(ntw),
-            median(ev)
+            median(&write),
+            median(&ntw),
+            median(&ev)
         );
     }
 }

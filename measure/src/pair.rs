@@ -29,9 +29,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use topoprobe_model::{Noisy, PairLatency, PairReading, PairSample, ProbeError};
+use topoprobe_model::{median, Noisy, PairLatency, PairReading, PairSample, ProbeError};
 
-use crate::stats::{median, Adaptive, RepetitionPolicy, Summary, Verdict, WarmUp};
+use crate::stats::{Adaptive, RepetitionPolicy, Summary, Verdict, WarmUp};
 use crate::timer::Timer;
 use topoprobe_sys::affinity;
 

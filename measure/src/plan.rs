@@ -13,7 +13,7 @@
 //! GiB for the first time); the probes then enforce the plan with wall-clock limits, so a
 //! machine slower than the rates shortens measurements instead of overrunning the budget.
 
-use topoprobe_model::{CacheType, OsView};
+use topoprobe_model::{size_text, CacheType, OsView};
 
 pub use topoprobe_model::{seconds_text as secs, Budget, CostPlan, CostStep};
 
@@ -388,7 +388,7 @@ pub fn scaled_memory(default: u64, llc: Option<u64>, available: Option<u64>) -> 
             default,
             format!(
                 "memory budget {}: the default (the OS lists no last-level cache to scale it by)",
-                mib(default)
+                size_text(default)
             ),
         );
     };
@@ -397,13 +397,16 @@ pub fn scaled_memory(default: u64, llc: Option<u64>, available: Option<u64>) -> 
         .saturating_add(PROCESS_BYTES)
         .div_ceil(MIB)
         .saturating_mul(MIB);
-    let factor = format!("{LLC_BUDGET_FACTOR} × the {} last-level cache", mib(llc));
+    let factor = format!(
+        "{LLC_BUDGET_FACTOR} × the {} last-level cache",
+        size_text(llc)
+    );
     if want <= default {
         return (
             default,
             format!(
                 "memory budget {}: the default, more than {factor} needs",
-                mib(default)
+                size_text(default)
             ),
         );
     }
@@ -413,15 +416,15 @@ pub fn scaled_memory(default: u64, llc: Option<u64>, available: Option<u64>) -> 
             format!(
                 "memory budget {}: the default ({factor} would need {}, and the memory available \
                  now is not known)",
-                mib(default),
-                mib(want)
+                size_text(default),
+                size_text(want)
             ),
         );
     };
     let share = format!(
         "{:.0}% of the {} available now",
         AVAILABLE_SHARE * 100.0,
-        mib(available)
+        size_text(available)
     );
     let cap = ((available as f64 * AVAILABLE_SHARE) as u64) / MIB * MIB;
     if want <= cap {
@@ -429,9 +432,9 @@ pub fn scaled_memory(default: u64, llc: Option<u64>, available: Option<u64>) -> 
             want,
             format!(
                 "memory budget {}: {factor} and the process's {}, within {share} (default {})",
-                mib(want),
-                mib(PROCESS_BYTES),
-                mib(default)
+                size_text(want),
+                size_text(PROCESS_BYTES),
+                size_text(default)
             ),
         )
     } else if cap > default {
@@ -439,8 +442,8 @@ pub fn scaled_memory(default: u64, llc: Option<u64>, available: Option<u64>) -> 
             cap,
             format!(
                 "memory budget {}: {share}; {factor} would need {}",
-                mib(cap),
-                mib(want)
+                size_text(cap),
+                size_text(want)
             ),
         )
     } else {
@@ -448,22 +451,10 @@ pub fn scaled_memory(default: u64, llc: Option<u64>, available: Option<u64>) -> 
             default,
             format!(
                 "memory budget {}: the default; {factor} would need {}, more than {share}",
-                mib(default),
-                mib(want)
+                size_text(default),
+                size_text(want)
             ),
         )
-    }
-}
-
-/// Whole MiB of `bytes`, for messages.
-#[must_use]
-pub fn mib(bytes: u64) -> String {
-    if bytes >= GIB && bytes.is_multiple_of(GIB) {
-        format!("{} GiB", bytes / GIB)
-    } else if bytes >= 10 * GIB {
-        format!("{:.1} GiB", bytes as f64 / GIB as f64)
-    } else {
-        format!("{} MiB", bytes.div_ceil(MIB))
     }
 }
 
@@ -480,8 +471,6 @@ mod tests {
         assert!((r.stream_seconds(100_000_000_000, 64) - 1.0).abs() < 1e-9);
         assert_eq!(r.access_ns(16 << 10, &[32 << 10, MIB]), 1.5);
         assert_eq!(r.access_ns(2 * MIB, &[32 << 10, MIB]), r.memory_ns);
-        assert_eq!(mib(1536 * MIB), "1536 MiB");
-        assert_eq!(mib(2 * GIB), "2 GiB");
     }
 
     #[test]
@@ -498,7 +487,7 @@ mod tests {
         let (b, why) = scaled_memory(default, Some(480 * MIB), Some(64 * GIB));
         assert_eq!(b, 3 * 480 * MIB + PROCESS_BYTES);
         assert!(
-            why.starts_with("memory budget 1464 MiB: 3 × the 480 MiB last-level cache"),
+            why.starts_with("memory budget 1.43 GiB: 3 × the 480 MiB last-level cache"),
             "{why}"
         );
         // Little memory available: 5% of it, never below the default.

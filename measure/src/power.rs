@@ -214,8 +214,8 @@ pub fn plan_power(shape: &crate::plan::Shape, opts: &PowerOptions, budget: Budge
     if o.memory_bytes > room {
         notes.push(format!(
             "the busy load streams over {} instead of {} (the memory budget)",
-            crate::plan::mib(room as u64),
-            crate::plan::mib(o.memory_bytes as u64)
+            topoprobe_model::size_text(room as u64),
+            topoprobe_model::size_text(o.memory_bytes as u64)
         ));
         o.memory_bytes = room;
     }

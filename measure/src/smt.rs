@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use crate::stats::median;
 use topoprobe_model::format::plural;
 use topoprobe_sys::affinity;
 
@@ -259,7 +258,7 @@ pub fn test_pair_within(a: u32, b: u32, seconds: f64) -> Result<SmtRun, String> 
                     test: SmtTest {
                         a,
                         b,
-                        slowdown: median(&ratios).unwrap_or(1.0),
+                        slowdown: topoprobe_model::median(&ratios).unwrap_or(1.0),
                     },
                     runs,
                     per_iteration,

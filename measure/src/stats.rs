@@ -25,14 +25,6 @@ const OUTLIER_MADS: f64 = 3.5;
 /// samples has a MAD of almost zero).
 const OUTLIER_FLOOR: f64 = 0.02;
 
-/// Median of unsorted samples (`None` for none).
-#[must_use]
-pub fn median(samples: &[f64]) -> Option<f64> {
-    let mut v = samples.to_vec();
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| median_sorted(&v))
-}
-
 /// Summarizes `samples` (finite, positive values; others are dropped as outliers),
 /// rejecting samples far from the median (interrupts, a descheduled partner thread).
 /// `None` when no sample is usable.
@@ -47,21 +39,22 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    let median = median_sorted(&v);
+    let median = median_sorted(&v)?;
     let mut dev: Vec<f64> = v.iter().map(|x| (x - median).abs()).collect();
     dev.sort_by(f64::total_cmp);
-    let mad = 1.4826 * median_sorted(&dev);
+    let mad = 1.4826 * median_sorted(&dev)?;
     let limit = (OUTLIER_MADS * mad).max(OUTLIER_FLOOR * median);
     let kept: Vec<f64> = v
         .iter()
         .copied()
         .filter(|x| (x - median).abs() <= limit)
         .collect();
+    let kept_median = median_sorted(&kept)?;
     let n = kept.len() as f64;
     let mean = kept.iter().sum::<f64>() / n;
     let var = kept.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
     Some(Summary {
-        median: median_sorted(&kept),
+        median: kept_median,
         min: kept[0],
         spread: var.sqrt() / mean,
         kept: kept.len(),
@@ -249,13 +242,6 @@ mod tests {
         assert!(sum.spread < 0.01);
         assert!(summarize(&[]).is_none());
         assert!(summarize(&[f64::NAN, -1.0]).is_none());
-    }
-
-    #[test]
-    fn median_of_unsorted_samples() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        assert_eq!(median(&[]), None);
     }
 
     #[test]

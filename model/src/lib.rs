@@ -39,6 +39,7 @@ pub mod format;
 mod ids;
 pub mod limits;
 mod matrix;
+mod median;
 mod meta;
 mod os_view;
 mod probe;
@@ -57,9 +58,10 @@ pub use cost::{seconds_text, Budget, CostPlan, CostStep};
 pub use error::ModelError;
 pub use ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
 pub use matrix::{
-    median_sorted, round_significant, LatencyMatrix, LatencySummary, MatrixShapeError,
-    MAX_ENTRY_CHARS, TABLE_DIGITS,
+    round_significant, LatencyMatrix, LatencySummary, MatrixShapeError, MAX_ENTRY_CHARS,
+    TABLE_DIGITS,
 };
+pub use median::{median, median_in_place, median_sorted};
 pub use meta::{
     Fact, Facts, LevelConfidence, Machine, Origin, OsDifference, Provenance, Source,
     StructureLevel, Unresolved, Validation, Warning, WarningKind,

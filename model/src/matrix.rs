@@ -488,35 +488,13 @@ impl LatencySummary {
         let count = v.len();
         let min = v.iter().copied().fold(f64::INFINITY, f64::min);
         let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let (lower, upper, _) = v.select_nth_unstable_by(count / 2, f64::total_cmp);
-        let upper = *upper;
-        let median = if count % 2 == 1 {
-            upper
-        } else {
-            let below = lower.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            (below + upper) / 2.0
-        };
+        let median = crate::median_in_place(&mut v)?;
         Some(Self {
             min,
             median,
             max,
             count,
         })
-    }
-}
-
-/// Median of a sorted, non-empty slice (mean of the two middle values for even lengths).
-///
-/// # Panics
-///
-/// Panics when the slice is empty.
-#[must_use]
-pub fn median_sorted(v: &[f64]) -> f64 {
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

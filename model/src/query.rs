@@ -3,7 +3,6 @@
 use crate::components::{LatencyLevel, Member, Role};
 use crate::error::ModelError;
 use crate::ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
-use crate::matrix::median_sorted;
 use crate::topology::Topology;
 
 /// Any component of a topology, for queries that accept several kinds.
@@ -331,16 +330,13 @@ impl Topology {
                 }
             }
         }
-        if v.is_empty() {
-            if ca == cb && ca.len() == 1 {
-                return Ok(0.0);
-            }
-            return Err(ModelError::NoSuchComponent(format!(
+        match crate::median_in_place(&mut v) {
+            Some(m) => Ok(m),
+            None if ca == cb && ca.len() == 1 => Ok(0.0),
+            None => Err(ModelError::NoSuchComponent(format!(
                 "no latency between {a:?} and {b:?}"
-            )));
+            ))),
         }
-        v.sort_by(f64::total_cmp);
-        Ok(median_sorted(&v))
     }
 
     fn existing_contexts(&self, c: Component) -> Result<Vec<ContextId>, ModelError> {

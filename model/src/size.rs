@@ -1,12 +1,15 @@
-//! Sizes as people write them on a command line: `4096`, `64K`, `512M`, `2G`, `1GiB`.
+//! Sizes as people write them on a command line: `4096`, `64K`, `512M`, `2G`, `1GiB`, and
+//! as topoprobe writes them ([`size_text`], from `topoprobe-files`, where a file's size
+//! limit is said too).
 
-use std::fmt;
+pub use topoprobe_files::size_text;
 
 /// The largest size [`parse_size`] accepts: 1 EiB (a working set larger than any machine).
 pub const MAX_SIZE: u64 = 1 << 60;
 
 /// A size that could not be parsed: the text, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} {reason}", shown(.text))]
 pub struct SizeError {
     /// The text given.
     pub text: String,
@@ -14,19 +17,13 @@ pub struct SizeError {
     pub reason: &'static str,
 }
 
-impl fmt::Display for SizeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let shown: String = self.text.chars().take(24).collect();
-        let more = if self.text.chars().count() > 24 {
-            "…"
-        } else {
-            ""
-        };
-        write!(f, "{shown:?}{more} {}", self.reason)
-    }
+/// The text of a [`SizeError`] as its message quotes it: its first 24 characters, then `…`
+/// when there are more.
+fn shown(text: &str) -> String {
+    let head: String = text.chars().take(24).collect();
+    let more = if text.chars().count() > 24 { "…" } else { "" };
+    format!("{head:?}{more}")
 }
-
-impl std::error::Error for SizeError {}
 
 /// Parses a size in bytes: a positive number (fractions allowed: `1.5G`) with an optional
 /// binary unit `K`, `M`, `G` or `T` (either case), which may be followed by `B` or `iB`.
@@ -74,26 +71,6 @@ pub fn parse_size(s: &str) -> Result<u64, SizeError> {
         return Err(error("is not a size between 1 byte and 1 EiB"));
     }
     Ok(bytes as u64)
-}
-
-/// A size for people: `512 KiB`, `1 MiB`, `1.5 MiB`; bytes below one KiB (`100 B`, never
-/// `0 KiB`).
-#[must_use]
-pub fn size_text(bytes: u64) -> String {
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let kib = bytes as f64 / 1024.0;
-    if kib >= 1024.0 {
-        let mib = kib / 1024.0;
-        if (mib - mib.round()).abs() < 0.05 {
-            format!("{} MiB", mib.round())
-        } else {
-            format!("{mib:.1} MiB")
-        }
-    } else {
-        format!("{} KiB", kib.round())
-    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use topoprobe_model::{parse_cpu_list, CpuListError};
 use topoprobe_sys::affinity::pin_current_thread;
 use topoprobe_tune::heartbeat;
 
@@ -41,23 +42,18 @@ const SPINS_BEFORE_YIELD: u32 = 1 << 10;
 #[repr(align(128))]
 struct Line(AtomicU64);
 
-/// Parses `a,b,c-d` into CPUs in the order given (ranges expanded upwards); `None` when a
-/// part is not a number or a range.
-fn parse_cpus(text: &str) -> Option<Vec<u32>> {
+/// Parses `a,b,c-d` into CPUs in the order given (each item read by
+/// [`parse_cpu_list`], so a range expands upwards and strides `a-b:u/g` work too).
+///
+/// # Errors
+///
+/// [`CpuListError`] for the first item that is not a CPU list item.
+fn parse_cpus(text: &str) -> Result<Vec<u32>, CpuListError> {
     let mut cpus = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if a > b {
-                    return None;
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().ok()?),
-        }
+    for item in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        cpus.extend(parse_cpu_list(item)?);
     }
-    Some(cpus)
+    Ok(cpus)
 }
 
 /// Thread `i`'s side of its pair until `stop` is set: returns the round trips it made
@@ -115,8 +111,10 @@ fn main() {
         .unwrap_or(5.0_f64)
         .max(0.0);
     let pins = match std::env::var(PIN_VAR) {
-        Ok(list) => parse_cpus(&list).unwrap_or_else(|| {
-            eprintln!("thread_pairs: {PIN_VAR}={list:?} is not a CPU list (a,b,c-d); not pinning");
+        Ok(list) => parse_cpus(&list).unwrap_or_else(|e| {
+            eprintln!(
+                "thread_pairs: {PIN_VAR}={list:?} is not a CPU list (a,b,c-d): {e}; not pinning"
+            );
             Vec::new()
         }),
         Err(_) => Vec::new(),

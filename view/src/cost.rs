@@ -5,16 +5,14 @@
 use std::fmt::Write as _;
 
 use topoprobe_model::format::plural;
-use topoprobe_model::{seconds_text as secs, CostPlan};
+use topoprobe_model::{seconds_text as secs, size_text, CostPlan};
 
-/// Bytes as MiB (KiB below one MiB).
+/// Bytes as [`size_text`] says them; `-` for none.
 fn size(bytes: u64) -> String {
     if bytes == 0 {
         "-".into()
-    } else if bytes < 1 << 20 {
-        format!("{} KiB", bytes.div_ceil(1024))
     } else {
-        format!("{} MiB", bytes.div_ceil(1 << 20))
+        size_text(bytes)
     }
 }
 

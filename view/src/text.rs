@@ -9,11 +9,11 @@ use std::fmt::Write as _;
 
 use topoprobe_model::format::{compact_cpu_lists, cpu_ranges, plural};
 use topoprobe_model::{
-    Access, CoreId, Member, NodeId, Origin, PowerScope, PowerState, SharingOutcome, SharingTest,
-    SocketId, Threads, Topology,
+    size_text, Access, CoreId, Member, NodeId, Origin, PowerScope, PowerState, SharingOutcome,
+    SharingTest, SocketId, Threads, Topology,
 };
 
-use crate::common::{core_members, lat, members_word, num, smt_range, socket_memory};
+use crate::common::{core_members, lat, members_word, smt_range, socket_memory};
 
 /// How to render the text view.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -257,13 +257,12 @@ impl View<'_> {
                 if let Some(os) = node.os_id {
                     parts.push(format!("OS node {os}"));
                 }
-                let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
                 match (node.capacity_bytes, node.free_bytes) {
                     (Some(t), Some(f)) => {
-                        parts.push(format!("{:.1} GiB total, {:.1} GiB free", gib(t), gib(f)));
+                        parts.push(format!("{} total, {} free", size_text(t), size_text(f)));
                     }
-                    (Some(t), None) => parts.push(format!("{:.1} GiB total", gib(t))),
-                    (None, Some(f)) => parts.push(format!("{:.1} GiB free", gib(f))),
+                    (Some(t), None) => parts.push(format!("{} total", size_text(t))),
+                    (None, Some(f)) => parts.push(format!("{} free", size_text(f))),
                     (None, None) => {}
                 }
             }
@@ -731,14 +730,9 @@ fn sharing_note(t: &SharingTest) -> String {
     }
 }
 
+/// A size given in KiB (as cache sizes are stored), said as [`size_text`] says bytes.
 pub(crate) fn kib(k: u64) -> String {
-    if k >= 1024 && k.is_multiple_of(1024) {
-        format!("{} MiB", k / 1024)
-    } else if k >= 4096 {
-        format!("{} MiB", num(k as f64 / 1024.0))
-    } else {
-        format!("{k} KiB")
-    }
+    size_text(k.saturating_mul(1024))
 }
 
 /// Writes tree items with `├─`/`└─` branches under `prefix`.
@@ -827,11 +821,11 @@ mod tests {
             .unwrap();
         let text = render(&topo);
         assert!(
-            text.contains("Node 0 (local): OS node 0, 16.0 GiB total, 2.5 GiB free"),
+            text.contains("Node 0 (local): OS node 0, 16 GiB total, 2.5 GiB free"),
             "{text}"
         );
         assert!(
-            text.contains("Node 1 (local): OS node 1, 8.0 GiB total"),
+            text.contains("Node 1 (local): OS node 1, 8 GiB total"),
             "{text}"
         );
     }
@@ -933,6 +927,6 @@ mod tests {
         assert_eq!(kib(32), "32 KiB");
         assert_eq!(kib(25600), "25 MiB");
         assert_eq!(kib(22528), "22 MiB");
-        assert_eq!(kib(5000), "4.9 MiB");
+        assert_eq!(kib(5000), "4.88 MiB");
     }
 }

@@ -74,7 +74,7 @@ impl Planning {
                 topoprobe_model::Budget::new(seconds, bytes),
                 format!(
                     "memory budget {}: --max-memory",
-                    topoprobe_measure::plan::mib(bytes)
+                    topoprobe_model::size_text(bytes)
                 ),
             ),
             None => {

@@ -68,7 +68,7 @@ fn values_out_of_range_are_usage_errors_naming_the_argument() {
             &["false-sharing", "--strides", "7"][..],
             &["--strides 7", "multiples of 8"][..],
         ),
-        (&["sort", "--size", "1"], &["--size 1", "8 bytes to"]),
+        (&["sort", "--size", "1"], &["--size 1", "8 B to"]),
         (&["line-ops", "--cpu", "5"], &["--cpu 5", "0-1"]),
         (&["reduce", "--runs", "0"], &["--runs 0", "1 to 1000"]),
         (&["locks", "--locks", "0"], &["--locks 0", "1 to"]),

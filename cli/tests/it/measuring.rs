@@ -118,7 +118,7 @@ fn an_explicit_size_keeps_within_the_memory_budget_or_is_refused_with_what_would
         assert_eq!(code, 2, "{cmd}: {err}");
         assert!(out.is_empty(), "{cmd}: {out}");
         assert!(
-            err.contains("--size 1024 MiB needs") && err.contains("give --max-memory"),
+            err.contains("--size 1 GiB needs") && err.contains("give --max-memory"),
             "{cmd}: {err}"
         );
         let (code, out, err) = run_fresh(&[cmd, "--size", "600M", "--plan", "--json"]);
@@ -155,7 +155,7 @@ fn an_explicit_size_keeps_within_the_memory_budget_or_is_refused_with_what_would
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty(), "{out}");
     assert!(
-        err.contains("need 3096 MiB at once") && err.contains("give --max-memory 3096M"),
+        err.contains("need 3.02 GiB at once") && err.contains("give --max-memory 3096M"),
         "{err}"
     );
     let (code, _, err) = run_fresh(&[
@@ -211,7 +211,7 @@ fn mem_full_prints_its_plan_with_its_larger_budget() {
         assert!(out.contains(step), "no {step}: {out}");
     }
     assert!(out.contains("of the 120 s budget"), "{out}");
-    assert!(out.contains("of the 1024 MiB memory budget"), "{out}");
+    assert!(out.contains("of the 1 GiB memory budget"), "{out}");
     // The default run keeps its budget and plans none of it.
     let (code, out, err) = run_in(dir.path(), &["mem", "--plan", "--topology", topo]);
     assert_eq!(code, 0, "{err}");

@@ -10,10 +10,9 @@
 //! latencies and what they give without the hint. (An `--smt yes` with no set of contexts
 //! fast enough to be made a core cannot be followed: it is not applied, and says so.)
 
-use topoprobe_model::Origin;
+use topoprobe_model::{median_in_place, Origin};
 
 use super::{fmt_lat, given, given_past, Context, Decision, Kind};
-use crate::table::median;
 use crate::tree::ComponentTree;
 
 /// Most confidence a level keeps whose hint the latencies contradict: below the 0.5 of a
@@ -96,7 +95,7 @@ pub(crate) fn socket_cut(
         !cut_pairs[c].is_empty() && cut_pairs[c].len() as f64 >= CUT_SHARE * count[c] as f64
     })?;
     let mut values: Vec<f64> = cut_pairs[cut].iter().map(|&(a, b)| t.get(a, b)).collect();
-    let at = median(&mut values);
+    let at = median_in_place(&mut values).unwrap_or(f64::NAN);
     if at >= cx.opts.ns_to_units(SOCKET_LINK_NS) {
         return None;
     }

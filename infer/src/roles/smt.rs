@@ -9,10 +9,10 @@
 //! near the bound is reported as unresolved: pairs sharing a core or a cache at 16–34 ns,
 //! wider sets (3–8 contexts: SMT of more than two threads is far faster) at 10–20 ns.
 
-use topoprobe_model::Origin;
+use topoprobe_model::{median_in_place, Origin};
 
 use super::{external, fmt_lat, given, given_past, hints, Context, Decision, Kind};
-use crate::table::{median, quantile};
+use crate::table::quantile;
 use crate::tree::{ComponentTree, OsSet};
 
 /// Largest median latency (ns) between SMT siblings.
@@ -129,7 +129,7 @@ fn nearest_outside(
         .map(|&i| quantile(&mut external(cx.t, tree, cands[i].node), 0.05))
         .filter(|v| v.is_finite())
         .collect();
-    median(&mut near)
+    median_in_place(&mut near).unwrap_or(f64::NAN)
 }
 
 fn candidates(cx: &Context<'_>, tree: &ComponentTree) -> (Vec<Candidate>, Vec<usize>) {
@@ -168,7 +168,7 @@ fn candidates(cx: &Context<'_>, tree: &ComponentTree) -> (Vec<Candidate>, Vec<us
         let m = if censored {
             t.zero_value
         } else {
-            median(&mut inside.clone())
+            median_in_place(&mut inside.clone()).unwrap_or(f64::NAN)
         };
         if censored {
             inside.push(t.zero_value);
@@ -250,7 +250,7 @@ fn levels(cands: &[Candidate], thresholds: &[f64], tree: &ComponentTree) -> Vec<
             let total: usize = parents.iter().map(|&p| tree.nodes[p].members.len()).sum();
             Level {
                 size,
-                latency: median(&mut lat),
+                latency: median_in_place(&mut lat).unwrap_or(f64::NAN),
                 gap: 2 * gaps >= members.len(),
                 coverage: if total == 0 {
                     1.0

@@ -12,11 +12,11 @@
 //! clusters that the latency clearly separates. A `--sockets N` hint cuts the tree, or else
 //! that clustering, into N parts: a correct hint can always be honoured.
 
-use topoprobe_model::Origin;
+use topoprobe_model::{median_in_place, Origin};
 
 use super::{fmt_lat, given, given_past, hints, Context, Decision, Kind};
 use crate::linkage::{cluster, Linkage};
-use crate::table::{median, Table};
+use crate::table::Table;
 use crate::tree::ComponentTree;
 
 /// Smallest cross-socket latency (ns) for sockets that are less than [`SOCKET_MAX_RATIO`]
@@ -150,7 +150,10 @@ impl Split {
             cross: across[0],
             fastest,
             typical,
-            inside: inside.iter_mut().map(|v| median(v)).collect(),
+            inside: inside
+                .iter_mut()
+                .map(|v| median_in_place(v).unwrap_or(f64::NAN))
+                .collect(),
             sets,
             cores,
         }
@@ -480,7 +483,7 @@ fn block_medians(t: &Table, units: &[Vec<usize>]) -> Vec<f64> {
     for a in 0..u {
         for b in a + 1..u {
             let k = a * u + b;
-            let m = median(&mut values[start[k]..start[k + 1]]);
+            let m = median_in_place(&mut values[start[k]..start[k + 1]]).unwrap_or(f64::NAN);
             out[a * u + b] = m;
             out[b * u + a] = m;
         }
@@ -743,7 +746,7 @@ fn hinted(
                     v.extend(t.between(&ps[a], &ps[b]));
                 }
             }
-            let lat = median(&mut v);
+            let lat = median_in_place(&mut v).unwrap_or(f64::NAN);
             if best.is_none_or(|(_, l)| lat > l) {
                 best = Some((i, lat));
             }

@@ -156,7 +156,9 @@ impl PairLatency for SimProbe {
             return Ok(None);
         }
         samples.sort_by(f64::total_cmp);
-        let median = topoprobe_model::median_sorted(&samples);
+        let Some(median) = topoprobe_model::median_sorted(&samples) else {
+            return Ok(None);
+        };
         let mean = samples.iter().sum::<f64>() / samples.len() as f64;
         let var = samples.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / samples.len() as f64;
         Ok(Some(PairSample {

@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use super::meter::{median, Meter};
+use super::meter::Meter;
 use crate::InferError;
+use topoprobe_model::median_in_place;
 
 /// Smallest relative gap (log ratio) between two bands of a pivot's row.
 const BAND_GAP_MIN: f64 = 0.08;
@@ -554,7 +555,8 @@ impl<'m, 'a> Discovery<'m, 'a> {
                     vs.first().copied().unwrap_or(f64::NAN),
                     vs.last().copied().unwrap_or(f64::NAN),
                 );
-                let mut band = Band::new(pivot, median(&mut vs).unwrap_or(f64::NAN), range);
+                let mut band =
+                    Band::new(pivot, median_in_place(&mut vs).unwrap_or(f64::NAN), range);
                 band.pending = xs;
                 band
             })

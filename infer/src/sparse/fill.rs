@@ -9,10 +9,10 @@
 
 use std::collections::HashMap;
 
-use topoprobe_model::LatencyMatrix;
+use topoprobe_model::{median_in_place, LatencyMatrix};
 
 use super::discover::ModuleTree;
-use super::meter::{median, Meter, PairValue};
+use super::meter::{Meter, PairValue};
 
 /// Where two contexts meet: a node and the children holding each.
 type Meet = (usize, usize, usize);
@@ -261,8 +261,8 @@ fn summary(values: &[PairValue]) -> Option<PairValue> {
     let mut v: Vec<f64> = used.clone().map(|p| p.value).collect();
     let mut s: Vec<f64> = used.map(|p| p.spread).collect();
     Some(PairValue {
-        value: median(&mut v)?,
-        spread: median(&mut s)?,
+        value: median_in_place(&mut v)?,
+        spread: median_in_place(&mut s)?,
         noisy,
     })
 }

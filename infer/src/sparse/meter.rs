@@ -17,7 +17,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use topoprobe_model::{Noisy, PairLatency, PairReading};
+use topoprobe_model::{median_in_place, Noisy, PairLatency, PairReading};
 
 use crate::flagged::{FlaggedPair, PairFlag};
 use crate::InferError;
@@ -52,15 +52,6 @@ struct Reading {
 /// The unordered key of a pair.
 fn key(a: usize, b: usize) -> (usize, usize) {
     (a.min(b), a.max(b))
-}
-
-/// Median of a non-empty list (the mean of the middle two for an even length).
-pub(super) fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    Some(topoprobe_model::median_sorted(values))
 }
 
 /// A measured pair's value and spread.
@@ -146,7 +137,7 @@ impl<'a> Meter<'a> {
     pub(super) fn noise(&mut self) -> f64 {
         if self.noise_at == 0 || self.calls >= self.noise_at + NOISE_EVERY {
             let mut s = self.spreads.clone();
-            self.noise = median(&mut s).unwrap_or(0.0) * MEDIAN_ERROR;
+            self.noise = median_in_place(&mut s).unwrap_or(0.0) * MEDIAN_ERROR;
             self.noise_at = self.calls.max(1);
         }
         self.noise
@@ -191,8 +182,8 @@ impl<'a> Meter<'a> {
         let mut values: Vec<f64> = used.clone().map(|r| self.corrected(r)).collect();
         let mut spreads: Vec<f64> = used.map(|r| r.spread).collect();
         Some(PairValue {
-            value: median(&mut values)?,
-            spread: median(&mut spreads)?,
+            value: median_in_place(&mut values)?,
+            spread: median_in_place(&mut spreads)?,
             noisy,
         })
     }
@@ -377,7 +368,7 @@ impl<'a> Meter<'a> {
         }
         let mut late: Vec<f64> = self.refs[n - 3..].iter().map(|r| r.1).collect();
         let mut early: Vec<f64> = self.refs[n - 6..n - 3].iter().map(|r| r.1).collect();
-        let (Some(l), Some(e)) = (median(&mut late), median(&mut early)) else {
+        let (Some(l), Some(e)) = (median_in_place(&mut late), median_in_place(&mut early)) else {
             return false;
         };
         (l / e).ln().abs() < SETTLED_MIN.max(3.0 * self.noise())
@@ -424,7 +415,7 @@ impl<'a> Meter<'a> {
         }
         let lo = i.saturating_sub(1).min(n - 3);
         let mut w: Vec<f64> = self.refs[lo..lo + 3].iter().map(|r| r.1).collect();
-        match median(&mut w) {
+        match median_in_place(&mut w) {
             Some(m) if (own / m).ln().abs() > REF_OUTLIER => m,
             _ => own,
         }

@@ -5,9 +5,9 @@
 
 use topoprobe_measure::contention::{self, plan as contention_plan, ContentionOptions};
 use topoprobe_measure::memory;
-use topoprobe_measure::plan::{mib, Rates, Shape};
+use topoprobe_measure::plan::{Rates, Shape};
 use topoprobe_measure::steady::SteadyRule;
-use topoprobe_model::{Budget, CostPlan, CostStep, OsView, Topology};
+use topoprobe_model::{size_text, Budget, CostPlan, CostStep, OsView, Topology};
 
 use super::{failed, room, spent_in_one, Plugin, RunContext};
 use crate::{MachineError, Progress};
@@ -94,8 +94,8 @@ pub fn contention_setup(
     if opts.working_set(1) < memory::working_set(shape.largest_llc()).min(room) {
         plan.left_out.push(format!(
             "contention copies over {} (instead of {}) to keep within the {:.1} s budget",
-            mib(opts.working_set(1)),
-            mib(memory::working_set(shape.largest_llc()).min(room)),
+            size_text(opts.working_set(1)),
+            size_text(memory::working_set(shape.largest_llc()).min(room)),
             budget.seconds
         ));
     }

@@ -3,10 +3,10 @@
 //! counts and the loaded-latency curves), one memory measurement each.
 
 use topoprobe_measure::memory::{self, MemOptions, MemReport};
-use topoprobe_measure::plan::{mib, Shape};
+use topoprobe_measure::plan::Shape;
 use topoprobe_model::{
-    Access, Budget, CostPlan, LatencyUnit, MemoryBandwidth, MemoryLatency, MemorySection, OsView,
-    SocketId, Threads, Topology, Warning, WarningKind,
+    size_text, Access, Budget, CostPlan, LatencyUnit, MemoryBandwidth, MemoryLatency,
+    MemorySection, OsView, SocketId, Threads, Topology, Warning, WarningKind,
 };
 
 use super::{failed, Plugin, RunContext};
@@ -125,13 +125,13 @@ pub(super) fn run(
         "memory_working_set".into(),
         format!(
             "latency {} ({}), bandwidth {}{}",
-            mib(report.latency_bytes),
+            size_text(report.latency_bytes),
             if report.evicted {
                 "evicted from the caches, one lap"
             } else {
                 "steady-state chase"
             },
-            mib(report.bandwidth_bytes),
+            size_text(report.bandwidth_bytes),
             if report.non_temporal {
                 ", non-temporal stores"
             } else {

@@ -4,9 +4,9 @@
 //! any latency is measured estimates it from the OS's caches.
 
 use topoprobe_measure::cache::shared::{self, SharingOptions};
-use topoprobe_measure::plan::{mib, Rates, Shape};
+use topoprobe_measure::plan::{Rates, Shape};
 use topoprobe_model::{
-    Budget, CacheSection, CostPlan, CostStep, OsView, Topology, Warning, WarningKind,
+    size_text, Budget, CacheSection, CostPlan, CostStep, OsView, Topology, Warning, WarningKind,
 };
 
 use super::{room, spent_in_one, Plugin, RunContext};
@@ -96,7 +96,7 @@ pub fn shared_setup(
         plan.left_out.push(format!(
             "levels whose test needs {} or more are left out: the test would take longer \
              than the {:.1} s budget",
-            mib(largest),
+            size_text(largest),
             budget.seconds
         ));
     }
@@ -116,9 +116,9 @@ fn shared_estimate(shape: &Shape, budget: Budget) -> CostPlan {
                 "L{}: which contexts share its {} is not measured: two walks of {} do not fit \
                  the {} memory budget",
                 i + 1,
-                mib(size),
-                mib(array),
-                mib(budget.bytes)
+                size_text(size),
+                size_text(array),
+                size_text(budget.bytes)
             ));
             continue;
         }

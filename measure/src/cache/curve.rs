@@ -7,6 +7,8 @@
 //! ([`super::probabilistic`]); a curve still rising at the largest size ends with a level
 //! fitted on its largest sizes.
 
+use topoprobe_model::median;
+
 use super::probabilistic::{self, MissPoint};
 
 /// One measured point: array size and average time of one access.
@@ -193,23 +195,21 @@ pub fn levels(samples: &[Sample]) -> Vec<FoundLevel> {
     out
 }
 
-/// Median of the first half of a plateau.
+/// Median of the first half of a plateau (NaN for an empty one).
 fn first_half_median(run: &[f64]) -> f64 {
-    let mut v = run[..run.len().div_ceil(2)].to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    median(&run[..run.len().div_ceil(2)]).unwrap_or(f64::NAN)
 }
 
-/// Median of the three values at the inner edge of a plateau: its end (`end`) or start.
+/// Median of the three values at the inner edge of a plateau: its end (`end`) or start
+/// (NaN for an empty plateau).
 fn edge_median(run: &[f64], end: bool) -> f64 {
     let take = run.len().min(3);
-    let mut v: Vec<f64> = if end {
-        run[run.len() - take..].to_vec()
+    let edge = if end {
+        &run[run.len() - take..]
     } else {
-        run[..take].to_vec()
+        &run[..take]
     };
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    median(edge).unwrap_or(f64::NAN)
 }
 
 /// Size of the level whose rise spans `sizes` (with a few plateau points either side): by

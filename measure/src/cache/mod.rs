@@ -15,9 +15,9 @@ pub mod traverse;
 
 use std::time::{Duration, Instant};
 
-use topoprobe_model::{Budget, CacheSection, CostPlan, CostStep, OsView};
+use topoprobe_model::{size_text, Budget, CacheSection, CostPlan, CostStep, OsView};
 
-use crate::plan::{mib, Rates, PROCESS_BYTES};
+use crate::plan::{Rates, PROCESS_BYTES};
 
 pub use curve::{FoundLevel, Method, Sample};
 pub use tlb::TlbReach;
@@ -306,14 +306,14 @@ pub fn plan_caches(levels: &[u64], huge_pages: bool, opts: &CacheOptions) -> Cac
     if max < wanted {
         notes.push(format!(
             "the walk stops at {} (the {} memory budget) instead of {}{}",
-            mib(max),
-            mib(budget.bytes),
-            mib(wanted),
+            size_text(max),
+            size_text(budget.bytes),
+            size_text(wanted),
             match largest {
                 Some(l) if 2 * l > max => format!(
                     ": the {} last level the OS lists is not walked past, its size is the \
                      OS's, unchecked",
-                    mib(l)
+                    size_text(l)
                 ),
                 _ => String::new(),
             }
@@ -377,8 +377,8 @@ pub fn plan_caches(levels: &[u64], huge_pages: bool, opts: &CacheOptions) -> Cac
     if max < before {
         notes.push(format!(
             "the walk stops at {} instead of {} to keep within the {:.1} s budget",
-            mib(max),
-            mib(before),
+            size_text(max),
+            size_text(before),
             budget.seconds
         ));
     }

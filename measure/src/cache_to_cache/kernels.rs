@@ -54,16 +54,6 @@ pub fn check_rounds(rounds: usize) -> Result<(), C2cError> {
     Ok(())
 }
 
-/// The median of some values, `NaN` ignored (`NaN` for none).
-fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    topoprobe_model::median_sorted(&v)
-}
-
 /// A measuring context (B, the reader), an owner (A, the writer) and a third context at
 /// one distance: the OS CPUs of one measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -364,7 +354,7 @@ fn measure_trio(
                             v.push(ns);
                         }
                     }
-                    out.push((op, state, median(&v)));
+                    out.push((op, state, topoprobe_model::median(&v).unwrap_or(f64::NAN)));
                 }
             }
             Ok::<_, C2cError>(out)

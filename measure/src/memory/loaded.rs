@@ -281,7 +281,7 @@ fn chase_ns(buf: &Buffer, slots: usize, evict: bool) -> f64 {
             evict: false,
         }
     };
-    crate::stats::median(&chase::timed_rounds(buf, how)).unwrap_or(f64::NAN)
+    topoprobe_model::median(&chase::timed_rounds(buf, how)).unwrap_or(f64::NAN)
 }
 
 /// Runs the sweep with the loaders of [`load`]; the curve's socket, node and locality are

@@ -260,7 +260,7 @@ pub fn latency(
                 let waiting = WaitClock::start();
                 let ns = chase::timed_rounds(&buf, how);
                 Ok((
-                    crate::stats::median(&ns).unwrap_or(f64::NAN),
+                    topoprobe_model::median(&ns).unwrap_or(f64::NAN),
                     waiting.share(),
                     share,
                 ))

@@ -99,7 +99,7 @@ fn touch_stream_chase() -> (f64, f64, f64) {
         }
         touched = touched.min(words.len());
     }
-    let touch = crate::stats::median(&windows)
+    let touch = topoprobe_model::median(&windows)
         .map_or(a.touch_s_per_gib, |s| s / PAGE as f64 * (1u64 << 30) as f64);
     let v = &mut buf.words_mut()[..touched];
     let gbps = stream_rate(v);

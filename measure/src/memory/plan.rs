@@ -17,13 +17,13 @@
 //!   6 × the last-level cache (at least 64 MiB) within the memory budget, and where that
 //!   is less than 4 × the cache, write and copy use non-temporal stores (said).
 
-use topoprobe_model::CostStep;
+use topoprobe_model::{size_text, CostStep};
 
 use super::chase::{LATENCY_ROUNDS, SLOT_BYTES};
 use super::pace::Speed;
 use super::steps::{bandwidth_seconds_at, latency_seconds, MemStep, EXPECTED_ROUNDS};
 use super::{working_set, MemOptions, MIN_WORKING_SET};
-use crate::plan::{mib, Shape, PROCESS_BYTES};
+use crate::plan::{Shape, PROCESS_BYTES};
 
 pub use super::steps::{MemPlan, MemWork};
 
@@ -235,8 +235,8 @@ fn cached_chase_warning(evicts: bool, llc: Option<u64>, latency_bytes: u64) -> O
     Some(format!(
         "latency: lines cannot be evicted on this machine and the chase's {} is less \
          than twice the {} last-level cache: part of its loads hit the cache",
-        mib(latency_bytes),
-        mib(l)
+        size_text(latency_bytes),
+        size_text(l)
     ))
 }
 
@@ -299,10 +299,10 @@ fn shrunk_to_speed(
              first measurements fit the {} budget",
             (1u64 << 30) as f64 / r.touch_s_per_gib / 1e6,
             r.thread_gbps,
-            mib(latency_bytes),
-            mib(lat0),
-            mib(bandwidth_bytes),
-            mib(bw0),
+            size_text(latency_bytes),
+            size_text(lat0),
+            size_text(bandwidth_bytes),
+            size_text(bw0),
             crate::plan::secs(opts.budget.seconds)
         ));
     }
@@ -325,9 +325,9 @@ fn short_working_set(
             "write and copy use non-temporal stores: the {} bandwidth working set cannot \
              exceed {WRITE_FACTOR} × the {} last-level cache within the {} memory budget, \
              and regular stores would leave their writes in the cache",
-            mib(bandwidth_bytes),
-            mib(llc.unwrap_or(0)),
-            mib(opts.budget.bytes)
+            size_text(bandwidth_bytes),
+            size_text(llc.unwrap_or(0)),
+            size_text(opts.budget.bytes)
         ));
     }
     short

@@ -1,13 +1,12 @@
 //! CPU lists (`0-3,8,10-11`) and CPU masks (`00000000,0000000f`) as Linux writes them.
 
-use std::fmt;
-
 /// The largest CPU number a list or mask may name (2^20 - 1); larger numbers are rejected so
 /// that a malformed range cannot ask for gigabytes of CPU numbers.
 pub const MAX_CPU: u32 = (1 << 20) - 1;
 
 /// A CPU list or mask that could not be parsed, with the token at fault.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad CPU list item {:?}: {reason}", crate::format::elided(.token))]
 pub struct CpuListError {
     /// The offending token (a list item such as `5-x`, or a mask word).
     pub token: String,
@@ -23,19 +22,6 @@ impl CpuListError {
         }
     }
 }
-
-impl fmt::Display for CpuListError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "bad CPU list item {:?}: {}",
-            crate::format::elided(&self.token),
-            self.reason
-        )
-    }
-}
-
-impl std::error::Error for CpuListError {}
 
 /// Characters around sysfs values that carry no meaning: whitespace and NUL bytes.
 fn is_padding(c: char) -> bool {

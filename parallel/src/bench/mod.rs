@@ -10,6 +10,8 @@
 //! [`ParallelError::Parameter`] names the first value out of range). Results are medians
 //! over runs that interleave the alternatives, and every result is checked.
 
+use topoprobe_model::size_text;
+
 use crate::error::ParallelError;
 
 pub mod reduce;
@@ -17,16 +19,6 @@ pub mod sort;
 
 /// Runs from 1 to this many are accepted by every experiment.
 pub const MAX_RUNS: usize = 1000;
-
-/// The median of some values, `NaN` ignored (`NaN` for none).
-pub(crate) fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    topoprobe_model::median_sorted(&v)
-}
 
 /// Checks a count of runs.
 pub(crate) fn check_runs(runs: usize) -> Result<(), ParallelError> {
@@ -40,24 +32,13 @@ pub(crate) fn check_runs(runs: usize) -> Result<(), ParallelError> {
     Ok(())
 }
 
-/// A byte count for people: in the largest binary unit that divides it (`64 MiB`), else
-/// in bytes (`1 byte`, `12 bytes`).
-pub(crate) fn bytes(n: u64) -> String {
-    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
-            return format!("{} {unit}", n >> shift);
-        }
-    }
-    topoprobe_model::format::plural(usize::try_from(n).unwrap_or(usize::MAX), "byte")
-}
-
 /// Checks the bytes of an array: from `min` to `max`.
 pub(crate) fn check_bytes(value: u64, min: u64, max: u64) -> Result<(), ParallelError> {
     if value < min || value > max {
         return Err(ParallelError::parameter(
             "size",
-            bytes(value),
-            format!("{} to {}", bytes(min), bytes(max)),
+            size_text(value),
+            format!("{} to {}", size_text(min), size_text(max)),
         ));
     }
     Ok(())
@@ -69,15 +50,10 @@ mod tests {
 
     #[test]
     fn sizes_are_said_in_their_unit() {
-        assert_eq!(bytes(1), "1 byte");
-        assert_eq!(bytes(12), "12 bytes");
-        assert_eq!(bytes(64 << 20), "64 MiB");
-        assert_eq!(bytes(1 << 36), "64 GiB");
         assert_eq!(
             check_bytes(1, 8, 1 << 36).unwrap_err().to_string(),
-            "size 1 byte is out of range (allowed: 8 bytes to 64 GiB)"
+            "size 1 B is out of range (allowed: 8 B to 64 GiB)"
         );
         assert!(check_runs(0).is_err() && check_runs(1).is_ok());
-        assert!(median(&[3.0, f64::NAN, 1.0]) == 2.0 && median(&[]).is_nan());
     }
 }

@@ -7,10 +7,10 @@
 use std::time::Instant;
 
 pub use topoprobe_model::results::bench::{ReduceReport, ReduceResult};
-use topoprobe_model::{ContextId, Topology};
+use topoprobe_model::{median, ContextId, Topology};
 use topoprobe_place::{Placement, Policy, Request};
 
-use super::{check_bytes, check_runs, median};
+use super::{check_bytes, check_runs};
 use crate::error::ParallelError;
 use crate::trees::ReductionTree;
 
@@ -196,7 +196,7 @@ pub fn run(topo: &Topology, config: &Config) -> Result<ReduceReport, ParallelErr
             threads: config.threads,
             bytes: config.bytes,
             rounds: tree.rounds.len(),
-            seconds: median(&tree_t),
+            seconds: median(&tree_t).unwrap_or(f64::NAN),
             runs: tree_t,
         },
         ReduceResult {
@@ -204,7 +204,7 @@ pub fn run(topo: &Topology, config: &Config) -> Result<ReduceReport, ParallelErr
             threads: config.threads,
             bytes: config.bytes,
             rounds: config.threads.saturating_sub(1),
-            seconds: median(&flat_t),
+            seconds: median(&flat_t).unwrap_or(f64::NAN),
             runs: flat_t,
         },
     ];

@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use rayon::slice::ParallelSliceMut;
 pub use topoprobe_model::results::bench::{SortReport, SortResult};
-use topoprobe_model::Topology;
+use topoprobe_model::{median, Topology};
 
-use super::{check_bytes, check_runs, median};
+use super::{check_bytes, check_runs};
 use crate::error::ParallelError;
 use crate::sort::{RadixKey, Sorter};
 
@@ -146,7 +146,7 @@ fn keys<K: Random>(
     let n = usize::try_from(config.bytes / std::mem::size_of::<K>() as u64).map_err(|_| {
         ParallelError::parameter(
             "size",
-            super::bytes(config.bytes),
+            topoprobe_model::size_text(config.bytes),
             "an array this machine can address",
         )
     })?;
@@ -205,7 +205,7 @@ fn keys<K: Random>(
             } else {
                 config.threads
             },
-            seconds: median(&t),
+            seconds: median(&t).unwrap_or(f64::NAN),
             runs: t,
         })
         .collect())

@@ -1,7 +1,5 @@
 //! Why a CPU-set expression was refused: the term at fault and what is wrong with it.
 
-use std::fmt;
-
 /// What kind of mistake a [`CpuSetError`] reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -18,7 +16,8 @@ pub enum ErrorKind {
 }
 
 /// A CPU-set expression that could not be parsed or resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", message(.term, .reason))]
 pub struct CpuSetError {
     /// The term at fault, as typed (`package:3`), or the whole expression.
     pub term: String,
@@ -49,19 +48,11 @@ impl CpuSetError {
     }
 }
 
-impl fmt::Display for CpuSetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.term.is_empty() {
-            f.write_str(&self.reason)
-        } else {
-            write!(
-                f,
-                "{}: {}",
-                topoprobe_model::format::elided(&self.term),
-                self.reason
-            )
-        }
+/// The message of a [`CpuSetError`]: the reason, after the term when there is one.
+fn message(term: &str, reason: &str) -> String {
+    if term.is_empty() {
+        reason.to_string()
+    } else {
+        format!("{}: {reason}", topoprobe_model::format::elided(term))
     }
 }
-
-impl std::error::Error for CpuSetError {}

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use topoprobe_model::results::bench::compared;
 pub use topoprobe_model::results::bench::{FalseSharingReport, StrideResult};
-use topoprobe_model::Topology;
+use topoprobe_model::{median, Topology};
 use topoprobe_place::Policy;
 use topoprobe_sys::clock::Clock;
 
 use super::locks::{MAX_DURATION, MAX_THREADS};
-use super::{check_runs, median, workers};
+use super::{check_runs, workers};
 use crate::error::SyncError;
 
 /// Strides measured by default, bytes.
@@ -164,7 +164,7 @@ fn measure_all(
         .map(|(&s, r)| StrideResult {
             stride_bytes: s,
             threads: config.threads,
-            ops_per_s: median(&r),
+            ops_per_s: median(&r).unwrap_or(f64::NAN),
             runs: r,
         })
         .collect())

@@ -10,11 +10,11 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 use topoprobe_model::results::bench::compared;
 pub use topoprobe_model::results::bench::{LockResult, LocksReport};
-use topoprobe_model::Topology;
+use topoprobe_model::{median, Topology};
 use topoprobe_place::Policy;
 use topoprobe_sys::clock::Clock;
 
-use super::{check_runs, median, workers};
+use super::{check_runs, workers};
 use crate::backoff::{Backoff, BackoffKind, Wait};
 use crate::error::SyncError;
 use crate::locks::{RawClh, RawCohort, RawMcs, RawTas, RawTicket, RawTtas, WithWait};
@@ -271,8 +271,8 @@ fn measure_all(
                 lock,
                 backoff,
                 threads: config.threads,
-                acquisitions_per_s: median(&rates),
-                fairness: median(&fair),
+                acquisitions_per_s: median(&rates).unwrap_or(f64::NAN),
+                fairness: median(&fair).unwrap_or(f64::NAN),
                 runs: rates,
             }
         })

@@ -23,17 +23,6 @@ pub mod line_ops;
 pub mod locks;
 mod workers;
 
-/// The median of some values, `NaN` ignored (`NaN` for none).
-#[must_use]
-pub fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    topoprobe_model::median_sorted(&v)
-}
-
 /// Index of the first cell of `cells` that starts a 4 KiB page (0 when none does: fewer
 /// than 512 cells).
 pub(crate) fn page_start(cells: &[std::sync::atomic::AtomicU64]) -> usize {

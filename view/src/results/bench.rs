@@ -10,6 +10,7 @@ use topoprobe_model::results::bench::{
     compared, FalseSharingReport, LineOpsReport, LocksReport, Op, ReduceReport, Scope, SortReport,
     State,
 };
+use topoprobe_model::size_text;
 
 use super::{csv_field, Rendered};
 
@@ -35,16 +36,6 @@ fn ratio(a: f64, b: f64) -> String {
 /// Seconds as the user wrote them (`1`, `0.2`).
 fn seconds(s: f64) -> String {
     format!("{} s", round_figure(s))
-}
-
-/// A byte count in the largest binary unit that divides it (`64 MiB`), else in bytes.
-fn bytes(n: u64) -> String {
-    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
-            return format!("{} {unit}", n >> shift);
-        }
-    }
-    plural(usize::try_from(n).unwrap_or(usize::MAX), "byte")
 }
 
 /// The advice after a table (nothing when there is none).
@@ -316,7 +307,7 @@ impl Rendered for SortReport {
     fn text(&self) -> String {
         let mut out = format!(
             "{} of random keys, {}, median of {}; {}\n",
-            bytes(self.bytes),
+            size_text(self.bytes),
             plural(self.threads, "thread"),
             plural(self.runs, "run"),
             if self.verified {
@@ -400,7 +391,7 @@ impl Rendered for ReduceReport {
             "{} ({}), {} each, median of {}; {}\n\n",
             plural(self.threads, "worker"),
             self.policy,
-            bytes(self.bytes),
+            size_text(self.bytes),
             plural(self.runs, "run"),
             if self.verified {
                 "both sums checked equal"
@@ -624,7 +615,7 @@ mod tests {
         };
         let t = r.text();
         assert!(
-            t.starts_with("1 worker (rr_core), 8 bytes each, median of 1 run;"),
+            t.starts_with("1 worker (rr_core), 8 B each, median of 1 run;"),
             "{t}"
         );
         assert!(

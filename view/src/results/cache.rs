@@ -12,20 +12,9 @@ use super::{csv_field, Rendered};
 
 pub use topoprobe_model::size_text;
 
-/// A size of the table: whole MiB, else KiB; `-` when unknown.
+/// A size of the table as [`size_text`] says it; `-` when unknown.
 fn cell(bytes: Option<u64>) -> String {
-    match bytes {
-        None => "-".into(),
-        Some(b) if b < 1024 => format!("{b} B"),
-        Some(b) => {
-            let k = b / 1024;
-            if k >= 1024 && k % 1024 == 0 {
-                format!("{} MiB", k / 1024)
-            } else {
-                format!("{k} KiB")
-            }
-        }
-    }
+    bytes.map_or_else(|| "-".into(), size_text)
 }
 
 /// A level's instances: `{0,1} {2,3}`.

@@ -6,25 +6,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use topoprobe_model::results::os::{CacheUse, CpuEntry, OsReport};
-use topoprobe_model::{format_cpu_list, CacheType};
+use topoprobe_model::{format_cpu_list, size_text, CacheType};
 
 use super::Rendered;
-
-/// A size in bytes as people read it: `48 KiB`, `1.25 MiB`, `4.34 GiB`.
-fn size(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut unit = 0;
-    #[allow(clippy::cast_precision_loss)] // sizes are far below 2^53 bytes
-    let mut v = bytes as f64;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    // Up to two decimals, without trailing zeros: `1.25 MiB`, `27.5 MiB`, `2 MiB`.
-    let text = format!("{v:.2}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    format!("{text} {}", UNITS[unit])
-}
 
 /// `L1d`, `L1i`, `L2`, `L3`...
 fn cache_label(level: u8, kind: CacheType) -> String {
@@ -39,7 +23,7 @@ fn cache_label(level: u8, kind: CacheType) -> String {
 fn cache_details(c: &CacheUse) -> String {
     let mut parts = Vec::new();
     if let Some(s) = c.size_bytes {
-        parts.push(size(s));
+        parts.push(size_text(s));
     }
     if let Some(l) = c.line_size {
         parts.push(format!("{l} B lines"));
@@ -175,7 +159,7 @@ impl Sections for OsReport {
         for n in nodes {
             let memory = n
                 .memory_bytes
-                .map_or_else(|| "memory unknown".to_string(), size);
+                .map_or_else(|| "memory unknown".to_string(), size_text);
             let cpus = if n.cpus.is_empty() {
                 "no CPU".to_string()
             } else {
@@ -210,7 +194,9 @@ impl Sections for OsReport {
                 );
             }
             for m in &n.memory_side_caches {
-                let mut parts = vec![m.size_bytes.map_or_else(|| "size unknown".into(), size)];
+                let mut parts = vec![m
+                    .size_bytes
+                    .map_or_else(|| "size unknown".into(), size_text)];
                 if let Some(l) = m.line_size {
                     parts.push(format!("{l} B lines"));
                 }
@@ -380,15 +366,5 @@ mod tests {
         );
         assert!(text.contains("Offline CPUs: 3"), "{text}");
         assert!(text.contains("disallowed online CPUs: 2"), "{text}");
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(size(48 << 10), "48 KiB");
-        assert_eq!(size(300 << 20), "300 MiB");
-        assert_eq!(size(4_659_331_072), "4.34 GiB");
-        assert_eq!(size(1280 << 10), "1.25 MiB");
-        assert_eq!(size(96 << 30), "96 GiB");
-        assert_eq!(size(1000), "1000 B");
     }
 }

@@ -75,10 +75,10 @@ impl Rule for NumaPages {
                     rule: self.name(),
                     moves: vec![move_to(t, dst)],
                     reason: format!(
-                        "numa: {:.0}% of process {}'s {:.1} MiB are on node {home}; the thread runs on node {} (CPU {}); CPU {dst} of node {home} would have load {load:.2}",
+                        "numa: {:.0}% of process {}'s {} are on node {home}; the thread runs on node {} (CPU {}); CPU {dst} of node {home} would have load {load:.2}",
                         share * 100.0,
                         proc.pid,
-                        total as f64 / f64::from(1 << 20),
+                        topoprobe_model::size_text(total),
                         here.unwrap_or(0),
                         t.cpu
                     ),
