@@ -8,10 +8,13 @@
 //! cache size): what does not fit is left out on purpose and said, never dropped silently.
 //! Time is wall clock: first touch, eviction, thread start and preparation count.
 //!
-//! Seconds are estimated from [`Rates`], deliberately ordinary figures of a server or a
-//! guest (a memory access of 130 ns, 10 GB/s per streaming thread, half a second to touch a
-//! GiB for the first time); the probes then enforce the plan with wall-clock limits, so a
-//! machine slower than the rates shortens measurements instead of overrunning the budget.
+//! Seconds are estimated from [`Rates`]: ordinary figures of a server or a guest
+//! ([`Rates::ASSUMED`]: a memory access of 130 ns, 10 GB/s per streaming thread, half a
+//! second to touch a GiB for the first time) for a shape read from files, and the rates of
+//! the machine's measured [`Speed`] (never faster than those) for the shape of the machine
+//! that runs the plan (`Shape::at_this_machines_speed`, measured once a process in about
+//! 0.1 s). The probes then enforce the plan with wall-clock limits, so a machine slower
+//! than even its measured rates shortens measurements instead of overrunning the budget.
 
 use topoprobe_model::{size_text, CacheType, OsView};
 
