@@ -139,7 +139,7 @@ impl<C: FnMut(&[ContextId], u64) -> Result<f64, MemError>> Made<C> {
 /// [`measure_contention`] with the bandwidth measurement given: `copy(contexts, bytes)`
 /// is the total copy bandwidth of those contexts copying at once over `bytes` in all
 /// (tests drive it with a simulated memory system). It makes [`plan::measurements`] in
-/// order, then the curves of levels found inside groups smaller than the socket.
+/// order, then the curves of levels found in groups other than the socket curve's.
 ///
 /// # Errors
 ///

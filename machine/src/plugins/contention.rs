@@ -5,7 +5,7 @@
 
 use topoprobe_measure::contention::{self, plan as contention_plan, ContentionOptions};
 use topoprobe_measure::memory;
-use topoprobe_measure::plan::{Rates, Shape};
+use topoprobe_measure::plan::{Shape, Speed};
 use topoprobe_measure::steady::SteadyRule;
 use topoprobe_model::{size_text, Budget, CostPlan, CostStep, OsView, Topology};
 
@@ -21,32 +21,51 @@ const SLACK: f64 = 1.5;
 /// Smallest working set the contention run shrinks to when time is short, bytes.
 const MIN_COPY_BYTES: u64 = 16 << 20;
 
-/// Seconds of one copy measurement of `threads` threads over `bytes` in all: first touch,
-/// then [`COPY_ROUNDS`] evicted passes.
-fn copy_seconds(r: &Rates, bytes: u64, threads: usize) -> f64 {
+/// Seconds of one copy measurement of `threads` threads over `bytes` in all on a machine
+/// of `speed`: first touch, then its evicted passes, the touch and the evictions shared by
+/// the threads that really run at once ([`copy_rounds`] passes after a first).
+fn copy_seconds(speed: &Speed, bytes: u64, threads: usize) -> f64 {
+    let r = speed.rates();
+    let at_once = speed.effective_threads(threads);
     threads as f64 * r.thread_start_s
-        + r.touch_seconds(bytes, threads)
-        + (COPY_ROUNDS + 1) as f64
-            * (r.flush_seconds(bytes, threads) + r.stream_seconds(bytes, threads))
+        + r.touch_seconds(bytes, at_once)
+        + (copy_rounds(speed) + 1) as f64
+            * (r.flush_seconds(bytes, at_once) + r.stream_seconds(bytes, threads))
 }
 
-/// The plan of the contention run of `topo` with `opts` at rates `r`: one step per
-/// measurement it makes whatever it finds.
+/// Rounds a copy measurement is expected to take on a machine of `speed`: [`COPY_ROUNDS`],
+/// or the most the rule allows ([`COPY_MAX_ROUNDS`]) where the threads take turns on
+/// fewer CPUs than they are (a time-shared guest), whose rounds seldom agree early.
+fn copy_rounds(speed: &Speed) -> usize {
+    if speed.parallel.is_finite() {
+        COPY_MAX_ROUNDS
+    } else {
+        COPY_ROUNDS
+    }
+}
+
+/// The plan of the contention run of `topo` with `opts` on a machine of `speed`: one step
+/// per measurement it makes whatever it finds, and, where the machine's threads do not
+/// run at once (so that every pair contends), the level curve that always follows.
 #[must_use]
 pub fn contention_plan_with(
     topo: &Topology,
     opts: &ContentionOptions,
-    r: &Rates,
+    speed: &Speed,
     budget: Budget,
 ) -> CostPlan {
     let mut p = CostPlan::new(budget);
-    for m in contention_plan::measurements(topo, opts) {
+    let mut planned = contention_plan::measurements(topo, opts);
+    if speed.parallel.is_finite() {
+        planned.extend(contention_plan::time_shared_level_curve(topo, opts));
+    }
+    for m in planned {
         p.steps.push(CostStep::new(
             "contention",
             format!("contention: {}", m.step.describe(&m.contexts)),
             m.bytes,
-            COPY_ROUNDS as u64,
-            copy_seconds(r, m.bytes, m.contexts.len()),
+            copy_rounds(speed) as u64,
+            copy_seconds(speed, m.bytes, m.contexts.len()),
         ));
     }
     p
@@ -66,8 +85,7 @@ pub fn contention_setup(
         max_total_bytes: room,
         ..ContentionOptions::default()
     };
-    let rates = shape.rates();
-    let cost = |opts: &ContentionOptions| contention_plan_with(topo, opts, &rates, budget);
+    let cost = |opts: &ContentionOptions| contention_plan_with(topo, opts, &shape.speed, budget);
     let mut plan = cost(&opts);
     while plan.seconds() > budget.seconds && opts.working_set(1) > MIN_COPY_BYTES {
         opts.total_bytes = Some((opts.working_set(1) / 2).max(MIN_COPY_BYTES));
@@ -86,8 +104,8 @@ pub fn contention_setup(
     let extra = contention_plan::most_measurements(topo, &opts).saturating_sub(plan.steps.len());
     if extra > 0 {
         plan.left_out.push(format!(
-            "contention: up to {} more when an overhead level is found inside a group \
-             smaller than the socket (its scalability curve)",
+            "contention: up to {} more when an overhead level is found in a group other \
+             than the socket curve's (its scalability curve)",
             topoprobe_model::format::plural(extra, "measurement")
         ));
     }
@@ -106,7 +124,6 @@ pub fn contention_setup(
 /// context alone, a pair per scope (its core, its socket, the machine) and the socket curve
 /// at 1, 2, 4, … threads.
 fn contention_estimate(shape: &Shape, budget: Budget) -> CostPlan {
-    let r = shape.rates();
     let room = room(budget);
     let bytes = memory::working_set(shape.largest_llc()).min(room);
     let socket = shape.sockets.first().map_or(1, |s| s.cpus.len());
@@ -118,12 +135,12 @@ fn contention_estimate(shape: &Shape, budget: Budget) -> CostPlan {
         "contention: bandwidth alone and pairs",
         bytes,
         (1 + pairs) as u64,
-        copy_seconds(&r, bytes, 1) + pairs as f64 * copy_seconds(&r, bytes, 2),
+        copy_seconds(&shape.speed, bytes, 1) + pairs as f64 * copy_seconds(&shape.speed, bytes, 2),
     ));
     let curve: f64 = counts
         .iter()
         .filter(|&&t| t > 2)
-        .map(|&t| copy_seconds(&r, bytes, t))
+        .map(|&t| copy_seconds(&shape.speed, bytes, t))
         .sum();
     p.steps.push(CostStep::new(
         "contention",
@@ -165,4 +182,31 @@ pub(super) fn run(
     cx.topo.set_contention(Some(section));
     spent_in_one(&mut p, cx.started);
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topoprobe_infer::sim::platforms;
+
+    #[test]
+    fn a_machine_whose_threads_do_not_run_at_once_plans_the_level_curve_too() {
+        let spec = platforms::ccx_server(2);
+        let topo = topoprobe_infer::infer(&spec.true_matrix(), &spec.infer_options()).unwrap();
+        let opts = ContentionOptions::default();
+        let budget = Budget::new(1e6, 1 << 40);
+        let ordinary = contention_plan_with(&topo, &opts, &Speed::assumed(), budget);
+        let shared = Speed {
+            parallel: 1.2,
+            ..Speed::assumed()
+        };
+        let time_shared = contention_plan_with(&topo, &opts, &shared, budget);
+        let extra = contention_plan::time_shared_level_curve(&topo, &opts).len();
+        assert!(extra > 0);
+        assert_eq!(time_shared.steps.len(), ordinary.steps.len() + extra);
+        assert!(time_shared
+            .steps
+            .iter()
+            .any(|s| s.what.contains("scalability level 0")));
+    }
 }

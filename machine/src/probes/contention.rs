@@ -54,7 +54,7 @@ fn planned(
             max_total_bytes: size,
             ..opts
         };
-        plan = contention_plan_with(&topo, &opts, &shape.rates(), req.budget);
+        plan = contention_plan_with(&topo, &opts, &shape.speed, req.budget);
     }
     plan.basis.clone_from(&req.budget_basis);
     plan.speed = shape.speed_note();

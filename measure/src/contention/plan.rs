@@ -1,7 +1,8 @@
 //! Every copy measurement of a contention run, decided from the topology and the options
 //! before anything is measured: the context alone, one pair per scope, and the socket
-//! curve at 1, 2, 4, … threads. Only the curve of a level that pairs find inside a
-//! group smaller than the socket is added afterwards ([`level_curve`]), and
+//! curve at 1, 2, 4, … threads. Only the curve of a level that pairs find in a group other
+//! than the socket curve's is added afterwards ([`level_curve`]): on a machine whose
+//! threads do not run at once there always is one ([`time_shared_level_curve`]), and
 //! [`most_measurements`] bounds the whole run.
 
 use std::collections::BTreeSet;
@@ -10,7 +11,7 @@ use topoprobe_model::format::plural;
 use topoprobe_model::{Component, ContextId, CoreId, Member, SocketId, Topology};
 
 use super::ContentionOptions;
-use crate::cache::shared::scopes;
+use crate::cache::shared::{instances, scopes};
 
 /// What a measurement is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,6 +193,45 @@ pub fn level_curve(
             contexts: group[..n].to_vec(),
             bytes: opts.working_set(n),
         })
+        .collect()
+}
+
+/// The level curve a run adds on a machine whose threads do not run at once (a guest whose
+/// vCPUs share one host CPU): every pair there contends alike, so one overhead level spans
+/// the widest scope, and its curve is measured over that scope's group holding the first
+/// context, unless the group is the socket the socket curve covers. Measurements an
+/// earlier one already made ([`measurements`]) are not repeated.
+#[must_use]
+pub fn time_shared_level_curve(topo: &Topology, opts: &ContentionOptions) -> Vec<Measurement> {
+    let Some(first) = topo.contexts().first().map(|h| h.id) else {
+        return Vec::new();
+    };
+    let Some(widest) = scopes(topo, first).into_iter().next_back() else {
+        return Vec::new();
+    };
+    let groups = instances(topo, Some(&widest));
+    let Some(group) = groups
+        .iter()
+        .find(|g| g.contains(&first))
+        .or_else(|| groups.first())
+    else {
+        return Vec::new();
+    };
+    let sorted = |c: &[ContextId]| {
+        let mut s = c.to_vec();
+        s.sort_unstable();
+        s
+    };
+    if curve_contexts(topo).is_some_and(|(_, order)| sorted(&order) == sorted(group)) {
+        return Vec::new();
+    }
+    let seen: BTreeSet<(Vec<ContextId>, u64)> = measurements(topo, opts)
+        .iter()
+        .map(Measurement::key)
+        .collect();
+    level_curve(0, group, opts)
+        .into_iter()
+        .filter(|m| !seen.contains(&m.key()))
         .collect()
 }
 

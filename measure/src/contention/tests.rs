@@ -1,10 +1,13 @@
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 
 use topoprobe_infer::sim::platforms;
 use topoprobe_infer::{infer, InferOptions};
 use topoprobe_model::{ContextId, LatencyMatrix};
 
-use super::plan::{measurements, most_measurements, thread_counts, Step};
+use super::plan::{
+    measurements, most_measurements, thread_counts, time_shared_level_curve, Measurement, Step,
+};
 use super::*;
 
 /// One socket of 16 single-context cores without groups, from the simulator.
@@ -197,6 +200,48 @@ fn the_curve_spreads_threads_over_groups_and_cores_first() {
     assert_eq!(os.len(), 8);
     let group = |cpu: u32| (cpu % 4) / 2;
     assert_ne!(group(os[0]), group(os[1]));
-    let cores: std::collections::BTreeSet<u32> = os[..4].iter().map(|c| c % 4).collect();
+    let cores: BTreeSet<u32> = os[..4].iter().map(|c| c % 4).collect();
     assert_eq!(cores.len(), 4);
+}
+
+#[test]
+fn on_a_time_shared_machine_the_plan_foresees_every_measurement_the_run_makes() {
+    // Two sockets of two CCXs of 8 SMT2 cores (socket 0 holds cores 0-15, socket 1 cores
+    // 16-31, each second context 32 above its first) whose threads all run on one CPU: however many copy at once, they copy 10 GB/s
+    // together, so every pair contends alike and the level spans the machine, wider than
+    // the socket curve's socket.
+    let spec = platforms::ccx_server(2);
+    let topo = infer(&spec.true_matrix(), &spec.infer_options()).unwrap();
+    assert_eq!(topo.sockets().len(), 2);
+    let opts = ContentionOptions {
+        max_threads: 64,
+        ..ContentionOptions::default()
+    };
+    let made = RefCell::new(BTreeSet::new());
+    let one_cpu = |ctxs: &[ContextId], bytes: u64| -> Result<f64, MemError> {
+        let mut key = ctxs.to_vec();
+        key.sort_unstable();
+        made.borrow_mut().insert((key, bytes));
+        Ok(10.0)
+    };
+    let c = contention_with(&topo, &opts, |_| {}, one_cpu).unwrap();
+    assert_eq!(c.levels.len(), 1, "{:?}", c.levels);
+    assert_eq!(
+        c.levels[0].groups,
+        [topo.contexts().iter().map(|h| h.id).collect::<Vec<_>>()]
+    );
+    // The level's curve over the machine in its contexts' order: 2 threads are the pair
+    // measured in CCX 0, 4 and 8 fill CCX 0 where the socket curve alternates the CCXs,
+    // 16 are socket 0's cores as the socket curve had them, 32 and 64 span both sockets.
+    let extra = time_shared_level_curve(&topo, &opts);
+    let extra_threads: Vec<usize> = extra.iter().map(|m| m.contexts.len()).collect();
+    assert_eq!(extra_threads, [4, 8, 32, 64]);
+    let planned: BTreeSet<(Vec<ContextId>, u64)> = measurements(&topo, &opts)
+        .iter()
+        .chain(&extra)
+        .map(Measurement::key)
+        .collect();
+    assert_eq!(*made.borrow(), planned);
+    // On the simulated machine whose one socket is the level's group, nothing is added.
+    assert!(time_shared_level_curve(&flat16(), &opts).is_empty());
 }
