@@ -15,9 +15,10 @@ use crate::plan::Rates;
 pub use crate::plan::Speed;
 
 /// Bytes first touched by the calibration at most: a fresh mapping of its own (not memory
-/// the allocator may have touched already), as large as the latency buffer, so that the
-/// rate is the first touch of fresh pages the real buffers will pay.
-const TOUCH_BYTES: usize = 64 << 20;
+/// the allocator may have touched already), so that the rate is the first touch of fresh
+/// pages the real buffers will pay; 4096 pages give a steady rate, and every measuring
+/// process calibrates (a `--plan` too), so the buffer stays small beside the memory budget.
+const TOUCH_BYTES: usize = 16 << 20;
 /// Seconds the calibration's first touch may take at most (the rate is read from the pages
 /// touched by then).
 const TOUCH_SECONDS: f64 = 0.04;
