@@ -681,7 +681,7 @@ pub fn plan_this_machine(
         watch,
     )?;
     plan.cost.basis.clone_from(&opts.budget_basis);
-    plan.cost.speed = shape.speed_note();
+    plan.cost.speed = shape.speed.note();
     Ok(plan)
 }
 

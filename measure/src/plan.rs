@@ -112,13 +112,6 @@ pub fn cache_sizes(os: &OsView, cpu: u32) -> Vec<u64> {
 }
 
 impl Shape {
-    /// The plan's line on the speed of this shape's machine ([`Speed::note`]), when it was
-    /// measured and found slower than [`Rates::ASSUMED`].
-    #[must_use]
-    pub fn speed_note(&self) -> Option<String> {
-        self.speed.slower_than_assumed().then(|| self.speed.note())
-    }
-
     /// The rates the plans of this shape are made at (those of [`Shape::speed`]).
     #[must_use]
     pub fn rates(&self) -> Rates {
@@ -338,25 +331,29 @@ impl Speed {
 }
 
 impl Speed {
-    /// What was measured, for a plan's notes.
+    /// The plan's line on this speed ([`CostPlan::speed`]): what was measured, when it is
+    /// slower than the rates plans assume ([`Speed::slower_than_assumed`]); `None` otherwise.
     #[must_use]
-    pub fn note(&self) -> String {
+    pub fn note(&self) -> Option<String> {
+        if !self.slower_than_assumed() {
+            return None;
+        }
         let at_once = if self.parallel.is_finite() {
             format!(", {:.1} threads at once", self.parallel)
         } else {
             String::new()
         };
-        format!(
-            "slower than the rates plans assume, measured in {:.2} s before planning: first touch {:.0} MB/s, a thread streams {:.1} GB/s, {:.0} ns a \
-             dependent load from memory, {:.1} ns in the innermost cache, {:.1} ms to start \
-             a thread{at_once}",
+        Some(format!(
+            "slower than the rates plans assume, measured in {:.2} s before planning: first \
+             touch {:.0} MB/s, a thread streams {:.1} GB/s, {:.0} ns a dependent load from \
+             memory, {:.1} ns in the innermost cache, {:.1} ms to start a thread{at_once}",
             self.seconds,
             GIB as f64 / self.touch_s_per_gib / 1e6,
             self.thread_gbps,
             self.chase_ns,
             self.cache_ns,
             self.thread_start_s * 1e3
-        )
+        ))
     }
 }
 

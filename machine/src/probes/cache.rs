@@ -88,8 +88,7 @@ fn plan_with(opts: &CacheOptions, view: Option<&OsView>, topo: Option<&Topology>
     });
     let mut plan =
         cache::plan_caches(&levels, topoprobe_measure::memory::thp_available(), opts).cost();
-    let speed = topoprobe_measure::this_machine_speed(&[opts.cpu]);
-    plan.speed = speed.slower_than_assumed().then(|| speed.note());
+    plan.speed = topoprobe_measure::this_machine_speed(&[opts.cpu]).note();
     if let Some(topo) = topo {
         let shape = Shape::from_topology(topo, view).at_this_machines_speed();
         plan.extend(plan_plugin(

@@ -57,7 +57,7 @@ fn planned(
         plan = contention_plan_with(&topo, &opts, &shape.speed, req.budget);
     }
     plan.basis.clone_from(&req.budget_basis);
-    plan.speed = shape.speed_note();
+    plan.speed = shape.speed.note();
     super::size_within_budget(&plan, "--size", req.size)?;
     Ok((topo, note, opts, plan))
 }

@@ -91,7 +91,7 @@ pub fn plan(req: &PowerRequest) -> Result<CostPlan, MachineError> {
     };
     let shape = Shape::from_topology(&topo, super::os_view().as_ref()).at_this_machines_speed();
     let mut plan = power::plan_power(&shape, &opts, req.budget).cost();
-    plan.speed = shape.speed_note();
+    plan.speed = shape.speed.note();
     Ok(plan)
 }
 

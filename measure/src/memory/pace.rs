@@ -11,8 +11,7 @@
 
 use std::time::Instant;
 
-use crate::plan::Rates;
-pub use crate::plan::Speed;
+use crate::plan::{Rates, Speed};
 
 /// Bytes first touched by the calibration at most: a fresh mapping of its own (not memory
 /// the allocator may have touched already), so that the rate is the first touch of fresh
@@ -347,6 +346,12 @@ mod tests {
         // Its caches as much slower than assumed as its innermost one: 10×.
         assert_eq!(r.cache_ns, Rates::ASSUMED.cache_ns.map(|ns| ns * 10.0));
         assert_eq!(guest.effective_threads(29), 1);
+        // Only a slower machine gets a line in its plans, saying what was measured.
+        assert_eq!(Speed::assumed().note(), None);
+        assert_eq!(fast.note(), None);
+        assert!(guest.note().is_some_and(
+            |n| n.contains("first touch 43 MB/s") && n.ends_with("1.0 threads at once")
+        ));
         assert_eq!(fast.effective_threads(29), 29);
     }
 

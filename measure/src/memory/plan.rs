@@ -20,9 +20,9 @@
 use topoprobe_model::{size_text, CostStep};
 
 use super::chase::{LATENCY_ROUNDS, SLOT_BYTES};
-use super::pace::Speed;
 use super::steps::{bandwidth_seconds_at, latency_seconds, MemStep, EXPECTED_ROUNDS};
 use super::{working_set, MemOptions, MIN_WORKING_SET};
+use crate::plan::Speed;
 use crate::plan::{Shape, PROCESS_BYTES};
 
 pub use super::steps::{MemPlan, MemWork};

@@ -94,7 +94,7 @@ pub fn run_plan(
 /// Learns the machine's speed before committing to large work: a machine slower than the
 /// rates of `plan` has it planned again at its own, within the time the calibration left.
 fn calibrate(shape: &Shape, plan: &mut MemPlan, opts: &MemOptions) {
-    if plan.speed != pace::Speed::assumed() || plan.steps.is_empty() {
+    if plan.speed != crate::plan::Speed::assumed() || plan.steps.is_empty() {
         return;
     }
     let cpus = shape

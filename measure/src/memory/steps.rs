@@ -6,8 +6,8 @@
 use topoprobe_model::{Budget, CostPlan, CostStep};
 
 use super::chase::{LATENCY_ROUNDS, SLOT_BYTES, STEADY_CHASE_STEPS};
-use super::pace::Speed;
 use crate::plan::Rates;
+use crate::plan::Speed;
 use crate::steady::SteadyRule;
 
 /// Rounds a bandwidth kernel is expected to take (three at least, one more when the host
@@ -165,7 +165,7 @@ impl MemPlan {
             self.steps.iter().map(|s| s.cost.clone()).collect(),
             self.notes.clone(),
         );
-        plan.speed = self.speed.slower_than_assumed().then(|| self.speed.note());
+        plan.speed = self.speed.note();
         plan
     }
 
