@@ -23,6 +23,8 @@ mod progress;
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
+    // The resident memory of a large inference is what it holds (docs/LIMITS.md).
+    topoprobe_sys::memory::return_large_blocks_when_freed();
     // A result being written when Ctrl-C arrives leaves no temporary file behind.
     topoprobe_sys::temps::remove_on_signals();
     let matches = Cli::command().get_matches();

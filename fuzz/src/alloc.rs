@@ -1,5 +1,6 @@
 //! A counting global allocator: the system allocator, with the bytes each thread holds
-//! and the most it held since [`measure`] began. The fuzz binaries and the corpus replay
+//! and the most it held since [`measure`] began, and the same of the whole process
+//! ([`measure_process`]). The fuzz binaries and the corpus replay
 //! link it (it is this crate's `#[global_allocator]`), so a target can assert that a
 //! reader's memory stays proportional to its input: a crafted description of a few
 //! megabytes once made the loader allocate 1.8 GB before refusing it.
@@ -11,6 +12,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicIsize, Ordering};
 
 /// The system allocator, counting.
 #[derive(Debug, Clone, Copy, Default)]
@@ -23,9 +25,21 @@ thread_local! {
     static PEAK: Cell<isize> = const { Cell::new(0) };
 }
 
-/// Adds `delta` bytes to this thread's count, raising its peak when `peak` is set.
-/// `try_with`: after a thread's locals are gone, its last frees go uncounted.
+/// Bytes allocated minus bytes freed by every thread of the process.
+static PROCESS_HELD: AtomicIsize = AtomicIsize::new(0);
+/// The most [`PROCESS_HELD`] reached since the last [`measure_process`] began.
+static PROCESS_PEAK: AtomicIsize = AtomicIsize::new(0);
+
+/// Adds `delta` bytes to this thread's count and the process's, raising their peaks when
+/// `peak` is set. `try_with`: after a thread's locals are gone, its last frees go
+/// uncounted in its own count (never in the process's).
 fn count(delta: isize, peak: bool) {
+    let now = PROCESS_HELD
+        .fetch_add(delta, Ordering::Relaxed)
+        .wrapping_add(delta);
+    if peak {
+        PROCESS_PEAK.fetch_max(now, Ordering::Relaxed);
+    }
     let _ = HELD.try_with(|held| {
         let now = held.get().wrapping_add(delta);
         held.set(now);
@@ -90,6 +104,18 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, usize) {
     PEAK.with(|p| p.set(start));
     let r = f();
     let peak = PEAK.with(Cell::get);
+    (r, usize::try_from(peak - start).unwrap_or(0))
+}
+
+/// Runs `f` and returns its result with the most bytes all the threads of the process
+/// held during it, above what they held when `f` began: the memory of work that spreads
+/// over threads. Whatever else the process runs at the time counts too, so a test that
+/// uses it runs alone in its test binary.
+pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    let start = PROCESS_HELD.load(Ordering::Relaxed);
+    PROCESS_PEAK.store(start, Ordering::Relaxed);
+    let r = f();
+    let peak = PROCESS_PEAK.load(Ordering::Relaxed);
     (r, usize::try_from(peak - start).unwrap_or(0))
 }
 

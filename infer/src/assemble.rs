@@ -205,10 +205,12 @@ impl Shared {
                 }
             }
         }
-        let (mut median, counts) =
-            crate::select::medians(components.len(), &|f: &mut dyn FnMut(usize, f64)| {
+        let (mut median, counts) = topoprobe_model::streamed_medians(
+            components.len(),
+            &|f: &mut dyn FnMut(usize, f64)| {
                 shared.each_pair(t, &mut |_, _, id, v| f(id, v));
-            });
+            },
+        );
         // A component without any measured pair (its pairs missing or rejected as outliers)
         // takes the median of the components of the same role.
         for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
@@ -259,7 +261,7 @@ impl Shared {
     }
 
     /// Calls `f(a, b, component, latency)` for every measured pair `a < b` that has a
-    /// shared component, in row order.
+    /// shared component, in row order, each latency the decimal the table stands for.
     fn each_pair(&self, t: &Table, f: &mut dyn FnMut(usize, usize, usize, f64)) {
         for a in 0..self.n {
             for (b, &v) in (a + 1..self.n).zip(t.upper_row(a)) {
@@ -268,7 +270,7 @@ impl Shared {
                 }
                 let id = self.id(a, b);
                 if id != u32::MAX {
-                    f(a, b, id as usize, v);
+                    f(a, b, id as usize, crate::table::decimal(v));
                 }
             }
         }
@@ -300,13 +302,14 @@ impl Shared {
                 max[l] = max[l].max(v);
             }
         });
-        let (median, count) = crate::select::medians(levels, &|f: &mut dyn FnMut(usize, f64)| {
-            self.each_pair(t, &mut |_, _, id, v| {
-                if let Some(l) = of_level(id) {
-                    f(l, v);
-                }
+        let (median, count) =
+            topoprobe_model::streamed_medians(levels, &|f: &mut dyn FnMut(usize, f64)| {
+                self.each_pair(t, &mut |_, _, id, v| {
+                    if let Some(l) = of_level(id) {
+                        f(l, v);
+                    }
+                });
             });
-        });
         let levels = self
             .levels
             .iter()

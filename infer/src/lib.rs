@@ -53,7 +53,6 @@ mod pipeline;
 mod profiles;
 mod quantize;
 mod roles;
-mod select;
 mod significance;
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -63,6 +62,7 @@ mod table;
 mod threshold;
 mod timing;
 mod tree;
+mod triangle;
 mod uncertain;
 mod validate;
 

@@ -1,6 +1,8 @@
 //! Hierarchical clustering primitives: union-find, and the nearest-neighbour-chain
 //! algorithm for complete and average linkage (O(k²) time).
 
+use crate::triangle::{self, Triangle};
+
 /// Disjoint-set forest.
 pub(crate) struct UnionFind {
     parent: Vec<usize>,
@@ -66,10 +68,11 @@ pub(crate) struct Dendrogram {
     pub(crate) nodes: Vec<DendroNode>,
 }
 
-/// Clusters `k` items given a symmetric dissimilarity matrix (row-major, NaN = unknown)
-/// with the nearest-neighbour-chain algorithm: O(k²) time, one k×k working copy (two for
-/// average linkage).
-pub(crate) fn cluster(d: &[f64], k: usize, linkage: Linkage) -> Dendrogram {
+/// Clusters the items of a symmetric dissimilarity table (NaN = unknown) with the
+/// nearest-neighbour-chain algorithm: O(k²) time, the table itself as the working copy
+/// (and a table of counts for average linkage where some pairs are unknown).
+pub(crate) fn cluster(d: Triangle, linkage: Linkage) -> Dendrogram {
+    let k = d.items();
     let mut nodes: Vec<DendroNode> = (0..k)
         .map(|_| DendroNode {
             children: None,
@@ -81,39 +84,31 @@ pub(crate) fn cluster(d: &[f64], k: usize, linkage: Linkage) -> Dendrogram {
         return Dendrogram { nodes };
     }
     // Working dissimilarities: the complete linkage keeps the largest (infinite when a pair
-    // is unknown); the average keeps sums and counts so that it ignores missing pairs.
+    // is unknown); the average keeps sums, and counts where some pairs are unknown so that
+    // it ignores them (where every pair is known, the count between two clusters is the
+    // product of their sizes).
     let average = linkage == Linkage::Average;
-    let mut sum: Vec<f64> = d
-        .iter()
-        .map(|&v| {
-            if v.is_nan() {
-                if average {
-                    0.0
-                } else {
-                    f64::INFINITY
-                }
-            } else {
-                v
-            }
-        })
-        .collect();
-    let mut cnt: Vec<f32> = if average {
-        d.iter()
-            .map(|v| if v.is_nan() { 0.0 } else { 1.0 })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let dist = |sum: &[f64], cnt: &[f32], i: usize, j: usize| -> f64 {
-        if average {
-            let c = cnt[i * k + j];
-            if c == 0.0 {
-                f64::INFINITY
-            } else {
-                sum[i * k + j] / f64::from(c)
-            }
+    let mut sum = d.into_values();
+    let mut cnt: Option<Vec<u32>> = (average && sum.iter().any(|v| v.is_nan()))
+        .then(|| sum.iter().map(|v| u32::from(!v.is_nan())).collect());
+    for v in sum.iter_mut().filter(|v| v.is_nan()) {
+        *v = if average { 0.0 } else { f64::INFINITY };
+    }
+    let mut size = vec![1_u32; k];
+    let at = |i: usize, j: usize| triangle::index(k, i, j);
+    let dist = |sum: &[f64], cnt: Option<&[u32]>, size: &[u32], i: usize, j: usize| -> f64 {
+        let s = sum[at(i, j)];
+        if !average {
+            return s;
+        }
+        let c = match cnt {
+            Some(c) => f64::from(c[at(i, j)]),
+            None => f64::from(size[i]) * f64::from(size[j]),
+        };
+        if c == 0.0 {
+            f64::INFINITY
         } else {
-            sum[i * k + j]
+            s / c
         }
     };
     let mut active = vec![true; k];
@@ -131,12 +126,13 @@ pub(crate) fn cluster(d: &[f64], k: usize, linkage: Linkage) -> Dendrogram {
             let prev = (chain.len() >= 2).then(|| chain[chain.len() - 2]);
             // Nearest active neighbour of a, preferring prev on ties.
             let mut best = prev;
-            let mut best_d = prev.map_or(f64::INFINITY, |p| dist(&sum, &cnt, a, p));
+            let mut best_d =
+                prev.map_or(f64::INFINITY, |p| dist(&sum, cnt.as_deref(), &size, a, p));
             for &c in &alive {
                 if c == a || Some(c) == prev {
                     continue;
                 }
-                let dc = dist(&sum, &cnt, a, c);
+                let dc = dist(&sum, cnt.as_deref(), &size, a, c);
                 if best.is_none() || dc < best_d {
                     best = Some(c);
                     best_d = dc;
@@ -153,18 +149,17 @@ pub(crate) fn cluster(d: &[f64], k: usize, linkage: Linkage) -> Dendrogram {
                     if c == keep || c == gone {
                         continue;
                     }
-                    let (s1, s2) = (sum[keep * k + c], sum[gone * k + c]);
-                    let s = if average {
-                        let n = cnt[keep * k + c] + cnt[gone * k + c];
-                        cnt[keep * k + c] = n;
-                        cnt[c * k + keep] = n;
-                        s1 + s2
+                    let (kc, gc) = (at(keep, c), at(gone, c));
+                    if let Some(cnt) = cnt.as_mut() {
+                        cnt[kc] += cnt[gc];
+                    }
+                    sum[kc] = if average {
+                        sum[kc] + sum[gc]
                     } else {
-                        s1.max(s2)
+                        sum[kc].max(sum[gc])
                     };
-                    sum[keep * k + c] = s;
-                    sum[c * k + keep] = s;
                 }
+                size[keep] += size[gone];
                 active[gone] = false;
                 alive.retain(|&c| c != gone);
                 remaining -= 1;
@@ -259,16 +254,8 @@ impl Dendrogram {
 mod tests {
     use super::*;
 
-    fn matrix(k: usize, f: impl Fn(usize, usize) -> f64) -> Vec<f64> {
-        let mut d = vec![f64::NAN; k * k];
-        for i in 0..k {
-            for j in 0..k {
-                if i != j {
-                    d[i * k + j] = f(i, j);
-                }
-            }
-        }
-        d
+    fn matrix(k: usize, f: impl Fn(usize, usize) -> f64) -> Triangle {
+        Triangle::from_fn(k, f)
     }
 
     #[test]
@@ -284,7 +271,7 @@ mod tests {
             }
         });
         for linkage in [Linkage::Complete, Linkage::Average] {
-            let den = cluster(&d, 8, linkage);
+            let den = cluster(d.clone(), linkage);
             assert_eq!(den.nodes.len(), 15);
             assert_eq!(den.cut(1.0).len(), 4);
             assert_eq!(den.cut(5.0), vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
@@ -304,7 +291,7 @@ mod tests {
                 20.0
             }
         });
-        let den = cluster(&d, 8, Linkage::Average);
+        let den = cluster(d, Linkage::Average);
         assert_eq!(den.clusters(1).len(), 1);
         assert_eq!(den.clusters(2), vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
         assert_eq!(den.clusters(4).len(), 4);
@@ -313,10 +300,13 @@ mod tests {
 
     #[test]
     fn average_linkage_ignores_missing_pairs() {
-        let mut d = matrix(4, |i, j| if i / 2 == j / 2 { 1.0 } else { 10.0 });
-        d[2] = f64::NAN;
-        d[8] = f64::NAN;
-        let den = cluster(&d, 4, Linkage::Average);
+        // The pair (0, 2) is unknown.
+        let d = matrix(4, |i, j| match (i, j) {
+            (0, 2) => f64::NAN,
+            _ if i / 2 == j / 2 => 1.0,
+            _ => 10.0,
+        });
+        let den = cluster(d, Linkage::Average);
         assert_eq!(den.cut(2.0), vec![vec![0, 1], vec![2, 3]]);
     }
 }

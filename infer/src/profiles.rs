@@ -10,6 +10,7 @@
 
 use crate::linkage::{cluster, Linkage};
 use crate::table::Table;
+use crate::triangle::Triangle;
 
 /// A cluster is accepted when its nearest outsider is this many times farther (in profile
 /// discrepancy) than its two most different members.
@@ -227,7 +228,7 @@ fn quotient<'t>(t: &'t Table, classes: &[Vec<usize>]) -> Quotient<'t> {
             if ca == cb || v.is_nan() {
                 continue;
             }
-            sum[ca * k + cb] += v;
+            sum[ca * k + cb] += crate::table::decimal(v);
             count[ca * k + cb] += 1;
         }
     }
@@ -931,13 +932,8 @@ fn accept(cmp: &Comparisons, floor: f64) -> Vec<Accepted> {
         if m < 2 {
             continue;
         }
-        let mut sub = vec![0.0; m * m];
-        for (i, &a) in members.iter().enumerate() {
-            for (j, &b) in members.iter().enumerate() {
-                sub[i * m + j] = if i == j { f64::NAN } else { e(a, b) };
-            }
-        }
-        let den = cluster(&sub, m, Linkage::Complete);
+        let sub = Triangle::from_fn(m, |i, j| e(members[i], members[j]));
+        let den = cluster(sub, Linkage::Complete);
         for (id, node) in den.nodes.iter().enumerate() {
             let size = node.size;
             if node.children.is_none() || size >= k {

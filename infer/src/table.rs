@@ -4,17 +4,20 @@ use topoprobe_model::LatencyMatrix;
 
 use crate::error::InferError;
 use crate::quantize::{self, Quantization};
+use crate::triangle;
 
 /// A symmetric latency table with missing entries as NaN.
 ///
-/// One `f64` per unordered pair (the upper triangle, row by row: 4 bytes per entry of the
-/// N×N table); the logarithm the profile comparisons need is taken as they read it.
+/// One `f32` per unordered pair (the upper triangle, row by row: 2 bytes per entry of the
+/// N×N table), read back as the decimal it stands for ([`decimal`]: the input's values of
+/// 5 significant digits, and the means of a directed pair's two directions, are read back
+/// exactly); the logarithm the profile comparisons need is taken as they read it.
 #[derive(Debug, Clone)]
 pub(crate) struct Table {
     pub(crate) n: usize,
     /// Latency of the pairs `a < b`, upper triangle row by row ([`Table::upper_row`]), NaN
     /// where missing.
-    lat: Vec<f64>,
+    lat: Vec<f32>,
     /// Largest relative difference between the two directions of a pair.
     pub(crate) asymmetry: f64,
     /// Relative noise of one measured direction, estimated from the disagreement of the two
@@ -162,7 +165,7 @@ impl Table {
         let read = |v: Option<f64>| v.map(|v| resolvable(v, floor));
         let mut clock = std::time::Instant::now();
         crate::timing::stage("   check", &mut clock);
-        let mut lat = vec![f64::NAN; n * (n - 1) / 2];
+        let mut lat = vec![f32::NAN; triangle::pairs(n)];
         let mut zeros = Vec::new();
         let mut asymmetry: f64 = 0.0;
         // |ln(x/y)| of the pairs whose two directions differ, and how many agree exactly.
@@ -207,7 +210,7 @@ impl Table {
                         }
                         measured[a] = true;
                         measured[b] = true;
-                        lat[tri(n, a, b)] = v;
+                        lat[triangle::index(n, a, b)] = single(v);
                     }
                 }
             }
@@ -254,7 +257,7 @@ impl Table {
             .unwrap_or(f64::INFINITY)
             .min(sorted.get(0) / 2.0);
         for &(a, b) in &zeros {
-            lat[tri(n, a, b)] = zero_value;
+            lat[triangle::index(n, a, b)] = single(zero_value);
         }
         if !zeros.is_empty() {
             drop(sorted);
@@ -293,7 +296,7 @@ impl Table {
     pub(crate) fn without(mut self, pairs: &[(usize, usize)]) -> Self {
         for &(a, b) in pairs {
             if a != b {
-                self.lat[tri(self.n, a, b)] = f64::NAN;
+                self.lat[triangle::index(self.n, a, b)] = f32::NAN;
             }
             self.missing_pairs += 1;
         }
@@ -308,14 +311,15 @@ impl Table {
         if a == b {
             f64::NAN
         } else {
-            self.lat[tri(self.n, a, b)]
+            decimal(self.lat[triangle::index(self.n, a, b)])
         }
     }
 
-    /// The latencies from `a` to `a + 1 .. n`, in order.
+    /// The latencies from `a` to `a + 1 .. n`, in order, as held ([`decimal`] gives the
+    /// value each stands for).
     #[inline]
-    pub(crate) fn upper_row(&self, a: usize) -> &[f64] {
-        let start = tri(self.n, a, a + 1).min(self.lat.len());
+    pub(crate) fn upper_row(&self, a: usize) -> &[f32] {
+        let start = triangle::index(self.n, a, a + 1).min(self.lat.len());
         &self.lat[start..start + (self.n - a - 1)]
     }
 
@@ -329,7 +333,43 @@ impl Table {
     /// Bytes of the N² working tables this table holds (its triangle and its sorted
     /// values), for the memory budget of docs/LIMITS.md.
     pub(crate) fn table_bytes(&self) -> usize {
-        self.lat.capacity() * std::mem::size_of::<f64>() + self.sorted.bytes()
+        self.lat.capacity() * std::mem::size_of::<f32>() + self.sorted.bytes()
+    }
+
+    /// How many of the measured pairs with one end in `x` and the other in `y` (or, with
+    /// `y` `None`, inside `x`) have a latency above `th`, and how many are measured.
+    /// Decided from the value held where it is clearly to one side of `th`, so that only
+    /// the few near it are read as decimals.
+    pub(crate) fn count_above(&self, x: &[usize], y: Option<&[usize]>, th: f64) -> (usize, usize) {
+        // Far beyond an `f32`'s rounding (6·10⁻⁸) and the decimal's (5·10⁻⁷).
+        let margin = th.abs() * 1e-5;
+        let (mut above, mut measured) = (0, 0);
+        let mut count = |a: usize, b: usize| {
+            if a == b {
+                return;
+            }
+            let held = self.lat[triangle::index(self.n, a, b)];
+            if held.is_nan() {
+                return;
+            }
+            measured += 1;
+            let v = f64::from(held);
+            let is_above = if (v - th).abs() > margin {
+                v > th
+            } else {
+                decimal(held) > th
+            };
+            above += usize::from(is_above);
+        };
+        match y {
+            Some(y) => x.iter().for_each(|&a| y.iter().for_each(|&b| count(a, b))),
+            None => {
+                for (i, &a) in x.iter().enumerate() {
+                    x[i + 1..].iter().for_each(|&b| count(a, b));
+                }
+            }
+        }
+        (above, measured)
     }
 
     /// Latencies of the pairs with one end in each set.
@@ -361,17 +401,66 @@ impl Table {
     }
 }
 
-/// The index of the pair `(a, b)`, `a != b`, in the upper triangle of an `n`-context
-/// table stored row by row.
+/// A latency as the table holds it: to single precision.
 #[inline]
-fn tri(n: usize, a: usize, b: usize) -> usize {
-    let (a, b) = if a < b { (a, b) } else { (b, a) };
-    a * (2 * n - a - 1) / 2 + (b - a - 1)
+#[allow(clippy::cast_possible_truncation)]
+fn single(v: f64) -> f32 {
+    v as f32
+}
+
+/// Significant digits of the latencies the table stands for: the input's own
+/// ([`topoprobe_model::TABLE_DIGITS`]) and one more, which the mean of a directed pair's
+/// two directions needs.
+pub(crate) const DECIMAL_DIGITS: i32 = topoprobe_model::TABLE_DIGITS + 1;
+
+/// The powers of ten an `f64` holds exactly, up to 10¹⁵.
+const POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// A latency of the table as the decimal it stands for: the `f32` held, rounded to
+/// [`DECIMAL_DIGITS`] as [`topoprobe_model::round_significant`] rounds (what `21.3f32`
+/// stands for is `21.3`, not `21.299999237060547`), so that what the inference prints and
+/// summarizes is the input's values, not their binary neighbours. The inference reads
+/// billions of latencies: between 1 and 10¹⁵ it rounds with a few comparisons and
+/// conversions, where the general rounding takes a logarithm.
+#[inline]
+pub(crate) fn decimal(v: f32) -> f64 {
+    let x = f64::from(v);
+    if !(1.0..1e15).contains(&x) {
+        return topoprobe_model::round_significant(x, DECIMAL_DIGITS);
+    }
+    // Below 10¹⁵ the conversions are exact. A whole number up to 2²⁴ stays as it is, as
+    // the general rounding keeps it.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let whole = x as u64;
+    #[allow(clippy::cast_precision_loss)]
+    if whole <= 1 << 24 && whole as f64 == x {
+        return x;
+    }
+    // The digits before the point: 10^e <= x < 10^(e+1).
+    let e = POW10.partition_point(|&p| p <= x) - 1;
+    let keep = DECIMAL_DIGITS as usize - 1;
+    // Half away from zero, as `f64::round` (x is positive): the scaled value is below
+    // 10⁶, where adding one half and truncating is exact.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let rounded = |y: f64| (y + 0.5) as u64 as f64;
+    if e <= keep {
+        let p = POW10[keep - e];
+        rounded(x * p) / p
+    } else {
+        let p = POW10[e - keep];
+        rounded(x / p) * p
+    }
 }
 
 /// The present values of a triangle, in its order (row by row).
-fn upper(lat: &[f64]) -> impl Iterator<Item = f64> + Clone + '_ {
-    lat.iter().copied().filter(|v| !v.is_nan())
+fn upper(lat: &[f32]) -> impl Iterator<Item = f64> + Clone + '_ {
+    lat.iter().copied().filter(|v| !v.is_nan()).map(decimal)
 }
 
 /// Sorts the bits of non-negative finite `f32` values (which order as the values do):
@@ -409,4 +498,43 @@ pub(crate) fn quantile(v: &mut [f64], q: f64) -> f64 {
     let k = ((v.len() - 1) as f64 * q).floor() as usize;
     let (_, x, _) = v.select_nth_unstable_by(k, f64::total_cmp);
     *x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast rounding is the general one, on the values a table holds: latencies of 5
+    /// significant digits, means of two of them, whole numbers, and values of every size.
+    #[test]
+    fn a_latency_reads_back_as_the_general_rounding_gives_it() {
+        let mut x = 0x2545_f491_u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        for _ in 0..200_000 {
+            let r = next();
+            let exponent = (r % 30) as i32 - 10;
+            let mantissa = 1.0 + f64::from(next() % 90_000) / 10_000.0;
+            let given = topoprobe_model::round_significant(
+                mantissa * 10f64.powi(exponent),
+                topoprobe_model::TABLE_DIGITS,
+            );
+            let other = given * (1.0 + f64::from(next() % 100) / 1000.0);
+            let other = topoprobe_model::round_significant(other, topoprobe_model::TABLE_DIGITS);
+            for v in [given, (given + other) / 2.0, f64::from(r % 100_000)] {
+                #[allow(clippy::cast_possible_truncation)]
+                let held = v as f32;
+                let general = topoprobe_model::round_significant(f64::from(held), DECIMAL_DIGITS);
+                assert_eq!(decimal(held), general, "{v} held as {held}");
+            }
+            // A value of 5 significant digits reads back as itself.
+            #[allow(clippy::cast_possible_truncation)]
+            let held = given as f32;
+            assert_eq!(decimal(held), given);
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 use crate::linkage::{cluster, Linkage, UnionFind};
 use crate::table::Table;
+use crate::triangle::Triangle;
 
 /// Largest fraction of pairs allowed on the wrong side of the threshold (outliers).
 const OUTLIER_FRACTION: f64 = 0.02;
@@ -61,12 +62,11 @@ pub(crate) fn components(t: &Table, thresholds: &[f64]) -> Vec<LatencyComponent>
 
 /// Whether (almost) all internal pairs are at or below `th`.
 fn coherent(t: &Table, set: &[usize], th: f64) -> bool {
-    let v = t.within(set);
-    if v.is_empty() {
+    let (above, measured) = t.count_above(set, None, th);
+    if measured == 0 {
         return false;
     }
-    let above = v.iter().filter(|&&x| x > th).count();
-    (above as f64) <= OUTLIER_FRACTION * v.len() as f64
+    (above as f64) <= OUTLIER_FRACTION * measured as f64
 }
 
 /// Whether (almost) all pairs from the set to the rest are above `th`.
@@ -76,22 +76,14 @@ fn separated(t: &Table, set: &[usize], th: f64) -> bool {
         inside[x] = true;
     }
     let rest: Vec<usize> = (0..t.n).filter(|&x| !inside[x]).collect();
-    let v = t.between(set, &rest);
-    let below = v.iter().filter(|&&x| x <= th).count();
-    (below as f64) <= OUTLIER_FRACTION * v.len() as f64
+    let (above, measured) = t.count_above(set, Some(&rest), th);
+    let below = measured - above;
+    (below as f64) <= OUTLIER_FRACTION * measured as f64
 }
 
 fn split_by_average(t: &Table, set: &[usize], th: f64) -> Vec<Vec<usize>> {
-    let k = set.len();
-    let mut d = vec![f64::NAN; k * k];
-    for i in 0..k {
-        for j in 0..k {
-            if i != j {
-                d[i * k + j] = t.get(set[i], set[j]);
-            }
-        }
-    }
-    cluster(&d, k, Linkage::Average)
+    let d = Triangle::from_fn(set.len(), |i, j| t.get(set[i], set[j]));
+    cluster(d, Linkage::Average)
         .cut(th)
         .into_iter()
         .map(|part| part.into_iter().map(|i| set[i]).collect())

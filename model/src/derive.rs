@@ -345,11 +345,11 @@ fn summarize_latencies(d: &mut TopologyData) {
     let sym = &d.latency.raw;
     for g in 0..d.groups.len() {
         let sets = member_contexts(d, &d.groups[g].members);
-        d.groups[g].latency = LatencySummary::of(between_sets(sym, &sets));
+        d.groups[g].latency = summary_between(sym, &sets);
     }
     for s in 0..d.sockets.len() {
         let sets = member_contexts(d, &d.sockets[s].members);
-        d.sockets[s].latency = LatencySummary::of(between_sets(sym, &sets));
+        d.sockets[s].latency = summary_between(sym, &sets);
     }
 }
 
@@ -367,7 +367,7 @@ fn interconnects(d: &TopologyData) -> Vec<Interconnect> {
     for a in 0..d.sockets.len() {
         for b in a + 1..d.sockets.len() {
             let sets = vec![d.sockets[a].contexts.clone(), d.sockets[b].contexts.clone()];
-            if let Some(lat) = LatencySummary::of(between_sets(sym, &sets)) {
+            if let Some(lat) = summary_between(sym, &sets) {
                 let level = nearest_level(d, lat.median);
                 let hops = cross_levels
                     .iter()
@@ -429,21 +429,36 @@ fn member_contexts(d: &TopologyData, members: &[Member]) -> Vec<Vec<ContextId>> 
         .collect()
 }
 
-/// Latencies of all pairs whose ends lie in two different sets.
-fn between_sets(sym: &LatencyMatrix, sets: &[Vec<ContextId>]) -> Vec<f64> {
-    let mut out = Vec::new();
-    for i in 0..sets.len() {
-        for j in i + 1..sets.len() {
-            for a in &sets[i] {
-                for b in &sets[j] {
-                    if let Some(v) = sym.between(a.0, b.0) {
-                        out.push(v);
+/// Pairs between sets up to which their latencies are summarized from a list (8 bytes a
+/// pair: 16 MiB); more are streamed, 4 bytes a pair.
+const LISTED_PAIRS: usize = 2 << 20;
+
+/// The latencies between members of different sets, summarized: from a list of them, or,
+/// for more than [`LISTED_PAIRS`] (a socket of 4096 contexts has 8 million), as they are
+/// streamed, never held as `f64`.
+fn summary_between(sym: &LatencyMatrix, sets: &[Vec<ContextId>]) -> Option<LatencySummary> {
+    let each = |f: &mut dyn FnMut(f64)| {
+        for i in 0..sets.len() {
+            for j in i + 1..sets.len() {
+                for a in &sets[i] {
+                    for b in &sets[j] {
+                        if let Some(v) = sym.between(a.0, b.0) {
+                            f(v);
+                        }
                     }
                 }
             }
         }
+    };
+    let sizes: Vec<usize> = sets.iter().map(Vec::len).collect();
+    let total: usize = sizes.iter().sum();
+    let pairs = sizes.iter().map(|&s| s * (total - s)).sum::<usize>() / 2;
+    if pairs > LISTED_PAIRS {
+        return LatencySummary::of_streamed(each);
     }
-    out
+    let mut values = Vec::with_capacity(pairs);
+    each(&mut |v| values.push(v));
+    LatencySummary::of(values)
 }
 
 /// The level whose range contains `value`, else the closest one in log distance (0 when

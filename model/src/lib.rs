@@ -61,7 +61,7 @@ pub use matrix::{
     round_significant, LatencyMatrix, LatencySummary, MatrixShapeError, MAX_ENTRY_CHARS,
     TABLE_DIGITS,
 };
-pub use median::{median, median_in_place, median_sorted};
+pub use median::{median, median_in_place, median_sorted, streamed_medians, ValueStream};
 pub use meta::{
     Fact, Facts, LevelConfidence, Machine, Origin, OsDifference, Provenance, Source,
     StructureLevel, Unresolved, Validation, Warning, WarningKind,

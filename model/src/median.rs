@@ -1,6 +1,7 @@
 //! The median of measured values, one definition for every crate: NaN values are ignored
 //! (a reading that failed is no reading), no value left gives `None`, and an even count
-//! gives the mean of the two middle values.
+//! gives the mean of the two middle values. [`streamed_medians`] gives the same medians of
+//! groups of values too many to hold, from a stream of them.
 //!
 //! ```
 //! use topoprobe_model::{median, median_in_place, median_sorted};
@@ -13,6 +14,10 @@
 //! assert_eq!(median_in_place(&mut v), Some(4.0));
 //! assert_eq!(median_sorted(&[1.0, 2.0, 4.0, 8.0]), Some(3.0));
 //! ```
+
+mod streamed;
+
+pub use streamed::{streamed_medians, ValueStream};
 
 /// The median of `values`: NaN values ignored, `None` when no other value is left, the
 /// mean of the two middle values for an even count. Leaves `values` as they are (it works

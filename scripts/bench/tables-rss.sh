@@ -1,34 +1,47 @@
 #!/usr/bin/env bash
 # The N² latency tables at the largest size topoprobe reads (4096 contexts): the peak
-# resident memory of `infer --from-matrix` of a 4096-context matrix (text view), of the
-# same writing its JSON description, and of `show` reading that description back; the
-# description's size against the 256 MiB reader limit. The matrix is synthetic (2 sockets,
-# CCXs of 8 cores, SMT siblings i and i+2048, 1% noise, one decimal), made once.
+# resident memory of `infer --from-matrix` of three 4096-context matrices (text view), of
+# the same writing its JSON description, and of `show` reading that description back; the
+# description's size against the reader's limit. The matrices are synthetic, made once:
+# - structured: 2 sockets, CCXs of 8 cores, SMT siblings i and i+2048, 1% noise, one
+#   decimal;
+# - unstructured: every pair its own latency between 50 and 300 ns (no structure to find:
+#   the inference compares every profile and clusters every context);
+# - directed: both directions of every pair, different, with 5 significant digits.
 #
 #   scripts/bench/tables-rss.sh [CONTEXTS]     # log: docs/bench/tables-rss-DATE.log
 source "$(dirname "$0")/common.sh" tables-rss
 N=${1:-4096}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 - "$N" "$tmp/m.csv" <<'PY'
+python3 - "$N" "$tmp" <<'PY'
 import random, sys
 n, out = int(sys.argv[1]), sys.argv[2]
 random.seed(42)
 half = n // 2
-def lat(a, b):
+def structured(a, b):
     ca, cb = a % half, b % half
-    if ca == cb: return 8.0
-    if ca // 8 == cb // 8: return 25.0
-    if (ca < half // 2) == (cb < half // 2): return 120.0
-    return 230.0
-with open(out, "w") as f:
-    for a in range(n):
-        f.write(",".join("" if a == b else "%.1f" % (lat(a, b) * (1 + random.gauss(0, 0.01))) for b in range(n)) + "\n")
+    if ca == cb: base = 8.0
+    elif ca // 8 == cb // 8: base = 25.0
+    elif (ca < half // 2) == (cb < half // 2): base = 120.0
+    else: base = 230.0
+    return "%.1f" % (base * (1 + random.gauss(0, 0.01)))
+def unstructured(a, b):
+    lo, hi = min(a, b), max(a, b)
+    return "%.1f" % (50 + ((lo * 2654435761 + hi * 40503) % 25000) / 100.0)
+def directed(a, b):
+    return "%.4f" % ((1.0 + ((a * 7919 + b * 104729) % 9000 + 1000) / 1e4) * 100)
+for name, lat in [("structured", structured), ("unstructured", unstructured), ("directed", directed)]:
+    with open("%s/%s.csv" % (out, name), "w") as f:
+        for a in range(n):
+            f.write(",".join("" if a == b else lat(a, b) for b in range(n)) + "\n")
 PY
-log "# $N contexts: matrix $(du -h "$tmp/m.csv" | cut -f1); /usr/bin/time -f '%e s %M KiB'"
 t() { /usr/bin/time -f '%e s %M KiB' -o "$tmp/t" "$@" > /dev/null; cat "$tmp/t"; }
-log "infer --from-matrix (text):        $(t "$TP" infer --from-matrix "$tmp/m.csv")"
-log "infer --from-matrix --json -o:     $(t "$TP" infer --from-matrix "$tmp/m.csv" --json -o "$tmp/d.json")"
-log "description: $(stat -c %s "$tmp/d.json") bytes (reader limit $((256 << 20)))"
-log "show --topology (reads it back):   $(t "$TP" show --topology "$tmp/d.json")"
+for m in structured unstructured directed; do
+    log "# $m: $N contexts, matrix $(du -h "$tmp/$m.csv" | cut -f1); /usr/bin/time -f '%e s %M KiB'"
+    log "$m infer --from-matrix (text):        $(t "$TP" infer --from-matrix "$tmp/$m.csv")"
+    log "$m infer --from-matrix --json -o:     $(t "$TP" infer --from-matrix "$tmp/$m.csv" --json -o "$tmp/d.json")"
+    log "$m description: $(stat -c %s "$tmp/d.json") bytes (reader limit $((1 << 30)))"
+    log "$m show --topology (reads it back):   $(t "$TP" show --topology "$tmp/d.json")"
+done
 finish

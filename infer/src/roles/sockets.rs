@@ -18,6 +18,7 @@ use super::{fmt_lat, given, given_past, hints, Context, Decision, Kind};
 use crate::linkage::{cluster, Linkage};
 use crate::table::Table;
 use crate::tree::ComponentTree;
+use crate::triangle::Triangle;
 
 /// Smallest cross-socket latency (ns) for sockets that are less than [`SOCKET_MAX_RATIO`]
 /// times slower than their insides.
@@ -118,27 +119,40 @@ impl Split {
                 }
             }
         };
-        let mut inside: Vec<Vec<f64>> = vec![Vec::new(); k];
+        // The pairs inside each part, each list allocated at its size (not grown).
+        let mut sizes = vec![0_usize; k];
+        each(&mut |pa, pb, _| {
+            if pa == pb {
+                sizes[pa] += 1;
+            }
+        });
+        let mut inside: Vec<Vec<f64>> = sizes.into_iter().map(Vec::with_capacity).collect();
         each(&mut |pa, pb, v| {
             if pa == pb {
                 inside[pa].push(v);
             }
         });
-        // The medians of the pairs across parts (group 0) and of each link (group
-        // `1 + pa·k + pb`, `pa < pb`), streamed: the pairs across are never held as a list.
-        let (across, count) =
-            crate::select::medians(1 + k * k, &|f: &mut dyn FnMut(usize, f64)| {
-                each(&mut |pa, pb, v| {
-                    if pa != pb {
-                        f(0, v);
-                        f(1 + pa.min(pb) * k + pa.max(pb), v);
-                    }
-                });
+        // The medians of the pairs of each link (`pa·k + pb`, `pa < pb`) and of all the pairs
+        // across parts, streamed one after the other: the pairs across are never held as a
+        // list, and their keys once at a time. With two parts, the one link is all of them.
+        let links = |f: &mut dyn FnMut(usize, f64)| {
+            each(&mut |pa, pb, v| {
+                if pa != pb {
+                    f(pa.min(pb) * k + pa.max(pb), v);
+                }
             });
+        };
+        let (link, count) = topoprobe_model::streamed_medians(k * k, &links);
+        let cross = if k == 2 {
+            link[1]
+        } else {
+            let all = |f: &mut dyn FnMut(usize, f64)| links(&mut |_, v| f(0, v));
+            topoprobe_model::streamed_medians(1, &all).0[0]
+        };
         let cores = sets.iter().map(|s| core_count(tree, kind, s)).collect();
-        let fastest = across[1..]
+        let fastest = link
             .iter()
-            .zip(&count[1..])
+            .zip(&count)
             .filter(|&(_, &c)| c > 0)
             .map(|(&m, _)| m)
             .fold(f64::INFINITY, f64::min);
@@ -147,7 +161,7 @@ impl Split {
             .map(|v| trimmed_geometric_mean(v))
             .collect();
         Self {
-            cross: across[0],
+            cross,
             fastest,
             typical,
             inside: inside
@@ -442,53 +456,22 @@ fn units(tree: &ComponentTree, kind: &[Kind], max: usize) -> Vec<Vec<usize>> {
     out
 }
 
-/// Median latency between every pair of units (row-major; NaN on the diagonal and where
-/// no pair is measured), in one pass over the table.
-fn block_medians(t: &Table, units: &[Vec<usize>]) -> Vec<f64> {
-    let u = units.len();
-    let mut unit = vec![usize::MAX; t.n];
-    for (i, m) in units.iter().enumerate() {
-        for &x in m {
-            unit[x] = i;
+/// Median latency between every pair of units (NaN where no pair is measured): each
+/// block's latencies gathered in turn, so that only one block's are held at a time.
+fn block_medians(t: &Table, units: &[Vec<usize>]) -> Triangle {
+    let mut block: Vec<f64> = Vec::new();
+    Triangle::from_fn(units.len(), |a, b| {
+        block.clear();
+        for &x in &units[a] {
+            block.extend(
+                units[b]
+                    .iter()
+                    .map(|&y| t.get(x, y))
+                    .filter(|v| !v.is_nan()),
+            );
         }
-    }
-    let block = |a: usize, b: usize| -> usize { a.min(b) * u + a.max(b) };
-    let mut count = vec![0_u32; u * u];
-    for a in 0..t.n {
-        for b in a + 1..t.n {
-            let (ua, ub) = (unit[a], unit[b]);
-            if ua != ub && ua != usize::MAX && ub != usize::MAX && !t.get(a, b).is_nan() {
-                count[block(ua, ub)] += 1;
-            }
-        }
-    }
-    let mut start = vec![0_usize; u * u + 1];
-    for i in 0..u * u {
-        start[i + 1] = start[i] + count[i] as usize;
-    }
-    let mut values = vec![0.0_f64; start[u * u]];
-    let mut next = start.clone();
-    for a in 0..t.n {
-        for b in a + 1..t.n {
-            let (ua, ub) = (unit[a], unit[b]);
-            let v = t.get(a, b);
-            if ua != ub && ua != usize::MAX && ub != usize::MAX && !v.is_nan() {
-                let k = block(ua, ub);
-                values[next[k]] = v;
-                next[k] += 1;
-            }
-        }
-    }
-    let mut out = vec![f64::NAN; u * u];
-    for a in 0..u {
-        for b in a + 1..u {
-            let k = a * u + b;
-            let m = median_in_place(&mut values[start[k]..start[k + 1]]).unwrap_or(f64::NAN);
-            out[a * u + b] = m;
-            out[b * u + a] = m;
-        }
-    }
-    out
+        median_in_place(&mut block).unwrap_or(f64::NAN)
+    })
 }
 
 /// Clusters the units by their block medians (average linkage) and returns the partition
@@ -498,8 +481,7 @@ fn clustered(t: &Table, units: &[Vec<usize>], counts: &[usize]) -> Vec<Vec<Vec<u
     if u < 2 {
         return Vec::new();
     }
-    let d = block_medians(t, units);
-    let den = cluster(&d, u, Linkage::Average);
+    let den = cluster(block_medians(t, units), Linkage::Average);
     counts
         .iter()
         .filter(|&&k| k <= u)

@@ -21,7 +21,7 @@ const TOUCH_BYTES: usize = 16 << 20;
 /// Seconds the calibration's first touch may take at most (the rate is read from the pages
 /// touched by then).
 const TOUCH_SECONDS: f64 = 0.04;
-/// Seconds each thread of the parallelism test spins.
+/// Seconds of the window in which the threads of the parallelism test count together.
 const SPIN_SECONDS: f64 = 0.01;
 /// Threads of the parallelism test at most.
 const SPIN_THREADS: usize = 64;
@@ -185,33 +185,59 @@ fn cache_chase_ns() -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// How many of threads pinned to `cpus` run at once: each spins for [`SPIN_SECONDS`]
-/// counting its iterations; the total against one thread's count alone.
+/// How many of threads pinned to `cpus` run at once: the iterations they count together in
+/// one window of [`SPIN_SECONDS`] against those one thread counts alone in such a window.
 fn parallelism(cpus: &[u32]) -> f64 {
+    let alone = spin_together(&cpus[..1]).and_then(|c| c.first().copied());
+    let Some(alone) = alone.filter(|&n| n > 0) else {
+        return f64::INFINITY;
+    };
+    match spin_together(cpus) {
+        Some(counts) => parallel_from_counts(alone, counts.iter().sum(), cpus.len()),
+        None => f64::INFINITY,
+    }
+}
+
+/// Seconds the threads of the parallelism test wait for each other at most.
+const SPIN_GATHER_SECONDS: f64 = 1.0;
+
+/// The iterations each of threads pinned to `cpus` counts in one shared window of
+/// [`SPIN_SECONDS`], which opens once every thread runs; `None` when a thread cannot be
+/// pinned or they do not all run within [`SPIN_GATHER_SECONDS`].
+///
+/// The window is shared, not each thread's own: where the threads take turns in long
+/// slices (the virtual CPUs of an emulator), each thread's own window could fall in a slice
+/// of its own and the turns would look like parallel running.
+fn spin_together(cpus: &[u32]) -> Option<Vec<u64>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::OnceLock;
+    let arrived = AtomicUsize::new(0);
+    let window: OnceLock<Instant> = OnceLock::new();
+    let gather = Instant::now();
     let spin = |cpu: u32| -> Option<u64> {
-        topoprobe_sys::affinity::pin_current_thread(cpu).ok()?;
-        let t = Instant::now();
+        let pinned = topoprobe_sys::affinity::pin_current_thread(cpu).is_ok();
+        arrived.fetch_add(1, Ordering::AcqRel);
+        while arrived.load(Ordering::Acquire) < cpus.len() {
+            if gather.elapsed().as_secs_f64() > SPIN_GATHER_SECONDS {
+                return None;
+            }
+            std::hint::spin_loop();
+        }
+        let opened = *window.get_or_init(Instant::now);
         let mut n = 0u64;
-        while t.elapsed().as_secs_f64() < SPIN_SECONDS {
+        while opened.elapsed().as_secs_f64() < SPIN_SECONDS {
             for _ in 0..64 {
                 n = std::hint::black_box(n + 1);
             }
         }
-        Some(n)
+        pinned.then_some(n)
     };
-    let alone = std::thread::scope(|s| s.spawn(|| spin(cpus[0])).join().ok().flatten());
-    let Some(alone) = alone.filter(|&n| n > 0) else {
-        return f64::INFINITY;
-    };
-    let counts: Vec<Option<u64>> = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let hs: Vec<_> = cpus.iter().map(|&c| s.spawn(move || spin(c))).collect();
-        hs.into_iter().map(|h| h.join().ok().flatten()).collect()
-    });
-    if counts.iter().any(Option::is_none) {
-        return f64::INFINITY;
-    }
-    let total: u64 = counts.into_iter().flatten().sum();
-    parallel_from_counts(alone, total, cpus.len())
+        hs.into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect::<Option<Vec<u64>>>()
+    })
 }
 
 /// Threads running at once from one thread's count alone and `threads` threads' total.
@@ -363,6 +389,23 @@ mod tests {
         // Nearly all in parallel: an ordinary machine.
         assert!(parallel_from_counts(1000, 28_000, 29).is_infinite());
         assert!(parallel_from_counts(0, 10, 4).is_infinite());
+    }
+
+    #[test]
+    fn threads_that_take_turns_read_as_taking_turns() {
+        let Some(cpu) = topoprobe_sys::affinity::allowed_cpus()
+            .ok()
+            .and_then(|s| s.iter().next())
+        else {
+            return;
+        };
+        // Eight threads on one CPU take turns, whatever else runs: together they count
+        // about what one counts alone, far from the 6 of eight running at once.
+        let p = parallelism(&[cpu; 8]);
+        assert!(p.is_finite() && p < 4.0, "{p} threads at once");
+        // Every thread of the window counts once it runs.
+        let counts = spin_together(&[cpu; 3]).expect("three threads gather within a second");
+        assert_eq!(counts.len(), 3);
     }
 
     #[test]

@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 /// The values of every group, streamed by a function that calls its argument with
 /// `(group, value)` for each value, in the same order each time. Values are finite and
 /// not negative.
-pub(crate) trait Stream {
+pub trait ValueStream {
     /// Calls `f` with every `(group, value)`.
     fn each(&self, f: &mut dyn FnMut(usize, f64));
 }
 
-impl<F: Fn(&mut dyn FnMut(usize, f64))> Stream for F {
+impl<F: Fn(&mut dyn FnMut(usize, f64))> ValueStream for F {
     fn each(&self, f: &mut dyn FnMut(usize, f64)) {
         self(f);
     }
@@ -27,9 +27,10 @@ fn key(v: f64) -> u32 {
 }
 
 /// The median of each of `groups` groups (the mean of the two middle values for an even
-/// count, NaN for an empty group), exactly as [`topoprobe_model::median`] gives it, with the
+/// count, NaN for an empty group), exactly as [`median`](crate::median) gives it, with the
 /// count of values of each group.
-pub(crate) fn medians(groups: usize, values: &dyn Stream) -> (Vec<f64>, Vec<usize>) {
+#[must_use]
+pub fn streamed_medians(groups: usize, values: &dyn ValueStream) -> (Vec<f64>, Vec<usize>) {
     let mut count = vec![0_usize; groups];
     values.each(&mut |g, _| count[g] += 1);
     let mut start = Vec::with_capacity(groups + 1);
@@ -138,7 +139,7 @@ mod tests {
                 f(g, v);
             }
         };
-        let (m, count) = medians(4, &stream);
+        let (m, count) = streamed_medians(4, &stream);
         assert_eq!(m[0], 1.0 + 1e-12);
         assert_eq!(m[1], 3.5);
         assert!(m[2].is_nan());
@@ -146,7 +147,7 @@ mod tests {
         assert_eq!(count, vec![3, 4, 0, 1]);
         for g in [0, 1] {
             let v: Vec<f64> = data.iter().filter(|x| x.0 == g).map(|x| x.1).collect();
-            assert_eq!(Some(m[g]), topoprobe_model::median(&v));
+            assert_eq!(Some(m[g]), crate::median(&v));
         }
     }
 }
