@@ -413,34 +413,45 @@ fn single(v: f64) -> f32 {
 /// two directions needs.
 pub(crate) const DECIMAL_DIGITS: i32 = topoprobe_model::TABLE_DIGITS + 1;
 
-/// The powers of ten an `f64` holds exactly, up to 10¹⁵.
-const POW10: [f64; 16] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+/// The powers of ten an `f64` holds exactly.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
 /// A latency of the table as the decimal it stands for: the `f32` held, rounded to
 /// [`DECIMAL_DIGITS`] as [`topoprobe_model::round_significant`] rounds (what `21.3f32`
 /// stands for is `21.3`, not `21.299999237060547`), so that what the inference prints and
-/// summarizes is the input's values, not their binary neighbours. The inference reads
-/// billions of latencies: between 1 and 10¹⁵ it rounds with a few comparisons and
-/// conversions, where the general rounding takes a logarithm.
+/// summarizes is the input's values, not their binary neighbours.
+///
+/// The inference reads billions of latencies, so this is the general rounding without its
+/// costs: the digits before the point from comparisons with exact powers of ten where the
+/// value is between 1 and 10²³ (a logarithm elsewhere), and, where the scale is beyond the
+/// powers an `f64` holds exactly (below 10⁻¹⁷, above 10²⁷), two scalings in a row where the
+/// general rounding formats and parses text: there the result may be one unit in the last
+/// place away from the general rounding's.
 #[inline]
 pub(crate) fn decimal(v: f32) -> f64 {
     let x = f64::from(v);
-    if !(1.0..1e15).contains(&x) {
+    if !(x.is_finite() && x > 0.0) {
         return topoprobe_model::round_significant(x, DECIMAL_DIGITS);
     }
-    // Below 10¹⁵ the conversions are exact. A whole number up to 2²⁴ stays as it is, as
-    // the general rounding keeps it.
+    let big = (1.0..1e23).contains(&x);
+    // A whole number up to 2²⁴ stays as it is, as the general rounding keeps it.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let whole = x as u64;
     #[allow(clippy::cast_precision_loss)]
-    if whole <= 1 << 24 && whole as f64 == x {
+    if big && whole <= 1 << 24 && whole as f64 == x {
         return x;
     }
     // The digits before the point: 10^e <= x < 10^(e+1).
-    let e = POW10.partition_point(|&p| p <= x) - 1;
-    let keep = DECIMAL_DIGITS as usize - 1;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+    let e = if big {
+        POW10.partition_point(|&p| p <= x) as i32 - 1
+    } else {
+        x.log10().floor() as i32
+    };
+    let k = DECIMAL_DIGITS - 1 - e;
     // Half away from zero, as `f64::round` (x is positive): the scaled value is below
     // 10⁶, where adding one half and truncating is exact.
     #[allow(
@@ -449,12 +460,18 @@ pub(crate) fn decimal(v: f32) -> f64 {
         clippy::cast_precision_loss
     )]
     let rounded = |y: f64| (y + 0.5) as u64 as f64;
-    if e <= keep {
-        let p = POW10[keep - e];
-        rounded(x * p) / p
-    } else {
-        let p = POW10[e - keep];
-        rounded(x / p) * p
+    let power = |k: i32| POW10[k.unsigned_abs() as usize];
+    match k {
+        0..=22 => rounded(x * power(k)) / power(k),
+        -22..=-1 => rounded(x / power(k)) * power(k),
+        23.. => {
+            let rest = 10f64.powi(k - 22);
+            rounded(x * POW10[22] * rest) / POW10[22] / rest
+        }
+        _ => {
+            let rest = 10f64.powi(-k - 22);
+            rounded(x / POW10[22] / rest) * POW10[22] * rest
+        }
     }
 }
 
@@ -517,7 +534,7 @@ mod tests {
         };
         for _ in 0..200_000 {
             let r = next();
-            let exponent = (r % 30) as i32 - 10;
+            let exponent = (r % 40) as i32 - 17;
             let mantissa = 1.0 + f64::from(next() % 90_000) / 10_000.0;
             let given = topoprobe_model::round_significant(
                 mantissa * 10f64.powi(exponent),
@@ -535,6 +552,17 @@ mod tests {
             #[allow(clippy::cast_possible_truncation)]
             let held = given as f32;
             assert_eq!(decimal(held), given);
+        }
+        // Beyond the exact powers of ten, within a unit in the last place or so.
+        for v in [1.2345e-20, 9.8765e-30, 3.1416e-40, 2.7183e30, 1.4142e37] {
+            #[allow(clippy::cast_possible_truncation)]
+            let held = v as f32;
+            let general = topoprobe_model::round_significant(f64::from(held), DECIMAL_DIGITS);
+            let fast = decimal(held);
+            assert!(
+                (fast - general).abs() <= 4.0 * f64::EPSILON * general,
+                "{v}: {fast} {general}"
+            );
         }
     }
 }
