@@ -4,6 +4,7 @@
 //! of the process, so this test is a test binary of its own.
 
 use topoprobe_fuzz::alloc::measure_process;
+use topoprobe_infer::sim::{platforms, Noise};
 use topoprobe_infer::{infer_owned, InferOptions};
 use topoprobe_model::LatencyMatrix;
 
@@ -13,7 +14,7 @@ const N: usize = 1024;
 
 /// The most bytes the inference may hold at once per entry of the N×N table, besides the
 /// input table it is given (4 bytes an entry), the description it returns included (its
-/// normalized table, 4 more). 8.5 to 12.2 were measured at 1024 contexts, where the
+/// normalized table, 4 more). 10.3 to 12.2 were measured at 1024 contexts, where the
 /// tables of a few hundred components still weigh; at 4096 the whole of
 /// `infer --from-matrix` of such tables peaks at 206–214 MiB (docs/BENCHMARKS.md), where it
 /// took 704–735 MiB while the socket clustering held square tables.
@@ -32,23 +33,15 @@ fn scrambled(a: usize, b: usize, seed: u64) -> f64 {
     (x >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// The tables a user may bring: a structured machine, latencies without any structure,
-/// and a directed measurement whose two directions of a pair differ.
+/// The tables a user may bring: a machine with structure (a chiplet server),
+/// latencies without any, and a directed measurement whose two directions of a pair
+/// differ.
 fn tables() -> Vec<(&'static str, LatencyMatrix)> {
-    let half = N / 2;
-    let structured = LatencyMatrix::from_fn(N, |a, b| {
-        let (ca, cb) = (a % half, b % half);
-        let base = if ca == cb {
-            8.0
-        } else if ca / 8 == cb / 8 {
-            25.0
-        } else if (ca < half / 2) == (cb < half / 2) {
-            120.0
-        } else {
-            230.0
-        };
-        Some(base * (1.0 + 0.02 * (scrambled(a, b, 1) - 0.5)))
-    });
+    // 2 sockets of 32 CCDs of 8 cores of 2 contexts, 1% noise.
+    let structured = platforms::chiplet_server(2, 32)
+        .with_noise(Noise::lognormal(0.01, 42))
+        .matrix();
+    assert_eq!(structured.len(), N);
     let unstructured = LatencyMatrix::from_fn(N, |a, b| Some(50.0 + 250.0 * scrambled(a, b, 2)));
     let directed = LatencyMatrix::from_fn(N, |a, b| {
         Some(100.0 + 200.0 * scrambled(a, b, 3) + 5.0 * scrambled(b * N + a, a * N + b, 4))

@@ -153,6 +153,13 @@ pub fn allowed_cpus() -> Result<CpuSet, AffinityError> {
     thread_affinity(0)
 }
 
+/// The lowest-numbered CPU the calling thread may run on; `None` when the set cannot be
+/// read or is empty.
+#[must_use]
+pub fn first_allowed_cpu() -> Option<u32> {
+    allowed_cpus().ok().and_then(|s| s.iter().next())
+}
+
 /// The affinity mask of thread `tid` (0: the calling thread).
 ///
 /// # Errors

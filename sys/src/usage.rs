@@ -91,10 +91,7 @@ mod tests {
     fn a_thread_sharing_its_cpu_with_a_spinning_one_waits() {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::time::{Duration, Instant};
-        let Some(cpu) = crate::affinity::allowed_cpus()
-            .ok()
-            .and_then(|s| s.iter().next())
-        else {
+        let Some(cpu) = crate::affinity::first_allowed_cpu() else {
             return;
         };
         let stop = AtomicBool::new(false);

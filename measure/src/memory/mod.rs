@@ -361,10 +361,7 @@ mod tests {
     #[test]
     fn a_chase_sharing_its_cpu_with_a_busy_thread_says_it_waited() {
         use std::sync::atomic::{AtomicBool, Ordering};
-        let Some(cpu) = topoprobe_sys::affinity::allowed_cpus()
-            .ok()
-            .and_then(|s| s.iter().next())
-        else {
+        let Some(cpu) = topoprobe_sys::affinity::first_allowed_cpu() else {
             return;
         };
         let stop = AtomicBool::new(false);

@@ -393,10 +393,7 @@ mod tests {
 
     #[test]
     fn threads_that_take_turns_read_as_taking_turns() {
-        let Some(cpu) = topoprobe_sys::affinity::allowed_cpus()
-            .ok()
-            .and_then(|s| s.iter().next())
-        else {
+        let Some(cpu) = topoprobe_sys::affinity::first_allowed_cpu() else {
             return;
         };
         // Eight threads on one CPU take turns, whatever else runs: together they count
@@ -410,10 +407,7 @@ mod tests {
 
     #[test]
     fn the_calibration_runs_and_is_short() {
-        let Some(cpu) = topoprobe_sys::affinity::allowed_cpus()
-            .ok()
-            .and_then(|s| s.iter().next())
-        else {
+        let Some(cpu) = topoprobe_sys::affinity::first_allowed_cpu() else {
             return;
         };
         let s = calibrate(&[cpu]);
