@@ -205,12 +205,16 @@ impl Shared {
                 }
             }
         }
-        let (mut median, counts) = topoprobe_model::streamed_medians(
+        let (middles, counts) = topoprobe_model::streamed_middles(
             components.len(),
             &|f: &mut dyn FnMut(usize, f64)| {
                 shared.each_pair(t, &mut |_, _, id, v| f(id, v));
             },
         );
+        let mut median: Vec<f64> = middles
+            .into_iter()
+            .map(crate::table::decimal_median)
+            .collect();
         // A component without any measured pair (its pairs missing or rejected as outliers)
         // takes the median of the components of the same role.
         for role in [Role::Smt, Role::Group, Role::Socket, Role::CrossSocket] {
@@ -261,7 +265,9 @@ impl Shared {
     }
 
     /// Calls `f(a, b, component, latency)` for every measured pair `a < b` that has a
-    /// shared component, in row order, each latency the decimal the table stands for.
+    /// shared component, in row order, each latency as the table holds it (single
+    /// precision, in the order of the decimals it stands for: [`crate::table::decimal_of_held`]
+    /// turns a minimum, a maximum or a median's middle values into those decimals).
     fn each_pair(&self, t: &Table, f: &mut dyn FnMut(usize, usize, usize, f64)) {
         for a in 0..self.n {
             for (b, &v) in (a + 1..self.n).zip(t.upper_row(a)) {
@@ -270,7 +276,7 @@ impl Shared {
                 }
                 let id = self.id(a, b);
                 if id != u32::MAX {
-                    f(a, b, id as usize, crate::table::decimal(v));
+                    f(a, b, id as usize, f64::from(v));
                 }
             }
         }
@@ -302,8 +308,8 @@ impl Shared {
                 max[l] = max[l].max(v);
             }
         });
-        let (median, count) =
-            topoprobe_model::streamed_medians(levels, &|f: &mut dyn FnMut(usize, f64)| {
+        let (middles, count) =
+            topoprobe_model::streamed_middles(levels, &|f: &mut dyn FnMut(usize, f64)| {
                 self.each_pair(t, &mut |_, _, id, v| {
                     if let Some(l) = of_level(id) {
                         f(l, v);
@@ -319,9 +325,9 @@ impl Shared {
                 id: 0,
                 role: *role,
                 latency: LatencySummary {
-                    min: min[l],
-                    median: median[l],
-                    max: max[l],
+                    min: crate::table::decimal_of_held(min[l]),
+                    median: crate::table::decimal_median(middles[l]),
+                    max: crate::table::decimal_of_held(max[l]),
                     count: count[l],
                 },
             })

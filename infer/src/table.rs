@@ -452,14 +452,18 @@ pub(crate) fn decimal(v: f32) -> f64 {
         x.log10().floor() as i32
     };
     let k = DECIMAL_DIGITS - 1 - e;
-    // Half away from zero, as `f64::round` (x is positive): the scaled value is below
-    // 10⁶, where adding one half and truncating is exact.
+    // Half away from zero, as `f64::round` (y is positive and below 10⁶ here, where the
+    // truncation and the fraction are exact).
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
         clippy::cast_precision_loss
     )]
-    let rounded = |y: f64| (y + 0.5) as u64 as f64;
+    let rounded = |y: f64| {
+        let whole = y as u64 as f64;
+        // Without a branch: which way a latency rounds is as good as random.
+        whole + f64::from(u8::from(y - whole >= 0.5))
+    };
     let power = |k: i32| POW10[k.unsigned_abs() as usize];
     match k {
         0..=22 => rounded(x * power(k)) / power(k),
@@ -472,6 +476,26 @@ pub(crate) fn decimal(v: f32) -> f64 {
             let rest = 10f64.powi(-k - 22);
             rounded(x / POW10[22] / rest) * POW10[22] * rest
         }
+    }
+}
+
+/// [`decimal`] of a latency read as the table holds it and widened to `f64` (a minimum, a
+/// maximum, a middle value of the held values: the order of the held values is that of
+/// their decimals, so these are the decimals' own).
+#[allow(clippy::cast_possible_truncation)]
+pub(crate) fn decimal_of_held(v: f64) -> f64 {
+    decimal(v as f32)
+}
+
+/// The median of held latencies from their two middle values
+/// ([`topoprobe_model::streamed_middles`]): the mean of their decimals, as the median of
+/// the decimals themselves.
+pub(crate) fn decimal_median((low, high): (f64, f64)) -> f64 {
+    let (low, high) = (decimal_of_held(low), decimal_of_held(high));
+    if low == high {
+        low
+    } else {
+        (low + high) / 2.0
     }
 }
 

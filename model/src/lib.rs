@@ -58,10 +58,12 @@ pub use cost::{seconds_text, Budget, CostPlan, CostStep};
 pub use error::ModelError;
 pub use ids::{ContextId, CoreId, GroupId, NodeId, SocketId};
 pub use matrix::{
-    round_significant, LatencyMatrix, LatencySummary, MatrixShapeError, MAX_ENTRY_CHARS,
-    TABLE_DIGITS,
+    round_half_away, round_significant, LatencyMatrix, LatencySummary, MatrixShapeError,
+    MAX_ENTRY_CHARS, TABLE_DIGITS,
 };
-pub use median::{median, median_in_place, median_sorted, streamed_medians, ValueStream};
+pub use median::{
+    median, median_in_place, median_sorted, streamed_medians, streamed_middles, ValueStream,
+};
 pub use meta::{
     Fact, Facts, LevelConfidence, Machine, Origin, OsDifference, Provenance, Source,
     StructureLevel, Unresolved, Validation, Warning, WarningKind,

@@ -17,7 +17,7 @@
 
 mod streamed;
 
-pub use streamed::{streamed_medians, ValueStream};
+pub use streamed::{streamed_medians, streamed_middles, ValueStream};
 
 /// The median of `values`: NaN values ignored, `None` when no other value is left, the
 /// mean of the two middle values for an even count. Leaves `values` as they are (it works

@@ -132,22 +132,29 @@ impl Split {
                 inside[pa].push(v);
             }
         });
-        // The medians of the pairs of each link (`pa·k + pb`, `pa < pb`) and of all the pairs
-        // across parts, streamed one after the other: the pairs across are never held as a
-        // list, and their keys once at a time. With two parts, the one link is all of them.
-        let links = |f: &mut dyn FnMut(usize, f64)| {
-            each(&mut |pa, pb, v| {
-                if pa != pb {
-                    f(pa.min(pb) * k + pa.max(pb), v);
-                }
-            });
-        };
-        let (link, count) = topoprobe_model::streamed_medians(k * k, &links);
-        let cross = if k == 2 {
-            link[1]
-        } else {
-            let all = |f: &mut dyn FnMut(usize, f64)| links(&mut |_, v| f(0, v));
-            topoprobe_model::streamed_medians(1, &all).0[0]
+        // The medians of the pairs of each link (group `pa·k + pb`, `pa < pb`) and of all
+        // the pairs across parts (group `k·k`), streamed: the pairs across are never held
+        // as a list. With two parts, the one link is all of them.
+        let all = if k == 2 { None } else { Some(k * k) };
+        let (mut link, mut count) = topoprobe_model::streamed_medians(
+            k * k + usize::from(all.is_some()),
+            &|f: &mut dyn FnMut(usize, f64)| {
+                each(&mut |pa, pb, v| {
+                    if pa != pb {
+                        f(pa.min(pb) * k + pa.max(pb), v);
+                        if let Some(g) = all {
+                            f(g, v);
+                        }
+                    }
+                });
+            },
+        );
+        let cross = match all {
+            Some(g) => {
+                count.truncate(g);
+                link.remove(g)
+            }
+            None => link[1],
         };
         let cores = sets.iter().map(|s| core_count(tree, kind, s)).collect();
         let fastest = link

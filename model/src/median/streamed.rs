@@ -31,6 +31,20 @@ fn key(v: f64) -> u32 {
 /// count of values of each group.
 #[must_use]
 pub fn streamed_medians(groups: usize, values: &dyn ValueStream) -> (Vec<f64>, Vec<usize>) {
+    let (middles, count) = streamed_middles(groups, values);
+    let medians = middles
+        .into_iter()
+        .map(|(low, high)| if low == high { low } else { (low + high) / 2.0 })
+        .collect();
+    (medians, count)
+}
+
+/// The two middle values of each of `groups` groups, lower first (the same value twice
+/// for an odd count, NaN twice for an empty group), with the count of values of each
+/// group: what a median is made of, for a caller that maps the values first (any mapping
+/// that keeps their order maps the middle values to the mapped values' middle values).
+#[must_use]
+pub fn streamed_middles(groups: usize, values: &dyn ValueStream) -> (Vec<(f64, f64)>, Vec<usize>) {
     let mut count = vec![0_usize; groups];
     values.each(&mut |g, _| count[g] += 1);
     let mut start = Vec::with_capacity(groups + 1);
@@ -102,15 +116,17 @@ pub fn streamed_medians(groups: usize, values: &dyn ValueStream) -> (Vec<f64>, V
         }
         f64::NAN
     };
-    let mut out = vec![f64::NAN; groups];
+    let mut out = vec![(f64::NAN, f64::NAN); groups];
     let mut i = 0;
     while i < targets.len() {
         let g = targets[i].group;
         if !count[g].is_multiple_of(2) {
-            out[g] = value_at(i);
+            let v = value_at(i);
+            out[g] = (v, v);
             i += 1;
         } else {
-            out[g] = (value_at(i + 1) + value_at(i)) / 2.0;
+            // The targets of an even count: the middle rank, then the one below.
+            out[g] = (value_at(i + 1), value_at(i));
             i += 2;
         }
     }
@@ -145,6 +161,9 @@ mod tests {
         assert!(m[2].is_nan());
         assert_eq!(m[3], 7.5);
         assert_eq!(count, vec![3, 4, 0, 1]);
+        let (middles, _) = streamed_middles(4, &stream);
+        assert_eq!(middles[1], (3.0, 4.0));
+        assert_eq!(middles[3], (7.5, 7.5));
         for g in [0, 1] {
             let v: Vec<f64> = data.iter().filter(|x| x.0 == g).map(|x| x.1).collect();
             assert_eq!(Some(m[g]), crate::median(&v));
