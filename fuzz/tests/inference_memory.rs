@@ -16,8 +16,8 @@ const N: usize = 1024;
 /// input table it is given (4 bytes an entry), the description it returns included (its
 /// normalized table, 4 more). 10.3 to 12.2 were measured at 1024 contexts, where the
 /// tables of a few hundred components still weigh; at 4096 the whole of
-/// `infer --from-matrix` of such tables peaks at 206–214 MiB (docs/BENCHMARKS.md), where it
-/// took 704–735 MiB while the socket clustering held square tables.
+/// `infer --from-matrix` of such tables peaks at 207–215 MiB (docs/BENCHMARKS.md), where it
+/// took 703–734 MiB while the socket clustering held square tables.
 const BYTES_PER_ENTRY: f64 = 13.0;
 
 /// A number in `0..1` that looks random, from the unordered pair `(a, b)` and a seed.
