@@ -400,7 +400,10 @@ mod tests {
         // about what one counts alone (a busy neighbour may have slowed the one alone a
         // few times over), far from the 6 of eight that read as running at once.
         let p = parallelism(&[cpu; 8]);
-        assert!(p.is_finite(), "eight threads on one CPU read as running at once");
+        assert!(
+            p.is_finite(),
+            "eight threads on one CPU read as running at once"
+        );
         // Every thread of the window counts once it runs.
         let counts = spin_together(&[cpu; 3]).expect("three threads gather within a second");
         assert_eq!(counts.len(), 3);
