@@ -413,69 +413,36 @@ fn single(v: f64) -> f32 {
 /// two directions needs.
 pub(crate) const DECIMAL_DIGITS: i32 = topoprobe_model::TABLE_DIGITS + 1;
 
-/// The powers of ten an `f64` holds exactly.
-const POW10: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-];
-
 /// A latency of the table as the decimal it stands for: the `f32` held, rounded to
-/// [`DECIMAL_DIGITS`] as [`topoprobe_model::round_significant`] rounds (what `21.3f32`
-/// stands for is `21.3`, not `21.299999237060547`), so that what the inference prints and
-/// summarizes is the input's values, not their binary neighbours.
+/// [`DECIMAL_DIGITS`] by [`topoprobe_model::round_significant`] (what `21.3f32` stands for
+/// is `21.3`, not `21.299999237060547`), so that what the inference prints and summarizes
+/// is the input's values, not their binary neighbours.
 ///
-/// The inference reads billions of latencies, so this is the general rounding without its
-/// costs: the digits before the point from comparisons with exact powers of ten where the
-/// value is between 1 and 10²³ (a logarithm elsewhere), and, where the scale is beyond the
-/// powers an `f64` holds exactly (below 10⁻¹⁷, above 10²⁷), two scalings in a row where the
-/// general rounding formats and parses text: there the result may be one unit in the last
+/// The inference reads billions of latencies. Beyond the powers of ten an `f64` holds
+/// exactly (below 10⁻¹⁷, from 10²⁸ on), where the general rounding formats and parses
+/// text, this scales twice in a row instead: there the result may be one unit in the last
 /// place away from the general rounding's.
 #[inline]
 pub(crate) fn decimal(v: f32) -> f64 {
     let x = f64::from(v);
-    if !(x.is_finite() && x > 0.0) {
-        return topoprobe_model::round_significant(x, DECIMAL_DIGITS);
+    if x.is_finite() && x > 0.0 && !(1e-17..1e28).contains(&x) {
+        return decimal_far(x);
     }
-    let big = (1.0..1e23).contains(&x);
-    // A whole number up to 2²⁴ stays as it is, as the general rounding keeps it.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let whole = x as u64;
-    #[allow(clippy::cast_precision_loss)]
-    if big && whole <= 1 << 24 && whole as f64 == x {
-        return x;
-    }
-    // The digits before the point: 10^e <= x < 10^(e+1).
-    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
-    let e = if big {
-        POW10.partition_point(|&p| p <= x) as i32 - 1
-    } else {
-        x.log10().floor() as i32
-    };
+    topoprobe_model::round_significant(x, DECIMAL_DIGITS)
+}
+
+/// [`decimal`] of a positive `x` below 10⁻¹⁷ or from 10²⁸ on: scaled by 10²² and by the
+/// rest of the power of ten in turn.
+#[allow(clippy::cast_possible_truncation)]
+fn decimal_far(x: f64) -> f64 {
+    let e = x.log10().floor() as i32;
     let k = DECIMAL_DIGITS - 1 - e;
-    // Half away from zero, as `f64::round` (y is positive and below 10⁶ here, where the
-    // truncation and the fraction are exact).
-    #[allow(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_precision_loss
-    )]
-    let rounded = |y: f64| {
-        let whole = y as u64 as f64;
-        // Without a branch: which way a latency rounds is as good as random.
-        whole + f64::from(u8::from(y - whole >= 0.5))
-    };
-    let power = |k: i32| POW10[k.unsigned_abs() as usize];
-    match k {
-        0..=22 => rounded(x * power(k)) / power(k),
-        -22..=-1 => rounded(x / power(k)) * power(k),
-        23.. => {
-            let rest = 10f64.powi(k - 22);
-            rounded(x * POW10[22] * rest) / POW10[22] / rest
-        }
-        _ => {
-            let rest = 10f64.powi(-k - 22);
-            rounded(x / POW10[22] / rest) * POW10[22] * rest
-        }
+    let rest = 10f64.powi(k.abs() - 22);
+    let round = topoprobe_model::round_half_away;
+    if k > 0 {
+        round(x * 1e22 * rest) / 1e22 / rest
+    } else {
+        round(x / 1e22 / rest) * 1e22 * rest
     }
 }
 

@@ -65,28 +65,24 @@ fn decimal_exponent(x: f64) -> i32 {
 }
 
 /// `y` rounded to the nearest whole number, halves away from zero: [`f64::round`], from
-/// integer conversions where |y| < 2⁵² (where the truncation and the fraction are exact),
-/// as the library's `round` is a function call on a CPU without SSE4.1's rounding.
+/// integer conversions and without a branch where |y| < 2⁵² (where the truncation and the
+/// fraction are exact): the library's `round` is a function call on a CPU without SSE4.1,
+/// and which way a measured value rounds is as good as random.
 #[inline]
 #[must_use]
 pub fn round_half_away(y: f64) -> f64 {
-    if y.abs() >= 4_503_599_627_370_496.0 || y.is_nan() {
+    if y.is_nan() || y.abs() >= 4_503_599_627_370_496.0 {
         return y.round();
     }
     #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
     let whole = (y as i64) as f64;
     let fraction = y - whole;
-    if fraction >= 0.5 {
-        whole + 1.0
-    } else if fraction <= -0.5 {
-        whole - 1.0
-    } else {
-        whole
-    }
+    whole + f64::from(u8::from(fraction >= 0.5)) - f64::from(u8::from(fraction <= -0.5))
 }
 
 /// `x` rounded to `digits` significant decimal digits (never past what an `f64` resolves;
 /// non-finite values, and integers up to 2²⁴, which an `f32` holds exactly, unchanged).
+#[inline]
 #[must_use]
 pub fn round_significant(x: f64, digits: i32) -> f64 {
     if !x.is_finite() || x == 0.0 || (x.abs() <= 16_777_216.0 && (x as i64) as f64 == x) {
@@ -95,7 +91,7 @@ pub fn round_significant(x: f64, digits: i32) -> f64 {
     let e = decimal_exponent(x);
     let k = digits - 1 - e;
     let scaled = if k >= 0 {
-        POW10.get(k as usize).map(|&p| (x * p).round() / p)
+        POW10.get(k as usize).map(|&p| round_half_away(x * p) / p)
     } else {
         POW10
             .get((-k) as usize)
