@@ -80,33 +80,47 @@ pub(crate) fn write_to(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     write_to_with(path, |w| w.write_all(bytes))
 }
 
-/// Renders a topology in a format; `ghz` converts ns into the cycles of a `.mct` file,
+/// Writes a topology in a format into `w` as it is made (a 4096-context description is
+/// hundreds of MB in most formats); `ghz` converts ns into the cycles of a `.mct` file,
 /// `text` says how to render the text view.
-pub(crate) fn render(
+fn write_format(
     topo: &Topology,
     format: Format,
     ghz: Option<f64>,
     text: TextOptions,
-) -> Result<Vec<u8>> {
-    Ok(match format {
-        Format::Text => text::render_with(topo, text).into_bytes(),
-        Format::Dot => dot::render(topo).into_bytes(),
-        Format::HwlocXml => hwloc_xml::render(topo).into_bytes(),
-        Format::HwlocAnnotate => hwloc_xml::annotate::render(topo).into_bytes(),
-        Format::Json => json::to_json_string(topo).into_bytes(),
-        Format::Tsv => tsv::partition_string(topo).into_bytes(),
+    mut w: &mut dyn Write,
+) -> std::io::Result<()> {
+    match format {
+        Format::Text => w.write_all(text::render_with(topo, text).as_bytes()),
+        Format::Dot => w.write_all(dot::render(topo).as_bytes()),
+        Format::HwlocXml => hwloc_xml::write(topo, w),
+        Format::HwlocAnnotate => hwloc_xml::annotate::write(topo, w),
+        Format::Json => json::write_json(topo, w),
+        Format::Tsv => tsv::write_partition(topo, &mut w),
         Format::Csv => {
-            let mut v = Vec::new();
-            topoprobe_model::format::csv::write_matrix(&topo.latency_tables().raw, &mut v)
-                .context("rendering the latency matrix")?;
-            v
+            topoprobe_model::format::csv::write_matrix(&topo.latency_tables().raw, &mut w)
         }
-        Format::Mct => {
-            let mut v = Vec::new();
-            mct::write_mct(topo, ghz, &mut v).context("rendering the .mct file")?;
-            v
-        }
-    })
+        Format::Mct => mct::write_mct(topo, ghz, &mut w),
+    }
+}
+
+/// Writes a topology in a format (see [`write_format`]) to `path` as [`write_to`] does.
+///
+/// # Errors
+///
+/// Fails when the file or standard output cannot be written, or when a `.mct` file cannot
+/// be made (a description in ns with no clock frequency), before anything is written.
+pub(crate) fn write_topology(
+    topo: &Topology,
+    format: Format,
+    ghz: Option<f64>,
+    text: TextOptions,
+    path: Option<&Path>,
+) -> Result<()> {
+    if format == Format::Mct {
+        mct::check_mct_writable(topo, ghz).context("rendering the .mct file")?;
+    }
+    write_to_with(path, |w| write_format(topo, format, ghz, text, w))
 }
 
 /// Writes a topology where `out` says (`ghz`: see [`render`]); the text view is coloured
@@ -122,12 +136,7 @@ pub(crate) fn emit(topo: &Topology, out: &Output, ghz: Option<f64>) -> Result<()
         color: use_color(ColorWhen::Auto, is_stdout(path)),
         verbose: false,
     };
-    if format == Format::Json {
-        // Written as it is made: the description of a large machine is hundreds of MB.
-        return write_to_with(path, |w| json::write_json(topo, w));
-    }
-    let bytes = render(topo, format, ghz, text)?;
-    write_to(path, &bytes)
+    write_topology(topo, format, ghz, text, path)
 }
 
 /// Writes what `write` writes, as it goes, to `path` (atomically for a regular file,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The N² latency tables at the largest size topoprobe reads (4096 contexts): the peak
 # resident memory of `infer --from-matrix` of three 4096-context matrices (text view), of
-# the same writing its JSON description, and of `show` reading that description back; the
-# description's size against the reader's limit. The matrices are synthetic, made once:
+# the same writing its JSON description and its hwloc XML, and of `show` reading the
+# description back; the description's size against the reader's limit. The matrices are synthetic, made once:
 # - structured: 2 sockets, CCXs of 8 cores, SMT siblings i and i+2048, 1% noise, one
 #   decimal;
 # - unstructured: every pair its own latency between 50 and 300 ns (no structure to find:
@@ -42,6 +42,8 @@ for m in structured unstructured directed; do
     log "$m infer --from-matrix (text):        $(t "$TP" infer --from-matrix "$tmp/$m.csv")"
     log "$m infer --from-matrix --json -o:     $(t "$TP" infer --from-matrix "$tmp/$m.csv" --json -o "$tmp/d.json")"
     log "$m description: $(stat -c %s "$tmp/d.json") bytes (reader limit $((1 << 30)))"
+    log "$m infer --from-matrix --format hwloc-xml -o: $(t "$TP" infer --from-matrix "$tmp/$m.csv" --format hwloc-xml -o "$tmp/d.xml")"
+    log "$m hwloc XML: $(stat -c %s "$tmp/d.xml") bytes"
     log "$m show --topology (reads it back):   $(t "$TP" show --topology "$tmp/d.json")"
 done
 finish

@@ -8,7 +8,7 @@ use topoprobe_view::text::TextOptions;
 
 use crate::args::{Format, ShowArgs};
 use crate::error::Usage;
-use crate::output::{is_stdout, render, write_to};
+use crate::output::{is_stdout, write_topology};
 
 /// Runs the command.
 pub(crate) fn run(args: &ShowArgs) -> Result<()> {
@@ -63,6 +63,5 @@ pub(crate) fn run(args: &ShowArgs) -> Result<()> {
             topoprobe_model::format::hwloc_xml::read::add_os_sharing(&mut topo, &os);
         }
     }
-    let bytes = render(&topo, format, args.input.hints.ghz, text)?;
-    write_to(out, &bytes)
+    write_topology(&topo, format, args.input.hints.ghz, text, out)
 }

@@ -4,5 +4,6 @@
 // for the files topoprobe is handed.
 #![allow(clippy::disallowed_methods)]
 
+mod exports;
 mod replay;
 mod reproducers;

@@ -31,8 +31,10 @@ pub mod read;
 mod tree;
 
 use std::fmt::Write as _;
+use std::io;
 
 use super::common::escape_xml;
+use super::sink::{self, TextSink};
 use crate::ids::{NodeId, SocketId};
 use crate::os_view::CacheType;
 use crate::topology::Topology;
@@ -67,10 +69,10 @@ pub fn bitmap(bits: &[u32]) -> String {
         .join(",")
 }
 
-struct Writer<'a> {
+struct Writer<'a, 'w> {
     topo: &'a Topology,
     tree: tree::Tree,
-    out: String,
+    out: TextSink<'w>,
     next_gp: u64,
     /// gp_index of every NUMA node.
     node_gp: Vec<u64>,
@@ -97,7 +99,7 @@ const fn cache_type_code(kind: Option<CacheType>) -> u8 {
     }
 }
 
-impl Writer<'_> {
+impl Writer<'_, '_> {
     fn gp(&mut self) -> u64 {
         self.next_gp += 1;
         self.next_gp
@@ -250,8 +252,12 @@ impl Writer<'_> {
         );
         // Like hwloc: chunks of values, each followed by a space; `length` is the number
         // of characters of the content.
+        let mut text = String::new();
         for chunk in d.os_ids.chunks(16) {
-            let text: String = chunk.iter().map(|v| format!("{v} ")).collect();
+            text.clear();
+            for v in chunk {
+                let _ = write!(text, "{v} ");
+            }
             let _ = writeln!(
                 self.out,
                 "    <indexes length=\"{}\">{text}</indexes>",
@@ -260,8 +266,11 @@ impl Writer<'_> {
         }
         // One row of the matrix an element: 4096 elements at the context limit, where
         // chunks of 16 made a million, more than a reader accepts (`MAX_XML_ELEMENTS`).
-        for chunk in d.values.chunks(d.os_ids.len().max(1)) {
-            let text: String = chunk.iter().map(|v| format!("{v} ")).collect();
+        for from in 0..d.os_ids.len() {
+            text.clear();
+            for v in d.row(from) {
+                let _ = write!(text, "{v} ");
+            }
             let _ = writeln!(
                 self.out,
                 "    <u64values length=\"{}\">{text}</u64values>",
@@ -308,10 +317,21 @@ fn exported_nodes(topo: &Topology) -> usize {
 /// Renders a topology as hwloc v2 XML (see the [module documentation](self)).
 #[must_use]
 pub fn render(topo: &Topology) -> String {
+    sink::to_string(|out| write(topo, out))
+}
+
+/// Writes a topology as hwloc v2 XML (see the [module documentation](self)) into `out` as
+/// it is made: the text of [`render`], never held whole (the distances of 4096 contexts
+/// are about 120 MB of it).
+///
+/// # Errors
+///
+/// The first error of `out`.
+pub fn write(topo: &Topology, out: &mut dyn io::Write) -> io::Result<()> {
     let mut w = Writer {
         topo,
         tree: tree::build(topo),
-        out: String::new(),
+        out: TextSink::new(out),
         next_gp: 0,
         node_gp: Vec::new(),
         socket_nodes: vec![Vec::new(); topo.num_sockets()],
@@ -337,11 +357,11 @@ pub fn render(topo: &Topology) -> String {
     }
     let all_cpus: Vec<u32> = topo.contexts().iter().map(|c| c.os_id).collect();
     let all_nodes: Vec<u32> = (0..nodes).map(|n| w.node_os(NodeId(n))).collect();
-    w.out
-        .push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    w.out
-        .push_str("<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n");
-    w.out.push_str("<topology version=\"2.0\">\n");
+    let _ = w.out.write_str(concat!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
+        "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n",
+        "<topology version=\"2.0\">\n"
+    ));
     let c = bitmap(&all_cpus);
     let n = bitmap(&all_nodes);
     let _ = writeln!(
@@ -379,11 +399,11 @@ pub fn render(topo: &Topology) -> String {
         };
         w.item(p, &nodeset, 2);
     }
-    w.out.push_str("  </object>\n");
+    let _ = w.out.write_str("  </object>\n");
     w.distances();
     w.memattrs();
-    w.out.push_str("</topology>\n");
-    w.out
+    let _ = w.out.write_str("</topology>\n");
+    w.out.finish()
 }
 
 #[cfg(test)]

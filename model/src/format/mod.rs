@@ -20,6 +20,7 @@ pub mod tsv;
 mod atomic;
 mod common;
 mod lexer;
+mod sink;
 
 pub use atomic::{check_place, create_parent, write_atomic, write_atomic_with};
 /// The temporary files of [`write_atomic`] (moved to `topoprobe_files::temps`).

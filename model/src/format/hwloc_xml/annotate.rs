@@ -20,8 +20,10 @@
 //! error, so any message it prints fails the script.
 
 use std::fmt::Write as _;
+use std::io;
 
 use super::{bitmap, exported_nodes, figures, node_os};
+use crate::format::sink::{self, TextSink};
 use crate::topology::Topology;
 
 /// Keeps a value for a shell comment: printable characters only.
@@ -72,7 +74,18 @@ annotate() {
 /// documentation](self)).
 #[must_use]
 pub fn render(topo: &Topology) -> String {
-    let mut out = String::from("#!/bin/sh\n");
+    sink::to_string(|out| write(topo, out))
+}
+
+/// Writes the `hwloc-annotate` script of a topology into `out` as it is made: the text of
+/// [`render`], never held whole (4096 contexts make 16.8 million distance values).
+///
+/// # Errors
+///
+/// The first error of `out`.
+pub fn write(topo: &Topology, out: &mut dyn io::Write) -> io::Result<()> {
+    let mut out = TextSink::new(out);
+    let _ = out.write_str("#!/bin/sh\n");
     let p = topo.provenance();
     let _ = writeln!(
         out,
@@ -83,7 +96,7 @@ pub fn render(topo: &Topology) -> String {
     if let Some(h) = &topo.machine().hostname {
         let _ = writeln!(out, "# Measured on host {}.", comment(h));
     }
-    out.push_str(
+    let _ = out.write_str(
         "# Usage: lstopo-no-graphics --of xml > machine.xml   (on the measured machine)\n\
          #        sh THIS-SCRIPT machine.xml annotated.xml   (the output may be the input)\n\
          #        lstopo-no-graphics --input annotated.xml --distances   (or --memattrs)\n",
@@ -100,10 +113,12 @@ pub fn render(topo: &Topology) -> String {
                 d.kind
             );
         }
-        None => out.push_str("# The description has no latency matrix to add.\n"),
+        None => {
+            let _ = out.write_str("# The description has no latency matrix to add.\n");
+        }
     }
     if attrs.is_empty() {
-        out.push_str("# The description has no memory figures to add.\n");
+        let _ = out.write_str("# The description has no memory figures to add.\n");
     } else {
         let names: Vec<&str> = attrs.iter().map(|a| a.name).collect();
         let _ = writeln!(
@@ -112,25 +127,27 @@ pub fn render(topo: &Topology) -> String {
             names.join(", ")
         );
     }
-    out.push_str(PRELUDE);
+    let _ = out.write_str(PRELUDE);
     if let Some(d) = distances {
-        out.push_str("{\n");
+        let _ = out.write_str("{\n");
         let _ = writeln!(out, "  echo 'name={}'", d.name);
         let _ = writeln!(out, "  echo {}", d.kind);
         let _ = writeln!(out, "  echo {}", d.os_ids.len());
-        out.push_str("  for cpu in");
+        let _ = out.write_str("  for cpu in");
         for (i, id) in d.os_ids.iter().enumerate() {
             if i % 16 == 0 {
-                out.push_str(" \\\n   ");
+                let _ = out.write_str(" \\\n   ");
             }
             let _ = write!(out, " {id}");
         }
-        out.push_str("; do\n    location pu \"$cpu\"\n  done\n  cat <<'VALUES'\n");
-        for v in &d.values {
-            let _ = writeln!(out, "{v}");
+        let _ = out.write_str("; do\n    location pu \"$cpu\"\n  done\n  cat <<'VALUES'\n");
+        for from in 0..d.os_ids.len() {
+            for v in d.row(from) {
+                let _ = writeln!(out, "{v}");
+            }
         }
-        out.push_str("VALUES\n} >\"$tmp/distances\"\n");
-        out.push_str("annotate -- root -- distances \"$tmp/distances\"\n");
+        let _ = out.write_str("VALUES\n} >\"$tmp/distances\"\n");
+        let _ = out.write_str("annotate -- root -- distances \"$tmp/distances\"\n");
     }
     // The location of each target node, looked up once.
     let mut targets: Vec<u32> = attrs
@@ -161,6 +178,6 @@ pub fn render(topo: &Topology) -> String {
             );
         }
     }
-    out.push_str("cp -- \"$tmp/work.xml\" \"$out\"\n");
-    out
+    let _ = out.write_str("cp -- \"$tmp/work.xml\" \"$out\"\n");
+    out.finish()
 }

@@ -20,16 +20,44 @@ pub(super) const LOWER_FIRST_WITH_INITIATOR: u64 = 2 | 4;
 /// hwloc's memory-attribute flags: `HIGHER_FIRST` (1) | `NEED_INITIATOR` (4).
 pub(super) const HIGHER_FIRST_WITH_INITIATOR: u64 = 1 | 4;
 
-/// The latency matrix between PUs, in hwloc's integer values.
-pub(super) struct Distances {
+/// The latency matrix between PUs, in hwloc's integer values, made a row at a time as it
+/// is written (4096 contexts make 16.8 million values).
+pub(super) struct Distances<'a> {
     /// The structure's name.
     pub name: &'static str,
     /// `HWLOC_DISTANCES_KIND_*` flags.
     pub kind: u64,
     /// OS numbers of the PUs, in matrix order.
     pub os_ids: Vec<u32>,
-    /// Row-major values (row = from).
-    pub values: Vec<u64>,
+    /// The description the values come from.
+    topo: &'a Topology,
+    /// hwloc's integer units per unit of the description.
+    scale: f64,
+}
+
+impl Distances<'_> {
+    /// The values of row `from` (0 on the diagonal and where the pair has no latency).
+    pub fn row(&self, from: usize) -> impl Iterator<Item = u64> + '_ {
+        let tables = self.topo.latency_tables();
+        (0..self.os_ids.len()).map(move |to| {
+            let v = if from == to {
+                0.0
+            } else {
+                tables
+                    .raw
+                    .get(from, to)
+                    .or_else(|| tables.raw.get(to, from))
+                    .or_else(|| self.topo.context_latency(ContextId(from), ContextId(to)))
+                    .unwrap_or(0.0)
+            };
+            (v * self.scale).round() as u64
+        })
+    }
+
+    /// Whether some value is not 0.
+    fn any_latency(&self) -> bool {
+        (0..self.os_ids.len()).any(|from| self.row(from).any(|v| v != 0))
+    }
 }
 
 /// One memory attribute and its values.
@@ -58,42 +86,22 @@ pub(super) struct AttrValue {
 /// The latency matrix as hwloc distances (none below two contexts): raw measurements
 /// where present, the normalized latency of the pair elsewhere, in picoseconds for a
 /// description in ns (hwloc distances are integers) and in cycles otherwise.
-pub(super) fn distances(topo: &Topology) -> Option<Distances> {
-    let n = topo.num_contexts();
-    if n < 2 {
+pub(super) fn distances(topo: &Topology) -> Option<Distances<'_>> {
+    if topo.num_contexts() < 2 {
         return None;
     }
-    let tables = topo.latency_tables();
-    let scale = match topo.units() {
-        LatencyUnit::Ns => 1000.0,
-        LatencyUnit::Cycles => 1.0,
-    };
-    let mut values = Vec::with_capacity(n * n);
-    for a in 0..n {
-        for b in 0..n {
-            let v = if a == b {
-                0.0
-            } else {
-                tables
-                    .raw
-                    .get(a, b)
-                    .or_else(|| tables.raw.get(b, a))
-                    .or_else(|| topo.context_latency(ContextId(a), ContextId(b)))
-                    .unwrap_or(0.0)
-            };
-            values.push((v * scale).round() as u64);
-        }
-    }
-    if values.iter().all(|&v| v == 0) {
-        // A structure-only description (the OS's view) has no latency to give.
-        return None;
-    }
-    Some(Distances {
+    let d = Distances {
         name: distances_name(topo.units()),
         kind: DISTANCES_KIND,
         os_ids: topo.contexts().iter().map(|c| c.os_id).collect(),
-        values,
-    })
+        topo,
+        scale: match topo.units() {
+            LatencyUnit::Ns => 1000.0,
+            LatencyUnit::Cycles => 1.0,
+        },
+    };
+    // A structure-only description (the OS's view) has no latency to give.
+    d.any_latency().then_some(d)
 }
 
 /// The memory attributes with at least one value, for the nodes below `nodes`:

@@ -29,4 +29,4 @@ mod write;
 
 pub use layout::MctFile;
 pub use read::{parse_mct, read_mct};
-pub use write::write_mct;
+pub use write::{check_mct_writable, write_mct};

@@ -66,8 +66,7 @@ fn header_host(topo: &Topology) -> String {
 /// Returns the error of the writer, or an [`std::io::ErrorKind::InvalidInput`] error when
 /// the topology is in nanoseconds and no frequency is known.
 pub fn write_mct(topo: &Topology, ghz: Option<f64>, w: &mut impl Write) -> std::io::Result<()> {
-    let scale = cycles_per_unit(topo, ghz)?;
-    check_scale(topo, scale)?;
+    let scale = checked_scale(topo, ghz)?;
     let whole = |v: Option<f64>| whole(v.map(|x| x * scale));
     let mut w = BufWriter::new(w);
     let n = topo.num_contexts();
@@ -128,6 +127,23 @@ pub fn write_mct(topo: &Topology, ghz: Option<f64>, w: &mut impl Write) -> std::
 }
 
 /// Cycles per latency unit of a topology: 1 for cycles, the clock frequency in GHz for ns.
+/// Checks, before anything is written, that [`write_mct`] can convert the topology's
+/// latencies into cycles with `ghz` (or the frequency its provenance records).
+///
+/// # Errors
+///
+/// The [`std::io::ErrorKind::InvalidInput`] error [`write_mct`] would return.
+pub fn check_mct_writable(topo: &Topology, ghz: Option<f64>) -> std::io::Result<()> {
+    checked_scale(topo, ghz).map(|_| ())
+}
+
+/// Cycles per unit of the topology, checked against its figures.
+fn checked_scale(topo: &Topology, ghz: Option<f64>) -> std::io::Result<f64> {
+    let scale = cycles_per_unit(topo, ghz)?;
+    check_scale(topo, scale)?;
+    Ok(scale)
+}
+
 fn cycles_per_unit(topo: &Topology, ghz: Option<f64>) -> std::io::Result<f64> {
     match topo.units() {
         crate::units::LatencyUnit::Cycles => Ok(1.0),
