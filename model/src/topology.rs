@@ -316,10 +316,20 @@ impl TopologyBuilder {
     }
 }
 
+/// Latency tables of no contexts: what a description holds while its tables are lent.
+fn no_tables() -> LatencyTables {
+    LatencyTables {
+        raw: LatencyMatrix::empty(0),
+        normalized: LatencyMatrix::empty(0),
+        spread: None,
+        symmetrization: None,
+    }
+}
+
 impl Topology {
     /// Validates data read from a file: the structure must be consistent and every
     /// derived field must agree with the structure.
-    pub(crate) fn from_data(data: TopologyData) -> Result<Self, ModelError> {
+    pub(crate) fn from_data(mut data: TopologyData) -> Result<Self, ModelError> {
         if data.format != FORMAT {
             return Err(ModelError::Structure(format!(
                 "unsupported format {:?} (this version reads {FORMAT:?})",
@@ -327,8 +337,14 @@ impl Topology {
             )));
         }
         crate::figures::check(&data)?;
+        // The structure is derived again in a copy that borrows the latency tables rather
+        // than copying them (derivation reads them only; at 4096 contexts a copy is 128 MB).
+        let tables = std::mem::replace(&mut data.latency, no_tables());
         let mut derived = data.clone();
-        crate::derive::derive(&mut derived)?;
+        derived.latency = tables;
+        let result = crate::derive::derive(&mut derived);
+        data.latency = std::mem::replace(&mut derived.latency, no_tables());
+        result?;
         crate::derive::check_same(&data, &derived)?;
         Ok(Self { d: data })
     }

@@ -4,6 +4,6 @@
 // for the files topoprobe is handed.
 #![allow(clippy::disallowed_methods)]
 
-mod exports;
+mod large_descriptions;
 mod replay;
 mod reproducers;
