@@ -194,6 +194,31 @@ impl Input {
         }
     }
 
+    /// Goes back to the start of a regular file, to read it again as it was: the same
+    /// file (a file renamed over its path is not read), refused when its size or its time
+    /// of modification is no longer what it was when opened.
+    ///
+    /// # Errors
+    ///
+    /// [`FileError::Io`] naming the path for a stream, for a file that changed since it
+    /// was opened, and when the OS fails the seek.
+    pub fn rewind(&mut self) -> Result<(), FileError> {
+        let io = |e: io::Error| FileError::io(&self.path, e);
+        let now = self.file.metadata().map_err(io)?;
+        if self.is_stream() {
+            return Err(io(io::Error::other("a stream cannot be read again")));
+        }
+        if now.len() != self.meta.len() || now.modified().ok() != self.meta.modified().ok() {
+            return Err(io(io::Error::other(
+                "the file changed while it was read: read it once it is written",
+            )));
+        }
+        io::Seek::rewind(&mut self.file).map_err(io)?;
+        self.read = 0;
+        self.failure = None;
+        Ok(())
+    }
+
     /// Why reading stopped with an error (over the limit, a stream with nothing to read,
     /// what the OS said), naming the path; `None` when it did not.
     pub fn failure(&mut self) -> Option<FileError> {
@@ -335,6 +360,7 @@ pub fn read_optional(path: &Path, rules: Rules) -> Result<Option<Vec<u8>>, FileE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn mkfifo(path: &Path) {
         let made = std::process::Command::new("mkfifo")
@@ -362,6 +388,38 @@ mod tests {
         assert!(read_optional(&path.join("below-a-file"), Rules::file(5))
             .unwrap()
             .is_none());
+    }
+
+    #[test]
+    fn a_file_is_read_again_as_it_was_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.csv");
+        std::fs::write(&path, "12345").unwrap();
+        let mut input = open(&path, Rules::file(5)).unwrap();
+        let mut first = Vec::new();
+        input.read_to_end(&mut first).unwrap();
+        input.rewind().unwrap();
+        let mut again = Vec::new();
+        input.read_to_end(&mut again).unwrap();
+        assert_eq!(first, again);
+        // Renamed over: the file opened is the one read again.
+        let other = dir.path().join("other.csv");
+        std::fs::write(&other, "abc").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        input.rewind().unwrap();
+        again.clear();
+        input.read_to_end(&mut again).unwrap();
+        assert_eq!(again, b"12345");
+        // Changed in place: refused.
+        let mut input = open(&path, Rules::file(10)).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"6")
+            .unwrap();
+        let e = input.rewind().unwrap_err();
+        assert!(e.to_string().contains("changed while it was read"), "{e}");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use topoprobe_model::format::{csv, hwloc_xml, json, mct};
-use topoprobe_model::{LatencyUnit, ModelError, NodeId, Origin, Source, Topology};
+use topoprobe_model::{LatencyMatrix, LatencyUnit, ModelError, NodeId, Origin, Source, Topology};
 
 use crate::error::InferError;
 use crate::options::InferOptions;
@@ -177,11 +177,16 @@ pub fn load_topology(path: &Path, opts: &InferOptions) -> Result<Topology, LoadE
         // Streamed: a list over its limit is refused before the rest is read.
         return Ok(json::read_description(path)?);
     }
-    let text = topoprobe_model::format::read_input(path)?;
     let infer_err = |source| LoadError::Infer {
         path: path.display().to_string(),
         source,
     };
+    if extension(path).as_deref() == Some("csv") {
+        // Read line by line: the widest matrix file is 185 MB.
+        let m = csv::read_matrix(path)?;
+        return infer_matrix(m, path, opts).map_err(infer_err);
+    }
+    let text = topoprobe_model::format::read_input(path)?;
     match kind_of(path, &text) {
         FileKind::Description => Ok(json::from_json_str(&text, path)?),
         FileKind::HwlocXml => Ok(hwloc_xml::read::read_topology(&text, path)?),
@@ -199,13 +204,22 @@ pub fn load_topology(path: &Path, opts: &InferOptions) -> Result<Topology, LoadE
         }
         FileKind::Matrix => {
             let m = csv::parse_matrix(&text, path)?;
-            let mut o = opts.clone();
-            o.source = Source::Matrix {
-                path: path.display().to_string(),
-            };
-            crate::infer(&m, &o).map_err(infer_err)
+            infer_matrix(m, path, opts).map_err(infer_err)
         }
     }
+}
+
+/// Infers the topology of a latency matrix read from `path`.
+fn infer_matrix(
+    m: LatencyMatrix,
+    path: &Path,
+    opts: &InferOptions,
+) -> Result<Topology, InferError> {
+    let mut o = opts.clone();
+    o.source = Source::Matrix {
+        path: path.display().to_string(),
+    };
+    crate::infer_owned(m, &o)
 }
 
 #[cfg(test)]

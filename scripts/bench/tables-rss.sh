@@ -7,7 +7,9 @@
 #   decimal;
 # - unstructured: every pair its own latency between 50 and 300 ns (no structure to find:
 #   the inference compares every profile and clusters every context);
-# - directed: both directions of every pair, different, with 5 significant digits.
+# - directed: both directions of every pair, different, with 5 significant digits;
+# - widest: the widest file the reader accepts (185 MB), every entry 10 characters
+#   (latencies of about 10⁻²⁰ with 5 significant digits), directed.
 #
 #   scripts/bench/tables-rss.sh [CONTEXTS]     # log: docs/bench/tables-rss-DATE.log
 source "$(dirname "$0")/common.sh" tables-rss
@@ -31,13 +33,15 @@ def unstructured(a, b):
     return "%.1f" % (50 + ((lo * 2654435761 + hi * 40503) % 25000) / 100.0)
 def directed(a, b):
     return "%.4f" % ((1.0 + ((a * 7919 + b * 104729) % 9000 + 1000) / 1e4) * 100)
-for name, lat in [("structured", structured), ("unstructured", unstructured), ("directed", directed)]:
+def widest(a, b):
+    return "%.4e" % ((1.0 + ((a * 7919 + b * 104729) % 9000 + 1000) / 1e4) * 1e-20)
+for name, lat in [("structured", structured), ("unstructured", unstructured), ("directed", directed), ("widest", widest)]:
     with open("%s/%s.csv" % (out, name), "w") as f:
         for a in range(n):
             f.write(",".join("" if a == b else lat(a, b) for b in range(n)) + "\n")
 PY
 t() { /usr/bin/time -f '%e s %M KiB' -o "$tmp/t" "$@" > /dev/null; cat "$tmp/t"; }
-for m in structured unstructured directed; do
+for m in structured unstructured directed widest; do
     log "# $m: $N contexts, matrix $(du -h "$tmp/$m.csv" | cut -f1); /usr/bin/time -f '%e s %M KiB'"
     log "$m infer --from-matrix (text):        $(t "$TP" infer --from-matrix "$tmp/$m.csv")"
     log "$m infer --from-matrix --json -o:     $(t "$TP" infer --from-matrix "$tmp/$m.csv" --json -o "$tmp/d.json")"

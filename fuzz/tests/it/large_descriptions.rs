@@ -3,11 +3,13 @@
 //! and the `.mct` file hold a small part of the text they write (a 4096-context export is
 //! 100–550 MB; `infer --format hwloc-xml` peaked at 395 MiB while the XML was built
 //! whole). A description is read holding its latency tables once (`show` of 4096 contexts
-//! peaked at 287 MiB while the check of its structure copied both tables).
+//! peaked at 287 MiB while the check of its structure copied both tables), and a matrix
+//! file holding its table only (the widest CSV of 4096 contexts, 185 MB, was held whole).
 
 use std::io::{self, Write};
 
 use topoprobe_fuzz::alloc::measure;
+use topoprobe_model::format::csv::read_matrix;
 use topoprobe_model::format::json::read_description;
 use topoprobe_model::format::{csv, hwloc_xml, json, mct};
 use topoprobe_model::{ContextId, LatencyMatrix, LatencyUnit, Member, Topology, TopologyBuilder};
@@ -103,5 +105,24 @@ fn a_description_is_read_holding_its_tables_once() {
     assert!(
         peak < tables + tables / 2,
         "reading held {peak} bytes for {tables} bytes of tables"
+    );
+}
+
+#[test]
+fn a_matrix_file_is_read_holding_its_table_only() {
+    let topo = machine();
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let path = dir.path().join("m.csv");
+    let mut file = std::fs::File::create(&path).expect("created");
+    csv::write_matrix(&topo.latency_tables().raw, &mut file).expect("written");
+    drop(file);
+    let text = std::fs::metadata(&path).expect("written").len();
+    let (read, peak) = measure(|| read_matrix(&path));
+    assert_eq!(read.expect("read back"), topo.latency_tables().raw);
+    let table = 4 * N * N;
+    eprintln!("read holding {peak} bytes at most, table {table}, text {text}");
+    assert!(
+        peak < table + (1 << 20),
+        "reading held {peak} bytes for a table of {table} bytes and {text} bytes of text"
     );
 }

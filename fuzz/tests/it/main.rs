@@ -4,6 +4,7 @@
 // for the files topoprobe is handed.
 #![allow(clippy::disallowed_methods)]
 
+mod csv_streamed;
 mod large_descriptions;
 mod replay;
 mod reproducers;

@@ -33,18 +33,23 @@
 //! assert_eq!(String::from_utf8(out).unwrap(), ",40,90\n40,,91\n90,91,\n");
 //! ```
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 
 use super::common::plural;
-use super::lexer::{self, check_latency, read_text, shown, strip_bom};
+use super::lexer::{
+    self, check_latency, open_text, read_text, shown, strip_bom, StreamLines, TextStream,
+};
 use crate::error::ModelError;
 use crate::limits::{MAX_CONTEXTS, MAX_FILE_BYTES};
 use crate::matrix::LatencyMatrix;
 
 pub use super::lexer::MAX_LATENCY;
 
-/// Reads a latency-matrix CSV file.
+/// Reads a latency-matrix CSV file: a regular file line by line, in two passes, never
+/// holding its text (the widest file of 4096 contexts is 185 MB); standard input (`-`), a
+/// FIFO or a pipe whole, as [`parse_matrix`] reads a text.
 ///
 /// # Errors
 ///
@@ -52,8 +57,20 @@ pub use super::lexer::MAX_LATENCY;
 /// (naming the file, the line and the problem) when it is not UTF-8 text or not a valid
 /// matrix; see [`parse_matrix`].
 pub fn read_matrix(path: &Path) -> Result<LatencyMatrix, ModelError> {
-    let text = read_text(path, MAX_FILE_BYTES)?;
-    parse_matrix(&text, path)
+    if path.as_os_str() == "-" {
+        return parse_matrix(&read_text(path, MAX_FILE_BYTES)?, path);
+    }
+    let stream = open_text(path, MAX_FILE_BYTES)?;
+    if stream.is_stream() {
+        return parse_matrix(&stream.into_text()?, path);
+    }
+    matrix_of_lines(
+        path,
+        &mut FileLines {
+            stream,
+            read: false,
+        },
+    )
 }
 
 /// Parses the text of a latency-matrix CSV file; `path` is only used in error messages.
@@ -69,47 +86,63 @@ pub fn read_matrix(path: &Path) -> Result<LatencyMatrix, ModelError> {
 /// on the diagonal, or when a context has no latency at all (its row and column are
 /// empty). A zero off the diagonal is a latency below the timer's resolution and is kept.
 pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError> {
+    matrix_of_lines(path, &mut TextLines(strip_bom(text)))
+}
+
+/// The lines of a matrix file, numbered from 1, or the error that stopped reading them.
+type Lines<'a> = Box<dyn Iterator<Item = Result<(usize, Cow<'a, str>), ModelError>> + 'a>;
+
+/// Where the lines of a matrix file come from, as many times as they are asked for.
+trait LineSource {
+    /// The lines from the first.
+    fn lines(&mut self) -> Result<Lines<'_>, ModelError>;
+}
+
+/// The lines of a text held whole.
+struct TextLines<'t>(&'t str);
+
+impl LineSource for TextLines<'_> {
+    fn lines(&mut self) -> Result<Lines<'_>, ModelError> {
+        Ok(Box::new(
+            lexer::lines(self.0).map(|l| Ok((l.number, Cow::Borrowed(l.text)))),
+        ))
+    }
+}
+
+/// The lines of a regular file, read again from its start each time (the same file, as
+/// long as it does not change).
+struct FileLines {
+    stream: TextStream,
+    /// Whether the file was read before.
+    read: bool,
+}
+
+impl LineSource for FileLines {
+    fn lines(&mut self) -> Result<Lines<'_>, ModelError> {
+        if self.read {
+            self.stream.rewind()?;
+        }
+        self.read = true;
+        Ok(Box::new(
+            StreamLines::new(&mut self.stream).map(|l| l.map(|(n, t)| (n, Cow::Owned(t)))),
+        ))
+    }
+}
+
+/// A row of the matrix: how many fields it has, and whether it is blank.
+#[derive(Clone, Copy)]
+struct Row {
+    fields: usize,
+    blank: bool,
+}
+
+/// The matrix of a file whose lines `source` gives from the start each time it is asked:
+/// the rows are counted first, then their values read into a table of the size found (and
+/// read once more between the two only where a row's shape needs its text).
+fn matrix_of_lines(path: &Path, source: &mut dyn LineSource) -> Result<LatencyMatrix, ModelError> {
     let err = |line: usize, message: String| ModelError::parse(path, line, message);
-    let text = strip_bom(text);
-    if let Some(other) = other_format(text) {
-        return Err(err(1, other));
-    }
-    // The rows, counted as they are found (a file of millions of lines is refused at its
-    // row past the limit, not held as a list first). A blank line inside the matrix would
-    // shift every later row: name it rather than blame the shape of row 1. (Row 1 of a
-    // lower-triangle file may be blank: it has no entry below the diagonal.) Blank lines
-    // may end the file.
-    let mut lines: Vec<&str> = Vec::new();
-    let mut blank: Option<usize> = None;
-    for line in lexer::lines(text) {
-        if line.number > 1 && line.text.trim().is_empty() {
-            blank.get_or_insert(line.number);
-            continue;
-        }
-        if let Some(blank) = blank {
-            return Err(err(
-                blank,
-                format!(
-                    "line {blank} is blank: a matrix has one line per context, and blank lines \
-                     may only end the file"
-                ),
-            ));
-        }
-        if lines.len() == MAX_CONTEXTS {
-            return Err(err(
-                line.number,
-                format!(
-                    "more than {MAX_CONTEXTS} rows: a matrix may have at most {MAX_CONTEXTS} \
-                     contexts (see docs/LIMITS.md)"
-                ),
-            ));
-        }
-        lines.push(line.text);
-    }
-    if lines.len() == 1 && lines[0].trim().is_empty() {
-        lines.clear();
-    }
-    let n = lines.len();
+    let rows = count_rows(path, source.lines()?)?;
+    let n = rows.len();
     if n == 0 {
         return Err(err(
             1,
@@ -125,22 +158,26 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
         ));
     }
     // Check the shape before allocating N² entries.
-    let mut short_row: Option<(usize, usize)> = None;
-    for (i, line) in lines.iter().enumerate() {
-        let fields = line.bytes().filter(|&b| b == b',').count() + 1;
-        if fields < n && short_row.is_none() {
-            short_row = Some((i, fields));
-        }
-        let shape_ok = fields == n
-            || fields == i
-            || fields == i + 1
-            || (fields > n && line.split(',').skip(n).all(|f| f.trim().is_empty()));
-        if !shape_ok {
-            return Err(err(i + 1, shape_problem(line, i, fields, n)));
+    let fits = |i: usize, fields: usize| fields == n || fields == i || fields == i + 1;
+    if rows.iter().enumerate().any(|(i, r)| !fits(i, r.fields)) {
+        for (i, line) in rows_of(source.lines()?, n).enumerate() {
+            let (_, line) = line?;
+            let fields = rows.get(i).map_or(0, |r| r.fields);
+            let shape_ok = fits(i, fields)
+                || (fields > n && line.split(',').skip(n).all(|f| f.trim().is_empty()));
+            if !shape_ok {
+                return Err(err(i + 1, shape_problem(&line, i, fields, n)));
+            }
         }
     }
+    let short_row = rows
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.fields < n)
+        .map(|(i, r)| (i, r.fields));
     let mut m = LatencyMatrix::empty(n);
-    for (a, line) in lines.iter().enumerate() {
+    for (a, line) in rows_of(source.lines()?, n).enumerate() {
+        let (_, line) = line?;
         for (b, field) in line.split(',').take(n).enumerate() {
             let token = field.trim();
             if token.is_empty() {
@@ -155,6 +192,94 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<LatencyMatrix, ModelError
             m.set(a, b, value);
         }
     }
+    complete(m, short_row, path)
+}
+
+/// The rows among `lines`: every line but the blank ones after the first (which only end
+/// the file once [`count_rows`] has read it), at most `n`.
+fn rows_of<'a>(
+    lines: Lines<'a>,
+    n: usize,
+) -> impl Iterator<Item = Result<(usize, Cow<'a, str>), ModelError>> {
+    lines
+        .filter(|l| !matches!(l, Ok((number, text)) if *number > 1 && text.trim().is_empty()))
+        .take(n)
+}
+
+/// The rows of a file and their field counts, counted as they are found (a file of
+/// millions of lines is refused at its row past the limit, not held as a list first). A
+/// blank line inside the matrix would shift every later row: name it rather than blame
+/// the shape of row 1. (Row 1 of a lower-triangle file may be blank: it has no entry below
+/// the diagonal.) Blank lines may end the file. A file that is not text is refused as
+/// such whatever else it holds, as when it is read whole.
+fn count_rows(path: &Path, lines: Lines<'_>) -> Result<Vec<Row>, ModelError> {
+    let err = |line: usize, message: String| ModelError::parse(path, line, message);
+    let mut rows: Vec<Row> = Vec::new();
+    let mut blank: Option<usize> = None;
+    let mut first_text = true;
+    let mut problem: Option<ModelError> = None;
+    for line in lines {
+        let (number, text) = line?;
+        if problem.is_some() {
+            continue;
+        }
+        let is_blank = text.trim().is_empty();
+        if first_text && !is_blank {
+            first_text = false;
+            if let Some(other) = other_format(&text) {
+                problem = Some(err(1, other));
+                continue;
+            }
+        }
+        if number > 1 && is_blank {
+            blank.get_or_insert(number);
+            continue;
+        }
+        if let Some(blank) = blank {
+            problem = Some(err(
+                blank,
+                format!(
+                    "line {blank} is blank: a matrix has one line per context, and blank lines \
+                     may only end the file"
+                ),
+            ));
+            continue;
+        }
+        if rows.len() == MAX_CONTEXTS {
+            problem = Some(err(
+                number,
+                format!(
+                    "more than {MAX_CONTEXTS} rows: a matrix may have at most {MAX_CONTEXTS} \
+                     contexts (see docs/LIMITS.md)"
+                ),
+            ));
+            continue;
+        }
+        let fields = text.bytes().filter(|&b| b == b',').count() + 1;
+        rows.push(Row {
+            fields,
+            blank: is_blank,
+        });
+    }
+    if let Some(problem) = problem {
+        return Err(problem);
+    }
+    if rows.len() == 1 && rows[0].blank {
+        rows.clear();
+    }
+    Ok(rows)
+}
+
+/// The matrix once its values are read: nothing above the diagonal where a row is as
+/// short as a lower triangle's (`short_row`: its index and field count), one-sided entries
+/// mirrored, every context with a latency.
+fn complete(
+    mut m: LatencyMatrix,
+    short_row: Option<(usize, usize)>,
+    path: &Path,
+) -> Result<LatencyMatrix, ModelError> {
+    let err = |line: usize, message: String| ModelError::parse(path, line, message);
+    let n = m.len();
     // Short rows belong to a lower-triangle file: nothing may stand above the diagonal.
     if let Some((short, fields)) = short_row {
         if let Some((a, b)) = (0..n)

@@ -63,6 +63,7 @@ pub(crate) fn open_text(path: &Path, max_bytes: u64) -> Result<TextStream, Model
     Ok(TextStream {
         inner,
         path: path.to_path_buf(),
+        limit: max_bytes,
         lines: 1,
         failure: None,
     })
@@ -72,12 +73,46 @@ pub(crate) fn open_text(path: &Path, max_bytes: u64) -> Result<TextStream, Model
 pub(crate) struct TextStream {
     inner: Input,
     path: std::path::PathBuf,
+    /// The most bytes it may hold.
+    limit: u64,
     /// The line being read (1-based), for the message of a NUL byte.
     lines: usize,
     failure: Option<ModelError>,
 }
 
 impl TextStream {
+    /// Whether the file is a stream (a FIFO, pipe or character device) rather than a
+    /// regular file that can be read again.
+    pub(crate) fn is_stream(&self) -> bool {
+        self.inner.is_stream()
+    }
+
+    /// Goes back to the start of a regular file to read it again: see
+    /// [`Input::rewind`].
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::Io`] for a stream, a file that changed since it was opened, or a
+    /// failed seek.
+    pub(crate) fn rewind(&mut self) -> Result<(), ModelError> {
+        self.inner.rewind()?;
+        self.lines = 1;
+        self.failure = None;
+        Ok(())
+    }
+
+    /// The rest of the stream as one text, as [`read_text`] reads a file.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_text`].
+    pub(crate) fn into_text(mut self) -> Result<String, ModelError> {
+        let hint = self.inner.expected_len();
+        let path = self.path.clone();
+        read_bounded(&mut self.inner, &path, self.limit, hint)
+            .map_err(|e| self.inner.failure().map_or(e, ModelError::from))
+    }
+
     /// Why the stream stopped early (a NUL byte, more than the limit, a stream with
     /// nothing to read), if it did: the error to report rather than the reader's own.
     pub(crate) fn failure(&mut self) -> Option<ModelError> {
@@ -201,6 +236,129 @@ pub(crate) fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
             text: &t[..end],
         })
     })
+}
+
+/// The lines of a text file read as a stream, numbered as [`lines`] numbers the lines of
+/// the same text held whole (the byte-order mark dropped, as [`strip_bom`] drops it), so
+/// that a reader may go through a large file line by line instead of holding it. A byte
+/// that is not UTF-8 ends the lines with the error [`read_text`] gives, or with the error
+/// of a NUL byte after it, which [`read_text`] meets first.
+pub(crate) struct StreamLines<'s> {
+    reader: std::io::BufReader<&'s mut TextStream>,
+    /// Lines given so far.
+    number: usize,
+    /// `\n` bytes read so far, for the line of a byte that is not text.
+    newlines: usize,
+    /// Lines of the last piece read that are not given yet (a lone `\r` ends a line too).
+    pending: std::collections::VecDeque<String>,
+    /// Whether what was read so far ends with a line end: an empty last line follows.
+    after_line_end: bool,
+    done: bool,
+}
+
+impl<'s> StreamLines<'s> {
+    /// The lines of `stream`, from where it is (its start).
+    pub(crate) fn new(stream: &'s mut TextStream) -> Self {
+        Self {
+            reader: std::io::BufReader::with_capacity(64 << 10, stream),
+            number: 0,
+            newlines: 0,
+            pending: std::collections::VecDeque::new(),
+            after_line_end: true,
+            done: false,
+        }
+    }
+
+    /// The error of a read that failed: the stream's own (a NUL byte, over the limit), or
+    /// the reader's.
+    fn failed(&mut self, e: &std::io::Error) -> ModelError {
+        self.done = true;
+        let path = self.reader.get_ref().path.clone();
+        self.reader
+            .get_mut()
+            .failure()
+            .unwrap_or_else(|| ModelError::io(&path, std::io::Error::new(e.kind(), e.to_string())))
+    }
+
+    /// Reads the next piece up to and including a `\n`, into [`Self::pending`]; `false` at
+    /// the end.
+    fn read_piece(&mut self) -> Result<bool, ModelError> {
+        let mut bytes = Vec::new();
+        let got = loop {
+            match std::io::BufRead::read_until(&mut self.reader, b'\n', &mut bytes) {
+                Ok(k) => break k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.failed(&e)),
+            }
+        };
+        if got == 0 {
+            return Ok(false);
+        }
+        let mut body = bytes.as_slice();
+        let ended = body.ends_with(b"\n");
+        if ended {
+            body = &body[..body.len() - 1];
+            body = body.strip_suffix(b"\r").unwrap_or(body);
+        }
+        if self.number == 0 && self.newlines == 0 {
+            body = body.strip_prefix(b"\xef\xbb\xbf").unwrap_or(body);
+        }
+        let text = match std::str::from_utf8(body) {
+            Ok(text) => text,
+            Err(e) => {
+                let byte = body.get(e.valid_up_to()).copied().unwrap_or(0);
+                let line = self.newlines + 1;
+                // A NUL byte further on is what reading the whole file meets first.
+                let rest = std::io::copy(&mut self.reader, &mut std::io::sink());
+                if let Err(e) = rest {
+                    return Err(self.failed(&e));
+                }
+                self.done = true;
+                let path = self.reader.get_ref().path.clone();
+                return Err(ModelError::parse(
+                    &path,
+                    line,
+                    format!("binary data, not a text file (byte 0x{byte:02x})"),
+                ));
+            }
+        };
+        self.pending.extend(text.split('\r').map(str::to_owned));
+        self.newlines += usize::from(ended);
+        self.after_line_end = ended;
+        Ok(true)
+    }
+}
+
+impl Iterator for StreamLines<'_> {
+    /// A line's 1-based number and its text, without its line end.
+    type Item = Result<(usize, String), ModelError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(text) = self.pending.pop_front() {
+                self.number += 1;
+                return Some(Ok((self.number, text)));
+            }
+            if self.done {
+                return None;
+            }
+            match self.read_piece() {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.done = true;
+                    if self.after_line_end {
+                        self.number += 1;
+                        return Some(Ok((self.number, String::new())));
+                    }
+                    return None;
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
 }
 
 /// A token and the 1-based line it starts on.
