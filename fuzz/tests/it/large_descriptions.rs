@@ -88,14 +88,22 @@ fn written_and_rendered_exports_agree() {
     );
 }
 
+/// A file `name` in a new temporary folder, with what `write` writes.
+fn written(
+    name: &str,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let path = dir.path().join(name);
+    let mut file = std::fs::File::create(&path).expect("created");
+    write(&mut file).expect("written");
+    (dir, path)
+}
+
 #[test]
 fn a_description_is_read_holding_its_tables_once() {
     let topo = machine();
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let path = dir.path().join("d.json");
-    let mut file = std::fs::File::create(&path).expect("created");
-    json::write_json(&topo, &mut file).expect("written");
-    drop(file);
+    let (_dir, path) = written("d.json", |w| json::write_json(&topo, w));
     let (read, peak) = measure(|| read_description(&path));
     let read = read.expect("read back");
     assert_eq!(read.contexts().len(), N);
@@ -111,11 +119,9 @@ fn a_description_is_read_holding_its_tables_once() {
 #[test]
 fn a_matrix_file_is_read_holding_its_table_only() {
     let topo = machine();
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let path = dir.path().join("m.csv");
-    let mut file = std::fs::File::create(&path).expect("created");
-    csv::write_matrix(&topo.latency_tables().raw, &mut file).expect("written");
-    drop(file);
+    let (_dir, path) = written("m.csv", |mut w| {
+        csv::write_matrix(&topo.latency_tables().raw, &mut w)
+    });
     let text = std::fs::metadata(&path).expect("written").len();
     let (read, peak) = measure(|| read_matrix(&path));
     assert_eq!(read.expect("read back"), topo.latency_tables().raw);
