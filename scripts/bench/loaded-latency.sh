@@ -10,10 +10,14 @@
 #   scripts/bench/loaded-latency.sh [ROUNDS]   # MULTICHASE=/tmp/multichase; log: docs/bench/loaded-latency-DATE.log
 #
 # Per round:
-# - idle latency: `multichase -H -s 128 -m 256m -n 10` (a random chase on THP, 128-byte
+# Every reference buffer is BUF MiB: 4 times the last-level cache (the sum of its instances),
+# at least 256 MiB and at most a quarter of the available memory, so that no reference
+# chases or streams a buffer the cache holds in part (a 256 MiB chase on a 300 MiB L3 reads
+# 40% faster than memory).
+# - idle latency: `multichase -H -s 128 -m ${BUF}m -n 10` (a random chase on THP, 128-byte
 #   stride as topoprobe's slots) against the idle point of topoprobe's socket 0 -> local
 #   node curve;
-# - loaded latency: `multiload -H -s 128 -m 256m -n 5 -t N -c chaseload -l stream-sum`
+# - loaded latency: `multiload -H -s 128 -m ${BUF}m -n 5 -t N -c chaseload -l stream-sum`
 #   (thread 0 chases, the N-1 others read at full speed) against topoprobe's curve at
 #   multiload's bandwidth, interpolated between the two points around it (its last point
 #   when multiload's bandwidth is beyond the curve; both bandwidths printed);
@@ -21,7 +25,7 @@
 #   -d D` for D in $DELAYS (multiload's only load with a delay: two reads and a streaming
 #   write per element, where topoprobe's loaders only read), each against topoprobe's curve
 #   at its bandwidth where the curve reaches it (else left out and counted);
-# - bandwidth: `likwid-bench -t load_avx -w S0:1GB:N` against the all-reads mix of
+# - bandwidth: `likwid-bench -t load_avx -w S0:${BUF}MB:N` (at least 1 GB) against the all-reads mix of
 #   `topoprobe mem --full --isa avx2` (N threads).
 # Ratios are topoprobe / reference.
 source "$(dirname "$0")/common.sh" loaded-latency
@@ -34,23 +38,30 @@ if [ ! -x "$MC/multichase" ] || [ ! -x "$MC/multiload" ]; then
 fi
 N=$(nproc)
 CPUS=0-$((N - 1))
-log "# commands: $MC/multichase -H -s 128 -m 256m -n 10 ; $MC/multiload -H -s 128 -m 256m -n 5 -t $N -c chaseload -l stream-sum ;"
-log "#           $MC/multiload -H -s 128 -m 256m -n 3 -t $N -c chaseload -l stream-triad-nontemporal-injection-delay -d D (D in $DELAYS) ;"
-log "#           likwid-bench -t load_avx -w S0:1GB:$N ; $TP mem --full --isa avx2 --json (CPUs $CPUS)"
+llc_bytes=$(lscpu -C=ALL-SIZE -B 2>/dev/null | sed -n '$p' | tr -dc 0-9)
+avail_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+BUF=$(( 4 * ${llc_bytes:-0} / 1048576 ))
+[ "$BUF" -lt 256 ] && BUF=256
+[ "$BUF" -gt $(( avail_kib / 4096 )) ] && BUF=$(( avail_kib / 4096 ))
+LK=$(( BUF < 1024 ? 1024 : BUF ))
+log "# reference buffers: ${BUF} MiB (last-level cache $(( ${llc_bytes:-0} / 1048576 )) MiB in all, $(( avail_kib / 1024 )) MiB available)"
+log "# commands: $MC/multichase -H -s 128 -m ${BUF}m -n 10 ; $MC/multiload -H -s 128 -m ${BUF}m -n 5 -t $N -c chaseload -l stream-sum ;"
+log "#           $MC/multiload -H -s 128 -m ${BUF}m -n 3 -t $N -c chaseload -l stream-triad-nontemporal-injection-delay -d D (D in $DELAYS) ;"
+log "#           likwid-bench -t load_avx -w S0:${LK}MB:$N ; $TP mem --full --isa avx2 --json (CPUs $CPUS)"
 [ "$N" -lt 3 ] && log "# note: $N CPUs: one chase and $((N - 1)) loader; the curve cannot reach a node's saturation"
 log "round | idle ns: multichase topoprobe ratio | loaded: multiload GB/s ns, topoprobe GB/s ns, ratio | all reads GB/s: likwid topoprobe ratio | delayed points: GB/s ratio ..."
 figures=()
 for r in $(seq 1 "$ROUNDS"); do
-    idle_mc=$(taskset -c "$CPUS" "$MC/multichase" -H -s 128 -m 256m -n 10 2>/dev/null | tail -1 | tr -d ' ')
-    read -r ml_ns ml_gbps < <(taskset -c "$CPUS" "$MC/multiload" -H -s 128 -m 256m -n 5 -t "$N" -c chaseload -l stream-sum 2>/dev/null |
+    idle_mc=$(taskset -c "$CPUS" "$MC/multichase" -H -s 128 -m "${BUF}m" -n 10 2>/dev/null | tail -1 | tr -d ' ')
+    read -r ml_ns ml_gbps < <(taskset -c "$CPUS" "$MC/multiload" -H -s 128 -m "${BUF}m" -n 5 -t "$N" -c chaseload -l stream-sum 2>/dev/null |
         awk -F, 'NR == 2 {gsub(/ /, ""); printf "%s %.3f\n", $4, $9 * 1.048576 / 1000}')
     delayed=""
     for d in $DELAYS; do
-        delayed+=$(taskset -c "$CPUS" "$MC/multiload" -H -s 128 -m 256m -n 3 -t "$N" -c chaseload \
+        delayed+=$(taskset -c "$CPUS" "$MC/multiload" -H -s 128 -m "${BUF}m" -n 3 -t "$N" -c chaseload \
             -l stream-triad-nontemporal-injection-delay -d "$d" 2>/dev/null |
             awk -F, 'NR == 2 {gsub(/ /, ""); printf "%.3f:%s,", $9 * 1.048576 / 1000, $4}')
     done
-    lk=$(likwid-bench -t load_avx -w "S0:1GB:$N" 2>/dev/null | awk '/^MByte\/s/ {printf "%.2f", $2 / 1000}')
+    lk=$(likwid-bench -t load_avx -w "S0:${LK}MB:$N" 2>/dev/null | awk '/^MByte\/s/ {printf "%.2f", $2 / 1000}')
     read -r tp_idle tp_gbps tp_ns tp_reads tp_delayed < <("$TP" mem --full --isa avx2 --json 2>/dev/null | python3 -c '
 import json, sys
 v = json.load(sys.stdin)
