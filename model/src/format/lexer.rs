@@ -240,17 +240,20 @@ pub(crate) fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
 
 /// The lines of a text file read as a stream, numbered as [`lines`] numbers the lines of
 /// the same text held whole (the byte-order mark dropped, as [`strip_bom`] drops it), so
-/// that a reader may go through a large file line by line instead of holding it. A byte
-/// that is not UTF-8 ends the lines with the error [`read_text`] gives, or with the error
-/// of a NUL byte after it, which [`read_text`] meets first.
+/// that a reader may go through a large file line by line, holding one line at a time. A
+/// byte that is not UTF-8 ends the lines with the error [`read_text`] gives, or with the
+/// error of a NUL byte after it, which [`read_text`] meets first.
 pub(crate) struct StreamLines<'s> {
     reader: std::io::BufReader<&'s mut TextStream>,
     /// Lines given so far.
     number: usize,
-    /// `\n` bytes read so far, for the line of a byte that is not text.
+    /// `\n` bytes read before the line being read, for the line of a byte that is not
+    /// text.
     newlines: usize,
-    /// Lines of the last piece read that are not given yet (a lone `\r` ends a line too).
-    pending: std::collections::VecDeque<String>,
+    /// Whether the line being read ended with `\n` (counted once it is given).
+    ended_with_lf: bool,
+    /// Whether the last line given ended with `\r`: a `\n` right after belongs to its end.
+    after_cr: bool,
     /// Whether what was read so far ends with a line end: an empty last line follows.
     after_line_end: bool,
     done: bool,
@@ -263,7 +266,8 @@ impl<'s> StreamLines<'s> {
             reader: std::io::BufReader::with_capacity(64 << 10, stream),
             number: 0,
             newlines: 0,
-            pending: std::collections::VecDeque::new(),
+            ended_with_lf: false,
+            after_cr: false,
             after_line_end: true,
             done: false,
         }
@@ -280,52 +284,62 @@ impl<'s> StreamLines<'s> {
             .unwrap_or_else(|| ModelError::io(&path, std::io::Error::new(e.kind(), e.to_string())))
     }
 
-    /// Reads the next piece up to and including a `\n`, into [`Self::pending`]; `false` at
-    /// the end.
-    fn read_piece(&mut self) -> Result<bool, ModelError> {
-        let mut bytes = Vec::new();
-        let got = loop {
-            match std::io::BufRead::read_until(&mut self.reader, b'\n', &mut bytes) {
-                Ok(k) => break k,
+    /// The buffered bytes, filled when empty (empty at the end).
+    fn fill(&mut self) -> Result<&[u8], ModelError> {
+        loop {
+            match std::io::BufRead::fill_buf(&mut self.reader) {
+                Ok(_) => return Ok(self.reader.buffer()),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.failed(&e)),
             }
-        };
-        if got == 0 {
-            return Ok(false);
         }
-        let mut body = bytes.as_slice();
-        let ended = body.ends_with(b"\n");
-        if ended {
-            body = &body[..body.len() - 1];
-            body = body.strip_suffix(b"\r").unwrap_or(body);
+    }
+
+    /// The bytes of the next line without its end, and whether a line end followed them;
+    /// `None` at the end of the text.
+    fn read_line(&mut self) -> Result<Option<(Vec<u8>, bool)>, ModelError> {
+        self.newlines += usize::from(std::mem::take(&mut self.ended_with_lf));
+        if std::mem::take(&mut self.after_cr) && self.fill()?.first() == Some(&b'\n') {
+            std::io::BufRead::consume(&mut self.reader, 1);
+            self.newlines += 1;
         }
-        if self.number == 0 && self.newlines == 0 {
-            body = body.strip_prefix(b"\xef\xbb\xbf").unwrap_or(body);
-        }
-        let text = match std::str::from_utf8(body) {
-            Ok(text) => text,
-            Err(e) => {
-                let byte = body.get(e.valid_up_to()).copied().unwrap_or(0);
-                let line = self.newlines + 1;
-                // A NUL byte further on is what reading the whole file meets first.
-                let rest = std::io::copy(&mut self.reader, &mut std::io::sink());
-                if let Err(e) = rest {
-                    return Err(self.failed(&e));
-                }
-                self.done = true;
-                let path = self.reader.get_ref().path.clone();
-                return Err(ModelError::parse(
-                    &path,
-                    line,
-                    format!("binary data, not a text file (byte 0x{byte:02x})"),
-                ));
+        let mut bytes = Vec::new();
+        loop {
+            let buf = self.fill()?;
+            if buf.is_empty() {
+                return Ok((!bytes.is_empty()).then_some((bytes, false)));
             }
-        };
-        self.pending.extend(text.split('\r').map(str::to_owned));
-        self.newlines += usize::from(ended);
-        self.after_line_end = ended;
-        Ok(true)
+            let Some(end) = buf.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                bytes.extend_from_slice(buf);
+                let k = buf.len();
+                std::io::BufRead::consume(&mut self.reader, k);
+                continue;
+            };
+            bytes.extend_from_slice(&buf[..end]);
+            if buf[end] == b'\n' {
+                self.ended_with_lf = true;
+            } else {
+                self.after_cr = true;
+            }
+            std::io::BufRead::consume(&mut self.reader, end + 1);
+            return Ok(Some((bytes, true)));
+        }
+    }
+
+    /// The error of a line that is not UTF-8 (`error` of its `bytes`), or of a NUL byte
+    /// further on, which reading the whole file meets first.
+    fn not_text(&mut self, bytes: &[u8], error: std::str::Utf8Error) -> ModelError {
+        let byte = bytes.get(error.valid_up_to()).copied().unwrap_or(0);
+        let line = self.newlines + 1;
+        if let Err(e) = std::io::copy(&mut self.reader, &mut std::io::sink()) {
+            return self.failed(&e);
+        }
+        let path = self.reader.get_ref().path.clone();
+        ModelError::parse(
+            &path,
+            line,
+            format!("binary data, not a text file (byte 0x{byte:02x})"),
+        )
     }
 }
 
@@ -334,30 +348,37 @@ impl Iterator for StreamLines<'_> {
     type Item = Result<(usize, String), ModelError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(text) = self.pending.pop_front() {
-                self.number += 1;
-                return Some(Ok((self.number, text)));
-            }
-            if self.done {
-                return None;
-            }
-            match self.read_piece() {
-                Ok(true) => {}
-                Ok(false) => {
-                    self.done = true;
-                    if self.after_line_end {
-                        self.number += 1;
-                        return Some(Ok((self.number, String::new())));
-                    }
+        if self.done {
+            return None;
+        }
+        let (mut bytes, ended) = match self.read_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => {
+                self.done = true;
+                if !self.after_line_end {
                     return None;
                 }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
+                (Vec::new(), false)
             }
+            Err(e) => {
+                self.done = true;
+                return Some(Err(e));
+            }
+        };
+        if self.number == 0 && bytes.starts_with(b"\xef\xbb\xbf") {
+            bytes.drain(..3);
         }
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                self.done = true;
+                let error = e.utf8_error();
+                return Some(Err(self.not_text(e.as_bytes(), error)));
+            }
+        };
+        self.after_line_end = ended;
+        self.number += 1;
+        Some(Ok((self.number, text)))
     }
 }
 
