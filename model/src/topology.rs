@@ -338,7 +338,7 @@ impl Topology {
         }
         crate::figures::check(&data)?;
         // The structure is derived again in a copy that borrows the latency tables rather
-        // than copying them (derivation reads them only; at 4096 contexts a copy is 128 MB).
+        // than copying them (derivation reads them only; at 4096 contexts a copy is 128 MiB).
         let tables = std::mem::replace(&mut data.latency, no_tables());
         let mut derived = data.clone();
         derived.latency = tables;

@@ -3,7 +3,7 @@
 //! and the `.mct` file hold a small part of the text they write (a 4096-context export is
 //! 100–550 MB; `infer --format hwloc-xml` peaked at 395 MiB while the XML was built
 //! whole). A description is read holding its latency tables once (`show` of 4096 contexts
-//! peaked at 287 MiB while the check of its structure copied both tables), and a matrix
+//! peaked at 281 MiB while the check of its structure copied both tables), and a matrix
 //! file holding its table only (the widest CSV of 4096 contexts, 185 MB, was held whole).
 
 use std::io::{self, Write};
