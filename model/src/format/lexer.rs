@@ -40,12 +40,7 @@ fn read_text_with(path: &Path, rules: Rules) -> Result<String, ModelError> {
         let mut stdin = std::io::stdin().lock();
         return read_bounded(&mut stdin, path, rules.limit, 0);
     }
-    let mut input = topoprobe_files::open(path, rules)?;
-    let hint = input.expected_len();
-    // The reader's own failure (over the limit, a stream with nothing to read) names the
-    // limit or the wait; a NUL byte or bad UTF-8 is the text reader's.
-    read_bounded(&mut input, path, rules.limit, hint)
-        .map_err(|e| input.failure().map_or(e, ModelError::from))
+    open_text_with(path, rules)?.into_text()
 }
 
 /// Opens a file to be read as a stream of text, as [`read_text`] reads it whole: a
@@ -59,11 +54,15 @@ fn read_text_with(path: &Path, rules: Rules) -> Result<String, ModelError> {
 /// [`ModelError::Io`] when the file cannot be opened, [`ModelError::Parse`] when it is
 /// larger than `max_bytes`.
 pub(crate) fn open_text(path: &Path, max_bytes: u64) -> Result<TextStream, ModelError> {
-    let inner = topoprobe_files::open(path, Rules::file_or_stream(max_bytes))?;
+    open_text_with(path, Rules::file_or_stream(max_bytes))
+}
+
+/// [`open_text`] under `rules`.
+fn open_text_with(path: &Path, rules: Rules) -> Result<TextStream, ModelError> {
     Ok(TextStream {
-        inner,
+        inner: topoprobe_files::open(path, rules)?,
         path: path.to_path_buf(),
-        limit: max_bytes,
+        limit: rules.limit,
         lines: 1,
         failure: None,
     })
@@ -108,8 +107,9 @@ impl TextStream {
     /// As [`read_text`].
     pub(crate) fn into_text(mut self) -> Result<String, ModelError> {
         let hint = self.inner.expected_len();
-        let path = self.path.clone();
-        read_bounded(&mut self.inner, &path, self.limit, hint)
+        // The reader's own failure (over the limit, a stream with nothing to read) names
+        // the limit or the wait; a NUL byte or bad UTF-8 is the text reader's.
+        read_bounded(&mut self.inner, &self.path, self.limit, hint)
             .map_err(|e| self.inner.failure().map_or(e, ModelError::from))
     }
 
